@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+// nearcast: an authoritative GeoDNS server with an XDP fast path. See ../shared/DESIGN.md §7 for the layout.
+import PackageDescription
+
+let package = Package(
+    name: "nearcast",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "nearcastd", targets: ["nearcastd"]),
+        .executable(name: "nearcast", targets: ["nearcast"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
+    ],
+    targets: [
+        // Pure Swift DNS wire format: names, messages, RRs, EDNS, ECS. No dependencies.
+        .target(name: "DNSWire"),
+        // Config, zones and the master-file parser, authoritative lookup.
+        .target(
+            name: "NearcastCore",
+            dependencies: [
+                "DNSWire",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The SwiftNIO UDP + TCP slow path.
+        .target(
+            name: "NearcastServer",
+            dependencies: [
+                "DNSWire", "NearcastCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "nearcastd",
+            dependencies: [
+                "NearcastCore", "NearcastServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "nearcast",
+            dependencies: [
+                "NearcastCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"]),
+        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire"]),
+        .testTarget(
+            name: "NearcastServerTests",
+            dependencies: [
+                "NearcastServer", "NearcastCore", "DNSWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+    ]
+)

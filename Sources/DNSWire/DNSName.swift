@@ -1,0 +1,218 @@
+/// A domain name, held in uncompressed wire form (length-prefixed labels ending with the root label).
+///
+/// Equality and hashing ignore ASCII case (RFC 4343); the original case is kept for echoing.
+public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
+    /// Uncompressed wire form, always ending with a zero byte.
+    public private(set) var wire: [UInt8]
+
+    /// The root name `.`.
+    public static let root = DNSName(uncheckedWire: [0])
+
+    /// Wraps bytes already known to be a valid uncompressed name.
+    init(uncheckedWire: [UInt8]) { self.wire = uncheckedWire }
+
+    /// Builds a name from its labels (without the root label).
+    public init(labels: [[UInt8]]) throws(DNSWireError) {
+        var w: [UInt8] = []
+        for label in labels {
+            if label.isEmpty { throw .emptyLabel }
+            if label.count > 63 { throw .labelTooLong }
+            w.append(UInt8(label.count))
+            w.append(contentsOf: label)
+        }
+        w.append(0)
+        if w.count > 255 { throw .nameTooLong(offset: 0) }
+        self.wire = w
+    }
+
+    /// Parses presentation format (`www.example.net.`, with `\.` and `\DDD` escapes).
+    ///
+    /// A name without a trailing dot is relative and gets `origin` appended; `@` is the origin itself.
+    public init(_ text: String, origin: DNSName? = nil) throws(DNSWireError) {
+        if text == "@" {
+            guard let origin else { throw .badText("'@' used without an origin") }
+            self = origin
+            return
+        }
+        if text == "." {
+            self = .root
+            return
+        }
+        if text.isEmpty { throw .badText("empty name") }
+        var labels: [[UInt8]] = []
+        var current: [UInt8] = []
+        var absolute = false
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            let c = bytes[i]
+            if c == UInt8(ascii: "\\") {
+                guard i + 1 < bytes.count else { throw .badText("name '\(text)' ends with a lone backslash") }
+                let n = bytes[i + 1]
+                if n >= 0x30 && n <= 0x39 {
+                    guard i + 3 < bytes.count, (0x30...0x39).contains(bytes[i + 2]), (0x30...0x39).contains(bytes[i + 3])
+                    else { throw .badText("name '\(text)': \\DDD escape needs three digits") }
+                    let v = Int(n - 0x30) * 100 + Int(bytes[i + 2] - 0x30) * 10 + Int(bytes[i + 3] - 0x30)
+                    guard v <= 255 else { throw .badText("name '\(text)': escape \\\(v) is above 255") }
+                    current.append(UInt8(v))
+                    i += 4
+                } else {
+                    current.append(n)
+                    i += 2
+                }
+                continue
+            }
+            if c == UInt8(ascii: ".") {
+                if current.isEmpty { throw .badText("name '\(text)' has an empty label") }
+                labels.append(current)
+                current = []
+                if i == bytes.count - 1 { absolute = true }
+                i += 1
+                continue
+            }
+            current.append(c)
+            i += 1
+        }
+        if !current.isEmpty { labels.append(current) }
+        if !absolute, let origin {
+            labels.append(contentsOf: origin.labels)
+        } else if !absolute {
+            // No origin: treat as absolute (command-line and config use).
+        }
+        do { try self.init(labels: labels) } catch .labelTooLong {
+            throw .badText("name '\(text)' has a label longer than 63 octets")
+        } catch .nameTooLong {
+            throw .badText("name '\(text)' is longer than 255 octets")
+        } catch { throw error }
+    }
+
+    /// The labels, leftmost first, without the root label.
+    public var labels: [[UInt8]] {
+        var out: [[UInt8]] = []
+        var i = 0
+        while wire[i] != 0 {
+            let n = Int(wire[i])
+            out.append(Array(wire[(i + 1)...(i + n)]))
+            i += n + 1
+        }
+        return out
+    }
+
+    /// Number of labels, not counting the root.
+    public var labelCount: Int {
+        var count = 0
+        var i = 0
+        while wire[i] != 0 {
+            count += 1
+            i += Int(wire[i]) + 1
+        }
+        return count
+    }
+
+    public var isRoot: Bool { wire.count == 1 }
+
+    /// The name with its leftmost label removed (the root's parent is the root).
+    public var parent: DNSName {
+        if isRoot { return self }
+        return DNSName(uncheckedWire: Array(wire[(Int(wire[0]) + 1)...]))
+    }
+
+    /// Whether the leftmost label is `*`.
+    public var isWildcard: Bool { wire.count >= 2 && wire[0] == 1 && wire[1] == UInt8(ascii: "*") }
+
+    /// `*.` prepended to this name.
+    public var wildcardChild: DNSName? {
+        guard wire.count + 2 <= 255 else { return nil }
+        return DNSName(uncheckedWire: [1, UInt8(ascii: "*")] + wire)
+    }
+
+    /// Prepends one label.
+    public func prepending(_ label: [UInt8]) throws(DNSWireError) -> DNSName {
+        try DNSName(labels: [label] + labels)
+    }
+
+    /// ASCII-lower-cased copy.
+    public func lowercased() -> DNSName {
+        DNSName(uncheckedWire: wire.map(DNSName.fold))
+    }
+
+    /// True when this name equals `other` or lies below it.
+    public func isSubdomain(of other: DNSName) -> Bool {
+        if other.wire.count > wire.count { return false }
+        var i = 0
+        let skip = wire.count - other.wire.count
+        // Walk label boundaries until we reach the offset where the suffix would start.
+        while i < skip {
+            i += Int(wire[i]) + 1
+        }
+        guard i == skip else { return false }
+        for k in 0..<other.wire.count where DNSName.fold(wire[skip + k]) != DNSName.fold(other.wire[k]) {
+            return false
+        }
+        return true
+    }
+
+    /// The ancestors of this name down to (and including) `apex`, nearest first, excluding self.
+    public func ancestors(upTo apex: DNSName) -> [DNSName] {
+        var out: [DNSName] = []
+        var n = self
+        while n.wire.count > apex.wire.count {
+            n = n.parent
+            out.append(n)
+        }
+        return out
+    }
+
+    @inline(__always) static func fold(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
+
+    public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
+        guard lhs.wire.count == rhs.wire.count else { return false }
+        return lhs.wire.withUnsafeBufferPointer { l in
+            rhs.wire.withUnsafeBufferPointer { r in
+                for i in 0..<l.count where fold(l[i]) != fold(r[i]) { return false }
+                return true
+            }
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        wire.withUnsafeBufferPointer { p in
+            for b in p { hasher.combine(DNSName.fold(b)) }
+        }
+    }
+
+    /// Canonical DNS order (RFC 4034 §6.1): by labels from the right, case-folded, bytewise.
+    public static func < (lhs: DNSName, rhs: DNSName) -> Bool {
+        let l = lhs.labels.reversed().map { $0.map(fold) }
+        let r = rhs.labels.reversed().map { $0.map(fold) }
+        for (a, b) in zip(l, r) where a != b { return a.lexicographicallyPrecedes(b) }
+        return l.count < r.count
+    }
+
+    /// Presentation format with a trailing dot; unusual bytes are escaped.
+    public var description: String {
+        if isRoot { return "." }
+        var s = ""
+        for label in labels {
+            for b in label {
+                switch b {
+                case UInt8(ascii: "."), UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: ";"), UInt8(ascii: "("),
+                    UInt8(ascii: ")"), UInt8(ascii: "@"), UInt8(ascii: "$"):
+                    s.append("\\")
+                    s.append(Character(UnicodeScalar(b)))
+                case 0x21...0x7E:
+                    s.append(Character(UnicodeScalar(b)))
+                default:
+                    s.append("\\" + String(format3(b)))
+                }
+            }
+            s.append(".")
+        }
+        return s
+    }
+}
+
+@inline(__always) func format3(_ b: UInt8) -> String {
+    let v = Int(b)
+    return String(v / 100) + String((v / 10) % 10) + String(v % 10)
+}

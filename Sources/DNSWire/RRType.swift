@@ -1,0 +1,127 @@
+/// A resource record TYPE (RFC 1035 §3.2.2). Unknown values are kept as they are (RFC 3597).
+public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ v: UInt16) { self.rawValue = v }
+
+    public static let a = RRType(1)
+    public static let ns = RRType(2)
+    public static let cname = RRType(5)
+    public static let soa = RRType(6)
+    public static let ptr = RRType(12)
+    public static let hinfo = RRType(13)
+    public static let mx = RRType(15)
+    public static let txt = RRType(16)
+    public static let aaaa = RRType(28)
+    public static let srv = RRType(33)
+    public static let opt = RRType(41)
+    public static let ds = RRType(43)
+    public static let rrsig = RRType(46)
+    public static let ixfr = RRType(251)
+    public static let axfr = RRType(252)
+    public static let mailb = RRType(253)
+    public static let maila = RRType(254)
+    public static let any = RRType(255)
+    public static let caa = RRType(257)
+
+    static let mnemonics: [(String, RRType)] = [
+        ("A", .a), ("NS", .ns), ("CNAME", .cname), ("SOA", .soa), ("PTR", .ptr), ("HINFO", .hinfo), ("MX", .mx),
+        ("TXT", .txt), ("AAAA", .aaaa), ("SRV", .srv), ("OPT", .opt), ("DS", .ds), ("RRSIG", .rrsig),
+        ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any), ("CAA", .caa),
+    ]
+
+    /// Parses a mnemonic (`AAAA`) or the RFC 3597 form (`TYPE65280`), case-insensitively.
+    public init?(mnemonic: String) {
+        let up = mnemonic.uppercased()
+        if let hit = RRType.mnemonics.first(where: { $0.0 == up }) {
+            self = hit.1
+            return
+        }
+        if up.hasPrefix("TYPE"), let v = UInt16(up.dropFirst(4)) {
+            self.init(v)
+            return
+        }
+        return nil
+    }
+
+    /// True for meta and query types (RFC 6895 §3.1): 128–255 and OPT; they never appear as data.
+    public var isMetaType: Bool { (rawValue >= 128 && rawValue <= 255) || self == .opt }
+
+    public var description: String {
+        RRType.mnemonics.first(where: { $0.1 == self })?.0 ?? "TYPE\(rawValue)"
+    }
+
+    public static func < (lhs: RRType, rhs: RRType) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A resource record CLASS. Only IN carries data in nearcast.
+public struct RRClass: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ v: UInt16) { self.rawValue = v }
+    public static let `in` = RRClass(1)
+    public static let ch = RRClass(3)
+    public static let hs = RRClass(4)
+    public static let none = RRClass(254)
+    public static let any = RRClass(255)
+
+    /// Parses `IN`, `CH`, `HS`, `ANY` or `CLASS123`, case-insensitively.
+    public init?(mnemonic: String) {
+        switch mnemonic.uppercased() {
+        case "IN": self = .in
+        case "CH": self = .ch
+        case "HS": self = .hs
+        case "ANY": self = .any
+        case let up where up.hasPrefix("CLASS"):
+            guard let v = UInt16(up.dropFirst(5)) else { return nil }
+            self.init(v)
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .in: return "IN"
+        case .ch: return "CH"
+        case .hs: return "HS"
+        case .any: return "ANY"
+        default: return "CLASS\(rawValue)"
+        }
+    }
+}
+
+/// A response code, including the extended codes carried in OPT (RFC 6891 §6.1.3).
+public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ v: UInt16) { self.rawValue = v }
+    public static let noError = RCode(0)
+    public static let formErr = RCode(1)
+    public static let servFail = RCode(2)
+    public static let nxDomain = RCode(3)
+    public static let notImp = RCode(4)
+    public static let refused = RCode(5)
+    public static let badVers = RCode(16)
+
+    public var description: String {
+        switch rawValue {
+        case 0: return "NOERROR"
+        case 1: return "FORMERR"
+        case 2: return "SERVFAIL"
+        case 3: return "NXDOMAIN"
+        case 4: return "NOTIMP"
+        case 5: return "REFUSED"
+        case 16: return "BADVERS"
+        default: return "RCODE\(rawValue)"
+        }
+    }
+}
+
+/// The OPCODE of a message header (4 bits).
+public struct Opcode: RawRepresentable, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue & 0x0F }
+    public static let query = Opcode(rawValue: 0)
+    public static let notify = Opcode(rawValue: 4)
+    public static let update = Opcode(rawValue: 5)
+}

@@ -1,0 +1,160 @@
+import DNSWire
+import Foundation
+import Yams
+
+/// Where a zone comes from: its origin and its master file.
+public struct ZoneSource: Hashable, Sendable {
+    public var origin: DNSName
+    public var path: String
+    /// Where the zone was named (config file and line), for messages.
+    public var declaredAt: String
+
+    public init(origin: DNSName, path: String, declaredAt: String) {
+        self.origin = origin
+        self.path = path
+        self.declaredAt = declaredAt
+    }
+}
+
+/// The daemon's configuration, read from YAML:
+///
+/// ```yaml
+/// listen: ["127.0.0.1:53", "[::1]:53"]
+/// zones:
+///   - origin: example.net.
+///     file: zones/example.net.zone   # relative to this file
+/// ```
+public struct NearcastConfig: Sendable {
+    public var listen: [ListenAddress] = []
+    public var zones: [ZoneSource] = []
+    /// Largest UDP reply, and the size advertised in our OPT.
+    public var maxUDPPayload: UInt16 = 1232
+    /// Seconds an idle TCP connection is kept open (RFC 7766 §6.2.3).
+    public var tcpIdleTimeout: Int = 10
+
+    public init() {}
+
+    /// Reads and validates a config file. Every problem is reported with file and line.
+    public static func load(path: String) throws(DiagnosticsError) -> NearcastConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+            throw DiagnosticsError([Diagnostic(file: path, line: 0, message: "config file \(why)")])
+        }
+        let dir = (path as NSString).deletingLastPathComponent
+        return try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
+    }
+
+    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout"]
+
+    /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
+    public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
+        -> NearcastConfig
+    {
+        var diags: [Diagnostic] = []
+        func line(_ node: Node?) -> Int { (node?.mark?.line).map { $0 } ?? 0 }
+        func fail(_ node: Node?, _ m: String) { diags.append(Diagnostic(file: fileName, line: line(node), message: m)) }
+
+        let root: Node
+        do {
+            guard let r = try Yams.compose(yaml: yaml) else {
+                throw DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "config file is empty")])
+            }
+            root = r
+        } catch let e as DiagnosticsError {
+            throw e
+        } catch let e as YamlError {
+            throw DiagnosticsError([Diagnostic(file: fileName, line: yamlLine(e), message: "not valid YAML: \(e)")])
+        } catch {
+            throw DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "not valid YAML: \(error)")])
+        }
+        guard let top = root.mapping else {
+            throw DiagnosticsError([Diagnostic(file: fileName, line: line(root), message: "the config must be a mapping of keys")])
+        }
+        var config = NearcastConfig()
+        for (k, v) in top {
+            guard let key = k.string else {
+                fail(k, "keys must be strings")
+                continue
+            }
+            switch key {
+            case "listen":
+                let items = v.sequence.map(Array.init) ?? [v]
+                for item in items {
+                    guard let s = item.string, let a = ListenAddress(s) else {
+                        fail(item, "listen: '\(item.string ?? "?")' is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)")
+                        continue
+                    }
+                    config.listen.append(a)
+                }
+            case "zones":
+                guard let seq = v.sequence else {
+                    fail(v, "zones must be a list of {origin, file}")
+                    continue
+                }
+                for item in seq {
+                    guard let m = item.mapping else {
+                        fail(item, "each zone must be a mapping with 'origin' and 'file'")
+                        continue
+                    }
+                    for (zk, _) in m where !["origin", "file"].contains(zk.string ?? "") {
+                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file)")
+                    }
+                    guard let o = m["origin"]?.string else {
+                        fail(item, "zone is missing 'origin'")
+                        continue
+                    }
+                    guard let f = m["file"]?.string else {
+                        fail(item, "zone \(o) is missing 'file'")
+                        continue
+                    }
+                    let origin: DNSName
+                    do { origin = try DNSName(o.hasSuffix(".") ? o : o + ".") } catch {
+                        fail(m["origin"], "origin '\(o)': \(error)")
+                        continue
+                    }
+                    if config.zones.contains(where: { $0.origin == origin }) {
+                        fail(item, "zone \(origin) is listed twice")
+                        continue
+                    }
+                    let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                    config.zones.append(ZoneSource(origin: origin, path: path, declaredAt: "\(fileName):\(line(item))"))
+                }
+            case "max-udp-payload":
+                guard let n = v.int, (512...4096).contains(n) else {
+                    fail(v, "max-udp-payload must be a number from 512 to 4096")
+                    continue
+                }
+                config.maxUDPPayload = UInt16(n)
+            case "tcp-idle-timeout":
+                guard let n = v.int, (1...3600).contains(n) else {
+                    fail(v, "tcp-idle-timeout must be a number of seconds from 1 to 3600")
+                    continue
+                }
+                config.tcpIdleTimeout = n
+            default:
+                fail(k, "unknown key '\(key)' (known: \(knownKeys.joined(separator: ", ")))")
+            }
+        }
+        if config.listen.isEmpty && diags.isEmpty { fail(root, "no 'listen' addresses") }
+        if !diags.isEmpty { throw DiagnosticsError(diags) }
+        return config
+    }
+
+    static func yamlLine(_ e: YamlError) -> Int {
+        switch e {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _): return mark.line
+        default: return 0
+        }
+    }
+
+    /// Loads every zone; the problems of all zones are reported together.
+    public func loadZones() throws(DiagnosticsError) -> [Zone] {
+        var out: [Zone] = []
+        var diags: [Diagnostic] = []
+        for src in zones {
+            do { out.append(try Zone.load(path: src.path, origin: src.origin)) } catch { diags += error.diagnostics }
+        }
+        if !diags.isEmpty { throw DiagnosticsError(diags) }
+        return out
+    }
+}

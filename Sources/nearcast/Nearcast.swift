@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import NearcastCore
+
+/// `nearcast`: the operator's command line.
+@main
+struct Nearcast: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nearcast",
+        abstract: "Operate a nearcast GeoDNS server.",
+        subcommands: [CheckConfig.self]
+    )
+}
+
+/// `nearcast check-config FILE`: every problem in the config and its zones, with file and line.
+struct CheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check a config file and every zone it names; print each error as file:line: message."
+    )
+
+    @Argument(help: "The YAML config file.")
+    var file: String
+
+    func run() throws {
+        do {
+            let cfg = try NearcastConfig.load(path: file)
+            let zones = try cfg.loadZones()
+            let records = zones.map(\.recordCount).reduce(0, +)
+            print("\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")")
+        } catch {
+            for d in error.diagnostics { FileHandle.standardError.write((d.description + "\n").data(using: .utf8)!) }
+            FileHandle.standardError.write("\(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s")\n".data(using: .utf8)!)
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,5 @@
+import Foundation
+
+extension FileHandle {
+    func write(_ s: String) { write(s.data(using: .utf8)!) }
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import DNSWire
+import Logging
+import NIOCore
+import NIOPosix
+import NearcastCore
+import NearcastServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `nearcastd`: the nearcast DNS daemon.
+@main
+struct Nearcastd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nearcastd",
+        abstract: "nearcast authoritative GeoDNS server.",
+        discussion: """
+            Serve zone files directly:
+              nearcastd --zone example.net=example.net.zone --listen 127.0.0.1:53 --listen [::1]:53
+            or from a YAML config:
+              nearcastd --config /etc/nearcast/nearcast.yaml
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("YAML configuration file.", valueName: "FILE"))
+    var config: String?
+
+    @Option(name: .long, help: ArgumentHelp("Serve a zone: ORIGIN=PATH (repeatable).", valueName: "ORIGIN=PATH"))
+    var zone: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Listen on ADDR:PORT, UDP and TCP (repeatable).", valueName: "ADDR:PORT"))
+    var listen: [String] = []
+
+    @Option(name: .long, help: "Event-loop threads (default: one per core).")
+    var threads: Int = System.coreCount
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        if config == nil && zone.isEmpty { throw ValidationError("give --config FILE, or at least one --zone ORIGIN=PATH") }
+        if config == nil && listen.isEmpty { throw ValidationError("give at least one --listen ADDR:PORT") }
+        for l in listen where ListenAddress(l) == nil {
+            throw ValidationError("--listen '\(l)' is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)")
+        }
+        for z in zone where !z.contains("=") { throw ValidationError("--zone '\(z)' is not ORIGIN=PATH") }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    /// The config from --config, with --zone and --listen added to it.
+    func effectiveConfig() throws(DiagnosticsError) -> NearcastConfig {
+        var cfg = try config.map { path throws(DiagnosticsError) in try NearcastConfig.load(path: path) } ?? NearcastConfig()
+        for z in zone {
+            let parts = z.split(separator: "=", maxSplits: 1).map(String.init)
+            let originText = parts[0].hasSuffix(".") ? parts[0] : parts[0] + "."
+            do {
+                cfg.zones.append(ZoneSource(origin: try DNSName(originText), path: parts[1], declaredAt: "--zone"))
+            } catch {
+                throw DiagnosticsError([Diagnostic(file: "--zone", line: 0, message: "origin '\(parts[0])': \(error)")])
+            }
+        }
+        cfg.listen += listen.compactMap(ListenAddress.init)
+        return cfg
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            return h
+        }
+        let logger = Logger(label: "nearcastd")
+        let cfg: NearcastConfig
+        let zones: [Zone]
+        do {
+            cfg = try effectiveConfig()
+            zones = try cfg.loadZones()
+        } catch {
+            FileHandle.standardError.write(error.description + "\n")
+            throw ExitCode(1)
+        }
+        for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
+
+        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let server = DNSServer(
+            responder: responder, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
+        do {
+            for address in cfg.listen { try await server.listen(on: address) }
+        } catch {
+            logger.error("cannot listen", metadata: ["error": "\(error)"])
+            await server.stop()
+            try await group.shutdownGracefully()
+            throw ExitCode(1)
+        }
+        let signal = await Self.waitForTermination()
+        logger.info("stopping", metadata: ["signal": "\(signal)"])
+        await server.stop()
+        try await group.shutdownGracefully()
+    }
+
+    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
+    static func waitForTermination() async -> String {
+        await withCheckedContinuation { (cont: CheckedContinuation<String, Never>) in
+            let queue = DispatchQueue(label: "nearcastd.signals")
+            let once = SignalOnce(cont)
+            for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+                source.setEventHandler { once.fire(name) }
+                source.resume()
+                once.keep(source)
+            }
+        }
+    }
+}
+
+/// Resumes a continuation at most once from signal handlers that all run on one serial queue.
+/// `@unchecked Sendable`: its state is only touched on that queue (and during set-up, before any
+/// source is resumed).
+final class SignalOnce: @unchecked Sendable {
+    private var cont: CheckedContinuation<String, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+    init(_ c: CheckedContinuation<String, Never>) { cont = c }
+    func keep(_ s: any DispatchSourceSignal) { sources.append(s) }
+    func fire(_ name: String) {
+        cont?.resume(returning: name)
+        cont = nil
+    }
+}

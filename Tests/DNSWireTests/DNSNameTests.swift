@@ -1,0 +1,87 @@
+import Testing
+
+@testable import DNSWire
+
+@Suite struct DNSNameTests {
+    @Test func parsesAndPrintsAbsoluteNames() throws {
+        let n = try DNSName("www.Example.NET.")
+        #expect(n.description == "www.Example.NET.")
+        #expect(n.labelCount == 3)
+        #expect(n.wire == [3, 119, 119, 119, 7, 69, 120, 97, 109, 112, 108, 101, 3, 78, 69, 84, 0])
+    }
+
+    @Test func relativeNamesTakeTheOrigin() throws {
+        let origin = try DNSName("example.net.")
+        #expect(try DNSName("www", origin: origin) == DNSName("www.example.net."))
+        #expect(try DNSName("@", origin: origin) == origin)
+        #expect(try DNSName("a.b.", origin: origin).description == "a.b.")
+    }
+
+    @Test func comparesCaseInsensitivelyAndHashesAlike() throws {
+        let a = try DNSName("WWW.example.net.")
+        let b = try DNSName("www.EXAMPLE.net.")
+        #expect(a == b)
+        #expect(Set([a, b]).count == 1)
+        #expect(a.lowercased().description == "www.example.net.")
+    }
+
+    @Test func escapesRoundTrip() throws {
+        let n = try DNSName("a\\.b\\065\\032c.example.")
+        #expect(n.labels[0] == Array("a.bA c".utf8))
+        #expect(n.description == "a\\.bA\\032c.example.")
+        #expect(try DNSName(n.description) == n)
+    }
+
+    @Test func subdomainRespectsLabelBoundaries() throws {
+        let zone = try DNSName("example.net.")
+        #expect(try DNSName("a.example.net.").isSubdomain(of: zone))
+        #expect(zone.isSubdomain(of: zone))
+        #expect(!(try DNSName("aexample.net.").isSubdomain(of: zone)))
+        #expect(try DNSName("x.y.").isSubdomain(of: .root))
+        #expect(!zone.isSubdomain(of: try DNSName("a.example.net.")))
+    }
+
+    @Test func rejectsOverlongLabelsAndNames() {
+        let label63 = String(repeating: "a", count: 63)
+        #expect(throws: DNSWireError.self) { try DNSName(String(repeating: "a", count: 64) + ".") }
+        // 4 × (63+1) + 1 = 257 > 255
+        #expect(throws: DNSWireError.self) { try DNSName([label63, label63, label63, label63].joined(separator: ".") + ".") }
+        #expect(throws: DNSWireError.self) { try DNSName("a..b.") }
+        #expect(throws: DNSWireError.self) { try DNSName("a\\25") }
+        #expect(throws: DNSWireError.self) { try DNSName("a\\300.") }
+    }
+
+    @Test func wildcardsAndAncestors() throws {
+        let zone = try DNSName("example.net.")
+        let n = try DNSName("a.b.example.net.")
+        #expect(n.ancestors(upTo: zone).map(\.description) == ["b.example.net.", "example.net."])
+        #expect(zone.wildcardChild?.description == "*.example.net.")
+        #expect(zone.wildcardChild!.isWildcard)
+    }
+
+    @Test func canonicalOrder() throws {
+        let names = try ["b.example.", "example.", "A.example.", "z.a.example.", "\\001.example."].map { try DNSName($0) }
+        #expect(names.sorted().map(\.description) == ["example.", "\\001.example.", "A.example.", "z.a.example.", "b.example."])
+    }
+}
+
+@Suite struct AddressTextTests {
+    @Test(arguments: [
+        ("2001:db8::1", "2001:db8::1"), ("::", "::"), ("::1", "::1"), ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
+        ("::ffff:192.0.2.1", "::ffff:c000:201"), ("1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"), ("fe80::", "fe80::"),
+    ])
+    func ipv6ParsesAndPrintsRFC5952(input: String, printed: String) throws {
+        let a = try #require(IPv6Address(input))
+        #expect(a.description == printed)
+    }
+
+    @Test(arguments: ["1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", ":", "g::1", "1:2:3:4:5:6:7::8"])
+    func ipv6RejectsMalformed(input: String) {
+        #expect(IPv6Address(input) == nil)
+    }
+
+    @Test func ipv4() {
+        #expect(IPv4Address("192.0.2.1")?.description == "192.0.2.1")
+        for bad in ["1.2.3", "1.2.3.256", "1.2.3.4.5", "a.b.c.d", "01234.1.1.1", ""] { #expect(IPv4Address(bad) == nil) }
+    }
+}

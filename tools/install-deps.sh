@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every Debian package nearcast needs to build, test and benchmark.
+# Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
+# Usage: tools/install-deps.sh [--check]   (--check: exit 1 if something is missing, install nothing)
+set -euo pipefail
+
+PACKAGES=(
+	# build: the BPF object, libbpf and libmaxminddb for the Swift system-library targets
+	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+	libmaxminddb-dev mmdb-bin libmaxmind-db-writer-perl
+	# test and benchmark tools: real DNS clients, load generators, network namespaces
+	dnsutils knot-dnsutils dnsperf iproute2 ethtool
+	# reference servers for the differential tests and the benchmarks
+	nsd knot
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing Debian packages: ${missing[*]}" >&2
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: need root to install: ${missing[*]}" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Reference servers (nsd, knot) must not start as system services on port 53 when installed:
+# the tests and benchmarks start them by hand on their own ports. policy-rc.d says "don't start".
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod +x "$policy"
+	own_policy=1
+fi
+trap '[ $own_policy -eq 1 ] && rm -f "$policy"' EXIT
+
+install() { apt-get install -y --no-install-recommends "${missing[@]}"; }
+if ! install; then
+	apt-get update
+	install
+fi
+# Some packages' services may still have been started by their maintainer scripts; stop them.
+for svc in nsd knot; do
+	pkill -x "${svc}d" 2>/dev/null || pkill -x "$svc" 2>/dev/null || true
+done
