@@ -27,6 +27,7 @@ struct MasterFileTokenizer {
 
         func flush() {
             if !current.tokens.isEmpty { entries.append(current) }
+            current.tokens = []
         }
         while i < bytes.count {
             let c = bytes[i]

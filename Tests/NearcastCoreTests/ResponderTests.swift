@@ -1,0 +1,238 @@
+import DNSWire
+import Testing
+
+@testable import NearcastCore
+
+/// The zone the query table runs against.
+let tableZoneText = """
+    $ORIGIN example.test.
+    $TTL 300
+    @        SOA   ns1 hostmaster 2026112201 3600 600 1209600 60
+    @        NS    ns1
+    @        NS    ns.other.test.
+    @        MX    10 mail
+    ns1      A     192.0.2.53
+    mail     A     192.0.2.25
+    mail     AAAA  2001:db8::25
+    www      A     192.0.2.1
+    www      A     192.0.2.2
+    www      AAAA  2001:db8::1
+    alias    CNAME www
+    chain1   CNAME chain2
+    chain2   CNAME www
+    loop1    CNAME loop2
+    loop2    CNAME loop1
+    dangling CNAME nothere
+    external CNAME www.other.test.
+    a.b.c    TXT   "deep"
+    *.wild   A     192.0.2.100
+    *.wild   TXT   "wild"
+    sub.wild A     192.0.2.101
+    *.cw     CNAME www
+    sub      NS    ns.sub
+    sub      NS    ns.other.test.
+    ns.sub   A     192.0.2.77
+    _dns._udp SRV  0 1 53 ns1
+    \((0..<4).map { "big TXT \"\(String(repeating: "x", count: 200))\($0)\"\n" }.joined())
+    \((0..<30).map { "huge TXT \"\(String(repeating: "y", count: 250))\($0)\"\n" }.joined())
+    """
+
+@Suite struct ResponderTests {
+    static let origin = try! DNSName("example.test.")
+    static let responder: Responder = {
+        let records = try! ZoneFileParser.parse(text: tableZoneText, fileName: "table.zone", origin: origin)
+        let zone = try! Zone.build(origin: origin, records: records, sourceName: "table.zone")
+        return Responder(authority: Authority(zones: [zone]))
+    }()
+
+    struct Q: CustomStringConvertible, Sendable {
+        var name: String
+        var type: RRType
+        var qclass: RRClass = .in
+        var edns: EDNS? = nil
+        var transport: Transport = .udp
+        var description: String { "\(name) \(type)" }
+    }
+
+    static func ask(_ q: Q, id: UInt16 = 0x4242, tweak: (inout DNSMessage) -> Void = { _ in }) throws -> DNSMessage {
+        var h = DNSHeader()
+        h.id = id
+        h.rd = true
+        var m = DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(q.name), type: q.type, qclass: q.qclass)], edns: q.edns)
+        tweak(&m)
+        let reply = try #require(responder.respond(to: try m.serialize(), transport: q.transport))
+        return try DNSMessage(wire: reply)
+    }
+
+    static func rrs(_ section: [ResourceRecord]) -> [String] { section.map(\.description).sorted() }
+
+    /// name, type → rcode, AA, answer, authority, additional (sorted, presentation format).
+    static let table: [(Q, RCode, Bool, [String], [String], [String])] = [
+        (Q(name: "www.example.test.", type: .a), .noError, true,
+         ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        (Q(name: "www.example.test.", type: .mx), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "nope.example.test.", type: .a), .nxDomain, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        // Empty non-terminals are NODATA, not NXDOMAIN.
+        (Q(name: "c.example.test.", type: .a), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "b.c.example.test.", type: .txt), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "a.b.c.example.test.", type: .txt), .noError, true, ["a.b.c.example.test. 300 IN TXT \"deep\""], [], []),
+        // CNAME chasing.
+        (Q(name: "alias.example.test.", type: .a), .noError, true,
+         ["alias.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
+          "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        (Q(name: "alias.example.test.", type: .cname), .noError, true, ["alias.example.test. 300 IN CNAME www.example.test."], [], []),
+        (Q(name: "chain1.example.test.", type: .aaaa), .noError, true,
+         ["chain1.example.test. 300 IN CNAME chain2.example.test.", "chain2.example.test. 300 IN CNAME www.example.test.",
+          "www.example.test. 300 IN AAAA 2001:db8::1"], [], []),
+        (Q(name: "loop1.example.test.", type: .a), .noError, true,
+         ["loop1.example.test. 300 IN CNAME loop2.example.test.", "loop2.example.test. 300 IN CNAME loop1.example.test."], [], []),
+        // RFC 6604: the rcode is that of the last name in the chain.
+        (Q(name: "dangling.example.test.", type: .a), .nxDomain, true, ["dangling.example.test. 300 IN CNAME nothere.example.test."],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "external.example.test.", type: .a), .noError, true, ["external.example.test. 300 IN CNAME www.other.test."], [], []),
+        // Wildcards (RFC 4592).
+        (Q(name: "x.wild.example.test.", type: .a), .noError, true, ["x.wild.example.test. 300 IN A 192.0.2.100"], [], []),
+        (Q(name: "x.y.wild.example.test.", type: .txt), .noError, true, ["x.y.wild.example.test. 300 IN TXT \"wild\""], [], []),
+        (Q(name: "x.wild.example.test.", type: .mx), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "sub.wild.example.test.", type: .a), .noError, true, ["sub.wild.example.test. 300 IN A 192.0.2.101"], [], []),
+        (Q(name: "x.sub.wild.example.test.", type: .a), .nxDomain, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "wild.example.test.", type: .a), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (Q(name: "q.cw.example.test.", type: .a), .noError, true,
+         ["q.cw.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
+          "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        // Delegation: a referral, not authoritative, with glue.
+        (Q(name: "host.sub.example.test.", type: .a), .noError, false, [],
+         ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
+         ["ns.sub.example.test. 300 IN A 192.0.2.77"]),
+        (Q(name: "sub.example.test.", type: .ns), .noError, false, [],
+         ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
+         ["ns.sub.example.test. 300 IN A 192.0.2.77"]),
+        (Q(name: "sub.example.test.", type: .ds), .noError, true, [],
+         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        // Additional-section processing.
+        (Q(name: "example.test.", type: .mx), .noError, true, ["example.test. 300 IN MX 10 mail.example.test."], [],
+         ["mail.example.test. 300 IN A 192.0.2.25", "mail.example.test. 300 IN AAAA 2001:db8::25"]),
+        (Q(name: "_dns._udp.example.test.", type: .srv), .noError, true, ["_dns._udp.example.test. 300 IN SRV 0 1 53 ns1.example.test."], [],
+         ["ns1.example.test. 300 IN A 192.0.2.53"]),
+        (Q(name: "example.test.", type: .ns), .noError, true,
+         ["example.test. 300 IN NS ns.other.test.", "example.test. 300 IN NS ns1.example.test."], [],
+         ["ns1.example.test. 300 IN A 192.0.2.53"]),
+        // Minimal ANY (RFC 8482): one RRset.
+        (Q(name: "www.example.test.", type: .any), .noError, true,
+         ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        // Not ours, not IN, no transfers.
+        (Q(name: "www.other.test.", type: .a), .refused, false, [], [], []),
+        (Q(name: "example.", type: .a), .refused, false, [], [], []),
+        (Q(name: "www.example.test.", type: .a, qclass: .ch), .refused, false, [], [], []),
+        (Q(name: "example.test.", type: .axfr, transport: .tcp), .refused, false, [], [], []),
+        (Q(name: "example.test.", type: .ixfr), .refused, false, [], [], []),
+        (Q(name: "example.test.", type: .mailb), .notImp, false, [], [], []),
+    ]
+
+    @Test(arguments: table.indices)
+    func queryTable(index: Int) throws {
+        let (q, rcode, aa, answer, authority, additional) = Self.table[index]
+        let r = try Self.ask(q)
+        #expect(r.header.id == 0x4242)
+        #expect(r.header.qr)
+        #expect(r.header.rd, "RD is copied")
+        #expect(!r.header.ra, "no recursion offered")
+        #expect(!r.header.tc)
+        #expect(r.rcode == rcode, "\(q)")
+        #expect(r.header.aa == aa, "\(q)")
+        #expect(Self.rrs(r.answers) == answer, "\(q)")
+        #expect(Self.rrs(r.authority) == authority, "\(q)")
+        #expect(Self.rrs(r.additional) == additional, "\(q)")
+        #expect(r.questions.count == 1 && r.questions[0].name.description == q.name)
+        #expect(r.edns == nil, "no OPT in the reply to a query without one")
+    }
+
+    @Test func questionIsEchoedInTheClientsCase() throws {
+        let r = try Self.ask(Q(name: "WwW.ExAmPlE.tEsT.", type: .a))
+        #expect(r.questions[0].name.description == "WwW.ExAmPlE.tEsT.")
+        #expect(r.answers.count == 2)
+    }
+
+    @Test func truncatesWithoutEDNSAndFitsWithIt() throws {
+        let plain = try Self.ask(Q(name: "big.example.test.", type: .txt))
+        #expect(plain.header.tc && plain.answers.isEmpty && plain.header.aa)
+        let edns = try Self.ask(Q(name: "big.example.test.", type: .txt, edns: EDNS(udpPayloadSize: 1232)))
+        #expect(!edns.header.tc && edns.answers.count == 4)
+        // The client's size is capped at ours (1232): 30 × 250+ bytes does not fit even at 4096.
+        let huge = try Self.ask(Q(name: "huge.example.test.", type: .txt, edns: EDNS(udpPayloadSize: 4096)))
+        #expect(huge.header.tc && huge.answers.isEmpty && huge.edns != nil)
+        let tcp = try Self.ask(Q(name: "huge.example.test.", type: .txt, transport: .tcp))
+        #expect(!tcp.header.tc && tcp.answers.count == 30)
+        // A client size below 512 counts as 512 (RFC 6891 §6.2.5).
+        let tiny = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(udpPayloadSize: 100)))
+        #expect(!tiny.header.tc && tiny.answers.count == 2)
+    }
+
+    @Test func ednsIsAnsweredWithOurSizeAndTheDOBit() throws {
+        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true)))
+        #expect(r.edns?.udpPayloadSize == 1232)
+        #expect(r.edns?.dnssecOK == true)
+        #expect(r.edns?.version == 0)
+        #expect(r.edns?.options == [])
+    }
+
+    @Test func ecsIsEchoedWithScopeZero() throws {
+        let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
+        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(options: [ecs.option])))
+        #expect(r.edns?.options == [ecs.option])
+        #expect(r.answers.count == 2)
+    }
+
+    @Test func invalidECSIsFormErr() throws {
+        let bad = EDNSOption(code: 8, data: [0, 1, 24, 0, 198, 51, 100, 7])
+        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(options: [bad])))
+        #expect(r.rcode == .formErr && r.answers.isEmpty && r.edns != nil)
+    }
+
+    @Test func ednsVersionAboveZeroIsBadVers() throws {
+        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(version: 1)))
+        #expect(r.rcode == .badVers)
+        #expect(r.edns?.version == 0)
+        #expect(r.answers.isEmpty)
+    }
+
+    @Test func otherOpcodesAreNotImp() throws {
+        let r = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .notify }
+        #expect(r.rcode == .notImp && r.header.opcode == .notify)
+    }
+
+    @Test func malformedQueriesAreFormErr() throws {
+        let noQuestion = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.questions = [] }
+        #expect(noQuestion.rcode == .formErr)
+        let two = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.questions += $0.questions }
+        #expect(two.rcode == .formErr && two.questions.isEmpty)
+        let withAnswer = try Self.ask(Q(name: "example.test.", type: .soa)) {
+            $0.answers = [ResourceRecord(name: .root, type: .a, ttl: 0, rdata: .a(IPv4Address(1, 1, 1, 1)))]
+        }
+        #expect(withAnswer.rcode == .formErr)
+        // Garbage after a valid header: FORMERR with the ID and RD echoed.
+        let garbage = try #require(Self.responder.respond(to: [0xAB, 0xCD, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xFF], transport: .udp))
+        let g = try DNSMessage(wire: garbage)
+        #expect(g.rcode == .formErr && g.header.id == 0xABCD && g.header.rd && g.questions.isEmpty)
+    }
+
+    @Test func responsesAndRuntsAreDropped() throws {
+        var h = DNSHeader()
+        h.qr = true
+        let resp = try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName("example.test."), type: .a)]).serialize()
+        #expect(Self.responder.respond(to: resp, transport: .udp) == nil)
+        #expect(Self.responder.respond(to: [1, 2, 3], transport: .udp) == nil)
+    }
+
+    @Test func cdBitIsCopied() throws {
+        let r = try Self.ask(Q(name: "www.example.test.", type: .a)) { $0.header.cd = true }
+        #expect(r.header.cd)
+    }
+}
