@@ -32,6 +32,12 @@ public struct EDNSOption: Hashable, Sendable {
     public static let clientSubnetCode: UInt16 = 8
     public static let cookieCode: UInt16 = 10
     public static let paddingCode: UInt16 = 12
+    public static let extendedErrorCode: UInt16 = 15
+
+    /// An Extended DNS Error option (RFC 8914) with an INFO-CODE and no extra text.
+    public static func extendedError(_ infoCode: ExtendedErrorCode) -> EDNSOption {
+        EDNSOption(code: extendedErrorCode, data: [UInt8(infoCode.rawValue >> 8), UInt8(infoCode.rawValue & 0xFF)])
+    }
     public var code: UInt16
     public var data: [UInt8]
     public init(code: UInt16, data: [UInt8]) {
@@ -96,4 +102,12 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
             : (IPv6Address(bytes: full)?.description ?? "?")
         return "\(text)/\(sourcePrefixLength)/\(scopePrefixLength)"
     }
+}
+
+/// Extended DNS Error INFO-CODEs (RFC 8914 §4) that nearcast sends.
+public enum ExtendedErrorCode: UInt16, Sendable {
+    /// The name is not in any zone we serve.
+    case notAuthoritative = 20
+    /// The query asks for something we do not do (another class, zone transfers).
+    case notSupported = 21
 }

@@ -46,13 +46,16 @@ public struct Responder: Sendable {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
         }
         if question.type == .axfr || question.type == .ixfr {
-            return errorReply(header, question: question, .refused, edns: replyEDNS)  // no zone transfers
+            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)  // no transfers
         }
         if question.type.isMetaType && question.type != .any {
             return errorReply(header, question: question, .notImp, edns: replyEDNS)
         }
-        guard question.qclass == .in, let zone = authority.zone(for: question.name) else {
-            return errorReply(header, question: question, .refused, edns: replyEDNS)
+        guard question.qclass == .in else {
+            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
+        }
+        guard let zone = authority.zone(for: question.name) else {
+            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notAuthoritative)
         }
         let answer = zone.lookup(question.name, question.type)
 
@@ -103,7 +106,13 @@ public struct Responder: Sendable {
         return h
     }
 
-    func errorReply(_ q: DNSHeader, question: DNSQuestion?, _ rcode: RCode, edns: EDNS?) -> [UInt8] {
+    /// A reply with no data: the question (when it could be read), the rcode, and our OPT when the
+    /// query had one, carrying an Extended DNS Error (RFC 8914) when `ede` says why.
+    func errorReply(_ q: DNSHeader, question: DNSQuestion?, _ rcode: RCode, edns: EDNS?, ede: ExtendedErrorCode? = nil)
+        -> [UInt8]
+    {
+        var edns = edns
+        if let ede { edns?.options.append(.extendedError(ede)) }
         var reply = DNSMessage(header: replyHeader(q), questions: question.map { [$0] } ?? [], edns: edns)
         if rcode.rawValue > 15 && reply.edns == nil { reply.edns = EDNS(udpPayloadSize: maxUDPPayload) }
         reply.rcode = rcode

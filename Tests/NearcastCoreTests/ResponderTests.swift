@@ -231,6 +231,15 @@ let tableZoneText = """
         #expect(Self.responder.respond(to: [1, 2, 3], transport: .udp) == nil)
     }
 
+    @Test func refusalsCarryAnExtendedError() throws {
+        let out = try Self.ask(Q(name: "www.other.test.", type: .a, edns: EDNS()))
+        #expect(out.rcode == .refused && out.edns?.options == [.extendedError(.notAuthoritative)])
+        let ch = try Self.ask(Q(name: "www.example.test.", type: .txt, qclass: .ch, edns: EDNS()))
+        #expect(ch.rcode == .refused && ch.edns?.options == [.extendedError(.notSupported)])
+        let axfr = try Self.ask(Q(name: "example.test.", type: .axfr, edns: EDNS(), transport: .tcp))
+        #expect(axfr.rcode == .refused && axfr.edns?.options == [.extendedError(.notSupported)])
+    }
+
     @Test func cdBitIsCopied() throws {
         let r = try Self.ask(Q(name: "www.example.test.", type: .a)) { $0.header.cd = true }
         #expect(r.header.cd)

@@ -1,0 +1,170 @@
+import DNSWire
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end: the real nearcastd binary, queried by the real dig and kdig over UDP and TCP, IPv4 and IPv6.
+@Suite(.timeLimit(.minutes(2))) struct DaemonTests {
+    static var zone: String { TestSupport.fixtures.appendingPathComponent("example.test.zone").path }
+
+    /// Starts nearcastd on 127.0.0.1 and ::1 at a free port and waits until it answers.
+    static func startDaemon(extraArgs: [String] = []) throws -> (ServerProcess, Int) {
+        let port = try TestSupport.freePort()
+        let args = ["--zone", "example.test=\(zone)", "--listen", "127.0.0.1:\(port)", "--listen", "[::1]:\(port)", "--threads", "2"]
+        let server = try ServerProcess(try TestSupport.product("nearcastd"), args + extraArgs)
+        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
+        return (server, port)
+    }
+
+    @Test(arguments: ["dig", "kdig"], [("127.0.0.1", false), ("::1", false), ("127.0.0.1", true), ("::1", true)])
+    func answersRealClients(client: String, via: (String, Bool)) throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let (host, tcp) = via
+        let out = try TestSupport.run(
+            try TestSupport.tool(client), ["@\(host)", "-p", "\(port)", tcp ? "+tcp" : "+notcp", "www.example.test", "A", "+short"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.split(separator: "\n").sorted() == ["192.0.2.1", "192.0.2.2"], "\(out.stdout)")
+    }
+
+    @Test func digSeesFlagsNegativeAnswersAndTCPFallback() throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let dig = try TestSupport.tool("dig")
+        let pos = try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", "www.example.test", "AAAA", "+norec"])
+        #expect(pos.stdout.contains("status: NOERROR"))
+        #expect(pos.stdout.contains("flags: qr aa;"))
+        #expect(pos.stdout.contains("2001:db8::1"))
+        let nx = try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", "nope.example.test", "A"])
+        #expect(nx.stdout.contains("status: NXDOMAIN"))
+        #expect(nx.stdout.contains("example.test.\t\t60\tIN\tSOA"))
+        // Six 100-byte TXT records do not fit 512 bytes: TC over UDP, then dig retries over TCP.
+        let big = try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", "big.example.test", "TXT", "+noedns"])
+        #expect(big.stdout.contains("Truncated, retrying in TCP mode"))
+        #expect(big.stdout.contains("ANSWER: 6"))
+        let refused = try TestSupport.run(dig, ["@::1", "-p", "\(port)", "www.example.org", "A"])
+        #expect(refused.stdout.contains("status: REFUSED"))
+        #expect(refused.stdout.contains("EDE: 20 (Not Authoritative)"))
+    }
+
+    @Test func kdigSubnetIsEchoedWithScopeZero() throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let out = try TestSupport.run(try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(port)", "+subnet=198.51.100.0/24", "www.example.test", "A"])
+        #expect(out.stdout.contains("CLIENT-SUBNET: 198.51.100.0/24/0"), "\(out.stdout)")
+    }
+
+    @Test func tcpPipelinedQueriesAreAllAnsweredInOrder() throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let fd = try #require(RawClient.tcpConnect(port: port))
+        defer { close(fd) }
+        var stream: [UInt8] = []
+        let names = ["www.example.test.", "nope.example.test.", "alias.example.test.", "big.example.test."]
+        for (i, n) in names.enumerated() {
+            let q = RawClient.query(n, n.hasPrefix("big") ? .txt : .a, id: UInt16(100 + i))
+            stream += [UInt8(q.count >> 8), UInt8(q.count & 0xFF)] + q
+        }
+        #expect(RawClient.tcpSend(fd, stream))
+        for i in names.indices {
+            let reply = try DNSMessage(wire: try #require(RawClient.tcpReadMessage(fd)))
+            #expect(reply.header.id == UInt16(100 + i))
+            #expect(!reply.header.tc)
+        }
+    }
+
+    @Test func tcpIdleConnectionsAreClosed() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-idle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try TestSupport.freePort()
+        let cfg = dir.appendingPathComponent("nearcast.yaml")
+        try """
+            listen: ["127.0.0.1:\(port)"]
+            tcp-idle-timeout: 1
+            zones:
+              - origin: example.test
+                file: \(Self.zone)
+            """.write(to: cfg, atomically: true, encoding: .utf8)
+        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", cfg.path, "--threads", "1"])
+        defer { server.stop() }
+        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
+        let fd = try #require(RawClient.tcpConnect(port: port, timeout: 4))
+        defer { close(fd) }
+        let start = Date()
+        var b = [UInt8](repeating: 0, count: 1)
+        let n = recv(fd, &b, 1, 0)  // blocks until the server closes (0) or our 4 s timeout (-1)
+        #expect(n == 0, "the server closes an idle connection")
+        #expect(Date().timeIntervalSince(start) < 3.5)
+    }
+
+    @Test func sigtermStopsGracefully() throws {
+        let (server, _) = try Self.startDaemon()
+        let status = server.stop(signal: SIGTERM)
+        #expect(status == 0)
+    }
+
+    @Test func aBadZoneIsNotLoadedAndNamesFileAndLine() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bad-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let zone = dir.appendingPathComponent("bad.zone")
+        try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\n".write(to: zone, atomically: true, encoding: .utf8)
+        let out = try TestSupport.run(
+            try TestSupport.product("nearcastd"), ["--zone", "example.test=\(zone.path)", "--listen", "127.0.0.1:\(try TestSupport.freePort())"])
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("\(zone.path):5: A record for www.example.test.: '300.1.1.1' is not an IPv4 address"), "\(out.stderr)")
+    }
+}
+
+/// `nearcast check-config`: every error as file:line: message, exit status 1 when there is one.
+@Suite struct CheckConfigTests {
+    @Test func goodConfigIsOK() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        try "listen: [\"127.0.0.1:53\"]\nzones:\n  - origin: example.test.\n    file: z.zone\n".write(
+            to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        let out = try TestSupport.run(try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.contains("ok: 1 zone, 36 records, 1 listen address"), "\(out.stdout)")
+    }
+
+    @Test func everyErrorIsPrintedWithFileAndLine() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww CNAME ns\nwww TXT x\n".write(
+            to: dir.appendingPathComponent("z.zone"), atomically: true, encoding: .utf8)
+        let cfgText = """
+            listen:
+              - 127.0.0.1:53
+              - 127.0.0.1
+            zones:
+              - origin: example.test.
+                file: z.zone
+              - origin: other.test.
+                file: missing.zone
+            colour: blue
+            """
+        let cfg = dir.appendingPathComponent("c.yaml")
+        try cfgText.write(to: cfg, atomically: true, encoding: .utf8)
+        let cc = try TestSupport.product("nearcast")
+        let out = try TestSupport.run(cc, ["check-config", cfg.path])
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("\(cfg.path):3: listen: '127.0.0.1' is not ADDR:PORT"), "\(out.stderr)")
+        #expect(out.stderr.contains("\(cfg.path):9: unknown key 'colour'"), "\(out.stderr)")
+        // Config errors come first; once the config is right, the zones' errors are all listed.
+        try cfgText.replacingOccurrences(of: "  - 127.0.0.1\n", with: "").replacingOccurrences(of: "colour: blue", with: "")
+            .write(to: cfg, atomically: true, encoding: .utf8)
+        let zones = try TestSupport.run(cc, ["check-config", cfg.path])
+        #expect(zones.status == 1)
+        #expect(zones.stderr.contains("z.zone:5: www.example.test. has a CNAME and other data (TXT)"), "\(zones.stderr)")
+        #expect(zones.stderr.contains("missing.zone: zone file does not exist"), "\(zones.stderr)")
+        #expect(zones.stderr.contains("2 errors"))
+    }
+}
