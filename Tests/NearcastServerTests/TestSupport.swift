@@ -183,22 +183,38 @@ enum RawClient {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    /// Sends one datagram and returns the first reply, or nil on timeout.
-    static func udp(_ query: [UInt8], host: String = "127.0.0.1", port: Int, timeout: Double = 2) -> [UInt8]? {
+    /// Sends one datagram and returns the reply whose ID and question match the query (as a resolver
+    /// would: a stray late datagram on a reused port is ignored). Resends up to `tries` times.
+    static func udp(_ query: [UInt8], host: String = "127.0.0.1", port: Int, timeout: Double = 1, tries: Int = 3) -> [UInt8]? {
         let (family, addr) = sockaddr(host, port)
         let fd = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         setTimeout(fd, timeout)
-        let sent = addr.withUnsafeBytes { a in
-            query.withUnsafeBytes { q in
-                sendto(fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self), socklen_t(a.count))
+        var buf = [UInt8](repeating: 0, count: 65536)
+        for _ in 0..<tries {
+            let sent = addr.withUnsafeBytes { a in
+                query.withUnsafeBytes { q in
+                    sendto(fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self), socklen_t(a.count))
+                }
+            }
+            guard sent == query.count else { return nil }
+            while true {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n <= 0 { break }  // timeout: send again
+                let reply = Array(buf[0..<n])
+                if matches(reply, query) { return reply }
             }
         }
-        guard sent == query.count else { return nil }
-        var buf = [UInt8](repeating: 0, count: 65536)
-        let n = recv(fd, &buf, buf.count, 0)
-        return n > 0 ? Array(buf[0..<n]) : nil
+        return nil
+    }
+
+    /// Whether `reply` answers `query`: same ID and, when both carry one, the same question
+    /// (compared case-insensitively).
+    static func matches(_ reply: [UInt8], _ query: [UInt8]) -> Bool {
+        guard reply.count >= 12, reply[0] == query[0], reply[1] == query[1] else { return false }
+        guard let q = try? DNSMessage(wire: query), let r = try? DNSMessage(wire: reply) else { return true }
+        return r.questions.isEmpty || q.questions.isEmpty || r.questions == q.questions
     }
 
     /// Opens a TCP connection; the caller closes it.
