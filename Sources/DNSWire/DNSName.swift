@@ -163,7 +163,8 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
         return out
     }
 
-    @inline(__always) static func fold(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
+    /// ASCII lower case of one byte (RFC 4343: DNS compares names ignoring ASCII case only).
+    @inline(__always) public static func fold(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
 
     public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         guard lhs.wire.count == rhs.wire.count else { return false }
@@ -176,8 +177,22 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
     }
 
     public func hash(into hasher: inout Hasher) {
+        // Eight case-folded bytes per combine: hashing is on every lookup's path.
         wire.withUnsafeBufferPointer { p in
-            for b in p { hasher.combine(DNSName.fold(b)) }
+            var i = 0
+            let n = p.count
+            while i + 8 <= n {
+                var w: UInt64 = 0
+                for k in 0..<8 { w = w << 8 | UInt64(DNSName.fold(p[i + k])) }
+                hasher.combine(w)
+                i += 8
+            }
+            var w: UInt64 = UInt64(n)
+            while i < n {
+                w = w << 8 | UInt64(DNSName.fold(p[i]))
+                i += 1
+            }
+            hasher.combine(w)
         }
     }
 

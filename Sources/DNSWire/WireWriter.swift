@@ -4,7 +4,9 @@
 /// and is echoed in the client's case, as other authoritative servers do.
 public struct WireWriter {
     public private(set) var bytes: [UInt8] = []
-    private var offsets: [DNSName: UInt16] = [:]
+    /// Offsets of every label written so far (below 0x4000, where a pointer can reach): the places
+    /// a later name may point at. Messages hold few names, so a linear scan beats hashing suffixes.
+    private var labelOffsets: [UInt16] = []
 
     public init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
 
@@ -29,21 +31,50 @@ public struct WireWriter {
         bytes[offset + 1] = UInt8(v & 0xFF)
     }
 
-    /// Writes a name; with `compress`, reuses any suffix written before and remembers new ones.
+    /// Writes a name; with `compress`, points at the longest suffix already in the message.
+    /// Every label written is remembered as a place later names may point at.
     public mutating func name(_ name: DNSName, compress: Bool) {
         let wire = name.wire
+        // This name's labels become pointer targets only once the name is complete: until then
+        // their tails are not in the buffer (think of `a.a.a.` matching its own first label).
+        var written: [UInt16] = []
+        defer { labelOffsets += written }
         var i = 0
         while wire[i] != 0 {
-            let suffix = i == 0 ? name : DNSName(uncheckedWire: Array(wire[i...]))
-            if compress, let ptr = offsets[suffix] {
+            if compress, let ptr = find(wire, from: i) {
                 u16(0xC000 | ptr)
                 return
             }
-            if bytes.count < 0x4000 && offsets[suffix] == nil { offsets[suffix] = UInt16(bytes.count) }
+            if bytes.count < 0x4000 { written.append(UInt16(bytes.count)) }
             let n = Int(wire[i])
             bytes.append(contentsOf: wire[i...(i + n)])
             i += n + 1
         }
         bytes.append(0)
+    }
+
+    /// The offset of an earlier occurrence of the suffix of `wire` that starts at `start`.
+    private func find(_ wire: [UInt8], from start: Int) -> UInt16? {
+        for off in labelOffsets where suffixMatches(wire, start, at: Int(off)) { return off }
+        return nil
+    }
+
+    /// Compares the uncompressed suffix `wire[start...]` with the name written at `offset`,
+    /// following pointers, ignoring ASCII case.
+    private func suffixMatches(_ wire: [UInt8], _ start: Int, at offset: Int) -> Bool {
+        var i = start
+        var p = offset
+        while true {
+            var len = bytes[p]
+            while len & 0xC0 == 0xC0 {
+                p = Int(len & 0x3F) << 8 | Int(bytes[p + 1])
+                len = bytes[p]
+            }
+            guard wire[i] == len else { return false }
+            if len == 0 { return true }
+            for k in 1...Int(len) where DNSName.fold(wire[i + k]) != DNSName.fold(bytes[p + k]) { return false }
+            i += Int(len) + 1
+            p += Int(len) + 1
+        }
     }
 }

@@ -18,11 +18,13 @@ struct DNSTCPFrameDecoder: ByteToMessageDecoder {
 
 /// Answers each framed query in order; pipelined queries are all read and answered, replies flushed
 /// together. An idle connection is closed (RFC 7766 §6.2.3).
-final class DNSTCPHandler: ChannelInboundHandler, Sendable {
+final class DNSTCPHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     let responder: Responder
+    /// This handler's own cache: a handler lives on one event loop, so it needs no lock.
+    var cache = ReplyCache()
 
     init(responder: Responder) {
         self.responder = responder
@@ -30,7 +32,7 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard let reply = responder.respond(to: query, transport: .tcp) else { return }
+        guard let reply = cache.reply(to: query, transport: .tcp, responder: responder) else { return }
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)

@@ -2,11 +2,13 @@ import NIOCore
 import NearcastCore
 
 /// Answers each UDP datagram with the responder's reply; replies are flushed once per read batch.
-final class DNSUDPHandler: ChannelInboundHandler, Sendable {
+final class DNSUDPHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
     let responder: Responder
+    /// This handler's own cache: a handler lives on one event loop, so it needs no lock.
+    var cache = ReplyCache()
 
     init(responder: Responder) {
         self.responder = responder
@@ -15,7 +17,7 @@ final class DNSUDPHandler: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
         let query = Array(envelope.data.readableBytesView)
-        guard let reply = responder.respond(to: query, transport: .udp) else { return }
+        guard let reply = cache.reply(to: query, transport: .udp, responder: responder) else { return }
         let buffer = context.channel.allocator.buffer(bytes: reply)
         context.write(Self.wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
     }

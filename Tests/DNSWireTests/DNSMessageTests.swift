@@ -196,3 +196,24 @@ import Testing
         #expect(failures > 0)
     }
 }
+
+@Suite struct CompressionTests {
+    @Test func aNameNeverPointsIntoItselfBeforeItIsWritten() throws {
+        let n = try DNSName("a.a.a.")
+        let m = DNSMessage(questions: [DNSQuestion(name: n, type: .a)], answers: [
+            ResourceRecord(name: try DNSName("a.a."), type: .cname, ttl: 1, rdata: .cname(try DNSName("a.a.a.a."))),
+        ])
+        let back = try DNSMessage(wire: m.serialize())
+        #expect(back == m)
+    }
+
+    @Test func suffixesAreSharedAcrossSections() throws {
+        let m = DNSMessage(
+            questions: [DNSQuestion(name: try DNSName("www.example.net."), type: .mx)],
+            answers: [ResourceRecord(name: try DNSName("www.example.net."), type: .mx, ttl: 1, rdata: .mx(preference: 1, exchange: try DNSName("mail.EXAMPLE.net.")))])
+        let wire = try m.serialize()
+        // question 12+17+4; owner: pointer (2); type..rdlength 10; preference 2; "mail" 5 + pointer 2.
+        #expect(wire.count == 12 + 17 + 4 + 2 + 10 + 2 + 5 + 2)
+        #expect(try DNSMessage(wire: wire) == m)
+    }
+}

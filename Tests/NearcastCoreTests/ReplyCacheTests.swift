@@ -1,0 +1,92 @@
+import DNSWire
+import Testing
+
+@testable import NearcastCore
+
+/// The reply cache must be invisible: for any query, cached or not, the bytes equal the full path's.
+@Suite struct ReplyCacheTests {
+    static let responder = ResponderTests.responder
+
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let names = [
+        "www.example.test.", "alias.example.test.", "nope.example.test.", "x.wild.example.test.", "c.example.test.",
+        "host.sub.example.test.", "example.test.", "big.example.test.", "huge.example.test.", "www.other.test.",
+        "dangling.example.test.", "_dns._udp.example.test.",
+    ]
+    static let types: [RRType] = [.a, .aaaa, .txt, .mx, .ns, .soa, .any, .srv, .axfr, .mailb, RRType(65280)]
+
+    static func randomCase(_ s: String, _ rng: inout SplitMix) -> String {
+        String(s.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
+    }
+
+    static func query(_ name: String, _ type: RRType, _ rng: inout SplitMix) -> [UInt8] {
+        var h = DNSHeader()
+        h.id = UInt16.random(in: 0...0xFFFF, using: &rng)
+        h.rd = Bool.random(using: &rng)
+        h.cd = Bool.random(using: &rng)
+        var edns: EDNS?
+        switch Int.random(in: 0..<7, using: &rng) {
+        case 0: edns = nil
+        case 1: edns = EDNS(udpPayloadSize: 512)
+        case 2: edns = EDNS(udpPayloadSize: 1232, dnssecOK: true)
+        case 3: edns = EDNS(udpPayloadSize: 4096, options: [EDNSOption(code: 10, data: Array(repeating: 7, count: 8))])
+        case 4: edns = EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [192, 0, 2]).option])
+        case 5: edns = EDNS(version: 1)
+        default: edns = EDNS(udpPayloadSize: 100)
+        }
+        let qclass: RRClass = Int.random(in: 0..<10, using: &rng) == 0 ? .ch : .in
+        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(randomCase(name, &rng)), type: type, qclass: qclass)], edns: edns).serialize()
+    }
+
+    @Test func cachedRepliesEqualTheFullPath() {
+        var rng = SplitMix(state: 7)
+        var cache = ReplyCache()
+        var hits = 0
+        for _ in 0..<20_000 {
+            let q = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
+            let transport: Transport = Int.random(in: 0..<4, using: &rng) == 0 ? .tcp : .udp
+            let before = cache.count
+            let got = cache.reply(to: q, transport: transport, responder: Self.responder)
+            if cache.count == before && CacheKey(query: q, transport: transport, responder: Self.responder) != nil { hits += 1 }
+            #expect(got == Self.responder.respond(to: q, transport: transport))
+        }
+        #expect(hits > 10_000, "the cache is used for plain queries")
+    }
+
+    @Test func mutatedQueriesGetTheFullPathsBytes() {
+        var rng = SplitMix(state: 8)
+        var cache = ReplyCache()
+        for _ in 0..<30_000 {
+            var q = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
+            for _ in 0..<Int.random(in: 0...2, using: &rng) {
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: q[Int.random(in: 0..<q.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                case 1: q = Array(q.prefix(Int.random(in: 0...q.count, using: &rng)))
+                default: q.append(UInt8.random(in: 0...255, using: &rng))
+                }
+                if q.isEmpty { break }
+            }
+            #expect(cache.reply(to: q, transport: .udp, responder: Self.responder) == Self.responder.respond(to: q, transport: .udp))
+        }
+    }
+
+    @Test func aFullCacheStartsOver() {
+        var rng = SplitMix(state: 9)
+        var cache = ReplyCache(capacity: 8)
+        for i in 0..<50 {
+            let q = Self.query("n\(i).example.test.", .a, &rng)
+            _ = cache.reply(to: q, transport: .tcp, responder: Self.responder)
+            #expect(cache.count <= 8)
+        }
+    }
+}
