@@ -29,10 +29,20 @@ public final class DNSServer: Sendable {
     @discardableResult
     public func listen(on address: ListenAddress) async throws -> SocketAddress {
         var target = try SocketAddress.makeAddressResolvingHost(address.host, port: address.port)
+        // IPv6 sockets serve IPv6 only, so `[::]:53` and `0.0.0.0:53` can both be listened on.
+        let v6only = target.protocol == .inet6 ? 1 : 0
+        let v6onlyOption = ChannelOptions.socket(SocketOptionLevel(IPPROTO_IPV6), IPV6_V6ONLY)
+        if isWildcard(target) {
+            logger.warning(
+                "listening on a wildcard address: UDP replies leave from the source address the kernel's routing picks; on a host with several addresses, list each address instead",
+                metadata: ["address": "\(address)"])
+        }
         // TCP first, so that with port 0 the UDP sockets take the port TCP got.
         let responder = self.responder
         let idle = tcpIdleTimeout
-        let tcp = try await ServerBootstrap(group: group)
+        var tcpBootstrap = ServerBootstrap(group: group)
+        if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
+        let tcp = try await tcpBootstrap
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -47,7 +57,9 @@ public final class DNSServer: Sendable {
         if let port = tcp.localAddress?.port { target.port = port }
         var opened: [any Channel] = [tcp]
         for loop in group.makeIterator() {
-            let udp = try await DatagramBootstrap(group: loop)
+            var udpBootstrap = DatagramBootstrap(group: loop)
+            if v6only == 1 { udpBootstrap = udpBootstrap.channelOption(v6onlyOption, value: v6only) }
+            let udp = try await udpBootstrap
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SO_REUSEPORT), value: 1)
                 .channelOption(.datagramVectorReadMessageCount, value: 32)
@@ -62,8 +74,17 @@ public final class DNSServer: Sendable {
             opened.append(udp)
         }
         channels.withLockedValue { $0 += opened }
-        logger.info("listening", metadata: ["address": "\(address.host):\(target.port ?? 0)", "udp-sockets": "\(opened.count - 1)"])
+        let bound = ListenAddress(host: address.host, port: target.port ?? address.port)
+        logger.info("listening", metadata: ["address": "\(bound)", "udp-sockets": "\(opened.count - 1)"])
         return target
+    }
+
+    private func isWildcard(_ a: SocketAddress) -> Bool {
+        switch a {
+        case .v4(let v4): return v4.address.sin_addr.s_addr == 0
+        case .v6(let v6): return withUnsafeBytes(of: v6.address.sin6_addr) { $0.allSatisfy { $0 == 0 } }
+        default: return false
+        }
     }
 
     /// Closes every listener; in-flight TCP connections end with their event loops.

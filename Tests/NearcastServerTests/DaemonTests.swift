@@ -101,6 +101,18 @@ import Glibc
         #expect(Date().timeIntervalSince(start) < 3.5)
     }
 
+    @Test func wildcardIPv4AndIPv6OnOnePort() throws {
+        let port = try TestSupport.freePort()
+        let server = try ServerProcess(
+            try TestSupport.product("nearcastd"),
+            ["--zone", "example.test=\(Self.zone)", "--listen", "0.0.0.0:\(port)", "--listen", "[::]:\(port)", "--threads", "1"])
+        defer { server.stop() }
+        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), host: "::1", port: port, timeout: 0.2) != nil }
+        #expect(RawClient.udp(RawClient.query("www.example.test.", .a), port: port) != nil)
+        #expect(RawClient.tcp(RawClient.query("www.example.test.", .a), host: "::1", port: port) != nil)
+        #expect(server.log.contains("listening on a wildcard address"))
+    }
+
     @Test func sigtermStopsGracefully() throws {
         let (server, _) = try Self.startDaemon()
         let status = server.stop(signal: SIGTERM)
