@@ -120,7 +120,6 @@ extension DNSMessage {
 
 extension WireReader {
     mutating func opt() throws(DNSWireError) -> EDNS {
-        let start = offset
         let size = try u16()
         let ttl = try u32()
         let rdlen = Int(try u16())
@@ -134,7 +133,6 @@ extension WireReader {
             guard len <= end - offset else { throw .badOPT(offset: offset, reason: "option \(code) runs past RDATA") }
             options.append(EDNSOption(code: code, data: try take(len)))
         }
-        _ = start
         return EDNS(
             udpPayloadSize: size, extendedRCode: UInt8(ttl >> 24), version: UInt8((ttl >> 16) & 0xFF),
             dnssecOK: ttl & 0x8000 != 0, otherFlags: UInt16(ttl & 0x7FFF), options: options)

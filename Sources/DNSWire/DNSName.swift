@@ -74,11 +74,8 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
             i += 1
         }
         if !current.isEmpty { labels.append(current) }
-        if !absolute, let origin {
-            labels.append(contentsOf: origin.labels)
-        } else if !absolute {
-            // No origin: treat as absolute (command-line and config use).
-        }
+        // A relative name takes the origin; without one (command line, config) it is taken as absolute.
+        if !absolute, let origin { labels.append(contentsOf: origin.labels) }
         do { try self.init(labels: labels) } catch .labelTooLong {
             throw .badText("name '\(text)' has a label longer than 63 octets")
         } catch .nameTooLong {
