@@ -140,7 +140,7 @@ stop_server
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 kernel=$(uname -r)
 cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
-nsdv=$(nsd -v 2>&1 | head -1)
+nsdv=$( (nsd -v 2>&1 || true) | head -1)
 table=$(
 	cat <<T
 <!-- bench-slowpath:start (written by tools/bench-slowpath.sh; do not edit by hand) -->
