@@ -55,8 +55,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"]),
-        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire"]),
+        // Helpers shared by the test targets (seeded generators).
+        .target(name: "NearcastTestSupport", path: "Tests/NearcastTestSupport"),
+        .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
+        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import NearcastTestSupport
 import Testing
 
 @testable import DNSWire
@@ -136,19 +137,8 @@ import Testing
 
 /// Any byte string must give a message or a typed error: never a crash, never an out-of-bounds read.
 @Suite struct DNSWireFuzzTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func randomBytesNeverCrash() {
-        var rng = SplitMix(state: 1)
+        var rng = SplitMix(seed: 1)
         var kinds: Set<String> = []
         for _ in 0..<50_000 {
             let len = Int.random(in: 0..<96, using: &rng)
@@ -176,7 +166,7 @@ import Testing
             header: DNSHeader(), questions: [DNSQuestion(name: try DNSName("a.example."), type: .a)],
             answers: DNSMessageTests.everyType, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option])
         ).serialize()
-        var rng = SplitMix(state: 2)
+        var rng = SplitMix(seed: 2)
         var failures = 0
         for _ in 0..<50_000 {
             var b = base

@@ -1,4 +1,5 @@
 import DNSWire
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastCore
@@ -6,17 +7,6 @@ import Testing
 /// The reply cache must be invisible: for any query, cached or not, the bytes equal the full path's.
 @Suite struct ReplyCacheTests {
     static let responder = ResponderTests.responder
-
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static let names = [
         "www.example.test.", "alias.example.test.", "nope.example.test.", "x.wild.example.test.", "c.example.test.",
@@ -49,7 +39,7 @@ import Testing
     }
 
     @Test func cachedRepliesEqualTheFullPath() {
-        var rng = SplitMix(state: 7)
+        var rng = SplitMix(seed: 7)
         var cache = ReplyCache()
         var hits = 0
         for _ in 0..<20_000 {
@@ -64,7 +54,7 @@ import Testing
     }
 
     @Test func mutatedQueriesGetTheFullPathsBytes() {
-        var rng = SplitMix(state: 8)
+        var rng = SplitMix(seed: 8)
         var cache = ReplyCache()
         for _ in 0..<30_000 {
             var q = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
@@ -81,7 +71,7 @@ import Testing
     }
 
     @Test func aFullCacheStartsOver() {
-        var rng = SplitMix(state: 9)
+        var rng = SplitMix(seed: 9)
         var cache = ReplyCache(capacity: 8)
         for i in 0..<50 {
             let q = Self.query("n\(i).example.test.", .a, &rng)
