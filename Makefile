@@ -1,8 +1,14 @@
 # nearcast — `make` builds release binaries; `make run` starts the demo; `make test` runs every test.
 SWIFT ?= swift
 BIN := .build/release
+CLANG ?= clang
+BPF_OBJ := .build/bpf/nearcast.bpf.o
+BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
+ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build deps run test test-unit bench-slowpath clean
+.PHONY: all build bpf deps run test bench-slowpath verifier-stats clean
 
 all: build
 
@@ -10,8 +16,19 @@ all: build
 deps:
 	@tools/install-deps.sh --check >/dev/null 2>&1 || tools/install-deps.sh
 
-build: deps
+build: deps bpf
 	$(SWIFT) build -c release
+
+# The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
+bpf: $(BPF_OBJ)
+
+$(BPF_OBJ): $(BPF_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# Loads the program through the kernel's verifier and prints the instructions it processed.
+verifier-stats: $(BPF_OBJ)
+	tools/verifier-stats.sh $(BPF_OBJ)
 
 run: build
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"
@@ -20,7 +37,7 @@ run: build
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
 
 # The integration tests start the debug nearcastd binary and real dig/kdig/nsd, so build all first.
-test: deps
+test: deps bpf
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

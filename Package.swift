@@ -18,6 +18,12 @@ let package = Package(
     targets: [
         // Pure Swift DNS wire format: names, messages, RRs, EDNS, ECS. No dependencies.
         .target(name: "DNSWire"),
+        // libbpf (Debian: libbpf-dev); only BPFKit imports it.
+        .systemLibrary(name: "CLibBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
+        // The one header the XDP program and Swift share (structs, map names, ABI version).
+        .target(name: "CNearcastABI"),
+        // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
+        .target(name: "BPFKit", dependencies: ["CLibBPF"]),
         // Config, zones and the master-file parser, authoritative lookup.
         .target(
             name: "NearcastCore",
@@ -27,6 +33,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Loads the XDP program, writes its maps, reads its counters; the only user of the ABI structs.
+        .target(name: "NearcastDataPath", dependencies: ["BPFKit", "CNearcastABI", "DNSWire", "NearcastCore"]),
         // The SwiftNIO UDP + TCP slow path.
         .target(
             name: "NearcastServer",
@@ -59,6 +67,10 @@ let package = Package(
         .target(name: "NearcastTestSupport", path: "Tests/NearcastTestSupport"),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "NearcastTestSupport"]),
+        .testTarget(
+            name: "NearcastDataPathTests",
+            dependencies: ["NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastCore", "DNSWire", "NearcastTestSupport"]
+        ),
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [

@@ -1,0 +1,96 @@
+import CLibBPF
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A BPF map, by file descriptor, with its key and value sizes checked on every call.
+public struct BPFMap: Sendable {
+    public let name: String
+    public let fd: Int32
+    public let keySize: Int
+    public let valueSize: Int
+    /// Per-CPU maps read and write one value per possible CPU.
+    public let perCPU: Bool
+
+    /// Number of possible CPUs (the per-CPU value count), from libbpf.
+    public static var possibleCPUs: Int { Int(libbpf_num_possible_cpus()) }
+
+    /// Bytes of one value slot as the kernel copies them: per-CPU values are rounded up to 8.
+    var slotSize: Int { perCPU ? (valueSize + 7) & ~7 : valueSize }
+
+    func check(_ key: [UInt8], _ op: String) throws(BPFError) {
+        guard key.count == keySize else { throw BPFError(op, "\(name): key of \(key.count) bytes, map takes \(keySize)", errno: EINVAL) }
+    }
+
+    /// Writes one value (for per-CPU maps: the same value on every CPU).
+    public func update(key: [UInt8], value: [UInt8]) throws(BPFError) {
+        try check(key, "update")
+        guard value.count == valueSize else {
+            throw BPFError("update", "\(name): value of \(value.count) bytes, map takes \(valueSize)", errno: EINVAL)
+        }
+        var bytes = value
+        if perCPU {
+            bytes = []
+            for _ in 0..<Self.possibleCPUs { bytes += value + [UInt8](repeating: 0, count: slotSize - valueSize) }
+        }
+        let rc = key.withUnsafeBytes { k in bytes.withUnsafeBytes { v in bpf_map_update_elem(fd, k.baseAddress, v.baseAddress, UInt64(BPF_ANY)) } }
+        if rc != 0 { throw BPFError("update", name, errno: errno) }
+    }
+
+    /// Deletes one key; a missing key is not an error.
+    public func delete(key: [UInt8]) throws(BPFError) {
+        try check(key, "delete")
+        let rc = key.withUnsafeBytes { bpf_map_delete_elem(fd, $0.baseAddress) }
+        if rc != 0 && errno != ENOENT { throw BPFError("delete", name, errno: errno) }
+    }
+
+    /// The value of `key` (per-CPU maps: one value per CPU), or nil when absent.
+    public func lookup(key: [UInt8]) throws(BPFError) -> [[UInt8]]? {
+        try check(key, "lookup")
+        let slots = perCPU ? Self.possibleCPUs : 1
+        var out = [UInt8](repeating: 0, count: slotSize * slots)
+        let rc = key.withUnsafeBytes { k in out.withUnsafeMutableBytes { bpf_map_lookup_elem(fd, k.baseAddress, $0.baseAddress) } }
+        if rc != 0 {
+            if errno == ENOENT { return nil }
+            throw BPFError("lookup", name, errno: errno)
+        }
+        return (0..<slots).map { Array(out[($0 * slotSize)..<($0 * slotSize + valueSize)]) }
+    }
+}
+
+/// A loaded BPF program, by file descriptor.
+public struct BPFProgram: Sendable {
+    public let name: String
+    public let fd: Int32
+
+    /// What one BPF_PROG_TEST_RUN gave back.
+    public struct TestRun: Sendable {
+        /// The program's return value (for XDP: the action).
+        public var returnValue: UInt32
+        /// The packet as the program left it.
+        public var data: [UInt8]
+        /// Mean nanoseconds per run, as the kernel measured it.
+        public var duration: UInt32
+    }
+
+    /// Runs the program on `packet` with BPF_PROG_TEST_RUN, `repeat` times on the same buffer.
+    public func testRun(_ packet: [UInt8], repeat count: UInt32 = 1) throws(BPFError) -> TestRun {
+        var input = packet
+        var output = [UInt8](repeating: 0, count: packet.count + 4096)
+        var opts = bpf_test_run_opts()
+        opts.sz = MemoryLayout<bpf_test_run_opts>.size
+        opts.repeat = Int32(clamping: count)
+        let rc: Int32 = input.withUnsafeMutableBytes { inp in
+            output.withUnsafeMutableBytes { outp in
+                opts.data_in = UnsafeRawPointer(inp.baseAddress)
+                opts.data_size_in = UInt32(inp.count)
+                opts.data_out = outp.baseAddress
+                opts.data_size_out = UInt32(outp.count)
+                return bpf_prog_test_run_opts(fd, &opts)
+            }
+        }
+        if rc != 0 { throw BPFError("test run", name, errno: errno) }
+        return TestRun(returnValue: opts.retval, data: Array(output.prefix(Int(opts.data_size_out))), duration: opts.duration)
+    }
+}

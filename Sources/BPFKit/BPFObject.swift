@@ -1,0 +1,69 @@
+import CLibBPF
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A BPF object file opened and loaded into the kernel: its programs passed the verifier and its
+/// maps exist. Closing it (deinit) releases what no pin or attachment holds.
+///
+/// `@unchecked Sendable`: libbpf objects are not thread-safe to mutate, and this class exposes no
+/// mutation after `init`; map and program file descriptors may be used from any thread.
+public final class BPFObject: @unchecked Sendable {
+    private let object: OpaquePointer
+    /// The verifier's log of the last program loaded, at log level 1 (statistics only).
+    public let verifierLog: String
+
+    /// Opens `path` and loads it. The verifier's statistics are kept in `verifierLog`.
+    public init(path: String) throws(BPFError) {
+        guard let obj = bpf_object__open_file(path, nil) else { throw BPFError("open", path, errno: errno) }
+        var logBuffer = [CChar](repeating: 0, count: 1 << 16)
+        let log: String = logBuffer.withUnsafeMutableBufferPointer { buf in
+            var prog: OpaquePointer? = bpf_object__next_program(obj, nil)
+            while let p = prog {
+                bpf_program__set_log_buf(p, buf.baseAddress, buf.count)
+                bpf_program__set_log_level(p, 4)  // 4 = statistics only
+                prog = bpf_object__next_program(obj, p)
+            }
+            let err = bpf_object__load(obj)
+            if err != 0 { return "\u{0}\(err)" }
+            return String(cString: buf.baseAddress!)
+        }
+        if log.hasPrefix("\u{0}") {
+            let err = Int32(log.dropFirst()) ?? -1
+            bpf_object__close(obj)
+            throw BPFError("load (verifier)", path, errno: err)
+        }
+        self.object = obj
+        self.verifierLog = log
+    }
+
+    deinit { bpf_object__close(object) }
+
+    /// The instructions the verifier processed (from its `processed N insns` line), if reported.
+    public var verifiedInstructions: Int? {
+        guard let r = verifierLog.firstRange(of: "processed ") else { return nil }
+        return Int(verifierLog[r.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// The map named `name`, checked to have the given key and value sizes.
+    public func map(_ name: String, keySize: Int, valueSize: Int) throws(BPFError) -> BPFMap {
+        guard let m = bpf_object__find_map_by_name(object, name) else { throw BPFError("find map", name, errno: ENOENT) }
+        let k = Int(bpf_map__key_size(m))
+        let v = Int(bpf_map__value_size(m))
+        guard k == keySize, v == valueSize else {
+            throw BPFError("map \(name) has key/value sizes \(k)/\(v), expected \(keySize)/\(valueSize):", "ABI mismatch", errno: EINVAL)
+        }
+        return BPFMap(name: name, fd: bpf_map__fd(m), keySize: k, valueSize: v, perCPU: Self.isPerCPU(bpf_map__type(m)))
+    }
+
+    /// The program named `name` (its C function name).
+    public func program(_ name: String) throws(BPFError) -> BPFProgram {
+        guard let p = bpf_object__find_program_by_name(object, name) else { throw BPFError("find program", name, errno: ENOENT) }
+        return BPFProgram(name: name, fd: bpf_program__fd(p))
+    }
+
+    static func isPerCPU(_ t: bpf_map_type) -> Bool {
+        t == BPF_MAP_TYPE_PERCPU_ARRAY || t == BPF_MAP_TYPE_PERCPU_HASH || t == BPF_MAP_TYPE_LRU_PERCPU_HASH
+    }
+}

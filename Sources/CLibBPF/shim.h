@@ -1,0 +1,4 @@
+// libbpf for Swift. Only BPFKit imports this module (DESIGN.md §7).
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// Compile-time checks of the shared layouts: a change that moves a field breaks the build here
+// before it can break the program at run time. The Swift tests check the same sizes.
+#include "nearcast_abi.h"
+
+#include <stddef.h>
+
+_Static_assert(sizeof(struct nc_name_key) == 260, "nc_name_key layout");
+_Static_assert(offsetof(struct nc_name_key, name) == 4, "nc_name_key.name offset");
+_Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
+_Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
+_Static_assert(sizeof(struct nc_config) == 16, "nc_config layout");
+_Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
+_Static_assert(offsetof(struct nc_stats, drop_internal) == NC_DROP_INTERNAL * sizeof(__u64), "nc_stats in reason order");
+_Static_assert(sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
+		       sizeof(NC_MAP_CONFIG) <= 16,
+	       "map names fit the kernel's 15 characters");
+
+/* The ABI version, for Swift code that cannot see macros with values computed at compile time. */
+const unsigned int nc_abi_version = NC_ABI_VERSION;

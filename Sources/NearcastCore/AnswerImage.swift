@@ -1,0 +1,79 @@
+import DNSWire
+
+/// The answers the fast path may send, computed by the slow path itself.
+///
+/// For every name of every zone and every type held in that zone, the responder is asked the plain
+/// question (lower-case name, no EDNS, over TCP so nothing is cut). Positive authoritative replies
+/// become entries: the reply's flags and counts and its sections after the question, whose names
+/// that equal the question point at it. The fast path keeps the query's own header and question and
+/// appends these bytes, so both paths send the same reply by construction. Referrals, negative
+/// answers and names that only wildcards produce are left to the slow path.
+public struct AnswerImage: Sendable {
+    public struct Entry: Hashable, Sendable {
+        /// Lower-cased uncompressed wire name.
+        public var name: [UInt8]
+        public var qtype: UInt16
+        /// The reply's flags word with RD and CD clear (the fast path copies them from the query).
+        public var flags: UInt16
+        public var ancount: UInt16
+        public var nscount: UInt16
+        /// Additional records, not counting OPT (the fast path appends its own).
+        public var arcount: UInt16
+        public var sections: [UInt8]
+        /// One's-complement sum of `sections` (folded, not inverted), as if at an even offset.
+        public var checksum: UInt16
+    }
+
+    public var entries: [Entry]
+    /// Positive answers left out because their sections exceed the fast path's capacity.
+    public var tooBig: Int
+
+    /// Builds the image of every zone `responder` serves; entries hold at most `maxSections` bytes.
+    public static func build(responder: Responder, maxSections: Int) -> AnswerImage {
+        var entries: [Entry] = []
+        var tooBig = 0
+        for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
+            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.sorted()
+            for name in zone.names where !name.isWildcard {
+                for type in types {
+                    switch entry(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
+                    case .some(.some(let e)): entries.append(e)
+                    case .some(.none): tooBig += 1
+                    case .none: break
+                    }
+                }
+            }
+        }
+        return AnswerImage(entries: entries, tooBig: tooBig)
+    }
+
+    /// The entry for one question: nil when the reply is not a positive authoritative answer,
+    /// `.some(nil)` when it is but does not fit `maxSections`.
+    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int) -> Entry?? {
+        let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
+        guard let reply = responder.respond(to: query, transport: .tcp),
+            let msg = try? DNSMessage(wire: reply),
+            msg.rcode == .noError, msg.header.aa, !msg.answers.isEmpty, !msg.header.tc
+        else { return nil }
+        let start = 12 + name.wire.count + 4
+        let sections = Array(reply[start...])
+        guard sections.count <= maxSections else { return .some(nil) }
+        func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
+        return Entry(
+            name: name.wire, qtype: type.rawValue, flags: u16(2) & ~0x0110, ancount: u16(6), nscount: u16(8),
+            arcount: u16(10), sections: sections, checksum: Self.onesComplementSum(sections))
+    }
+
+    /// RFC 1071 sum of `bytes` taken as 16-bit big-endian words from an even offset, folded.
+    public static func onesComplementSum(_ bytes: [UInt8]) -> UInt16 {
+        var sum: UInt32 = 0
+        var i = 0
+        while i + 1 < bytes.count {
+            sum += UInt32(bytes[i]) << 8 | UInt32(bytes[i + 1])
+            i += 2
+        }
+        if i < bytes.count { sum += UInt32(bytes[i]) << 8 }
+        while sum >> 16 != 0 { sum = (sum & 0xFFFF) + (sum >> 16) }
+        return UInt16(sum)
+    }
+}

@@ -1,0 +1,103 @@
+import BPFKit
+import CNearcastABI
+import DNSWire
+import NearcastCore
+
+/// The XDP program and its maps, seen from the control plane: load the object, set the program's
+/// configuration, write the answer image, read the counters. The only place the ABI structs of
+/// `nearcast_abi.h` are built or read; everything else sees Swift types.
+public final class FastPath: Sendable {
+    public let object: BPFObject
+    public let program: BPFProgram
+    let names: BPFMap
+    let config: BPFMap
+    let stats: BPFMap
+
+    /// The most section bytes one names-map entry holds.
+    public static let sectionsCapacity = Int(NC_SECTIONS_MAX)
+    /// The shared ABI's version, as compiled into this binary.
+    public static let abiVersion = UInt32(NC_ABI_VERSION)
+
+    /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
+    public init(objectPath path: String) throws(BPFError) {
+        object = try BPFObject(path: path)
+        program = try object.program("nearcast_xdp")
+        names = try object.map(NC_MAP_NAMES, keySize: MemoryLayout<nc_name_key>.size, valueSize: MemoryLayout<nc_answer>.size)
+        config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
+        stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
+    }
+
+    /// Sets what the program answers: the UDP port, our EDNS payload size; `enabled: false` passes all.
+    public func configure(dnsPort: UInt16, udpPayload: UInt16, enabled: Bool = true) throws(BPFError) {
+        var c = nc_config()
+        c.abi_version = Self.abiVersion
+        c.dns_port = dnsPort
+        c.udp_payload = udpPayload
+        c.enabled = enabled ? 1 : 0
+        try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+    }
+
+    /// Writes every entry of `image` into the names map.
+    public func write(_ image: AnswerImage) throws(BPFError) {
+        for e in image.entries {
+            let (key, value) = Self.encode(e)
+            try names.update(key: key, value: value)
+        }
+    }
+
+    /// The names-map key and value of an image entry.
+    static func encode(_ e: AnswerImage.Entry) -> ([UInt8], [UInt8]) {
+        var key = nc_name_key()
+        key.qtype = e.qtype
+        key.len = UInt16(e.name.count)
+        withUnsafeMutableBytes(of: &key.name) { buf in
+            for (i, b) in e.name.enumerated() { buf[i] = b }
+        }
+        var value = nc_answer()
+        value.flags = e.flags
+        value.ancount = e.ancount
+        value.nscount = e.nscount
+        value.arcount = e.arcount
+        value.len = UInt16(e.sections.count)
+        value.csum = e.checksum
+        withUnsafeMutableBytes(of: &value.sections) { buf in
+            for (i, b) in e.sections.enumerated() { buf[i] = b }
+        }
+        return (bytes(of: key), bytes(of: value))
+    }
+
+    /// The verdict counters, summed over CPUs.
+    public func statistics() throws(BPFError) -> FastPathStats {
+        guard let perCPU = try stats.lookup(key: Self.bytes(of: UInt32(0))) else { return FastPathStats() }
+        var total = FastPathStats()
+        for bytes in perCPU {
+            let s = bytes.withUnsafeBytes { $0.loadUnaligned(as: nc_stats.self) }
+            total.answered += s.answered
+            total.passNotDNS += s.pass_not_dns
+            total.passShape += s.pass_shape
+            total.passEDNS += s.pass_edns
+            total.passMiss += s.pass_miss
+            total.passTooBig += s.pass_too_big
+            total.passNoRoom += s.pass_no_room
+            total.dropMalformed += s.drop_malformed
+            total.dropInternal += s.drop_internal
+        }
+        return total
+    }
+
+    static func bytes<T>(of value: T) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+}
+
+/// The XDP program's verdicts by reason (see `enum nc_reason`).
+public struct FastPathStats: Equatable, Sendable {
+    public var answered: UInt64 = 0
+    public var passNotDNS: UInt64 = 0
+    public var passShape: UInt64 = 0
+    public var passEDNS: UInt64 = 0
+    public var passMiss: UInt64 = 0
+    public var passTooBig: UInt64 = 0
+    public var passNoRoom: UInt64 = 0
+    public var dropMalformed: UInt64 = 0
+    public var dropInternal: UInt64 = 0
+    public init() {}
+}

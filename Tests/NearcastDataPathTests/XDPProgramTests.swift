@@ -1,0 +1,282 @@
+import BPFKit
+import CNearcastABI
+import DNSWire
+import Foundation
+import NearcastCore
+import NearcastTestSupport
+import Testing
+
+@testable import NearcastDataPath
+
+/// The real XDP program, loaded through the kernel's verifier and run on packets with
+/// BPF_PROG_TEST_RUN, with its maps filled from the slow path's answer image.
+@Suite(.serialized) struct XDPProgramTests {
+    static let longLabel = String(repeating: "l", count: 63)
+    static let longName = "\(longLabel).\(longLabel).\(longLabel).\(String(repeating: "m", count: 40)).example.test."
+    static let zoneText = """
+        $ORIGIN example.test.
+        $TTL 300
+        @        SOA   ns1 hostmaster 1 3600 600 1209600 60
+        @        NS    ns1
+        @        MX    10 mail
+        ns1      A     198.18.0.1
+        mail     A     192.0.2.25
+        mail     AAAA  2001:db8::25
+        www      A     192.0.2.1
+        www      A     192.0.2.2
+        www      AAAA  2001:db8::1
+        alias    CNAME www
+        external CNAME www.other.test.
+        txt      TXT   "hello" "world"
+        _dns._udp SRV  0 1 53 ns1
+        caa      CAA   0 issue "ca.example.net"
+        ptr      PTR   www
+        *.wild   A     192.0.2.100
+        sub      NS    ns.other.test.
+        \(longName) A 192.0.2.7
+        \((0..<5).map { "big TXT \"\(String(repeating: "b", count: 120))\($0)\"\n" }.joined())
+        \((0..<9).map { "huge TXT \"\(String(repeating: "h", count: 120))\($0)\"\n" }.joined())
+        """
+
+    static let origin = try! DNSName("example.test.")
+    static let responder: Responder = {
+        let rrs = try! ZoneFileParser.parse(text: zoneText, fileName: "xdp.zone", origin: origin)
+        return Responder(authority: Authority(zones: [try! Zone.build(origin: origin, records: rrs, sourceName: "xdp.zone")]))
+    }()
+    static let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+
+    static var objectPath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/bpf/nearcast.bpf.o").path
+    }
+
+    /// One loaded program for the suite (loading runs the verifier); the suite is serialized because
+    /// the counters are shared.
+    static let fastPath: FastPath = {
+        let fp = try! FastPath(objectPath: objectPath)
+        try! fp.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try! fp.write(image)
+        return fp
+    }()
+
+    static let XDP_DROP: UInt32 = 1
+    static let XDP_PASS: UInt32 = 2
+    static let XDP_TX: UInt32 = 3
+
+    static func query(_ name: String, _ type: RRType, id: UInt16 = 0x4242, edns: EDNS? = nil, rd: Bool = true) -> [UInt8] {
+        var h = DNSHeader()
+        h.id = id
+        h.rd = rd
+        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
+    }
+
+    @Test func abiLayoutsMatchTheCHeader() {
+        #expect(MemoryLayout<nc_name_key>.size == 260)
+        #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
+        #expect(MemoryLayout<nc_config>.size == 16)
+        #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
+        #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)
+        #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 4)
+    }
+
+    @Test func theProgramPassesTheVerifier() throws {
+        let n = try #require(Self.fastPath.object.verifiedInstructions)
+        #expect(n > 1000 && n < 1_000_000)
+        print("verifier: processed \(n) instructions")
+    }
+
+    @Test func theImageHoldsPositiveAnswersOnly() {
+        #expect(!Self.image.entries.isEmpty)
+        let names = Set(Self.image.entries.map { $0.name })
+        #expect(names.contains(try! DNSName("www.example.test.").wire))
+        #expect(!names.contains(try! DNSName("sub.example.test.").wire), "referrals stay in the slow path")
+        #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an entry")
+    }
+
+    /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
+    @discardableResult
+    func run(_ p: Packet, expect action: UInt32, sourceLocation: SourceLocation = #_sourceLocation) throws -> Packet.Reply? {
+        let input = p.bytes
+        let out = try Self.fastPath.program.testRun(input)
+        #expect(out.returnValue == action, "action", sourceLocation: sourceLocation)
+        guard action == Self.XDP_TX else {
+            #expect(out.data == input, "a passed or dropped packet is not changed", sourceLocation: sourceLocation)
+            return nil
+        }
+        let reply = try #require(p.parseReply(out.data), sourceLocation: sourceLocation)
+        #expect(reply.ethernetSwapped && reply.ipChecksumOK && reply.udpChecksumOK, "\(reply)", sourceLocation: sourceLocation)
+        #expect(reply.srcPort == p.dstPort && reply.dstPort == p.srcPort, sourceLocation: sourceLocation)
+        #expect(reply.payload == Self.responder.respond(to: p.payload, transport: .udp), "byte for byte", sourceLocation: sourceLocation)
+        return reply
+    }
+
+    @Test func answersHotNamesOverIPv4IPv6AndVLANs() throws {
+        try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
+        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa)), expect: Self.XDP_TX)
+        try run(Packet(vlanTags: [100], payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
+        try run(Packet(vlanTags: [100, 200], ipv6: true, payload: Self.query("mail.example.test.", .aaaa)), expect: Self.XDP_TX)
+        // Three tags are more than the program parses: the kernel gets it.
+        try run(Packet(vlanTags: [1, 2, 3], payload: Self.query("www.example.test.", .a)), expect: Self.XDP_PASS)
+    }
+
+    @Test func answersEveryKindOfRecordInTheImage() throws {
+        for (name, type) in [
+            ("alias.example.test.", RRType.a), ("external.example.test.", .a), ("example.test.", .mx), ("txt.example.test.", .txt),
+            ("_dns._udp.example.test.", .srv), ("caa.example.test.", .caa), ("ptr.example.test.", .ptr), ("example.test.", .ns),
+            ("example.test.", .soa), (Self.longName, .a),
+        ] {
+            try run(Packet(payload: Self.query(name, type)), expect: Self.XDP_TX)
+        }
+    }
+
+    @Test func echoesTheClientsCaseAndHeaderBits() throws {
+        let r = try #require(try run(Packet(payload: Self.query("WwW.ExAmPlE.TeSt.", .a, id: 0xBEEF, rd: false)), expect: Self.XDP_TX))
+        let m = try DNSMessage(wire: r.payload)
+        #expect(m.header.id == 0xBEEF && !m.header.rd && m.header.aa && m.questions[0].name.description == "WwW.ExAmPlE.TeSt.")
+        var cd = try DNSMessage(wire: Self.query("www.example.test.", .a))
+        cd.header.cd = true
+        try run(Packet(payload: try cd.serialize()), expect: Self.XDP_TX)
+    }
+
+    @Test func ednsGetsOurOPTAndTheDOBit() throws {
+        let r = try #require(try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true))), expect: Self.XDP_TX))
+        let m = try DNSMessage(wire: r.payload)
+        #expect(m.edns?.udpPayloadSize == 1232 && m.edns?.dnssecOK == true)
+        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(udpPayloadSize: 512))), expect: Self.XDP_TX)
+    }
+
+    @Test func repliesThatDoNotFitGoToTheSlowPath() throws {
+        // Five 120-byte strings: more than 512 bytes, less than 1232.
+        try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("big.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))), expect: Self.XDP_TX)
+        try run(Packet(payload: Self.query("huge.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))), expect: Self.XDP_PASS)
+    }
+
+    @Test func ethernetPaddingIsNotPartOfTheQueryOrTheReply() throws {
+        // A short query in a frame padded to the 60-byte Ethernet minimum.
+        var p = Packet(payload: Self.query("ns1.example.test.", .a))
+        p.trailer = [UInt8](repeating: 0, count: max(0, 60 - p.bytes.count) + 4)
+        try run(p, expect: Self.XDP_TX)
+    }
+
+    @Test func passesWhatItDoesNotAnswer() throws {
+        func q(_ tweak: (inout [UInt8]) -> Void) -> [UInt8] {
+            var b = Self.query("www.example.test.", .a)
+            tweak(&b)
+            return b
+        }
+        let cases: [(String, Packet, UInt32)] = [
+            ("miss", Packet(payload: Self.query("nope.example.test.", .a)), Self.XDP_PASS),
+            ("wildcard (slow path)", Packet(payload: Self.query("x.wild.example.test.", .a)), Self.XDP_PASS),
+            ("referral", Packet(payload: Self.query("a.sub.example.test.", .a)), Self.XDP_PASS),
+            ("other port", Packet(dstPort: 5353, payload: Self.query("www.example.test.", .a)), Self.XDP_PASS),
+            ("response", Packet(payload: q { $0[2] |= 0x80 }), Self.XDP_PASS),
+            ("notify", Packet(payload: q { $0[2] |= 0x20 }), Self.XDP_PASS),
+            ("two questions", Packet(payload: q { $0[5] = 2 }), Self.XDP_PASS),
+            ("class CH", Packet(payload: q { $0[$0.count - 1] = 3 }), Self.XDP_PASS),
+            ("trailing byte", Packet(payload: q { $0.append(0) }), Self.XDP_PASS),
+            ("cookie option", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])]))), Self.XDP_PASS),
+            ("ECS option", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option]))), Self.XDP_PASS),
+            ("EDNS version 1", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), Self.XDP_PASS),
+            ("compressed qname", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]), Self.XDP_PASS),
+            ("label type 0x40", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x41, 0x61, 0, 0, 1, 0, 1]), Self.XDP_PASS),
+            ("name runs off the end", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5, 0x61, 0x61]), Self.XDP_PASS),
+            ("shorter than a header", Packet(payload: [1, 2, 3, 4, 5]), Self.XDP_DROP),
+        ]
+        for (what, p, action) in cases {
+            let out = try Self.fastPath.program.testRun(p.bytes)
+            #expect(out.returnValue == action, "\(what)")
+            #expect(out.data == p.bytes, "\(what): not changed")
+        }
+    }
+
+    @Test func malformedIPIsLeftToTheKernel() throws {
+        var options = Packet(payload: Self.query("www.example.test.", .a)).bytes
+        options[14] = 0x46  // IHL 6: options
+        #expect(try Self.fastPath.program.testRun(options).returnValue == Self.XDP_PASS)
+        var fragment = Packet(payload: Self.query("www.example.test.", .a)).bytes
+        fragment[20] = 0x20  // MF
+        #expect(try Self.fastPath.program.testRun(fragment).returnValue == Self.XDP_PASS)
+        let truncated = Array(Packet(payload: Self.query("www.example.test.", .a)).bytes.dropLast(3))
+        #expect(try Self.fastPath.program.testRun(truncated).returnValue == Self.XDP_PASS)
+    }
+
+    @Test func everyVerdictIsCounted() throws {
+        let before = try Self.fastPath.statistics()
+        try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
+        try run(Packet(payload: Self.query("nope.example.test.", .a)), expect: Self.XDP_PASS)
+        try run(Packet(dstPort: 5353, payload: Self.query("www.example.test.", .a)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), expect: Self.XDP_PASS)
+        try run(Packet(payload: [1, 2, 3]), expect: Self.XDP_DROP)
+        let after = try Self.fastPath.statistics()
+        #expect(after.answered - before.answered == 1)
+        #expect(after.passMiss - before.passMiss == 1)
+        #expect(after.passNotDNS - before.passNotDNS == 1)
+        #expect(after.passTooBig - before.passTooBig == 1)
+        #expect(after.passEDNS - before.passEDNS == 1)
+        #expect(after.dropMalformed - before.dropMalformed == 1)
+        #expect(after.dropInternal == 0)
+    }
+
+    /// 100,000 generated and mutated queries: whenever XDP answers, its bytes are the slow path's.
+    @Test func differentialAgainstTheSlowPath() throws {
+        var rng = SplitMix(seed: 42)
+        let names = Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
+            + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test."]
+        let types: [RRType] = [.a, .aaaa, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
+        var answered = 0
+        var compared = 0
+        for i in 0..<100_000 {
+            var name = names.randomElement(using: &rng)!
+            name = String(name.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
+            var edns: EDNS?
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0: edns = nil
+            case 1: edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
+            case 2: edns = EDNS(udpPayloadSize: 1232)
+            case 3: edns = EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])])
+            default: edns = EDNS(udpPayloadSize: 512, dnssecOK: true)
+            }
+            var payload = Self.query(name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns, rd: Bool.random(using: &rng))
+            if Int.random(in: 0..<4, using: &rng) == 0 {  // mutate a quarter of them
+                for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: payload[Int.random(in: 0..<payload.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                    case 1: payload = Array(payload.prefix(Int.random(in: 0...payload.count, using: &rng)))
+                    default: payload.append(UInt8.random(in: 0...255, using: &rng))
+                    }
+                    if payload.isEmpty { break }
+                }
+            }
+            let p = Packet(vlanTags: Int.random(in: 0..<4, using: &rng) == 0 ? [7] : [], ipv6: Bool.random(using: &rng), payload: payload)
+            let out = try Self.fastPath.program.testRun(p.bytes)
+            guard out.returnValue == Self.XDP_TX else { continue }
+            answered += 1
+            guard let reply = p.parseReply(out.data), reply.udpChecksumOK, reply.ipChecksumOK else {
+                Issue.record("bad frame for \(payload)")
+                continue
+            }
+            compared += 1
+            if reply.payload != Self.responder.respond(to: payload, transport: .udp) {
+                Issue.record("XDP and the slow path differ for query \(payload)")
+                break
+            }
+        }
+        #expect(answered > 20_000, "the fast path answers a good share (\(answered))")
+        #expect(compared == answered)
+    }
+}
+
+extension DNSName {
+    /// Test helper: a name from wire bytes known to be valid.
+    init(uncheckedWireForTests wire: [UInt8]) {
+        var labels: [[UInt8]] = []
+        var i = 0
+        while wire[i] != 0 {
+            labels.append(Array(wire[(i + 1)...(i + Int(wire[i]))]))
+            i += Int(wire[i]) + 1
+        }
+        self = try! DNSName(labels: labels)
+    }
+}

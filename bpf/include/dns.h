@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * DNS on the fast path: deciding whether a UDP payload is a plain query XDP may answer, reading
+ * its question into the names-map key (lower-cased) while summing its bytes for the checksum,
+ * and turning the packet into the reply from a names-map entry.
+ *
+ * A plain query is what the slow path's reply cache calls plain: QR=0, OPCODE=0, QDCOUNT=1,
+ * ANCOUNT=NSCOUNT=0, an uncompressed name, class IN, and then either the end of the message or
+ * one EDNS(0) OPT record with no options. Anything else is passed to the slow path.
+ */
+#ifndef NC_DNS_H
+#define NC_DNS_H
+
+#include "csum.h"
+#include "maps.h"
+#include "parse.h"
+
+#define NC_DNS_HDR 12
+#define NC_OPT_LEN 11
+#define NC_FLAGS_RD_CD 0x0110 /* the query's bits a reply copies (flags word, host order) */
+
+struct nc_dnshdr {
+	__be16 id;
+	__be16 flags;
+	__be16 qdcount;
+	__be16 ancount;
+	__be16 nscount;
+	__be16 arcount;
+};
+
+/*
+ * What the reply needs to know about the query. It lives in the per-CPU scratch map, not on the
+ * stack: read back from a map, its fields are bounded but not exact, so the verifier checks the
+ * code after the name loop once rather than once per name length.
+ */
+struct nc_query {
+	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
+	__u16 qname_len;  /* wire length of the name, root label included */
+	__u16 qtype;
+	__u16 udp_size;	  /* the client's EDNS size; 0 without EDNS */
+	__u8 edns;
+	__u8 dnssec_ok;
+};
+
+/*
+ * Per-CPU scratch for one packet: the names-map key (260 bytes), the parsed query and where the
+ * headers are. Kept here rather than on the stack so that, read back, the offsets and lengths are
+ * bounded but not exact: the paths through different header shapes (VLAN tags, IPv4 or IPv6) and
+ * name lengths then converge, and the verifier checks the rest of the program once.
+ */
+struct nc_scratch {
+	struct nc_name_key key;
+	struct nc_query q;
+	struct nc_packet pkt;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nc_scratch);
+} nc_scratch SEC(".maps");
+
+static __always_inline __u8 nc_fold(__u8 b)
+{
+	return (b >= 'A' && b <= 'Z') ? b | 0x20 : b;
+}
+
+/*
+ * Reads the question of the DNS message at `dns` (`dns_len` bytes by the UDP length) into `key`
+ * and `q`. Returns NC_ANSWERED when the query is plain, or the reason to pass it.
+ */
+static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32 dns_len, void *data_end,
+						     struct nc_name_key *key, struct nc_query *q)
+{
+	if ((void *)(hdr + 1) > data_end)
+		return NC_DROP_MALFORMED;
+	/* QR=0 and OPCODE=0: the top five bits of the flags word. */
+	if (hdr->flags & bpf_htons(0xf800))
+		return NC_PASS_SHAPE;
+	if (hdr->qdcount != bpf_htons(1) || hdr->ancount || hdr->nscount)
+		return NC_PASS_SHAPE;
+	__u16 arcount = bpf_ntohs(hdr->arcount);
+
+	if (arcount > 1)
+		return NC_PASS_SHAPE;
+
+	/*
+	 * The name: labels of 1..63 octets, no compression, at most 255 octets in all. First walk the
+	 * labels to find its length, then copy it folded to lower case while summing it: folding
+	 * leaves the length bytes (at most 63) as they are, so the copy needs no label logic. Two
+	 * simple loops keep the verifier's work small.
+	 */
+	__u8 *name = (__u8 *)(hdr + 1);
+	__u32 len = 0, pos = 0;
+
+	for (__u32 l = 0; l < NC_NAME_MAX / 2; l++) { /* bound: at most 127 labels fit 255 octets */
+		if (pos >= NC_NAME_MAX - 1)
+			return NC_PASS_SHAPE;
+		if ((void *)(name + pos + 1) > data_end)
+			return NC_PASS_SHAPE;
+		__u8 b = name[pos];
+
+		if (b == 0) {
+			len = pos + 1;
+			break;
+		}
+		if (b > 63) /* a compression pointer or a reserved label type */
+			return NC_PASS_SHAPE;
+		pos += b + 1;
+	}
+	if (len == 0)
+		return NC_PASS_SHAPE; /* more than 255 octets */
+	/* Read back from the map so the copy below is verified once, not once per length. */
+	q->qname_len = len;
+	nc_barrier();
+	len = q->qname_len;
+	__u32 sum = 0;
+
+	for (__u32 i = 0; i < NC_NAME_MAX - 1; i++) { /* bound: 255 octets, RFC 1035 §3.1 */
+		if (i >= len)
+			break;
+		if ((void *)(name + i + 1) > data_end)
+			return NC_PASS_SHAPE;
+		__u8 b = name[i];
+
+		sum = nc_csum_byte(sum, b, i);
+		key->name[i] = nc_fold(b);
+	}
+	/* Leaving the loop pinned `len` to the step it left at; read it back to verify the rest once. */
+	nc_barrier();
+	len = q->qname_len;
+	if (len == 0 || len > NC_NAME_MAX - 1 || NC_DNS_HDR + len + 4 > dns_len)
+		return NC_PASS_SHAPE;
+
+	/* Type and class. `len` is at most 255: the verifier sees the bound through the mask. */
+	__u8 *tc = name + (len & 0xff);
+
+	if ((void *)(tc + 4) > data_end)
+		return NC_PASS_SHAPE;
+	if (tc[2] != 0 || tc[3] != 1) /* class IN */
+		return NC_PASS_SHAPE;
+#pragma unroll
+	for (int k = 0; k < 4; k++)
+		sum = nc_csum_byte(sum, tc[k], len + k);
+	q->qtype = ((__u16)tc[0] << 8) | tc[1];
+	q->qname_len = len;
+	q->qsum = sum;
+	key->len = len;
+	key->qtype = q->qtype;
+
+	/* What follows the question: nothing, or exactly one OPT record without options. */
+	__u32 rest = dns_len - (NC_DNS_HDR + len + 4);
+
+	q->edns = 0;
+	q->dnssec_ok = 0;
+	q->udp_size = 0;
+	if (arcount == 0)
+		return rest == 0 ? NC_ANSWERED : NC_PASS_SHAPE;
+	if (rest < NC_OPT_LEN)
+		return NC_PASS_SHAPE;
+	__u8 *opt = tc + 4;
+
+	if ((void *)(opt + NC_OPT_LEN) > data_end)
+		return NC_PASS_SHAPE;
+	if (opt[0] != 0 || opt[1] != 0 || opt[2] != 41) /* root owner, TYPE OPT */
+		return NC_PASS_SHAPE;
+	if (opt[6] != 0 || opt[9] != 0 || opt[10] != 0) /* version 0, no options */
+		return NC_PASS_EDNS;
+	if (rest != NC_OPT_LEN)
+		return NC_PASS_SHAPE;
+	q->edns = 1;
+	q->dnssec_ok = (opt[7] & 0x80) ? 1 : 0;
+	q->udp_size = ((__u16)opt[3] << 8) | opt[4];
+	return NC_ANSWERED;
+}
+
+/* The largest reply the client takes: 512 without EDNS, else its size (at least 512) capped at ours. */
+static __always_inline __u32 nc_reply_limit(const struct nc_query *q, const struct nc_config *cfg)
+{
+	if (!q->edns)
+		return 512;
+	__u32 size = q->udp_size < 512 ? 512 : q->udp_size;
+
+	return size < cfg->udp_payload ? size : cfg->udp_payload;
+}
+
+#endif /* NC_DNS_H */

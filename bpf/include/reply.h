@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Turning a plain query into its reply in place: resize the frame, append the names-map entry's
+ * sections (and our OPT when the query had EDNS), set the DNS header, swap the addresses and ports,
+ * and fill in the IPv4 header checksum and the full UDP checksum. The UDP checksum is computed
+ * from scratch, never updated from the query's: on veth the query's field holds only a partial sum.
+ * Its payload part is the question's sum (taken while parsing) plus the entry's precomputed sum,
+ * so no loop runs over the answer for it.
+ */
+#ifndef NC_REPLY_H
+#define NC_REPLY_H
+
+#include "dns.h"
+
+#define NC_REPLY_TTL 64
+
+/* Copies `len` bytes of `src` (a names-map value) to the packet at `dst`. */
+static __always_inline int nc_copy_sections(__u8 *dst, const __u8 *src, __u32 len, void *data_end)
+{
+	__u32 i;
+
+	for (i = 0; i < NC_SECTIONS_MAX / 8; i++) { /* bound: the entry's capacity, 8 bytes a step */
+		if (i * 8 + 8 > len)
+			break;
+		if ((void *)(dst + i * 8 + 8) > data_end)
+			return -1;
+		__builtin_memcpy(dst + i * 8, src + i * 8, 8);
+	}
+	__u32 done = i * 8;
+
+	for (__u32 k = 0; k < 7; k++) { /* bound: the tail is shorter than a step */
+		__u32 at = done + k;
+
+		if (at >= len || at >= NC_SECTIONS_MAX)
+			break;
+		if ((void *)(dst + at + 1) > data_end)
+			return -1;
+		dst[at] = src[at];
+	}
+	return 0;
+}
+
+static __always_inline void nc_swap_mac(struct ethhdr *eth)
+{
+	__u8 tmp[ETH_ALEN];
+
+	__builtin_memcpy(tmp, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
+}
+
+/*
+ * Rewrites the query at `pkt` into the reply built from `ans`. Returns NC_ANSWERED, a reason to
+ * pass (before anything was changed), or NC_DROP_INTERNAL (after: the packet is no longer the query).
+ */
+static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const struct nc_packet *pkt,
+						      const struct nc_query *q, const struct nc_answer *ans,
+						      const struct nc_config *cfg)
+{
+	__u32 alen = ans->len;
+
+	if (alen > NC_SECTIONS_MAX)
+		return NC_PASS_SHAPE;
+	__u32 sections_at = NC_DNS_HDR + q->qname_len + 4; /* within the DNS message */
+	__u32 dns_len = sections_at + alen + (q->edns ? NC_OPT_LEN : 0);
+
+	if (dns_len > nc_reply_limit(q, cfg))
+		return NC_PASS_TOO_BIG;
+
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	int delta = (int)(pkt->dns_off + dns_len) - (int)(data_end - data);
+
+	if (bpf_xdp_adjust_tail(ctx, delta))
+		return NC_PASS_NO_ROOM;
+	/* adjust_tail invalidates every packet pointer: derive them again. */
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+
+	__u8 *sections = data + (pkt->dns_off & 0xff) + (sections_at & 0x1ff);
+
+	if (nc_copy_sections(sections, ans->sections, alen, data_end))
+		return NC_DROP_INTERNAL;
+	/* Leaving the copy loop pinned `alen` to the step it left at; read it back (see nc_scratch). */
+	nc_barrier();
+	alen = ans->len;
+	if (alen > NC_SECTIONS_MAX)
+		return NC_DROP_INTERNAL;
+
+	/* Where the OPT goes and what it sums to; positions count from the question's start. */
+	__u32 qpos_opt = q->qname_len + 4 + alen;
+	__u32 sum = q->qsum;
+
+	sum += (q->qname_len & 1) ? nc_csum_swap(ans->csum) : ans->csum;
+	if (q->edns) {
+		__u8 *opt = sections + (alen & (NC_SECTIONS_MAX * 2 - 1));
+		__u8 o[NC_OPT_LEN] = {0, 0, 41, cfg->udp_payload >> 8, cfg->udp_payload & 0xff, 0, 0,
+				      q->dnssec_ok ? 0x80 : 0, 0, 0, 0};
+
+		if ((void *)(opt + NC_OPT_LEN) > data_end)
+			return NC_DROP_INTERNAL;
+#pragma unroll
+		for (int k = 0; k < NC_OPT_LEN; k++) {
+			opt[k] = o[k];
+			sum = nc_csum_byte(sum, o[k], qpos_opt + k);
+		}
+	}
+
+	/* DNS header: the entry's flags with the query's RD and CD, the entry's counts, same ID. */
+	struct nc_dnshdr *hdr = data + (pkt->dns_off & 0xff);
+
+	if ((void *)(hdr + 1) > data_end)
+		return NC_DROP_INTERNAL;
+	hdr->flags = bpf_htons(ans->flags | (bpf_ntohs(hdr->flags) & NC_FLAGS_RD_CD));
+	hdr->qdcount = bpf_htons(1);
+	hdr->ancount = bpf_htons(ans->ancount);
+	hdr->nscount = bpf_htons(ans->nscount);
+	hdr->arcount = bpf_htons(ans->arcount + (q->edns ? 1 : 0));
+	sum = nc_csum_words((__u16 *)hdr, 6, sum);
+
+	/* UDP: back to the client's port; the checksum covers the pseudo-header added below. */
+	struct udphdr *udp = data + (pkt->l4_off & 0xff);
+
+	if ((void *)(udp + 1) > data_end)
+		return NC_DROP_INTERNAL;
+	__be16 port = udp->source;
+	__u16 udp_len = sizeof(*udp) + dns_len;
+
+	udp->source = udp->dest;
+	udp->dest = port;
+	udp->len = bpf_htons(udp_len);
+	udp->check = 0;
+	sum = nc_csum_words((__u16 *)udp, 4, sum);
+	sum += IPPROTO_UDP + udp_len;
+
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return NC_DROP_INTERNAL;
+	nc_swap_mac(eth);
+
+	if (pkt->ipv6) {
+		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
+
+		if ((void *)(ip6 + 1) > data_end)
+			return NC_DROP_INTERNAL;
+		struct in6_addr src = ip6->saddr, dst = ip6->daddr;
+
+		ip6->saddr = dst;
+		ip6->daddr = src;
+		ip6->payload_len = bpf_htons(udp_len);
+		ip6->hop_limit = NC_REPLY_TTL;
+		/* The pseudo-header sum does not depend on the order of the addresses. */
+		sum = nc_csum_words((__u16 *)&src, 8, sum);
+		sum = nc_csum_words((__u16 *)&dst, 8, sum);
+	} else {
+		struct iphdr *ip = data + (pkt->l3_off & 0xff);
+
+		if ((void *)(ip + 1) > data_end)
+			return NC_DROP_INTERNAL;
+		/* Rewritten on the stack and stored back whole: the checksums read only the copy. */
+		struct iphdr h = *ip;
+		__be32 src = h.saddr;
+
+		h.saddr = h.daddr;
+		h.daddr = src;
+		h.tot_len = bpf_htons(sizeof(h) + udp_len);
+		h.ttl = NC_REPLY_TTL;
+		h.id = 0;
+		h.frag_off = bpf_htons(0x4000); /* DF, as the kernel sends UDP */
+		h.check = 0;
+		h.check = bpf_htons(~nc_csum_fold(nc_csum_words((__u16 *)&h, 10, 0)));
+		*ip = h;
+		sum = nc_csum_words((__u16 *)&h.saddr, 4, sum);
+	}
+	udp->check = bpf_htons(nc_csum_finish_udp(sum));
+	return NC_ANSWERED;
+}
+
+#endif /* NC_REPLY_H */

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * nearcast's XDP fast path: answers plain DNS queries for names in the names map straight from
+ * the map (XDP_TX), and passes everything else to the kernel and the slow path. It never sends a
+ * reply the slow path would not send byte for byte (the ID aside): the entries are the slow path's
+ * own replies. Entry and flow only; the logic is in include/.
+ */
+#include <linux/bpf.h>
+
+#include "compiler.h"
+#include "dns.h"
+#include "maps.h"
+#include "parse.h"
+#include "reply.h"
+#include "stats.h"
+
+SEC("xdp")
+int nearcast_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct nc_config *cfg = bpf_map_lookup_elem(&nc_config, &zero);
+
+	if (!cfg || !cfg->enabled || !cfg->dns_port)
+		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+
+	struct nc_scratch *scratch = bpf_map_lookup_elem(&nc_scratch, &zero);
+
+	if (!scratch)
+		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+	struct nc_packet *pkt = &scratch->pkt;
+
+	/* Ethernet, IP, UDP to the DNS port. */
+	struct nc_cursor c = { .pos = data };
+	__be16 proto = nc_parse_eth(&c, data_end);
+	__u32 ip_payload;
+
+	pkt->l3_off = c.pos - data;
+	pkt->ipv6 = 0;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = nc_parse_ipv4(&c, data_end);
+
+		if (!ip)
+			return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+		ip_payload = bpf_ntohs(ip->tot_len) - sizeof(*ip);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = nc_parse_ipv6(&c, data_end);
+
+		if (!ip6)
+			return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+		ip_payload = bpf_ntohs(ip6->payload_len);
+		pkt->ipv6 = 1;
+	} else {
+		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+	}
+	pkt->l4_off = c.pos - data;
+	struct udphdr *udp = nc_parse_udp(&c, data_end, cfg->dns_port);
+
+	if (!udp)
+		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+	__u32 udp_len = bpf_ntohs(udp->len);
+
+	/* The UDP length, not the frame, says where the message ends: Ethernet pads short frames. */
+	if (udp_len > ip_payload || pkt->l4_off + udp_len > (__u32)(data_end - data))
+		return nc_exit(NC_PASS_SHAPE, XDP_PASS);
+	if (udp_len < sizeof(*udp) + NC_DNS_HDR)
+		return nc_exit(NC_DROP_MALFORMED, XDP_DROP);
+	pkt->dns_off = c.pos - data;
+	pkt->dns_len = udp_len - sizeof(*udp);
+
+	/*
+	 * The question, into the names-map key. The DNS header's position is read back from the
+	 * scratch map (see struct nc_scratch): from here on, all header shapes share one path.
+	 */
+	__builtin_memset(&scratch->key, 0, sizeof(scratch->key));
+	nc_barrier();
+	struct nc_dnshdr *dns = data + (pkt->dns_off & 0xff);
+	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
+
+	if (reason != NC_ANSWERED)
+		return nc_exit(reason, reason == NC_DROP_MALFORMED ? XDP_DROP : XDP_PASS);
+	nc_barrier(); /* the reply reads the query back from the scratch map: one path for all names */
+
+	struct nc_answer *ans = bpf_map_lookup_elem(&nc_names, &scratch->key);
+
+	if (!ans)
+		return nc_exit(NC_PASS_MISS, XDP_PASS);
+
+	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
+	if (reason == NC_ANSWERED)
+		return nc_exit(NC_ANSWERED, XDP_TX);
+	return nc_exit(reason, reason == NC_DROP_INTERNAL ? XDP_DROP : XDP_PASS);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
