@@ -3,6 +3,7 @@ SWIFT ?= swift
 BIN := .build/release
 CLANG ?= clang
 BPF_OBJ := .build/bpf/nearcast.bpf.o
+PASS_OBJ := .build/bpf/xdp_pass.bpf.o
 BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
 ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -18,11 +19,17 @@ deps:
 
 build: deps bpf
 	$(SWIFT) build -c release
+	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
-bpf: $(BPF_OBJ)
+bpf: $(BPF_OBJ) $(PASS_OBJ)
 
 $(BPF_OBJ): $(BPF_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# The pass-through program the client end of a test veth needs (tests and benchmarks only).
+$(PASS_OBJ): tools/bpf/xdp_pass.bpf.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

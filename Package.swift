@@ -34,7 +34,12 @@ let package = Package(
             ]
         ),
         // Loads the XDP program, writes its maps, reads its counters; the only user of the ABI structs.
-        .target(name: "NearcastDataPath", dependencies: ["BPFKit", "CNearcastABI", "DNSWire", "NearcastCore"]),
+        .target(
+            name: "NearcastDataPath",
+            dependencies: [
+                "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The SwiftNIO UDP + TCP slow path.
         .target(
             name: "NearcastServer",
@@ -49,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "nearcastd",
             dependencies: [
-                "NearcastCore", "NearcastServer",
+                "NearcastCore", "NearcastServer", "NearcastDataPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -45,6 +45,20 @@ public struct BPFMap: Sendable {
         if rc != 0 && errno != ENOENT { throw BPFError("delete", name, errno: errno) }
     }
 
+    /// Every key in the map (a snapshot: entries may change while it is taken).
+    public func keys() throws(BPFError) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var next = [UInt8](repeating: 0, count: keySize)
+        var rc = next.withUnsafeMutableBytes { bpf_map_get_next_key(fd, nil, $0.baseAddress) }
+        while rc == 0 {
+            out.append(next)
+            let current = next
+            rc = current.withUnsafeBytes { c in next.withUnsafeMutableBytes { bpf_map_get_next_key(fd, c.baseAddress, $0.baseAddress) } }
+        }
+        if errno != ENOENT { throw BPFError("list keys", name, errno: errno) }
+        return out
+    }
+
     /// The value of `key` (per-CPU maps: one value per CPU), or nil when absent.
     public func lookup(key: [UInt8]) throws(BPFError) -> [[UInt8]]? {
         try check(key, "lookup")

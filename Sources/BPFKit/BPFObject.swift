@@ -15,8 +15,24 @@ public final class BPFObject: @unchecked Sendable {
     public let verifierLog: String
 
     /// Opens `path` and loads it. The verifier's statistics are kept in `verifierLog`.
-    public init(path: String) throws(BPFError) {
+    ///
+    /// With `pinMapsUnder`, every map is pinned as `<dir>/<map name>`: a map already pinned there
+    /// is reused (when its type and sizes match; otherwise loading fails and says so), so a new
+    /// instance takes over the state of the one before it.
+    public init(path: String, pinMapsUnder pinDirectory: String? = nil) throws(BPFError) {
         guard let obj = bpf_object__open_file(path, nil) else { throw BPFError("open", path, errno: errno) }
+        if let dir = pinDirectory {
+            var m: OpaquePointer? = bpf_object__next_map(obj, nil)
+            while let map = m {
+                let name = String(cString: bpf_map__name(map))
+                let rc = bpf_map__set_pin_path(map, dir + "/" + name)
+                if rc != 0 {
+                    bpf_object__close(obj)
+                    throw BPFError("set pin path", dir + "/" + name, errno: rc)
+                }
+                m = bpf_object__next_map(obj, map)
+            }
+        }
         var logBuffer = [CChar](repeating: 0, count: 1 << 16)
         let log: String = logBuffer.withUnsafeMutableBufferPointer { buf in
             var prog: OpaquePointer? = bpf_object__next_program(obj, nil)
@@ -32,13 +48,20 @@ public final class BPFObject: @unchecked Sendable {
         if log.hasPrefix("\u{0}") {
             let err = Int32(log.dropFirst()) ?? -1
             bpf_object__close(obj)
-            throw BPFError("load (verifier)", path, errno: err)
+            let what = pinDirectory.map { "load (verifier, or maps pinned under \($0) that do not match)" } ?? "load (verifier)"
+            throw BPFError(what, path, errno: err)
         }
         self.object = obj
         self.verifierLog = log
     }
 
     deinit { bpf_object__close(object) }
+
+    /// Removes the pins of every map under `directory` (the maps live on while anything uses them).
+    public func unpinMaps(under directory: String) throws(BPFError) {
+        let rc = bpf_object__unpin_maps(object, directory)
+        if rc != 0 { throw BPFError("unpin maps", directory, errno: rc) }
+    }
 
     /// The instructions the verifier processed (from its `processed N insns` line), if reported.
     public var verifiedInstructions: Int? {

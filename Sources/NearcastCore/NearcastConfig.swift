@@ -31,6 +31,8 @@ public struct NearcastConfig: Sendable {
     public var maxUDPPayload: UInt16 = 1232
     /// Seconds an idle TCP connection is kept open (RFC 7766 §6.2.3).
     public var tcpIdleTimeout: Int = 10
+    /// The XDP fast path; off unless interfaces are named.
+    public var xdp = XDPSettings()
 
     public init() {}
 
@@ -44,7 +46,8 @@ public struct NearcastConfig: Sendable {
         return try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
     }
 
-    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout"]
+    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp"]
+    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit"]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
     public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
@@ -131,6 +134,43 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.tcpIdleTimeout = n
+            case "xdp":
+                guard let m = v.mapping else {
+                    fail(v, "xdp must be a mapping (interfaces, pin-root, object, keep-on-exit)")
+                    continue
+                }
+                for (xk, xv) in m {
+                    switch xk.string ?? "" {
+                    case "interfaces":
+                        for item in xv.sequence.map(Array.init) ?? [xv] {
+                            guard let s = item.string, let i = XDPSettings.Interface(s) else {
+                                fail(item, "xdp interface '\(item.string ?? "?")' is not IFACE, IFACE:native or IFACE:generic")
+                                continue
+                            }
+                            config.xdp.interfaces.append(i)
+                        }
+                    case "pin-root":
+                        guard let s = xv.string, s.hasPrefix("/") else {
+                            fail(xv, "xdp pin-root must be an absolute path on a bpffs")
+                            continue
+                        }
+                        config.xdp.pinRoot = s
+                    case "object":
+                        guard let s = xv.string else {
+                            fail(xv, "xdp object must be a path")
+                            continue
+                        }
+                        config.xdp.objectPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                    case "keep-on-exit":
+                        guard let b = xv.bool else {
+                            fail(xv, "xdp keep-on-exit must be true or false")
+                            continue
+                        }
+                        config.xdp.keepOnExit = b
+                    default:
+                        fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
+                    }
+                }
             default:
                 fail(k, "unknown key '\(key)' (known: \(knownKeys.joined(separator: ", ")))")
             }

@@ -19,8 +19,10 @@ public final class FastPath: Sendable {
     public static let abiVersion = UInt32(NC_ABI_VERSION)
 
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
-    public init(objectPath path: String) throws(BPFError) {
-        object = try BPFObject(path: path)
+    /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
+    /// pinned there are taken over, entries and counters included.
+    public init(objectPath path: String, pinDirectory: String? = nil) throws(BPFError) {
+        object = try BPFObject(path: path, pinMapsUnder: pinDirectory)
         program = try object.program("nearcast_xdp")
         names = try object.map(NC_MAP_NAMES, keySize: MemoryLayout<nc_name_key>.size, valueSize: MemoryLayout<nc_answer>.size)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
@@ -37,12 +39,23 @@ public final class FastPath: Sendable {
         try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
     }
 
-    /// Writes every entry of `image` into the names map.
-    public func write(_ image: AnswerImage) throws(BPFError) {
+    /// Makes the names map hold exactly `image`: every entry is written (in place, so a query
+    /// never misses a name that stays), then keys the image no longer has are deleted.
+    /// - Returns: how many stale entries were deleted.
+    @discardableResult
+    public func write(_ image: AnswerImage) throws(BPFError) -> Int {
+        var wanted = Set<[UInt8]>()
         for e in image.entries {
             let (key, value) = Self.encode(e)
             try names.update(key: key, value: value)
+            wanted.insert(key)
         }
+        var deleted = 0
+        for key in try names.keys() where !wanted.contains(key) {
+            try names.delete(key: key)
+            deleted += 1
+        }
+        return deleted
     }
 
     /// The names-map key and value of an image entry.

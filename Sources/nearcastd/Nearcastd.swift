@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NearcastCore
+import NearcastDataPath
 import NearcastServer
 
 #if canImport(Glibc)
@@ -35,6 +36,18 @@ struct Nearcastd: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Listen on ADDR:PORT, UDP and TCP (repeatable).", valueName: "ADDR:PORT"))
     var listen: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Answer hot queries in XDP on IFACE (repeatable).", valueName: "IFACE[:native|:generic]"))
+    var xdp: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("bpffs directory for the pinned maps (default /sys/fs/bpf/nearcast).", valueName: "DIR"))
+    var pinRoot: String?
+
+    @Option(name: .long, help: ArgumentHelp("The compiled XDP program (default: next to nearcastd).", valueName: "PATH"))
+    var bpfObject: String?
+
+    @Flag(name: .long, help: "Leave the XDP program attached and its maps pinned when stopping.")
+    var keepXdp = false
+
     @Option(name: .long, help: "Event-loop threads (default: one per core).")
     var threads: Int = System.coreCount
 
@@ -48,6 +61,9 @@ struct Nearcastd: AsyncParsableCommand {
             throw ValidationError("--listen '\(l)' is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)")
         }
         for z in zone where !z.contains("=") { throw ValidationError("--zone '\(z)' is not ORIGIN=PATH") }
+        for x in xdp where XDPSettings.Interface(x) == nil {
+            throw ValidationError("--xdp '\(x)' is not IFACE, IFACE:native or IFACE:generic")
+        }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -65,6 +81,10 @@ struct Nearcastd: AsyncParsableCommand {
             }
         }
         cfg.listen += listen.compactMap(ListenAddress.init)
+        cfg.xdp.interfaces += xdp.compactMap(XDPSettings.Interface.init)
+        if let pinRoot { cfg.xdp.pinRoot = pinRoot }
+        if let bpfObject { cfg.xdp.objectPath = bpfObject }
+        if keepXdp { cfg.xdp.keepOnExit = true }
         return cfg
     }
 
@@ -98,8 +118,29 @@ struct Nearcastd: AsyncParsableCommand {
             try await group.shutdownGracefully()
             throw ExitCode(1)
         }
+        // The fast path answers only what the slow path would; it is started once the slow path
+        // listens, so nothing it passes up finds no listener.
+        var fastPath: XDPDeployment?
+        if cfg.xdp.enabled {
+            let ports = Set(cfg.listen.map(\.port))
+            if ports.count > 1 {
+                logger.warning("XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(cfg.listen[0].port)"])
+            }
+            do {
+                let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+                fastPath = try XDPDeployment(
+                    settings: cfg.xdp, image: image, dnsPort: UInt16(cfg.listen[0].port), udpPayload: cfg.maxUDPPayload,
+                    logger: logger)
+            } catch {
+                logger.error("cannot start the XDP fast path", metadata: ["error": "\(error)"])
+                await server.stop()
+                try await group.shutdownGracefully()
+                throw ExitCode(1)
+            }
+        }
         let signal = await Self.waitForTermination()
         logger.info("stopping", metadata: ["signal": "\(signal)"])
+        fastPath?.stop()
         await server.stop()
         try await group.shutdownGracefully()
     }

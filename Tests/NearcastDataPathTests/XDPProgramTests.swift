@@ -145,6 +145,16 @@ import Testing
         try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(udpPayloadSize: 512))), expect: Self.XDP_TX)
     }
 
+    @Test func optionsTheSlowPathIgnoresAreIgnored() throws {
+        // dig sends a COOKIE by default; a server without cookies ignores it (RFC 7873 §5.2), and
+        // so does the slow path, so XDP answers.
+        let cookie = EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])
+        try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie]))), expect: Self.XDP_TX)
+        let padding = EDNSOption(code: 12, data: [UInt8](repeating: 0, count: 40))
+        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(options: [cookie, padding]))), expect: Self.XDP_TX)
+        try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 3, data: [])]))), expect: Self.XDP_TX)
+    }
+
     @Test func repliesThatDoNotFitGoToTheSlowPath() throws {
         // Five 120-byte strings: more than 512 bytes, less than 1232.
         try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
@@ -175,7 +185,14 @@ import Testing
             ("two questions", Packet(payload: q { $0[5] = 2 }), Self.XDP_PASS),
             ("class CH", Packet(payload: q { $0[$0.count - 1] = 3 }), Self.XDP_PASS),
             ("trailing byte", Packet(payload: q { $0.append(0) }), Self.XDP_PASS),
-            ("cookie option", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])]))), Self.XDP_PASS),
+            ("option runs past the OPT record", Packet(payload: q {
+                $0 = Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4])]))
+                $0[$0.count - 5] = 9  // the option says 9 bytes, 4 follow
+            }), Self.XDP_PASS),
+            ("ECS after a cookie", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [
+                EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8]),
+                ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option,
+            ]))), Self.XDP_PASS),
             ("ECS option", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option]))), Self.XDP_PASS),
             ("EDNS version 1", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), Self.XDP_PASS),
             ("compressed qname", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]), Self.XDP_PASS),
@@ -235,7 +252,7 @@ import Testing
             case 0: edns = nil
             case 1: edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
             case 2: edns = EDNS(udpPayloadSize: 1232)
-            case 3: edns = EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])])
+            case 3: edns = EDNS(options: [EDNSOption(code: UInt16.random(in: 9...12, using: &rng), data: [1, 2, 3, 4, 5, 6, 7, 8])])
             default: edns = EDNS(udpPayloadSize: 512, dnssecOK: true)
             }
             var payload = Self.query(name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns, rd: Bool.random(using: &rng))

@@ -19,4 +19,10 @@
  */
 #define nc_barrier() asm volatile("" ::: "memory")
 
+/*
+ * Hides what the compiler knows about `x`, so a mask that only the verifier needs (the compiler
+ * having proved the value small already) is not optimised away.
+ */
+#define nc_barrier_var(x) asm volatile("" : "+r"(x))
+
 #endif /* NC_COMPILER_H */

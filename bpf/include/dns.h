@@ -6,7 +6,7 @@
  *
  * A plain query is what the slow path's reply cache calls plain: QR=0, OPCODE=0, QDCOUNT=1,
  * ANCOUNT=NSCOUNT=0, an uncompressed name, class IN, and then either the end of the message or
- * one EDNS(0) OPT record with no options. Anything else is passed to the slow path.
+ * one EDNS(0) OPT record without a Client Subnet option. Anything else is passed to the slow path.
  */
 #ifndef NC_DNS_H
 #define NC_DNS_H
@@ -64,6 +64,41 @@ struct {
 static __always_inline __u8 nc_fold(__u8 b)
 {
 	return (b >= 'A' && b <= 'Z') ? b | 0x20 : b;
+}
+
+#define NC_OPTIONS_MAX 8	/* options looked at in one OPT record; more are passed */
+#define NC_OPTION_ECS 8
+
+/*
+ * Checks the options of an OPT record (`len` bytes at `p`): each must lie within the record, and
+ * none may be Client Subnet, the one option the slow path acts on (it echoes it). Every other
+ * option (a COOKIE, which dig sends by default; padding; NSID) is ignored by the slow path, so
+ * the reply is the same as without it.
+ */
+static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void *data_end)
+{
+	__u32 pos = 0;
+
+	for (int i = 0; i < NC_OPTIONS_MAX; i++) { /* bound: NC_OPTIONS_MAX options */
+		if (pos == len)
+			return NC_ANSWERED;
+		if (pos + 4 > len || pos > 1024)
+			return NC_PASS_SHAPE; /* the slow path answers FORMERR */
+		nc_barrier_var(pos);
+		__u8 *o = p + (pos & 0x7ff); /* pos <= 1024: the mask only tells the verifier */
+
+		if ((void *)(o + 4) > data_end)
+			return NC_PASS_SHAPE;
+		__u16 code = ((__u16)o[0] << 8) | o[1];
+		__u32 olen = ((__u32)o[2] << 8) | o[3];
+
+		if (code == NC_OPTION_ECS)
+			return NC_PASS_EDNS;
+		pos += 4 + olen;
+		if (pos > len)
+			return NC_PASS_SHAPE;
+	}
+	return pos == len ? NC_ANSWERED : NC_PASS_EDNS;
 }
 
 /*
@@ -165,10 +200,18 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 		return NC_PASS_SHAPE;
 	if (opt[0] != 0 || opt[1] != 0 || opt[2] != 41) /* root owner, TYPE OPT */
 		return NC_PASS_SHAPE;
-	if (opt[6] != 0 || opt[9] != 0 || opt[10] != 0) /* version 0, no options */
+	if (opt[6] != 0) /* version 0 only: the slow path answers BADVERS */
 		return NC_PASS_EDNS;
-	if (rest != NC_OPT_LEN)
+	__u32 rdlen = ((__u32)opt[9] << 8) | opt[10];
+
+	if (rest != NC_OPT_LEN + rdlen)
 		return NC_PASS_SHAPE;
+	if (rdlen) {
+		enum nc_reason r = nc_check_options(opt + NC_OPT_LEN, rdlen, data_end);
+
+		if (r != NC_ANSWERED)
+			return r;
+	}
 	q->edns = 1;
 	q->dnssec_ok = (opt[7] & 0x80) ? 1 : 0;
 	q->udp_size = ((__u16)opt[3] << 8) | opt[4];

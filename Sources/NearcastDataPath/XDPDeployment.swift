@@ -1,0 +1,97 @@
+import BPFKit
+import Foundation
+import Logging
+import NearcastCore
+
+/// The fast path as the daemon runs it: the program loaded with its maps pinned, configured, filled
+/// with the answer image and attached to the interfaces.
+///
+/// Start-up takes over what a previous instance left (pinned maps, an attached program) without a
+/// gap: the maps are reused and the program is replaced in one step. Stopping detaches and unpins,
+/// unless the settings keep the fast path running without the daemon.
+public final class XDPDeployment: Sendable {
+    public let fastPath: FastPath
+    public let settings: XDPSettings
+    let attached: [(ifindex: Int32, mode: XDPAttachment.Mode, name: String)]
+    let logger: Logger
+
+    /// Why the fast path cannot start, in words an operator can act on.
+    public struct SetupError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Loads, fills and attaches the fast path.
+    public init(settings: XDPSettings, image: AnswerImage, dnsPort: UInt16, udpPayload: UInt16, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        let objectPath = try Self.locateObject(settings.objectPath)
+        try Self.preparePinRoot(settings.pinRoot)
+        var interfaces: [(Int32, XDPAttachment.Mode, String)] = []
+        for i in settings.interfaces {
+            let index = try XDPAttachment.interfaceIndex(i.name)
+            interfaces.append((index, XDPAttachment.Mode(rawValue: i.mode) ?? .native, i.name))
+        }
+        let fp = try FastPath(objectPath: objectPath, pinDirectory: settings.pinRoot)
+        try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload)
+        let stale = try fp.write(image)
+        var done: [(Int32, XDPAttachment.Mode, String)] = []
+        for (index, mode, name) in interfaces {
+            let previous = try XDPAttachment.attachedProgramID(ifindex: index, mode: mode)
+            try XDPAttachment.attach(fp.program, ifindex: index, mode: mode)
+            done.append((index, mode, name))
+            logger.info(
+                "XDP attached",
+                metadata: [
+                    "interface": "\(name)", "mode": "\(mode.rawValue)",
+                    "replaced-program": "\(previous.map(String.init) ?? "none")",
+                ])
+        }
+        logger.info(
+            "fast path ready",
+            metadata: [
+                "entries": "\(image.entries.count)", "stale-removed": "\(stale)", "too-big": "\(image.tooBig)",
+                "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")", "pin-root": "\(settings.pinRoot)",
+            ])
+        self.fastPath = fp
+        self.attached = done
+    }
+
+    /// Detaches the program and removes the pins, unless `keepOnExit`.
+    public func stop() {
+        if settings.keepOnExit {
+            logger.info("XDP left attached (keep-on-exit)", metadata: ["pin-root": "\(settings.pinRoot)"])
+            return
+        }
+        for (index, mode, name) in attached {
+            do { try XDPAttachment.detach(fastPath.program, ifindex: index, mode: mode) } catch {
+                logger.warning("XDP detach failed", metadata: ["interface": "\(name)", "error": "\(error)"])
+            }
+        }
+        do { try fastPath.object.unpinMaps(under: settings.pinRoot) } catch {
+            logger.warning("unpin failed", metadata: ["error": "\(error)"])
+        }
+        logger.info("XDP detached")
+    }
+
+    /// The object file: the configured path, else next to the executable, else /usr/lib/nearcast.
+    static func locateObject(_ configured: String?) throws -> String {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = configured.map { [$0] } ?? [exe.appendingPathComponent("nearcast.bpf.o").path, "/usr/lib/nearcast/nearcast.bpf.o"]
+        for c in candidates where FileManager.default.fileExists(atPath: c) { return c }
+        throw SetupError(description: "XDP program not found (looked at \(candidates.joined(separator: ", "))); build it with `make` or give --bpf-object PATH")
+    }
+
+    /// Makes sure the pin directory exists on a bpffs.
+    static func preparePinRoot(_ root: String) throws {
+        let parent = (root as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: root) {
+            guard BPFFileSystem.isBPFFS(parent) else {
+                throw SetupError(description: "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)")
+            }
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        }
+        guard BPFFileSystem.isBPFFS(root) else {
+            throw SetupError(description: "pin root \(root) is not on a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End to end with the fast path: two network namespaces joined by veth (tools/netns.sh), nearcastd
+/// with XDP on the server end, the real dig on the client end. The XDP counters, read from the
+/// pinned map with bpftool, prove who answered.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct XDPEndToEndTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let prefix = "nct\(getpid() % 10000)"
+    static var srv: String { "\(prefix)-srv" }
+    static var cli: String { "\(prefix)-cli" }
+    static var serverIf: String { "\(prefix)-s" }
+    static let server = "198.18.0.1"
+
+    /// The namespaces, the client's pass-through XDP program and a bpffs for the pins.
+    final class Topology {
+        let bpffs: URL
+        init() throws {
+            let tools = XDPEndToEndTests.root.appendingPathComponent("tools")
+            let up = try TestSupport.run(tools.appendingPathComponent("netns.sh").path, ["up", XDPEndToEndTests.prefix])
+            guard up.status == 0 else { throw TestFailure("netns.sh up: \(up.stderr)") }
+            let pass = XDPEndToEndTests.root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
+            let ip = try TestSupport.tool("ip")
+            let xdp = try TestSupport.run(ip, ["-n", XDPEndToEndTests.cli, "link", "set", "dev", "\(XDPEndToEndTests.prefix)-c", "xdpdrv", "obj", pass, "sec", "xdp"])
+            guard xdp.status == 0 else { throw TestFailure("client XDP: \(xdp.stderr)") }
+            // `ip netns exec` gives a fresh /sys, where /sys/fs/bpf is no bpffs: pin elsewhere.
+            bpffs = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bpffs-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: bpffs, withIntermediateDirectories: true)
+            let mount = try TestSupport.run("/bin/mount", ["-t", "bpf", "bpf", bpffs.path])
+            guard mount.status == 0 else { throw TestFailure("mount bpffs: \(mount.stderr)") }
+        }
+
+        var pinRoot: String { bpffs.appendingPathComponent("nearcast").path }
+
+        deinit {
+            _ = try? TestSupport.run("/bin/umount", [bpffs.path])
+            try? FileManager.default.removeItem(at: bpffs)
+            _ = try? TestSupport.run(XDPEndToEndTests.root.appendingPathComponent("tools/netns.sh").path, ["down", XDPEndToEndTests.prefix])
+        }
+    }
+
+    static func startDaemon(_ t: Topology) throws -> ServerProcess {
+        let args = [
+            "netns", "exec", srv, try TestSupport.product("nearcastd"),
+            "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+            "--listen", "\(server):53", "--threads", "1", "--xdp", "\(serverIf):native", "--pin-root", t.pinRoot,
+            "--bpf-object", root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path,
+        ]
+        let d = try ServerProcess(try TestSupport.tool("ip"), args)
+        // The slow path listens first; the fast path is attached after it. Wait for both.
+        try d.waitUntilReady { d.log.contains("fast path ready") }
+        try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true }
+        return d
+    }
+
+    static func dig(_ args: [String]) throws -> String {
+        try TestSupport.run(try TestSupport.tool("ip"), ["netns", "exec", cli, try TestSupport.tool("dig"), "@\(server)", "+tries=1", "+time=1"] + args).stdout
+    }
+
+    /// The XDP counters summed over CPUs, from the pinned stats map.
+    static func counters(_ t: Topology) throws -> [String: Int] {
+        let out = try TestSupport.run(try TestSupport.tool("bpftool"), ["-j", "map", "dump", "pinned", t.pinRoot + "/nc_stats"])
+        // With BTF, `bpftool -j` gives the raw bytes and, under "formatted", the named fields.
+        guard out.status == 0, let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]],
+            let formatted = json.first?["formatted"] as? [String: Any], let values = formatted["values"] as? [[String: Any]]
+        else { throw TestFailure("bpftool map dump: \(out.stderr) \(out.stdout)") }
+        var total: [String: Int] = [:]
+        for v in values {
+            for (k, n) in (v["value"] as? [String: Any]) ?? [:] { total[k, default: 0] += (n as? Int) ?? 0 }
+        }
+        return total
+    }
+
+    @Test func xdpAnswersHotNamesTheSlowPathTheRestAndTheFastPathOutlivesTheDaemon() throws {
+        let t = try Topology()
+        var daemon = try Self.startDaemon(t)
+        defer { daemon.stop(signal: SIGKILL) }
+
+        // A hot name: XDP answers (dig sends a COOKIE, which both paths ignore).
+        var before = try Self.counters(t)
+        let hot = try Self.dig(["www.example.test", "A"])
+        #expect(hot.contains("status: NOERROR") && hot.contains("192.0.2.1") && hot.contains("192.0.2.2"))
+        var after = try Self.counters(t)
+        #expect(after["answered", default: 0] - before["answered", default: 0] == 1, "answered by XDP")
+
+        // A miss, and TCP: the slow path.
+        before = after
+        #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
+        #expect(try Self.dig(["+tcp", "www.example.test", "AAAA", "+short"]).contains("2001:db8::1"))
+        after = try Self.counters(t)
+        #expect(after["pass_miss", default: 0] - before["pass_miss", default: 0] == 1)
+        #expect(after["answered", default: 0] == before["answered", default: 0], "TCP is not XDP's")
+
+        // kill -9: hot names are still answered, by XDP alone.
+        daemon.stop(signal: SIGKILL)
+        before = try Self.counters(t)
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
+        #expect(!(try Self.dig(["nope.example.test", "A"]).contains("status:")), "no slow path while the daemon is down")
+        after = try Self.counters(t)
+        #expect(after["answered", default: 0] - before["answered", default: 0] == 1)
+
+        // A new daemon takes over the pinned maps and replaces the program in one step.
+        daemon = try Self.startDaemon(t)
+        #expect(daemon.log.contains("replaced-program=") && !daemon.log.contains("replaced-program=none"), "\(daemon.log)")
+        #expect(try Self.counters(t)["answered", default: 0] >= after["answered", default: 0], "counters carried over")
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.2"))
+
+        // SIGTERM: the daemon detaches its program and removes its pins.
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+        #expect(!link.contains("xdp"), "\(link)")
+        #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_names"))
+    }
+}
