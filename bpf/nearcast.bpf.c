@@ -11,6 +11,7 @@
 #include "dns.h"
 #include "maps.h"
 #include "parse.h"
+#include "ratelimit.h"
 #include "reply.h"
 #include "stats.h"
 
@@ -78,19 +79,24 @@ int nearcast_xdp(struct xdp_md *ctx)
 	struct nc_dnshdr *dns = data + (pkt->dns_off & 0xff);
 	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
 
+	if (reason == NC_DROP_MALFORMED)
+		return nc_exit(reason, XDP_DROP);
+	/* From here on, what is not answered goes to the slow path within the pass budget. */
 	if (reason != NC_ANSWERED)
-		return nc_exit(reason, reason == NC_DROP_MALFORMED ? XDP_DROP : XDP_PASS);
+		return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 0);
 	nc_barrier(); /* the reply reads the query back from the scratch map: one path for all names */
 
 	struct nc_answer *ans = bpf_map_lookup_elem(&nc_names, &scratch->key);
 
 	if (!ans)
-		return nc_exit(NC_PASS_MISS, XDP_PASS);
+		return nc_pass_up(ctx, pkt, &scratch->q, cfg, NC_PASS_MISS, 1);
 
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
 	if (reason == NC_ANSWERED)
 		return nc_exit(NC_ANSWERED, XDP_TX);
-	return nc_exit(reason, reason == NC_DROP_INTERNAL ? XDP_DROP : XDP_PASS);
+	if (reason == NC_DROP_INTERNAL)
+		return nc_exit(reason, XDP_DROP);
+	return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 1);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -47,7 +47,7 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp"]
-    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit"]
+    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget"]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
     public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
@@ -167,6 +167,18 @@ public struct NearcastConfig: Sendable {
                             continue
                         }
                         config.xdp.keepOnExit = b
+                    case "pass-rate", "pass-burst":
+                        guard let n = xv.int, n >= 0, n <= 100_000_000 else {
+                            fail(xv, "xdp \(xk.string!) must be a number of queries (0 to 100000000)")
+                            continue
+                        }
+                        if xk.string == "pass-rate" { config.xdp.passRate = UInt32(n) } else { config.xdp.passBurst = UInt32(n) }
+                    case "over-budget":
+                        guard let s = xv.string, s == "truncate" || s == "drop" else {
+                            fail(xv, "xdp over-budget must be truncate or drop")
+                            continue
+                        }
+                        config.xdp.overBudgetTruncates = s == "truncate"
                     default:
                         fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
                     }

@@ -26,6 +26,13 @@ public struct XDPSettings: Hashable, Sendable {
     public var objectPath: String?
     /// Leave the program attached (and the maps pinned) when the daemon stops.
     public var keepOnExit = false
+    /// DNS queries per second each CPU may pass to the slow path (0: no limit). The default keeps
+    /// a flood of misses well below what one slow-path core answers.
+    public var passRate: UInt32 = 10000
+    /// Queries a CPU may pass at once above the rate.
+    public var passBurst: UInt32 = 1000
+    /// Above the budget: a minimal TC=1 reply (true) or a drop (false).
+    public var overBudgetTruncates = true
 
     public init() {}
 

@@ -29,13 +29,20 @@ public final class FastPath: Sendable {
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
     }
 
-    /// Sets what the program answers: the UDP port, our EDNS payload size; `enabled: false` passes all.
-    public func configure(dnsPort: UInt16, udpPayload: UInt16, enabled: Bool = true) throws(BPFError) {
+    /// Sets what the program answers: the UDP port, our EDNS payload size, and the pass budget
+    /// (queries per second each CPU may hand to the slow path, 0 for none, and what happens above
+    /// it); `enabled: false` passes all.
+    public func configure(
+        dnsPort: UInt16, udpPayload: UInt16, passBudget: PassBudget = PassBudget(), enabled: Bool = true
+    ) throws(BPFError) {
         var c = nc_config()
         c.abi_version = Self.abiVersion
         c.dns_port = dnsPort
         c.udp_payload = udpPayload
         c.enabled = enabled ? 1 : 0
+        c.pass_rate = passBudget.rate
+        c.pass_burst = passBudget.burst
+        c.over_budget = passBudget.truncate ? NC_OVER_BUDGET_TRUNCATE.rawValue : NC_OVER_BUDGET_DROP.rawValue
         try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
     }
 
@@ -94,6 +101,8 @@ public final class FastPath: Sendable {
             total.passNoRoom += s.pass_no_room
             total.dropMalformed += s.drop_malformed
             total.dropInternal += s.drop_internal
+            total.limitTruncated += s.limit_truncated
+            total.limitDropped += s.limit_dropped
         }
         return total
     }
@@ -112,5 +121,23 @@ public struct FastPathStats: Equatable, Sendable {
     public var passNoRoom: UInt64 = 0
     public var dropMalformed: UInt64 = 0
     public var dropInternal: UInt64 = 0
+    public var limitTruncated: UInt64 = 0
+    public var limitDropped: UInt64 = 0
     public init() {}
+}
+
+/// How many DNS queries per second each CPU's XDP may hand to the slow path, and what it does
+/// above that: a minimal TC=1 reply (`truncate`) or a drop.
+public struct PassBudget: Equatable, Sendable {
+    /// Queries per second per CPU; 0 = no limit.
+    public var rate: UInt32
+    /// Bucket size: queries a CPU may pass at once above the rate.
+    public var burst: UInt32
+    public var truncate: Bool
+
+    public init(rate: UInt32 = 0, burst: UInt32 = 0, truncate: Bool = true) {
+        self.rate = rate
+        self.burst = burst
+        self.truncate = truncate
+    }
 }

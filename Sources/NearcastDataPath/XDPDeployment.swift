@@ -32,7 +32,8 @@ public final class XDPDeployment: Sendable {
             interfaces.append((index, XDPAttachment.Mode(rawValue: i.mode) ?? .native, i.name))
         }
         let fp = try FastPath(objectPath: objectPath, pinDirectory: settings.pinRoot)
-        try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload)
+        let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
+        try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         let stale = try fp.write(image)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         for (index, mode, name) in interfaces {

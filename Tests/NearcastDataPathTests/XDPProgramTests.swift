@@ -73,7 +73,8 @@ import Testing
     @Test func abiLayoutsMatchTheCHeader() {
         #expect(MemoryLayout<nc_name_key>.size == 260)
         #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
-        #expect(MemoryLayout<nc_config>.size == 16)
+        #expect(MemoryLayout<nc_config>.size == 24)
+        #expect(MemoryLayout<nc_bucket>.size == 16)
         #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
         #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)
         #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 4)
@@ -234,6 +235,38 @@ import Testing
         #expect(after.passEDNS - before.passEDNS == 1)
         #expect(after.dropMalformed - before.dropMalformed == 1)
         #expect(after.dropInternal == 0)
+    }
+
+    @Test func aboveThePassBudgetQueriesAreTruncatedOrDropped() throws {
+        defer { try! Self.fastPath.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload) }
+        try Self.fastPath.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload, passBudget: PassBudget(rate: 1, burst: 2))
+        // Spend the bucket (at most the burst passes), then every miss is answered TC=1.
+        var passed = 0
+        for _ in 0..<3 where try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue == Self.XDP_PASS {
+            passed += 1
+        }
+        #expect(passed <= 2)
+        let before = try Self.fastPath.statistics()
+        for edns in [nil, EDNS(udpPayloadSize: 1232, dnssecOK: true)] {
+            let p = Packet(ipv6: edns != nil, payload: Self.query("NoPe.example.test.", .a, id: 0x7777, edns: edns))
+            let out = try Self.fastPath.program.testRun(p.bytes)
+            #expect(out.returnValue == Self.XDP_TX)
+            let r = try #require(p.parseReply(out.data))
+            #expect(r.udpChecksumOK && r.ipChecksumOK && r.ethernetSwapped)
+            let m = try DNSMessage(wire: r.payload)
+            #expect(m.header.id == 0x7777 && m.header.qr && m.header.tc && m.header.rd && !m.header.aa && m.rcode == .noError)
+            #expect(m.questions.map(\.name.description) == ["NoPe.example.test."] && m.answers.isEmpty && m.authority.isEmpty)
+            #expect((m.edns != nil) == (edns != nil) && m.edns?.dnssecOK == edns?.dnssecOK)
+        }
+        // Hot names are not limited: XDP answers them whatever the budget.
+        try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
+        // Malformed queries have no question to echo: dropped.
+        #expect(try Self.fastPath.program.testRun(Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]).bytes).returnValue == Self.XDP_DROP)
+        try Self.fastPath.configure(dnsPort: 53, udpPayload: 1232, passBudget: PassBudget(rate: 1, burst: 1, truncate: false))
+        #expect(try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue == Self.XDP_DROP)
+        let after = try Self.fastPath.statistics()
+        #expect(after.limitTruncated - before.limitTruncated == 2)
+        #expect(after.limitDropped - before.limitDropped == 2)
     }
 
     /// 100,000 generated and mutated queries: whenever XDP answers, its bytes are the slow path's.

@@ -13,12 +13,13 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 1
+#define NC_ABI_VERSION 2
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
 #define NC_MAP_STATS "nc_stats"
 #define NC_MAP_CONFIG "nc_config"
+#define NC_MAP_BUCKET "nc_bucket"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -54,14 +55,30 @@ struct nc_answer {
 	__u8 sections[NC_SECTIONS_MAX];
 };
 
+/* What XDP does with a DNS query above the pass budget. */
+enum nc_over_budget {
+	NC_OVER_BUDGET_TRUNCATE = 0, /* a minimal TC=1 reply: real resolvers retry over TCP */
+	NC_OVER_BUDGET_DROP = 1,
+};
+
 /* Runtime settings of the program (ARRAY map, one entry, key 0). */
 struct nc_config {
 	__u32 abi_version;   /* NC_ABI_VERSION of the control plane that wrote this */
 	__u16 dns_port;	     /* UDP port answered, host order; 0 = the program is idle (passes all) */
 	__u16 udp_payload;   /* our EDNS UDP payload size, advertised in OPT and the most we send */
 	__u32 enabled;	     /* 0 = pass everything (e.g. while maps are being filled) */
-	__u32 pad;
+	__u32 pass_rate;     /* DNS queries per second each CPU may pass to the slow path; 0 = no limit */
+	__u32 pass_burst;    /* queries a CPU may pass at once above the rate (bucket size) */
+	__u32 over_budget;   /* enum nc_over_budget */
 };
+
+/* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */
+struct nc_bucket {
+	__u64 tokens;  /* credit, in nanotokens: one query costs NC_TOKEN */
+	__u64 last_ns; /* when the bucket was last refilled (bpf_ktime_get_ns) */
+};
+
+#define NC_TOKEN 1000000000ULL
 
 /* Why the program let a packet go the way it did: an index into struct nc_stats. */
 enum nc_reason {
@@ -74,6 +91,8 @@ enum nc_reason {
 	NC_PASS_NO_ROOM,	/* the frame could not grow to hold the reply (driver tailroom) */
 	NC_DROP_MALFORMED,	/* to the DNS port but not DNS-shaped at all (shorter than a header) */
 	NC_DROP_INTERNAL,	/* a bounds check that cannot fail failed after the packet was changed */
+	NC_LIMIT_TRUNCATED,	/* above the pass budget: answered TC=1 instead of passed */
+	NC_LIMIT_DROPPED,	/* above the pass budget: dropped instead of passed */
 	NC_REASON_MAX,
 };
 
@@ -91,6 +110,8 @@ struct nc_stats {
 	__u64 pass_no_room;
 	__u64 drop_malformed;
 	__u64 drop_internal;
+	__u64 limit_truncated;
+	__u64 limit_dropped;
 };
 
 #endif /* NEARCAST_ABI_H */
