@@ -4,12 +4,13 @@ BIN := .build/release
 CLANG ?= clang
 BPF_OBJ := .build/bpf/nearcast.bpf.o
 PASS_OBJ := .build/bpf/xdp_pass.bpf.o
+REFLECT_OBJ := .build/bpf/reflect.bpf.o
 BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
 ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test bench-slowpath verifier-stats clean
+.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath verifier-stats clean
 
 all: build
 
@@ -22,14 +23,15 @@ build: deps bpf
 	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
-bpf: $(BPF_OBJ) $(PASS_OBJ)
+bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ)
 
 $(BPF_OBJ): $(BPF_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# The pass-through program the client end of a test veth needs (tests and benchmarks only).
-$(PASS_OBJ): tools/bpf/xdp_pass.bpf.c
+# Programs for tests and benchmarks only: the pass-through one a test veth's client end needs,
+# and the reflect ceiling.
+.build/bpf/%.bpf.o: tools/bpf/%.bpf.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -47,6 +49,12 @@ run: build
 test: deps bpf
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
+bench: bench-xdp bench-slowpath
+
+bench-xdp: build
+	tools/bench-xdp.sh
 
 bench-slowpath: build
 	tools/bench-slowpath.sh

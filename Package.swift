@@ -61,6 +61,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Benchmark harness for `make bench`: ns per packet of the XDP program vs reflect and empty.
+        .executableTarget(
+            name: "xdpbench",
+            dependencies: [
+                "BPFKit", "DNSWire", "NearcastCore", "NearcastDataPath",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "nearcast",
             dependencies: [

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# make bench (XDP part): nanoseconds per packet of nearcast's XDP program beside the reflect
+# ceiling and an empty program, by single BPF_PROG_TEST_RUN calls (see Sources/xdpbench), and the
+# verifier's instruction count. Writes the table into BENCHMARKS.md between the bench-xdp markers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-200000}
+out=$(.build/release/xdpbench --runs "$RUNS")
+echo "$out"
+block=$(
+	cat <<T
+<!-- bench-xdp:start (written by tools/bench-xdp.sh; do not edit by hand) -->
+Measured $(date -u +%Y-%m-%d), kernel $(uname -r), $(clang --version | head -1); $RUNS single runs per cell,
+median of the kernel's per-run duration. Command: \`make bench\` (or \`tools/bench-xdp.sh\`).
+
+$(echo "$out" | grep '^|')
+
+$(echo "$out" | grep -v '^|')
+<!-- bench-xdp:end -->
+T
+)
+python3 - "$block" <<'PY'
+import re, sys, pathlib
+p = pathlib.Path("BENCHMARKS.md")
+text = p.read_text()
+block = sys.argv[1]
+pat = re.compile(r"<!-- bench-xdp:start.*?<!-- bench-xdp:end -->", re.S)
+text = pat.sub(lambda m: block, text) if pat.search(text) else text.rstrip() + "\n\n" + block + "\n"
+p.write_text(text)
+PY
