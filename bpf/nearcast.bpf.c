@@ -74,7 +74,6 @@ int nearcast_xdp(struct xdp_md *ctx)
 	 * The question, into the names-map key. The DNS header's position is read back from the
 	 * scratch map (see struct nc_scratch): from here on, all header shapes share one path.
 	 */
-	__builtin_memset(&scratch->key, 0, sizeof(scratch->key));
 	nc_barrier();
 	struct nc_dnshdr *dns = data + (pkt->dns_off & 0xff);
 	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
@@ -86,7 +85,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 0);
 	nc_barrier(); /* the reply reads the query back from the scratch map: one path for all names */
 
-	struct nc_answer *ans = bpf_map_lookup_elem(&nc_names, &scratch->key);
+	struct nc_answer *ans = nc_lookup_name(&scratch->key, scratch->q.qname_len);
 
 	if (!ans)
 		return nc_pass_up(ctx, pkt, &scratch->q, cfg, NC_PASS_MISS, 1);

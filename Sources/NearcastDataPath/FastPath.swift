@@ -9,7 +9,8 @@ import NearcastCore
 public final class FastPath: Sendable {
     public let object: BPFObject
     public let program: BPFProgram
-    let names: BPFMap
+    /// The names maps by name-length class (32, 64, 128, 256 octets).
+    let names: [Int: BPFMap]
     let config: BPFMap
     let stats: BPFMap
 
@@ -24,7 +25,11 @@ public final class FastPath: Sendable {
     public init(objectPath path: String, pinDirectory: String? = nil) throws(BPFError) {
         object = try BPFObject(path: path, pinMapsUnder: pinDirectory)
         program = try object.program("nearcast_xdp")
-        names = try object.map(NC_MAP_NAMES, keySize: MemoryLayout<nc_name_key>.size, valueSize: MemoryLayout<nc_answer>.size)
+        var names: [Int: BPFMap] = [:]
+        for (cls, name) in [(32, NC_MAP_NAMES_32), (64, NC_MAP_NAMES_64), (128, NC_MAP_NAMES_128), (256, NC_MAP_NAMES_256)] {
+            names[cls] = try object.map(name, keySize: 4 + cls, valueSize: MemoryLayout<nc_answer>.size)
+        }
+        self.names = names
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
     }
@@ -51,21 +56,27 @@ public final class FastPath: Sendable {
     /// - Returns: how many stale entries were deleted.
     @discardableResult
     public func write(_ image: AnswerImage) throws(BPFError) -> Int {
-        var wanted = Set<[UInt8]>()
+        var wanted: [Int: Set<[UInt8]>] = [:]
         for e in image.entries {
             let (key, value) = Self.encode(e)
-            try names.update(key: key, value: value)
-            wanted.insert(key)
+            let cls = Self.nameClass(e.name.count)
+            try names[cls]!.update(key: key, value: value)
+            wanted[cls, default: []].insert(key)
         }
         var deleted = 0
-        for key in try names.keys() where !wanted.contains(key) {
-            try names.delete(key: key)
-            deleted += 1
+        for (cls, map) in names {
+            for key in try map.keys() where !(wanted[cls]?.contains(key) ?? false) {
+                try map.delete(key: key)
+                deleted += 1
+            }
         }
         return deleted
     }
 
-    /// The names-map key and value of an image entry.
+    /// The name-length class (the names map) of a name of `length` octets (NC_NAME_CLASS).
+    static func nameClass(_ length: Int) -> Int { length <= 32 ? 32 : length <= 64 ? 64 : length <= 128 ? 128 : 256 }
+
+    /// The names-map key (cut to the name's class) and value of an image entry.
     static func encode(_ e: AnswerImage.Entry) -> ([UInt8], [UInt8]) {
         var key = nc_name_key()
         key.qtype = e.qtype
@@ -83,7 +94,7 @@ public final class FastPath: Sendable {
         withUnsafeMutableBytes(of: &value.sections) { buf in
             for (i, b) in e.sections.enumerated() { buf[i] = b }
         }
-        return (bytes(of: key), bytes(of: value))
+        return (Array(bytes(of: key).prefix(4 + nameClass(e.name.count))), bytes(of: value))
     }
 
     /// The verdict counters, summed over CPUs.

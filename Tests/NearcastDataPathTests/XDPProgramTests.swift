@@ -34,6 +34,8 @@ import Testing
         *.wild   A     192.0.2.100
         sub      NS    ns.other.test.
         \(longName) A 192.0.2.7
+        a-name-of-the-second-class-longer-than-thirty-two A 192.0.2.8
+        \(String(repeating: "t", count: 60)).third-class A 192.0.2.9
         \((0..<5).map { "big TXT \"\(String(repeating: "b", count: 120))\($0)\"\n" }.joined())
         \((0..<9).map { "huge TXT \"\(String(repeating: "h", count: 120))\($0)\"\n" }.joined())
         """
@@ -70,8 +72,16 @@ import Testing
         return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
     }
 
+    @Test func namesGoToTheMapOfTheirLengthClass() {
+        for (len, cls) in [(1, 32), (32, 32), (33, 64), (64, 64), (65, 128), (128, 128), (129, 256), (255, 256)] {
+            #expect(FastPath.nameClass(len) == cls)
+        }
+    }
+
     @Test func abiLayoutsMatchTheCHeader() {
         #expect(MemoryLayout<nc_name_key>.size == 260)
+        #expect(MemoryLayout<nc_name_key_32>.size == 36 && MemoryLayout<nc_name_key_64>.size == 68)
+        #expect(MemoryLayout<nc_name_key_128>.size == 132)
         #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
         #expect(MemoryLayout<nc_config>.size == 24)
         #expect(MemoryLayout<nc_bucket>.size == 16)
@@ -124,7 +134,8 @@ import Testing
         for (name, type) in [
             ("alias.example.test.", RRType.a), ("external.example.test.", .a), ("example.test.", .mx), ("txt.example.test.", .txt),
             ("_dns._udp.example.test.", .srv), ("caa.example.test.", .caa), ("ptr.example.test.", .ptr), ("example.test.", .ns),
-            ("example.test.", .soa), (Self.longName, .a),
+            ("example.test.", .soa), (Self.longName, .a), ("a-name-of-the-second-class-longer-than-thirty-two.example.test.", .a),
+            ("\(String(repeating: "t", count: 60)).third-class.example.test.", .a),
         ] {
             try run(Packet(payload: Self.query(name, type)), expect: Self.XDP_TX)
         }

@@ -150,6 +150,18 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	q->qname_len = len;
 	nc_barrier();
 	len = q->qname_len;
+
+	/* The key's bytes past the name, up to its class's size, must be zero (scratch is reused). */
+	if (len <= 32)
+		__builtin_memset(key->name, 0, 32);
+	else if (len <= 64)
+		__builtin_memset(key->name, 0, 64);
+	else if (len <= 128)
+		__builtin_memset(key->name, 0, 128);
+	else
+		__builtin_memset(key->name, 0, 256);
+	nc_barrier(); /* one path again for the copy, whatever the class */
+	len = q->qname_len;
 	__u32 sum = 0;
 
 	for (__u32 i = 0; i < NC_NAME_MAX - 1; i++) { /* bound: 255 octets, RFC 1035 §3.1 */

@@ -13,10 +13,14 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 2
+#define NC_ABI_VERSION 3
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
-#define NC_MAP_NAMES "nc_names"
+/* Names maps, one per name-length class (see struct nc_name_key). */
+#define NC_MAP_NAMES_32 "nc_names_32"
+#define NC_MAP_NAMES_64 "nc_names_64"
+#define NC_MAP_NAMES_128 "nc_names_128"
+#define NC_MAP_NAMES_256 "nc_names_256"
 #define NC_MAP_STATS "nc_stats"
 #define NC_MAP_CONFIG "nc_config"
 #define NC_MAP_BUCKET "nc_bucket"
@@ -25,18 +29,32 @@
 #define NC_NAME_MAX 256
 /* The most section bytes (answer + authority + additional, without OPT) one entry holds. */
 #define NC_SECTIONS_MAX 1024
-/* Default capacity of the names map (entries). */
+/* Capacity of each names map (entries; the maps are not preallocated). */
 #define NC_NAMES_CAPACITY 65536
 
 /*
- * Key of the names map: the lower-cased wire name and the query type. Bytes of `name` past `len`
- * are zero, so equal questions give equal keys.
+ * Key of the names maps: the query type and the lower-cased wire name. A name of `len` octets is
+ * in the map of the smallest class that holds it (32, 64, 128 or 256 octets), whose key is this
+ * struct cut after `name[class]`: most names are short, and the kernel hashes the whole key on
+ * every lookup. Bytes of `name` past `len` are zero, so equal questions give equal keys.
  */
 struct nc_name_key {
 	__u16 qtype;		/* host order */
 	__u16 len;		/* wire length of name, root label included: 1..255 */
 	__u8 name[NC_NAME_MAX]; /* lower-cased, zero padded */
 };
+
+/* The name-length class (the names map) of a name of `len` octets, and the key of each class. */
+#define NC_NAME_CLASS(len) ((len) <= 32 ? 32 : (len) <= 64 ? 64 : (len) <= 128 ? 128 : 256)
+#define NC_NAME_KEY_CLASS(class)                                                                   \
+	struct nc_name_key_##class {                                                               \
+		__u16 qtype;                                                                       \
+		__u16 len;                                                                         \
+		__u8 name[class];                                                                  \
+	}
+NC_NAME_KEY_CLASS(32);
+NC_NAME_KEY_CLASS(64);
+NC_NAME_KEY_CLASS(128);
 
 /*
  * Value of the names map: the reply the slow path sends for this question, less its header and
