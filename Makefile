@@ -55,6 +55,7 @@ bench: bench-xdp bench-slowpath
 
 bench-xdp: build
 	tools/bench-xdp.sh
+	tools/bench-xdp-throughput.sh
 
 bench-slowpath: build
 	tools/bench-slowpath.sh

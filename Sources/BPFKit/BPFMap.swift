@@ -93,7 +93,7 @@ public struct BPFProgram: Sendable {
         var input = packet
         var output = [UInt8](repeating: 0, count: packet.count + 4096)
         var opts = bpf_test_run_opts()
-        opts.sz = MemoryLayout<bpf_test_run_opts>.size
+        opts.sz = optionsSize(bpf_test_run_opts.self, endingWith: \.batch_size, 4)
         opts.repeat = Int32(clamping: count)
         let rc: Int32 = input.withUnsafeMutableBytes { inp in
             output.withUnsafeMutableBytes { outp in

@@ -39,7 +39,7 @@ public enum XDPAttachment {
     /// step (XDP_FLAGS_REPLACE): no packet sees the interface without a program.
     public static func attach(_ program: BPFProgram, ifindex: Int32, mode: Mode) throws(BPFError) {
         var opts = bpf_xdp_attach_opts()
-        opts.sz = MemoryLayout<bpf_xdp_attach_opts>.size
+        opts.sz = optionsSize(bpf_xdp_attach_opts.self, endingWith: \.old_prog_fd, 4)
         var flags = mode.flags
         var oldFD: Int32 = -1
         if let old = try attachedProgramID(ifindex: ifindex, mode: mode) {
@@ -57,7 +57,7 @@ public enum XDPAttachment {
     /// have replaced it since).
     public static func detach(_ program: BPFProgram, ifindex: Int32, mode: Mode) throws(BPFError) {
         var opts = bpf_xdp_attach_opts()
-        opts.sz = MemoryLayout<bpf_xdp_attach_opts>.size
+        opts.sz = optionsSize(bpf_xdp_attach_opts.self, endingWith: \.old_prog_fd, 4)
         opts.old_prog_fd = program.fd
         let rc = bpf_xdp_detach(ifindex, mode.flags | UInt32(XDP_FLAGS_REPLACE), &opts)
         if rc != 0 && rc != -EEXIST { throw BPFError("detach XDP", "ifindex \(ifindex)", errno: rc) }
@@ -78,6 +78,13 @@ extension BPFMap {
         }
         return BPFMap(name: name, fd: fd, keySize: keySize, valueSize: valueSize, perCPU: perCPU)
     }
+}
+
+/// The `sz` to give a libbpf options struct: the end of its last field we use. libbpf checks that
+/// bytes past the fields it knows, up to `sz`, are zero; the struct's trailing padding is not ours
+/// to control from Swift (a release build left it non-zero), so `sz` stops before it.
+func optionsSize<T>(_ type: T.Type, endingWith last: PartialKeyPath<T>, _ lastSize: Int) -> Int {
+    MemoryLayout<T>.offset(of: last)! + lastSize
 }
 
 /// Checks for bpffs, where pins must live.

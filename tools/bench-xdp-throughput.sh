@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# make bench (throughput part): replies per second over a veth pair for nearcast's XDP fast path,
+# the reflect ceiling (tools/bpf/reflect.bpf.c) and Knot DNS in its XDP mode, serving the same zone,
+# one after the other in one run. kxdpgun (AF_XDP, open loop, its own XDP program on the client end)
+# sweeps offered rates; the figure is the highest rate answered at >= 95 %. The server veth runs
+# threaded NAPI with its kthread pinned to SERVER_CPU, so the XDP work is the server core's (on veth
+# it would otherwise run on the sender's core); the server core's busy time per reply is measured at
+# one rate all three sustain (CPU_RATE). Writes BENCHMARKS.md between the bench-xdp-throughput markers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+KX_DURATION=${KX_DURATION:-5}
+KX_RATES=${KX_RATES:-"100000 200000 300000 400000 500000 600000 800000 1000000"}
+CPU_RATE=${CPU_RATE:-100000}
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
+ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
+P=ncx
+SRV=$P-srv CLI=$P-cli SIF=$P-s CIF=$P-c
+ADDR=198.18.0.1
+work=$(mktemp -d)
+server_pid=""
+
+cleanup() {
+	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+	umount "$work/bpffs" 2>/dev/null || true
+	tools/netns.sh down "$P"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+tools/netns.sh up "$P"
+mkdir -p "$work/bpffs"
+mount -t bpf bpf "$work/bpffs"
+
+# Hot names every target answers from memory.
+printf '%s\n' "www.example.test A" "www.example.test AAAA" "mail.example.test A" "example.test MX" \
+	"ns1.example.test A" "alias.example.test A" >"$work/queries"
+
+# Threaded NAPI on one end of the veth, its kthread pinned to a CPU. The flag can be set only while
+# the veth has NAPI (an XDP program attached) and it persists across re-attachments, each of which
+# starts a new kthread, so pinning is done again after each attachment.
+pin_napi() { # namespace interface cpu
+	ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded" 2>/dev/null || true
+	local pid
+	for pid in $(pgrep -f "napi/$2-" || true); do taskset -pc "$3" "$pid" >/dev/null; done
+}
+wait_xdp() {
+	for _ in $(seq 100); do ip -n "$SRV" link show "$SIF" | grep -q "prog/xdp" && return 0; sleep 0.1; done
+	echo "no XDP program on $SIF" >&2
+	exit 1
+}
+busy() { # busy jiffies of SERVER_CPU
+	awk -v c="cpu$SERVER_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+kx() { # rate -> "sent replies"; the client end's NAPI is pinned once kxdpgun has attached
+	ip netns exec "$CLI" kxdpgun -t "$KX_DURATION" -Q "$1" -i "$work/queries" -I "$CIF" -F "$CLIENT_CPU" "$ADDR" \
+		>"$work/kx.out" 2>&1 &
+	local kpid=$!
+	sleep 0.3
+	pin_napi "$CLI" "$CIF" "$CLIENT_CPU"
+	wait "$kpid" || true
+	awk '/total queries:/ {s=$3} /total replies:/ {r=$3} END {print s+0, r+0}' "$work/kx.out"
+}
+declare -A BEST CPU
+measure() { # name
+	local name=$1 r sent replies best=0
+	for r in $KX_RATES; do
+		read -r sent replies <<<"$(kx "$r")"
+		[ "$sent" -gt 0 ] || { echo "$name: kxdpgun sent nothing" >&2; break; }
+		echo "$name: offered $r q/s, answered $((replies * 100 / sent)) %"
+		if [ $((replies * 100 / sent)) -ge 95 ]; then best=$r; else break; fi
+	done
+	BEST[$name]=$best
+	local b0 b1
+	b0=$(busy)
+	read -r sent replies <<<"$(kx "$CPU_RATE")"
+	b1=$(busy)
+	CPU[$name]=$(awk -v j=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" -v n="$replies" 'BEGIN { printf "%.2f", n ? j / hz * 1e6 / n : 0 }')
+	echo "$name: server CPU ${CPU[$name]} us per reply at $CPU_RATE q/s"
+}
+
+# 1. The reflect ceiling.
+ip -n "$SRV" link set dev "$SIF" xdpdrv obj .build/bpf/reflect.bpf.o sec xdp
+wait_xdp
+pin_napi "$SRV" "$SIF" "$SERVER_CPU"
+measure reflect
+ip -n "$SRV" link set dev "$SIF" xdpdrv off
+
+# 2. nearcast.
+ip netns exec "$SRV" taskset -c "$SERVER_CPU" .build/release/nearcastd --zone "example.test=$ZONE" \
+	--listen "$ADDR:53" --threads 1 --xdp "$SIF:native" --pin-root "$work/bpffs/nearcast" \
+	--bpf-object .build/bpf/nearcast.bpf.o --log-level notice 2>"$work/nearcastd.log" &
+server_pid=$!
+wait_xdp
+pin_napi "$SRV" "$SIF" "$SERVER_CPU"
+measure nearcast
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+
+# 3. Knot DNS, XDP mode.
+cat >"$work/knot.conf" <<C
+server:
+    rundir: $work
+    user: root
+    listen: $ADDR@53
+    udp-workers: 1
+xdp:
+    listen: $SIF@53
+    tcp: off
+    route-check: off
+database:
+    storage: $work
+zone:
+  - domain: example.test
+    file: $ZONE
+log:
+  - target: stderr
+    any: warning
+C
+ip netns exec "$SRV" taskset -c "$SERVER_CPU" knotd -c "$work/knot.conf" 2>"$work/knot.log" &
+server_pid=$!
+wait_xdp
+sleep 0.5
+pin_napi "$SRV" "$SIF" "$SERVER_CPU"
+measure knot
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+block=$(
+	cat <<T
+<!-- bench-xdp-throughput:start (written by tools/bench-xdp-throughput.sh; do not edit by hand) -->
+Measured $(date -u +%Y-%m-%d), kernel $(uname -r), $(nproc) cores, $(knotd -V 2>&1 | head -1); server veth threaded
+NAPI pinned to CPU $SERVER_CPU, kxdpgun on CPU $CLIENT_CPU; ${KX_DURATION} s per rate, rates: $KX_RATES.
+Command: \`make bench\` (or \`tools/bench-xdp-throughput.sh\`).
+
+| | reflect (ceiling) | nearcast | Knot XDP | nearcast / reflect | nearcast / Knot |
+|---|---:|---:|---:|---:|---:|
+| highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[nearcast]} | ${BEST[knot]} | $(ratio "${BEST[nearcast]}" "${BEST[reflect]}") | $(ratio "${BEST[nearcast]}" "${BEST[knot]}") |
+| server CPU per reply at $CPU_RATE q/s (us) | ${CPU[reflect]} | ${CPU[nearcast]} | ${CPU[knot]} | $(ratio "${CPU[nearcast]}" "${CPU[reflect]}") | $(ratio "${CPU[nearcast]}" "${CPU[knot]}") |
+<!-- bench-xdp-throughput:end -->
+T
+)
+echo "$block"
+python3 - "$block" <<'PY'
+import re, sys, pathlib
+p = pathlib.Path("BENCHMARKS.md")
+text = p.read_text()
+block = sys.argv[1]
+pat = re.compile(r"<!-- bench-xdp-throughput:start.*?<!-- bench-xdp-throughput:end -->", re.S)
+text = pat.sub(lambda m: block, text) if pat.search(text) else text.rstrip() + "\n\n" + block + "\n"
+p.write_text(text)
+PY
