@@ -187,7 +187,6 @@ public struct NearcastConfig: Sendable {
                 fail(k, "unknown key '\(key)' (known: \(knownKeys.joined(separator: ", ")))")
             }
         }
-        if config.listen.isEmpty && diags.isEmpty { fail(root, "no 'listen' addresses") }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         return config
     }

@@ -23,8 +23,11 @@ struct CheckConfig: ParsableCommand {
     var file: String
 
     func run() throws {
-        do {
+        do throws(DiagnosticsError) {
             let cfg = try NearcastConfig.load(path: file)
+            if cfg.listen.isEmpty {
+                throw DiagnosticsError([Diagnostic(file: file, line: 0, message: "no 'listen' addresses: nearcastd would need --listen")])
+            }
             let zones = try cfg.loadZones()
             let records = zones.map(\.recordCount).reduce(0, +)
             print("\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")")

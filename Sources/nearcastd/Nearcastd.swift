@@ -85,6 +85,9 @@ struct Nearcastd: AsyncParsableCommand {
         if let pinRoot { cfg.xdp.pinRoot = pinRoot }
         if let bpfObject { cfg.xdp.objectPath = bpfObject }
         if keepXdp { cfg.xdp.keepOnExit = true }
+        if cfg.listen.isEmpty {
+            throw DiagnosticsError([Diagnostic(file: config ?? "command line", line: 0, message: "no listen address: give --listen ADDR:PORT or 'listen:' in the config")])
+        }
         return cfg
     }
 

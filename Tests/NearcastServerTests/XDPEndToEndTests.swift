@@ -44,13 +44,18 @@ import Glibc
         }
     }
 
-    static func startDaemon(_ t: Topology) throws -> ServerProcess {
-        let args = [
+    static func startDaemon(_ t: Topology, config: String? = nil) throws -> ServerProcess {
+        var args = [
             "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
             "--listen", "\(server):53", "--threads", "1", "--xdp", "\(serverIf):native", "--pin-root", t.pinRoot,
             "--bpf-object", root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path,
         ]
+        if let config {
+            let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-\(getpid()).yaml")
+            try config.write(to: file, atomically: true, encoding: .utf8)
+            args += ["--config", file.path]
+        }
         let d = try ServerProcess(try TestSupport.tool("ip"), args)
         // The slow path listens first; the fast path is attached after it. Wait for both.
         try d.waitUntilReady { d.log.contains("fast path ready") }
@@ -74,6 +79,41 @@ import Glibc
             for (k, n) in (v["value"] as? [String: Any]) ?? [:] { total[k, default: 0] += (n as? Int) ?? 0 }
         }
         return total
+    }
+
+    /// A flood of misses from dnsperf: XDP keeps answering hot names, hands the slow path no more
+    /// than its budget, answers the rest TC=1, and the slow path still answers afterwards.
+    @Test func aFloodOfMissesStaysWithinThePassBudget() throws {
+        let t = try Topology()
+        // Per CPU: 200 queries/s and a bucket of 50 may go to the slow path.
+        let daemon = try Self.startDaemon(t, config: "xdp:\n  pass-rate: 200\n  pass-burst: 50\n  over-budget: truncate\n")
+        defer { daemon.stop() }
+        let queries = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-flood-\(getpid()).txt")
+        try (0..<500).map { "miss\($0).example.test A" }.joined(separator: "\n").write(to: queries, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: queries) }
+
+        let before = try Self.counters(t)
+        let seconds = 3
+        let flood = try ServerProcess(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.cli, try TestSupport.tool("dnsperf"), "-s", Self.server, "-d", queries.path, "-l", "\(seconds)", "-c", "4", "-q", "200"])
+        usleep(500_000)
+        let hot = try Self.dig(["www.example.test", "A", "+short"])
+        while flood.process.isRunning { usleep(50_000) }
+        let floodLog = flood.log
+        flood.stop()
+        let after = try Self.counters(t)
+
+        #expect(hot.contains("192.0.2.1"), "hot names are answered during the flood")
+        let passed = after["pass_miss", default: 0] - before["pass_miss", default: 0]
+        let truncated = after["limit_truncated", default: 0] - before["limit_truncated", default: 0]
+        let cpus = ProcessInfo.processInfo.activeProcessorCount
+        #expect(truncated > 1000, "above the budget, misses are answered TC=1 (\(truncated); dnsperf: \(floodLog))")
+        #expect(passed <= cpus * (200 * (seconds + 2) + 50), "the slow path gets no more than its budget (\(passed))")
+        #expect(after["answered", default: 0] > before["answered", default: 0])
+        // The budget refills: a query after the flood is answered by the slow path.
+        usleep(500_000)
+        #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
     }
 
     @Test func xdpAnswersHotNamesTheSlowPathTheRestAndTheFastPathOutlivesTheDaemon() throws {
