@@ -44,7 +44,7 @@ import Glibc
         }
     }
 
-    static func startDaemon(_ t: Topology, config: String? = nil) throws -> ServerProcess {
+    static func startDaemon(_ t: Topology, config: String? = nil, extraArgs: [String] = []) throws -> ServerProcess {
         var args = [
             "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
@@ -56,6 +56,7 @@ import Glibc
             try config.write(to: file, atomically: true, encoding: .utf8)
             args += ["--config", file.path]
         }
+        args += extraArgs
         let d = try ServerProcess(try TestSupport.tool("ip"), args)
         // The slow path listens first; the fast path is attached after it. Wait for both.
         try d.waitUntilReady { d.log.contains("fast path ready") }
@@ -79,6 +80,22 @@ import Glibc
             for (k, n) in (v["value"] as? [String: Any]) ?? [:] { total[k, default: 0] += (n as? Int) ?? 0 }
         }
         return total
+    }
+
+    /// With --keep-xdp the program stays attached and the maps pinned after SIGTERM; the next
+    /// daemon takes them over.
+    @Test func keepXDPLeavesTheFastPathRunning() throws {
+        let t = try Topology()
+        var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])
+        defer { daemon.stop(signal: SIGKILL) }
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+        #expect(link.contains("prog/xdp"), "still attached")
+        #expect(FileManager.default.fileExists(atPath: t.pinRoot + "/nc_stats"), "still pinned")
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"), "still answering")
+        daemon = try Self.startDaemon(t)
+        #expect(!daemon.log.contains("replaced-program=none"))
+        #expect(daemon.stop(signal: SIGTERM) == 0)
     }
 
     /// A flood of misses from dnsperf: XDP keeps answering hot names, hands the slow path no more
