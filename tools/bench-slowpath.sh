@@ -156,15 +156,4 @@ Measured $(date -u +%Y-%m-%d) on $cpu, kernel $kernel, $(nproc) cores; $nsdv. Co
 T
 )
 echo "$table"
-python3 - "$table" <<'PY'
-import re, sys, pathlib
-p = pathlib.Path("BENCHMARKS.md")
-text = p.read_text() if p.exists() else "# nearcast benchmarks\n"
-block = sys.argv[1]
-pat = re.compile(r"<!-- bench-slowpath:start.*?<!-- bench-slowpath:end -->", re.S)
-if pat.search(text):
-    text = pat.sub(lambda m: block, text)
-else:
-    text = text.rstrip() + "\n\n## Slow path: nearcastd vs NSD\n\n" + block + "\n"
-p.write_text(text)
-PY
+echo "$table" | tools/benchmarks-section.py bench-slowpath

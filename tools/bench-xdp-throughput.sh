@@ -144,12 +144,4 @@ Command: \`make bench\` (or \`tools/bench-xdp-throughput.sh\`).
 T
 )
 echo "$block"
-python3 - "$block" <<'PY'
-import re, sys, pathlib
-p = pathlib.Path("BENCHMARKS.md")
-text = p.read_text()
-block = sys.argv[1]
-pat = re.compile(r"<!-- bench-xdp-throughput:start.*?<!-- bench-xdp-throughput:end -->", re.S)
-text = pat.sub(lambda m: block, text) if pat.search(text) else text.rstrip() + "\n\n" + block + "\n"
-p.write_text(text)
-PY
+echo "$block" | tools/benchmarks-section.py bench-xdp-throughput

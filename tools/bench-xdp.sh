@@ -19,12 +19,4 @@ $(echo "$out" | grep -v '^|')
 <!-- bench-xdp:end -->
 T
 )
-python3 - "$block" <<'PY'
-import re, sys, pathlib
-p = pathlib.Path("BENCHMARKS.md")
-text = p.read_text()
-block = sys.argv[1]
-pat = re.compile(r"<!-- bench-xdp:start.*?<!-- bench-xdp:end -->", re.S)
-text = pat.sub(lambda m: block, text) if pat.search(text) else text.rstrip() + "\n\n" + block + "\n"
-p.write_text(text)
-PY
+echo "$block" | tools/benchmarks-section.py bench-xdp

@@ -169,15 +169,7 @@ import Testing
         var rng = SplitMix(seed: 2)
         var failures = 0
         for _ in 0..<50_000 {
-            var b = base
-            for _ in 0..<Int.random(in: 1...4, using: &rng) {
-                switch Int.random(in: 0..<3, using: &rng) {
-                case 0: b[Int.random(in: 0..<b.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
-                case 1: b = Array(b.prefix(Int.random(in: 0..<b.count, using: &rng)))
-                default: b.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0...b.count, using: &rng))
-                }
-                if b.isEmpty { break }
-            }
+            let b = rng.mutate(base, edits: Int.random(in: 1...4, using: &rng))
             do {
                 let m = try DNSMessage(wire: b)
                 if let again = try? m.serialize() { #expect((try? DNSMessage(wire: again)) == m) }

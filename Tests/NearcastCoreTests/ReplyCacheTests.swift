@@ -57,15 +57,8 @@ import Testing
         var rng = SplitMix(seed: 8)
         var cache = ReplyCache()
         for _ in 0..<30_000 {
-            var q = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
-            for _ in 0..<Int.random(in: 0...2, using: &rng) {
-                switch Int.random(in: 0..<3, using: &rng) {
-                case 0: q[Int.random(in: 0..<q.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
-                case 1: q = Array(q.prefix(Int.random(in: 0...q.count, using: &rng)))
-                default: q.append(UInt8.random(in: 0...255, using: &rng))
-                }
-                if q.isEmpty { break }
-            }
+            let base = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
+            let q = rng.mutate(base, edits: Int.random(in: 0...2, using: &rng))
             #expect(cache.reply(to: q, transport: .udp, responder: Self.responder) == Self.responder.respond(to: q, transport: .udp))
         }
     }

@@ -301,14 +301,7 @@ import Testing
             }
             var payload = Self.query(name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns, rd: Bool.random(using: &rng))
             if Int.random(in: 0..<4, using: &rng) == 0 {  // mutate a quarter of them
-                for _ in 0..<Int.random(in: 1...3, using: &rng) {
-                    switch Int.random(in: 0..<3, using: &rng) {
-                    case 0: payload[Int.random(in: 0..<payload.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
-                    case 1: payload = Array(payload.prefix(Int.random(in: 0...payload.count, using: &rng)))
-                    default: payload.append(UInt8.random(in: 0...255, using: &rng))
-                    }
-                    if payload.isEmpty { break }
-                }
+                payload = rng.mutate(payload, edits: Int.random(in: 1...3, using: &rng))
             }
             let p = Packet(vlanTags: Int.random(in: 0..<4, using: &rng) == 0 ? [7] : [], ipv6: Bool.random(using: &rng), payload: payload)
             let out = try Self.fastPath.program.testRun(p.bytes)
