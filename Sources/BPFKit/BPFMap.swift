@@ -38,6 +38,45 @@ public struct BPFMap: Sendable {
         if rc != 0 { throw BPFError("update", name, errno: errno) }
     }
 
+    /// Writes many entries with one `BPF_MAP_UPDATE_BATCH` call per chunk where the kernel and map
+    /// type allow it (hash and array maps, kernel 5.6+), entry by entry otherwise. Not for per-CPU maps.
+    public func updateBatch(keys: [[UInt8]], values: [[UInt8]], chunk: Int = 4096) throws(BPFError) {
+        precondition(keys.count == values.count, "one value per key")
+        precondition(!perCPU, "batch updates take one value per key")
+        var start = 0
+        while start < keys.count {
+            let end = min(start + chunk, keys.count)
+            var flatKeys: [UInt8] = []
+            var flatValues: [UInt8] = []
+            flatKeys.reserveCapacity((end - start) * keySize)
+            flatValues.reserveCapacity((end - start) * valueSize)
+            for i in start..<end {
+                try check(keys[i], "update")
+                guard values[i].count == valueSize else {
+                    throw BPFError("update", "\(name): value of \(values[i].count) bytes, map takes \(valueSize)", errno: EINVAL)
+                }
+                flatKeys += keys[i]
+                flatValues += values[i]
+            }
+            var count = UInt32(end - start)
+            var opts = bpf_map_batch_opts()
+            opts.sz = optionsSize(bpf_map_batch_opts.self, endingWith: \.flags, 8)
+            opts.elem_flags = UInt64(BPF_ANY)
+            let rc = flatKeys.withUnsafeBytes { k in
+                flatValues.withUnsafeBytes { v in bpf_map_update_batch(fd, k.baseAddress, v.baseAddress, &count, &opts) }
+            }
+            if rc != 0 {
+                let err = errno
+                guard err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS, count == 0 else {
+                    throw BPFError("batch update", name, errno: err)
+                }
+                // No batch operations here: one by one.
+                for i in start..<end { try update(key: keys[i], value: values[i]) }
+            }
+            start = end
+        }
+    }
+
     /// Deletes one key; a missing key is not an error.
     public func delete(key: [UInt8]) throws(BPFError) {
         try check(key, "delete")

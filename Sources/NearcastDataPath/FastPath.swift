@@ -57,12 +57,15 @@ public final class FastPath: Sendable {
     @discardableResult
     public func write(_ image: AnswerImage) throws(BPFError) -> Int {
         var wanted: [Int: Set<[UInt8]>] = [:]
+        var batches: [Int: (keys: [[UInt8]], values: [[UInt8]])] = [:]
         for e in image.entries {
             let (key, value) = Self.encode(e)
             let cls = Self.nameClass(e.name.count)
-            try names[cls]!.update(key: key, value: value)
+            batches[cls, default: ([], [])].keys.append(key)
+            batches[cls, default: ([], [])].values.append(value)
             wanted[cls, default: []].insert(key)
         }
+        for (cls, batch) in batches { try names[cls]!.updateBatch(keys: batch.keys, values: batch.values) }
         var deleted = 0
         for (cls, map) in names {
             for key in try map.keys() where !(wanted[cls]?.contains(key) ?? false) {

@@ -96,6 +96,18 @@ import Testing
         print("verifier: processed \(n) instructions")
     }
 
+    @Test func writingAnImageReplacesTheOldOne() throws {
+        defer { try! Self.fastPath.write(Self.image) }
+        let txt = try DNSName("txt.example.test.").wire
+        var smaller = Self.image
+        smaller.entries.removeAll { $0.name == txt }
+        #expect(try Self.fastPath.write(smaller) == Self.image.entries.count - smaller.entries.count)
+        try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
+        #expect(try Self.fastPath.write(Self.image) == 0)
+        try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_TX)
+    }
+
     @Test func theImageHoldsPositiveAnswersOnly() {
         #expect(!Self.image.entries.isEmpty)
         let names = Set(Self.image.entries.map { $0.name })
