@@ -1,5 +1,8 @@
 import BPFKit
 import CNearcastABI
+#if canImport(Glibc)
+import Glibc
+#endif
 import DNSWire
 import NearcastCore
 
@@ -32,6 +35,18 @@ public final class FastPath: Sendable {
         self.names = names
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
+    }
+
+    /// The ABI version recorded in the config map pinned under `pinDirectory` by an earlier
+    /// instance, or nil when nothing is pinned there (or it never configured the program).
+    public static func pinnedABIVersion(pinDirectory: String) throws(BPFError) -> UInt32? {
+        let path = pinDirectory + "/" + NC_MAP_CONFIG
+        guard access(path, F_OK) == 0 else { return nil }
+        let map = try BPFMap.pinned(path, name: NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size, perCPU: false)
+        defer { close(map.fd) }
+        guard let value = try map.lookup(key: bytes(of: UInt32(0)))?.first else { return nil }
+        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
+        return c.abi_version == 0 ? nil : c.abi_version
     }
 
     /// Sets what the program answers: the UDP port, our EDNS payload size, and the pass budget

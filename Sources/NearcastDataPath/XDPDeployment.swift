@@ -31,6 +31,14 @@ public final class XDPDeployment: Sendable {
             let index = try XDPAttachment.interfaceIndex(i.name)
             interfaces.append((index, XDPAttachment.Mode(rawValue: i.mode) ?? .native, i.name))
         }
+        // Maps pinned by an instance of another ABI would be misread: refuse to take them over.
+        do {
+            if let pinned = try FastPath.pinnedABIVersion(pinDirectory: settings.pinRoot), pinned != FastPath.abiVersion {
+                throw SetupError(description: "the maps pinned under \(settings.pinRoot) were written by ABI version \(pinned), this nearcastd uses \(FastPath.abiVersion): stop the other instance and remove \(settings.pinRoot), or use another --pin-root")
+            }
+        } catch let e as BPFError {
+            throw SetupError(description: "the maps pinned under \(settings.pinRoot) cannot be taken over (\(e)): stop the other instance and remove \(settings.pinRoot), or use another --pin-root")
+        }
         let fp = try FastPath(objectPath: objectPath, pinDirectory: settings.pinRoot)
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)

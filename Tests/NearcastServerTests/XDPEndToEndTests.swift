@@ -98,6 +98,33 @@ import Glibc
         #expect(daemon.stop(signal: SIGTERM) == 0)
     }
 
+    /// Maps pinned by another ABI version are not taken over: the daemon says what to do.
+    @Test func pinnedMapsOfAnotherABIAreRefused() throws {
+        let t = try Topology()
+        var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])
+        defer { daemon.stop(signal: SIGKILL) }
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+        // Rewrite the pinned config as if an instance of ABI version 99 had written it.
+        let value = ["63", "00", "00", "00"] + Array(repeating: "00", count: 20)
+        let update = try TestSupport.run(
+            try TestSupport.tool("bpftool"),
+            ["map", "update", "pinned", t.pinRoot + "/nc_config", "key", "hex", "00", "00", "00", "00", "value", "hex"] + value)
+        #expect(update.status == 0, "\(update.stderr)")
+        let refused = try TestSupport.run(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.srv, try TestSupport.product("nearcastd"),
+             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+             "--listen", "\(Self.server):53", "--xdp", "\(Self.serverIf)", "--pin-root", t.pinRoot,
+             "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("written by ABI version 99"), "\(refused.stderr)")
+        // Once the pins are gone, a daemon starts afresh and replaces the program left attached.
+        for f in try FileManager.default.contentsOfDirectory(atPath: t.pinRoot) { unlink(t.pinRoot + "/" + f) }
+        daemon = try Self.startDaemon(t)
+        #expect(!daemon.log.contains("replaced-program=none"))
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+    }
+
     /// A flood of misses from dnsperf: XDP keeps answering hot names, hands the slow path no more
     /// than its budget, answers the rest TC=1, and the slow path still answers afterwards.
     @Test func aFloodOfMissesStaysWithinThePassBudget() throws {
