@@ -179,6 +179,21 @@ import Testing
         try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 3, data: [])]))), expect: Self.XDP_TX)
     }
 
+    @Test func clientSubnetIsEchoedWithScopeZero() throws {
+        for ecs in [
+            ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100]),
+            ClientSubnet(family: 1, sourcePrefixLength: 0, scopePrefixLength: 0, address: []),
+            ClientSubnet(family: 1, sourcePrefixLength: 21, scopePrefixLength: 0, address: [198, 51, 96]),
+            ClientSubnet(family: 1, sourcePrefixLength: 32, scopePrefixLength: 0, address: [198, 51, 100, 7]),
+            ClientSubnet(family: 2, sourcePrefixLength: 56, scopePrefixLength: 0, address: [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0x12]),
+            ClientSubnet(family: 2, sourcePrefixLength: 128, scopePrefixLength: 0, address: Array(repeating: 0xab, count: 16)),
+        ] {
+            let cookie = EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])
+            let r = try #require(try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie, ecs.option]))), expect: Self.XDP_TX))
+            #expect(try DNSMessage(wire: r.payload).edns?.options == [ecs.option], "\(ecs)")
+        }
+    }
+
     @Test func repliesThatDoNotFitGoToTheSlowPath() throws {
         // Five 120-byte strings: more than 512 bytes, less than 1232.
         try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
@@ -213,11 +228,15 @@ import Testing
                 $0 = Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4])]))
                 $0[$0.count - 5] = 9  // the option says 9 bytes, 4 follow
             }), Self.XDP_PASS),
-            ("ECS after a cookie", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [
-                EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8]),
-                ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option,
+            ("ECS with bits past the prefix", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 23, 0, 1, 2, 3])]))), Self.XDP_PASS),
+            ("ECS with a scope", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 24, 8, 1, 2, 3])]))), Self.XDP_PASS),
+            ("ECS longer than its prefix", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 8, 0, 1, 2])]))), Self.XDP_PASS),
+            ("ECS family 3", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 3, 0, 0])]))), Self.XDP_PASS),
+            ("ECS /33 for IPv4", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 33, 0, 1, 2, 3, 4, 5])]))), Self.XDP_PASS),
+            ("two ECS options", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [
+                ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [10]).option,
+                ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [11]).option,
             ]))), Self.XDP_PASS),
-            ("ECS option", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option]))), Self.XDP_PASS),
             ("EDNS version 1", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), Self.XDP_PASS),
             ("compressed qname", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]), Self.XDP_PASS),
             ("label type 0x40", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x41, 0x61, 0, 0, 1, 0, 1]), Self.XDP_PASS),
@@ -304,11 +323,17 @@ import Testing
             var name = names.randomElement(using: &rng)!
             name = String(name.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
             var edns: EDNS?
-            switch Int.random(in: 0..<5, using: &rng) {
+            switch Int.random(in: 0..<6, using: &rng) {
             case 0: edns = nil
             case 1: edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
             case 2: edns = EDNS(udpPayloadSize: 1232)
-            case 3: edns = EDNS(options: [EDNSOption(code: UInt16.random(in: 9...12, using: &rng), data: [1, 2, 3, 4, 5, 6, 7, 8])])
+            case 3: edns = EDNS(options: [EDNSOption(code: UInt16.random(in: 8...12, using: &rng), data: [1, 2, 3, 4, 5, 6, 7, 8])])
+            case 4:
+                let family: UInt16 = Bool.random(using: &rng) ? 1 : 2
+                let source = UInt8.random(in: 0...(family == 1 ? 32 : 128), using: &rng)
+                var address = (0..<((Int(source) + 7) / 8)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                if source % 8 != 0, Bool.random(using: &rng) { address[address.count - 1] &= 0xFF << (8 - source % 8) }
+                edns = EDNS(options: [ClientSubnet(family: family, sourcePrefixLength: source, scopePrefixLength: 0, address: address).option])
             default: edns = EDNS(udpPayloadSize: 512, dnssecOK: true)
             }
             var payload = Self.query(name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns, rd: Bool.random(using: &rng))

@@ -6,7 +6,7 @@
  *
  * A plain query is what the slow path's reply cache calls plain: QR=0, OPCODE=0, QDCOUNT=1,
  * ANCOUNT=NSCOUNT=0, an uncompressed name, class IN, and then either the end of the message or
- * one EDNS(0) OPT record without a Client Subnet option. Anything else is passed to the slow path.
+ * one EDNS(0) OPT record whose options are well formed. Anything else is passed to the slow path.
  */
 #ifndef NC_DNS_H
 #define NC_DNS_H
@@ -33,6 +33,8 @@ struct nc_dnshdr {
  * stack: read back from a map, its fields are bounded but not exact, so the verifier checks the
  * code after the name loop once rather than once per name length.
  */
+#define NC_ECS_MAX 24 /* an ECS option with its header: 4 + family, prefixes (4) + 16 address bytes */
+
 struct nc_query {
 	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
 	__u16 qname_len;  /* wire length of the name, root label included */
@@ -40,6 +42,9 @@ struct nc_query {
 	__u16 udp_size;	  /* the client's EDNS size; 0 without EDNS */
 	__u8 edns;
 	__u8 dnssec_ok;
+	__u32 ecs_len;	  /* bytes of the Client Subnet option to echo (header included); 0: none */
+	__u32 reply_len;  /* the reply's DNS message length, kept here by the reply writer */
+	__u8 ecs[NC_ECS_MAX]; /* the option as the query had it (scope 0, which the echo keeps) */
 };
 
 /*
@@ -70,12 +75,53 @@ static __always_inline __u8 nc_fold(__u8 b)
 #define NC_OPTION_ECS 8
 
 /*
- * Checks the options of an OPT record (`len` bytes at `p`): each must lie within the record, and
- * none may be Client Subnet, the one option the slow path acts on (it echoes it). Every other
- * option (a COOKIE, which dig sends by default; padding; NSID) is ignored by the slow path, so
- * the reply is the same as without it.
+ * Checks a Client Subnet option (`olen` data bytes after the 4-byte header at `o`) exactly as the
+ * slow path does (RFC 7871 §7.1.1; DNSWire's ClientSubnet(queryOption:)), and keeps it in `q` for
+ * the echo. Anything the slow path would answer FORMERR is passed to it.
  */
-static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void *data_end)
+static __always_inline enum nc_reason nc_read_ecs(__u8 *o, __u32 olen, void *data_end, struct nc_query *q)
+{
+	if (olen < 4 || olen > NC_ECS_MAX - 4 || q->ecs_len) /* short, too long, or a second one */
+		return NC_PASS_EDNS;
+	if ((void *)(o + 8) > data_end)
+		return NC_PASS_SHAPE;
+	__u16 family = ((__u16)o[4] << 8) | o[5];
+	__u32 source = o[6];
+
+	if ((family != 1 || source > 32) && (family != 2 || source > 128))
+		return NC_PASS_EDNS;
+	if (o[7] != 0 || olen != 4 + (source + 7) / 8) /* scope 0; exactly the prefix's bytes */
+		return NC_PASS_EDNS;
+	/* No address bits set beyond the source prefix (the last address byte is o[3 + olen]). */
+	__u32 rem = source % 8;
+
+	__u8 *last = o + ((3 + olen) & 0x1f); /* 3 + olen <= 23: the mask only tells the verifier */
+
+	if ((void *)(last + 1) > data_end)
+		return NC_PASS_SHAPE;
+	if (rem && (*last & (0xff >> rem)))
+		return NC_PASS_EDNS;
+	q->ecs_len = 4 + olen;
+	nc_barrier(); /* the copy below is verified once, not once per option length */
+	__u32 n = q->ecs_len;
+
+	for (__u32 k = 0; k < NC_ECS_MAX; k++) { /* bound: the largest option */
+		if (k >= n)
+			break;
+		if ((void *)(o + k + 1) > data_end)
+			return NC_PASS_SHAPE;
+		q->ecs[k] = o[k];
+	}
+	return NC_ANSWERED;
+}
+
+/*
+ * Checks the options of an OPT record (`len` bytes at `p`): each must lie within the record. A
+ * Client Subnet option is checked and kept for the echo, as the slow path echoes it (scope 0 for
+ * the static answers XDP gives). Every other option (a COOKIE, which dig sends by default;
+ * padding; NSID) is ignored by the slow path, so the reply is the same as without it.
+ */
+static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void *data_end, struct nc_query *q)
 {
 	__u32 pos = 0;
 
@@ -92,11 +138,15 @@ static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void 
 		__u16 code = ((__u16)o[0] << 8) | o[1];
 		__u32 olen = ((__u32)o[2] << 8) | o[3];
 
-		if (code == NC_OPTION_ECS)
-			return NC_PASS_EDNS;
-		pos += 4 + olen;
-		if (pos > len)
+		if (pos + 4 + olen > len)
 			return NC_PASS_SHAPE;
+		if (code == NC_OPTION_ECS) {
+			enum nc_reason r = nc_read_ecs(o, olen, data_end, q);
+
+			if (r != NC_ANSWERED)
+				return r;
+		}
+		pos += 4 + olen;
 	}
 	return pos == len ? NC_ANSWERED : NC_PASS_EDNS;
 }
@@ -202,6 +252,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	q->edns = 0;
 	q->dnssec_ok = 0;
 	q->udp_size = 0;
+	q->ecs_len = 0;
 	if (arcount == 0)
 		return rest == 0 ? NC_ANSWERED : NC_PASS_SHAPE;
 	if (rest < NC_OPT_LEN)
@@ -219,7 +270,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	if (rest != NC_OPT_LEN + rdlen)
 		return NC_PASS_SHAPE;
 	if (rdlen) {
-		enum nc_reason r = nc_check_options(opt + NC_OPT_LEN, rdlen, data_end);
+		enum nc_reason r = nc_check_options(opt + NC_OPT_LEN, rdlen, data_end, q);
 
 		if (r != NC_ANSWERED)
 			return r;

@@ -57,7 +57,7 @@ static const struct nc_answer nc_tc_reply = { .flags = 0x8200 };
  * plain query whose question was read: `question_read`) or drops it. Counted either way.
  */
 static __always_inline int nc_pass_up(struct xdp_md *ctx, const struct nc_packet *pkt,
-				      const struct nc_query *q, const struct nc_config *cfg,
+				      struct nc_query *q, const struct nc_config *cfg,
 				      enum nc_reason reason, int question_read)
 {
 	if (nc_take_token(cfg))

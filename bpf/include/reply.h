@@ -54,7 +54,7 @@ static __always_inline void nc_swap_mac(struct ethhdr *eth)
  * pass (before anything was changed), or NC_DROP_INTERNAL (after: the packet is no longer the query).
  */
 static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const struct nc_packet *pkt,
-						      const struct nc_query *q, const struct nc_answer *ans,
+						      struct nc_query *q, const struct nc_answer *ans,
 						      const struct nc_config *cfg)
 {
 	__u32 alen = ans->len;
@@ -62,10 +62,15 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	if (alen > NC_SECTIONS_MAX)
 		return NC_PASS_SHAPE;
 	__u32 sections_at = NC_DNS_HDR + q->qname_len + 4; /* within the DNS message */
-	__u32 dns_len = sections_at + alen + (q->edns ? NC_OPT_LEN : 0);
+	__u32 ecs_len = q->ecs_len;
+
+	if (ecs_len > NC_ECS_MAX)
+		return NC_PASS_SHAPE;
+	__u32 dns_len = sections_at + alen + (q->edns ? NC_OPT_LEN + ecs_len : 0);
 
 	if (dns_len > nc_reply_limit(q, cfg))
 		return NC_PASS_TOO_BIG;
+	q->reply_len = dns_len;
 
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -95,7 +100,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	if (q->edns) {
 		__u8 *opt = sections + (alen & (NC_SECTIONS_MAX * 2 - 1));
 		__u8 o[NC_OPT_LEN] = {0, 0, 41, cfg->udp_payload >> 8, cfg->udp_payload & 0xff, 0, 0,
-				      q->dnssec_ok ? 0x80 : 0, 0, 0, 0};
+				      q->dnssec_ok ? 0x80 : 0, 0, 0, ecs_len};
 
 		if ((void *)(opt + NC_OPT_LEN) > data_end)
 			return NC_DROP_INTERNAL;
@@ -104,7 +109,23 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 			opt[k] = o[k];
 			sum = nc_csum_byte(sum, o[k], qpos_opt + k);
 		}
+		/* The Client Subnet option, echoed as the query had it (scope 0: static data). */
+		__u8 *ecs = opt + NC_OPT_LEN;
+
+		for (__u32 k = 0; k < NC_ECS_MAX; k++) { /* bound: the largest option */
+			if (k >= ecs_len)
+				break;
+			if ((void *)(ecs + k + 1) > data_end)
+				return NC_DROP_INTERNAL;
+			ecs[k] = q->ecs[k];
+			sum = nc_csum_byte(sum, q->ecs[k], qpos_opt + NC_OPT_LEN + k);
+		}
 	}
+	/* Leaving the loop pinned the lengths to its step: read the reply's length back (nc_scratch). */
+	nc_barrier();
+	dns_len = q->reply_len;
+	if (dns_len > 0xffff - sizeof(struct udphdr))
+		return NC_DROP_INTERNAL;
 
 	/* DNS header: the entry's flags with the query's RD and CD, the entry's counts, same ID. */
 	struct nc_dnshdr *hdr = data + (pkt->dns_off & 0xff);
