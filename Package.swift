@@ -79,6 +79,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded generators).
         .target(name: "NearcastTestSupport", path: "Tests/NearcastTestSupport"),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
+        .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",

@@ -1,0 +1,70 @@
+import BPFKit
+import Foundation
+import Testing
+
+/// BPFKit on the real kernel, with the small pass-through program (tools/bpf/xdp_pass.bpf.o) and
+/// nearcast's own object for its maps.
+@Suite struct BPFKitTests {
+    static let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/bpf")
+    static var passObject: String { build.appendingPathComponent("xdp_pass.bpf.o").path }
+    static var nearcastObject: String { build.appendingPathComponent("nearcast.bpf.o").path }
+
+    @Test func loadsAProgramAndRunsIt() throws {
+        let object = try BPFObject(path: Self.passObject)
+        let program = try object.program("xdp_pass")
+        let frame = [UInt8](repeating: 0xAB, count: 64)
+        let run = try program.testRun(frame)
+        #expect(run.returnValue == 2)  // XDP_PASS
+        #expect(run.data == frame)
+        #expect(object.verifiedInstructions != nil)
+    }
+
+    @Test func errorsNameTheOperationAndTheSubject() {
+        #expect(throws: BPFError.self) { try BPFObject(path: "/nonexistent/x.bpf.o") }
+        do {
+            _ = try BPFObject(path: "/nonexistent/x.bpf.o")
+        } catch {
+            #expect(error.operation == "open" && error.subject == "/nonexistent/x.bpf.o" && error.errno == ENOENT)
+            #expect(error.description.contains("No such file or directory"))
+        }
+        do {
+            let object = try BPFObject(path: Self.passObject)
+            _ = try object.program("no_such_program")
+            Issue.record("a missing program must be an error")
+        } catch {
+            #expect(error.operation == "find program" && error.subject == "no_such_program")
+        }
+    }
+
+    @Test func mapSizesAreCheckedAgainstTheObject() throws {
+        let object = try BPFObject(path: Self.nearcastObject)
+        #expect(throws: BPFError.self) { try object.map("nc_config", keySize: 4, valueSize: 8) }
+        let config = try object.map("nc_config", keySize: 4, valueSize: 24)
+        #expect(throws: BPFError.self) { try config.update(key: [0, 0], value: [UInt8](repeating: 0, count: 24)) }
+        #expect(throws: BPFError.self) { try config.update(key: [0, 0, 0, 0], value: [1]) }
+    }
+
+    @Test func hashMapsUpdateInBatchesListAndDelete() throws {
+        let object = try BPFObject(path: Self.nearcastObject)
+        let map = try object.map("nc_names_32", keySize: 36, valueSize: 1040)
+        let keys = (0..<300).map { i in [UInt8(i & 0xFF), UInt8(i >> 8)] + [UInt8](repeating: 0, count: 34) }
+        let values = keys.map { $0.prefix(2) + [UInt8](repeating: 7, count: 1038) }.map(Array.init)
+        try map.updateBatch(keys: keys, values: values, chunk: 128)
+        #expect(Set(try map.keys()) == Set(keys))
+        #expect(try map.lookup(key: keys[42]) == [values[42]])
+        try map.delete(key: keys[42])
+        try map.delete(key: keys[42])  // absent: not an error
+        #expect(try map.lookup(key: keys[42]) == nil)
+        #expect(try map.keys().count == 299)
+    }
+
+    @Test func perCPUMapsReadOneValuePerCPU() throws {
+        let object = try BPFObject(path: Self.nearcastObject)
+        let stats = try object.map("nc_stats", keySize: 4, valueSize: 88)
+        #expect(stats.perCPU)
+        let values = try #require(try stats.lookup(key: [0, 0, 0, 0]))
+        #expect(values.count == BPFMap.possibleCPUs)
+        #expect(values.allSatisfy { $0 == [UInt8](repeating: 0, count: 88) })
+    }
+}
