@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * DNS on the fast path: deciding whether a UDP payload is a plain query XDP may answer, reading
- * its question into the names-map key (lower-cased) while summing its bytes for the checksum,
- * and turning the packet into the reply from a names-map entry.
+ * DNS on the fast path: deciding whether a UDP payload is a plain query XDP may answer, and
+ * reading its question into the names-map key (lower-cased) while summing its bytes for the
+ * checksum. The reply itself is written by reply.h.
  *
- * A plain query is what the slow path's reply cache calls plain: QR=0, OPCODE=0, QDCOUNT=1,
- * ANCOUNT=NSCOUNT=0, an uncompressed name, class IN, and then either the end of the message or
- * one EDNS(0) OPT record whose options are well formed. Anything else is passed to the slow path.
+ * A plain query: QR=0, OPCODE=0, QDCOUNT=1, ANCOUNT=NSCOUNT=0, an uncompressed name, class IN,
+ * and then either the end of the message or one EDNS(0) OPT record whose options are well formed
+ * (at most one Client Subnet, valid). That is the slow path reply cache's definition, plus a valid
+ * ECS option. Anything else is passed to the slow path.
  */
 #ifndef NC_DNS_H
 #define NC_DNS_H
@@ -28,13 +29,13 @@ struct nc_dnshdr {
 	__be16 arcount;
 };
 
+#define NC_ECS_MAX 24 /* an ECS option with its header: 4 + family, prefixes (4) + 16 address bytes */
+
 /*
  * What the reply needs to know about the query. It lives in the per-CPU scratch map, not on the
  * stack: read back from a map, its fields are bounded but not exact, so the verifier checks the
  * code after the name loop once rather than once per name length.
  */
-#define NC_ECS_MAX 24 /* an ECS option with its header: 4 + family, prefixes (4) + 16 address bytes */
-
 struct nc_query {
 	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
 	__u16 qname_len;  /* wire length of the name, root label included */
