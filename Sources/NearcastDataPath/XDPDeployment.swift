@@ -1,4 +1,7 @@
 import BPFKit
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Logging
 import NearcastCore
@@ -44,16 +47,28 @@ public final class XDPDeployment: Sendable {
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         let stale = try fp.write(image)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
-        for (index, mode, name) in interfaces {
-            let previous = try XDPAttachment.attachedProgramID(ifindex: index, mode: mode)
-            try XDPAttachment.attach(fp.program, ifindex: index, mode: mode)
-            done.append((index, mode, name))
-            logger.info(
-                "XDP attached",
-                metadata: [
-                    "interface": "\(name)", "mode": "\(mode.rawValue)",
-                    "replaced-program": "\(previous.map(String.init) ?? "none")",
-                ])
+        do {
+            for (index, mode, name) in interfaces {
+                let previous = try XDPAttachment.attachedProgramID(ifindex: index, mode: mode)
+                try XDPAttachment.attach(fp.program, ifindex: index, mode: mode)
+                done.append((index, mode, name))
+                logger.info(
+                    "XDP attached",
+                    metadata: [
+                        "interface": "\(name)", "mode": "\(mode.rawValue)",
+                        "replaced-program": "\(previous.map(String.init) ?? "none")",
+                    ])
+            }
+        } catch {
+            // A failed start leaves nothing behind: detach from the interfaces done so far.
+            for (index, mode, _) in done { try? XDPAttachment.detach(fp.program, ifindex: index, mode: mode) }
+            try? fp.object.unpinMaps(under: settings.pinRoot)
+            if error.errno == EOPNOTSUPP, let failed = interfaces.dropFirst(done.count).first,
+                failed.1 == .native
+            {
+                throw SetupError(description: "\(failed.2) has no native XDP support in its driver: use --xdp \(failed.2):generic (or `\(failed.2):generic` in the config)")
+            }
+            throw error
         }
         logger.info(
             "fast path ready",
