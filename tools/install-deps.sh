@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
 	# build: the BPF object, libbpf and libmaxminddb for the Swift system-library targets
-	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
 	libmaxminddb-dev mmdb-bin libmaxmind-db-writer-perl
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool
