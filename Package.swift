@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "CNearcastABI"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
-        // Config, zones and the master-file parser, authoritative lookup.
+        // Config, zones and the master-file parser, authoritative lookup, the reply cache, the answer image.
         .target(
             name: "NearcastCore",
             dependencies: [
