@@ -49,8 +49,9 @@ public struct DNSHeader: Hashable, Sendable {
     /// Reads just the header from the first 12 bytes; used to answer FORMERR when the rest is malformed.
     public init(wire: some Collection<UInt8>) throws(DNSWireError) {
         guard wire.count >= 12 else { throw .truncated(offset: 0, needed: 12) }
-        let b = Array(wire.prefix(4))
-        id = UInt16(b[0]) << 8 | UInt16(b[1])
-        flags = UInt16(b[2]) << 8 | UInt16(b[3])
+        var it = wire.makeIterator()
+        let b0 = it.next()!, b1 = it.next()!, b2 = it.next()!, b3 = it.next()!
+        id = UInt16(b0) << 8 | UInt16(b1)
+        flags = UInt16(b2) << 8 | UInt16(b3)
     }
 }

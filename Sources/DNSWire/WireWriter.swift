@@ -35,17 +35,17 @@ public struct WireWriter {
     /// Every label written is remembered as a place later names may point at.
     public mutating func name(_ name: DNSName, compress: Bool) {
         let wire = name.wire
-        // This name's labels become pointer targets only once the name is complete: until then
-        // their tails are not in the buffer (think of `a.a.a.` matching its own first label).
-        var written: [UInt16] = []
-        defer { labelOffsets += written }
+        // This name's labels are recorded as they are written, but become pointer targets only
+        // once the name is complete (`find` looks below `complete`): until then their tails are
+        // not in the buffer (think of `a.a.a.` matching its own first label).
+        let complete = labelOffsets.count
         var i = 0
         while wire[i] != 0 {
-            if compress, let ptr = find(wire, from: i) {
+            if compress, let ptr = find(wire, from: i, among: complete) {
                 u16(0xC000 | ptr)
                 return
             }
-            if bytes.count < 0x4000 { written.append(UInt16(bytes.count)) }
+            if bytes.count < 0x4000 { labelOffsets.append(UInt16(bytes.count)) }
             let n = Int(wire[i])
             bytes.append(contentsOf: wire[i...(i + n)])
             i += n + 1
@@ -53,9 +53,10 @@ public struct WireWriter {
         bytes.append(0)
     }
 
-    /// The offset of an earlier occurrence of the suffix of `wire` that starts at `start`.
-    private func find(_ wire: [UInt8], from start: Int) -> UInt16? {
-        for off in labelOffsets where suffixMatches(wire, start, at: Int(off)) { return off }
+    /// The offset of an earlier occurrence of the suffix of `wire` that starts at `start`, among
+    /// the first `count` recorded labels (those of complete names).
+    private func find(_ wire: [UInt8], from start: Int, among count: Int) -> UInt16? {
+        for off in labelOffsets[..<count] where suffixMatches(wire, start, at: Int(off)) { return off }
         return nil
     }
 

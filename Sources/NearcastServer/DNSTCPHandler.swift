@@ -18,13 +18,13 @@ struct DNSTCPFrameDecoder: ByteToMessageDecoder {
 
 /// Answers each framed query in order; pipelined queries are all read and answered, replies flushed
 /// together. An idle connection is closed (RFC 7766 §6.2.3).
-final class DNSTCPHandler: ChannelInboundHandler {
+final class DNSTCPHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
+    /// No reply cache here: this handler lives as long as one connection, and a cache per
+    /// connection would cost memory per client for the few queries a connection carries.
     let responder: Responder
-    /// This handler's own cache: a handler lives on one event loop, so it needs no lock.
-    var cache = ReplyCache()
 
     init(responder: Responder) {
         self.responder = responder
@@ -32,7 +32,7 @@ final class DNSTCPHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard let reply = cache.reply(to: query, transport: .tcp, responder: responder) else { return }
+        guard let reply = responder.respond(to: query, transport: .tcp) else { return }
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)
