@@ -37,6 +37,14 @@ public enum RData: Hashable, Sendable {
         }
     }
 
+    /// Decodes uncompressed RDATA of `type` (e.g. from the RFC 3597 `\#` form); the bytes must be
+    /// exactly the type's layout.
+    public init(type: RRType, bytes: [UInt8]) throws(DNSWireError) {
+        guard bytes.count <= 0xFFFF else { throw .unencodable("RDATA of \(bytes.count) bytes") }
+        var r = WireReader([UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes)
+        self = try r.rdata(type: type)
+    }
+
     /// The domain name this RDATA points at, for additional-section processing and glue checks.
     public var target: DNSName? {
         switch self {

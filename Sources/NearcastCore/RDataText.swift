@@ -112,16 +112,8 @@ enum RDataText {
         guard bytes.count == len else {
             throw RDataTextError("\\# says \(len) bytes but \(bytes.count) are given")
         }
-        // Decode through the wire reader so known types are held typed and validated.
-        // header(12) with ANCOUNT=1, root owner, type, class, ttl, rdlength, rdata
-        let header: [UInt8] = [0, 0, 0x80, 0, 0, 0, 0, 1, 0, 0, 0, 0]
-        let rr: [UInt8] = [0, UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xFF), 0, 1, 0, 0, 0, 0]
-            + [UInt8(len >> 8), UInt8(len & 0xFF)] + bytes
-        let wire = header + rr
-        do {
-            let msg = try DNSMessage(wire: wire)
-            return msg.answers[0].rdata
-        } catch {
+        // Decoded by the wire reader, so known types are held typed and validated.
+        do { return try RData(type: type, bytes: bytes) } catch {
             throw RDataTextError("\\# data is not valid \(type) RDATA: \(error)")
         }
     }

@@ -114,8 +114,7 @@ public struct Responder: Sendable {
         var edns = edns
         if let ede { edns?.options.append(.extendedError(ede)) }
         var reply = DNSMessage(header: replyHeader(q), questions: question.map { [$0] } ?? [], edns: edns)
-        if rcode.rawValue > 15 && reply.edns == nil { reply.edns = EDNS(udpPayloadSize: maxUDPPayload) }
-        reply.rcode = rcode
+        reply.rcode = rcode  // a code above 15 brings its own OPT (DNSMessage.rcode)
         return (try? reply.serialize()) ?? []
     }
 }
