@@ -5,6 +5,7 @@ CLANG ?= clang
 BPF_OBJ := .build/bpf/nearcast.bpf.o
 PASS_OBJ := .build/bpf/xdp_pass.bpf.o
 REFLECT_OBJ := .build/bpf/reflect.bpf.o
+KIT_OBJ := .build/bpf/kit_maps.bpf.o
 BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
 ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -23,14 +24,14 @@ build: deps bpf
 	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
-bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ)
+bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ) $(KIT_OBJ)
 
 $(BPF_OBJ): $(BPF_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # Programs for tests and benchmarks only: the pass-through one a test veth's client end needs,
-# and the reflect ceiling.
+# the reflect ceiling, and maps for BPFKit's tests.
 .build/bpf/%.bpf.o: tools/bpf/%.bpf.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * nearcast's XDP fast path: answers plain DNS queries for names in the names map straight from
- * the map (XDP_TX), and passes everything else to the kernel and the slow path. It never sends a
+ * nearcast's XDP fast path: answers plain DNS queries for names in the names table straight from
+ * the table (XDP_TX), and passes everything else to the kernel and the slow path. It never sends a
  * reply the slow path would not send byte for byte (the ID aside): the entries are the slow path's
  * own replies. Entry and flow only; the logic is in include/.
  */
@@ -10,6 +10,7 @@
 #include "compiler.h"
 #include "dns.h"
 #include "maps.h"
+#include "names.h"
 #include "parse.h"
 #include "ratelimit.h"
 #include "reply.h"
@@ -71,7 +72,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	pkt->dns_len = udp_len - sizeof(*udp);
 
 	/*
-	 * The question, into the names-map key. The DNS header's position is read back from the
+	 * The question, into the names-table key. The DNS header's position is read back from the
 	 * scratch map (see struct nc_scratch): from here on, all header shapes share one path.
 	 */
 	nc_barrier();
@@ -85,7 +86,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 0);
 	nc_barrier(); /* the reply reads the query back from the scratch map: one path for all names */
 
-	struct nc_answer *ans = nc_lookup_name(&scratch->key, scratch->q.qname_len);
+	struct nc_answer *ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg);
 
 	if (!ans)
 		return nc_pass_up(ctx, pkt, &scratch->q, cfg, NC_PASS_MISS, 1);

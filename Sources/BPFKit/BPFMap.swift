@@ -10,6 +10,8 @@ public struct BPFMap: Sendable {
     public let fd: Int32
     public let keySize: Int
     public let valueSize: Int
+    /// The map's capacity in entries.
+    public let maxEntries: Int
     /// Per-CPU maps read and write one value per possible CPU.
     public let perCPU: Bool
 

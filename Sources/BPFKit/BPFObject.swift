@@ -18,9 +18,21 @@ public final class BPFObject: @unchecked Sendable {
     ///
     /// With `pinMapsUnder`, every map is pinned as `<dir>/<map name>`: a map already pinned there
     /// is reused (when its type and sizes match; otherwise loading fails and says so), so a new
-    /// instance takes over the state of the one before it.
-    public init(path: String, pinMapsUnder pinDirectory: String? = nil) throws(BPFError) {
+    /// instance takes over the state of the one before it. `maxEntries` sizes maps by name before
+    /// they are created (a reused map must have the same size).
+    public init(path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:]) throws(BPFError) {
         guard let obj = bpf_object__open_file(path, nil) else { throw BPFError("open", path, errno: errno) }
+        for (name, entries) in maxEntries {
+            guard let map = bpf_object__find_map_by_name(obj, name) else {
+                bpf_object__close(obj)
+                throw BPFError("find map", "\(name) in \(path)", errno: ENOENT)
+            }
+            let rc = bpf_map__set_max_entries(map, entries)
+            if rc != 0 {
+                bpf_object__close(obj)
+                throw BPFError("set max entries \(entries)", name, errno: rc)
+            }
+        }
         if let dir = pinDirectory {
             var m: OpaquePointer? = bpf_object__next_map(obj, nil)
             while let map = m {
@@ -77,7 +89,9 @@ public final class BPFObject: @unchecked Sendable {
         guard k == keySize, v == valueSize else {
             throw BPFError("map \(name) has key/value sizes \(k)/\(v), expected \(keySize)/\(valueSize):", "ABI mismatch", errno: EINVAL)
         }
-        return BPFMap(name: name, fd: bpf_map__fd(m), keySize: k, valueSize: v, perCPU: Self.isPerCPU(bpf_map__type(m)))
+        return BPFMap(
+            name: name, fd: bpf_map__fd(m), keySize: k, valueSize: v, maxEntries: Int(bpf_map__max_entries(m)),
+            perCPU: Self.isPerCPU(bpf_map__type(m)))
     }
 
     /// The program named `name` (its C function name).

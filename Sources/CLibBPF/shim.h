@@ -3,3 +3,15 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <sys/vfs.h>
+
+// membarrier(2) has no glibc wrapper, and Swift cannot call the variadic syscall(2).
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// MEMBARRIER_CMD_GLOBAL returns after an RCU grace period (synchronize_rcu): every BPF program run
+// that had begun (XDP runs inside an RCU read-side section) has ended. 0 or -1 with errno.
+static inline int bpfkit_membarrier_global(void)
+{
+	return (int)syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}

@@ -5,18 +5,16 @@
 
 #include <stddef.h>
 
-_Static_assert(sizeof(struct nc_name_key) == 260, "nc_name_key layout");
-_Static_assert(sizeof(struct nc_name_key_32) == 36 && sizeof(struct nc_name_key_64) == 68 &&
-		       sizeof(struct nc_name_key_128) == 132 && NC_NAME_CLASS(255) + 4 == sizeof(struct nc_name_key),
-	       "class keys are prefixes of nc_name_key; the largest class is the whole key");
-_Static_assert(offsetof(struct nc_name_key, name) == 4, "nc_name_key.name offset");
+_Static_assert(sizeof(struct nc_name_key) == 264, "nc_name_key layout");
+_Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-aligned: compared a word at a time");
+_Static_assert(sizeof(struct nc_name_entry) == 264 + 16 + NC_SECTIONS_MAX, "nc_name_entry layout");
 _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
-_Static_assert(sizeof(struct nc_config) == 24, "nc_config layout");
+_Static_assert(sizeof(struct nc_config) == 32, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
 _Static_assert(offsetof(struct nc_stats, limit_dropped) == NC_LIMIT_DROPPED * sizeof(__u64), "nc_stats in reason order");
-_Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES_128) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
+_Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16,
 	       "map names fit the kernel's 15 characters");
 

@@ -5,36 +5,94 @@ import Glibc
 #endif
 import DNSWire
 import NearcastCore
+import Synchronization
 
 /// The XDP program and its maps, seen from the control plane: load the object, set the program's
-/// configuration, write the answer image, read the counters. The only place the ABI structs of
-/// `nearcast_abi.h` are built or read; everything else sees Swift types.
+/// configuration, write the answer image into the names table, read the counters. The only place
+/// the ABI structs of `nearcast_abi.h` are built or read; everything else sees Swift types.
 public final class FastPath: Sendable {
     public let object: BPFObject
     public let program: BPFProgram
-    /// The names maps by name-length class (32, 64, 128, 256 octets).
-    let names: [Int: BPFMap]
+    let names: BPFMap
+    let slots: BPFMap
     let config: BPFMap
     let stats: BPFMap
+    let table: NamesTable
+    /// What was last written: the program's settings (the live generation included) and the live
+    /// generation's entries. Writers take turns.
+    private let state: Mutex<State>
 
-    /// The most section bytes one names-map entry holds.
+    struct State {
+        var settings: nc_config
+        var live: [NamesTable.Entry: UInt32]
+    }
+
+    /// The most section bytes one names-table entry holds.
     public static let sectionsCapacity = Int(NC_SECTIONS_MAX)
     /// The shared ABI's version, as compiled into this binary.
     public static let abiVersion = UInt32(NC_ABI_VERSION)
+    /// Entries of the names table unless configured otherwise.
+    public static let defaultCapacity = Int(NC_NAMES_CAPACITY)
+    /// Bytes of kernel memory one entry of the names table takes (preallocated).
+    public static let entryBytes = MemoryLayout<nc_name_entry>.size
+
+    /// Entries the names table holds (the image may use about half when every answer changes at once:
+    /// changed answers are written beside the live ones).
+    public var capacity: Int { table.capacity }
 
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
-    /// pinned there are taken over, entries and counters included.
-    public init(objectPath path: String, pinDirectory: String? = nil) throws(BPFError) {
-        object = try BPFObject(path: path, pinMapsUnder: pinDirectory)
+    /// pinned there are taken over, entries and counters included; a pinned names table keeps its
+    /// size (`capacity` applies to a new one).
+    public init(objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity) throws(BPFError) {
+        var size = capacity
+        if let dir = pinDirectory, let pinned = try Self.pinnedCapacity(pinDirectory: dir) { size = pinned }
+        let table = NamesTable(capacity: size)
+        object = try BPFObject(
+            path: path, pinMapsUnder: pinDirectory,
+            maxEntries: [NC_MAP_NAMES: UInt32(table.capacity), NC_MAP_SLOTS: UInt32(2 * table.slotCount)])
         program = try object.program("nearcast_xdp")
-        var names: [Int: BPFMap] = [:]
-        for (cls, name) in [(32, NC_MAP_NAMES_32), (64, NC_MAP_NAMES_64), (128, NC_MAP_NAMES_128), (256, NC_MAP_NAMES_256)] {
-            names[cls] = try object.map(name, keySize: 4 + cls, valueSize: MemoryLayout<nc_answer>.size)
-        }
-        self.names = names
+        names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size)
+        slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
+        self.table = table
+        state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
+    }
+
+    /// The capacity of the names table pinned under `pinDirectory`, or nil when none is pinned.
+    static func pinnedCapacity(pinDirectory: String) throws(BPFError) -> Int? {
+        let path = pinDirectory + "/" + NC_MAP_NAMES
+        guard access(path, F_OK) == 0 else { return nil }
+        let map = try BPFMap.pinned(path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size, perCPU: false)
+        defer { close(map.fd) }
+        return map.maxEntries
+    }
+
+    /// What the maps hold now: a previous instance's settings and live entries when they were
+    /// taken over (so a new generation never overwrites what queries read), else a fresh state.
+    static func readState(config: BPFMap, slots: BPFMap, names: BPFMap, table: NamesTable) throws(BPFError) -> State {
+        var fresh = nc_config()
+        fresh.abi_version = abiVersion
+        fresh.slot_mask = UInt32(table.slotCount - 1)
+        guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else { return State(settings: fresh, live: [:]) }
+        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
+        guard c.abi_version == abiVersion, c.slot_mask == fresh.slot_mask, c.generation < 2 else {
+            return State(settings: fresh, live: [:])
+        }
+        var live: [NamesTable.Entry: UInt32] = [:]
+        let base = Int(c.generation) * table.slotCount
+        for s in base..<(base + table.slotCount) {
+            guard let v = try slots.lookup(key: bytes(of: UInt32(s)))?.first else { continue }
+            let slot = v.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            guard slot != 0 else { continue }
+            let index = UInt32(truncatingIfNeeded: slot) - 1
+            guard let entry = try names.lookup(key: bytes(of: index))?.first else { continue }
+            let key = entry.withUnsafeBytes { $0.loadUnaligned(as: nc_name_key.self) }
+            let name = withUnsafeBytes(of: key.name) { Array($0.prefix(Int(key.len))) }
+            live[NamesTable.Entry(hash: NamesTable.hash(name: name, qtype: key.qtype), bytes: entry)] = index
+        }
+        return State(settings: c, live: live)
     }
 
     /// The ABI version recorded in the config map pinned under `pinDirectory` by an earlier
@@ -42,77 +100,94 @@ public final class FastPath: Sendable {
     public static func pinnedABIVersion(pinDirectory: String) throws(BPFError) -> UInt32? {
         let path = pinDirectory + "/" + NC_MAP_CONFIG
         guard access(path, F_OK) == 0 else { return nil }
-        let map = try BPFMap.pinned(path, name: NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size, perCPU: false)
+        // Any value size: the version is the first field in every ABI, and a layout of another
+        // version is what this is asked to recognise.
+        let map = try BPFMap.pinned(path, name: NC_MAP_CONFIG, keySize: 4, valueSize: nil, perCPU: false)
         defer { close(map.fd) }
-        guard let value = try map.lookup(key: bytes(of: UInt32(0)))?.first else { return nil }
-        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
-        return c.abi_version == 0 ? nil : c.abi_version
+        guard let value = try map.lookup(key: bytes(of: UInt32(0)))?.first, value.count >= 4 else { return nil }
+        let version = value.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+        return version == 0 ? nil : version
     }
 
     /// Sets what the program answers: the UDP port, our EDNS payload size, and the pass budget
     /// (queries per second each CPU may hand to the slow path, 0 for none, and what happens above
-    /// it); `enabled: false` passes all.
+    /// it); `enabled: false` passes all. The names table's live generation stays as it is.
     public func configure(
         dnsPort: UInt16, udpPayload: UInt16, passBudget: PassBudget = PassBudget(), enabled: Bool = true
     ) throws(BPFError) {
-        var c = nc_config()
-        c.abi_version = Self.abiVersion
-        c.dns_port = dnsPort
-        c.udp_payload = udpPayload
-        c.enabled = enabled ? 1 : 0
-        c.pass_rate = passBudget.rate
-        c.pass_burst = passBudget.burst
-        c.over_budget = passBudget.truncate ? NC_OVER_BUDGET_TRUNCATE.rawValue : NC_OVER_BUDGET_DROP.rawValue
-        try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+        try state.withLock { (s: inout State) throws(BPFError) in
+            var c = s.settings
+            c.abi_version = Self.abiVersion
+            c.dns_port = dnsPort
+            c.udp_payload = udpPayload
+            c.enabled = enabled ? 1 : 0
+            c.pass_rate = passBudget.rate
+            c.pass_burst = passBudget.burst
+            c.over_budget = passBudget.truncate ? NC_OVER_BUDGET_TRUNCATE.rawValue : NC_OVER_BUDGET_DROP.rawValue
+            try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+            s.settings = c
+        }
     }
 
-    /// Makes the names map hold exactly `image`: every entry is written (in place, so a query
-    /// never misses a name that stays), then keys the image no longer has are deleted.
-    /// - Returns: how many stale entries were deleted.
+    /// What a write of the names table did.
+    public struct TableWrite: Equatable, Sendable {
+        /// Answers in the new generation.
+        public var entries = 0
+        /// Of those, the ones written (new or changed); the rest were kept where they were.
+        public var written = 0
+        /// Answers left to the slow path because the table is full.
+        public var full = 0
+        /// Answers left to the slow path by a hash collision (no slot near their home).
+        public var collisions = 0
+    }
+
+    /// Makes the names table hold `image`, atomically: new and changed answers are written at
+    /// indexes the live generation does not use, the other generation's slots are written whole,
+    /// and one write of the settings switches generations. Once every program run that could
+    /// still read the old generation has ended, its indexes are free for the next write.
     @discardableResult
-    public func write(_ image: AnswerImage) throws(BPFError) -> Int {
-        var wanted: [Int: Set<[UInt8]>] = [:]
-        var batches: [Int: (keys: [[UInt8]], values: [[UInt8]])] = [:]
-        for e in image.entries {
-            let (key, value) = Self.encode(e)
-            let cls = Self.nameClass(e.name.count)
-            batches[cls, default: ([], [])].keys.append(key)
-            batches[cls, default: ([], [])].values.append(value)
-            wanted[cls, default: []].insert(key)
-        }
-        for (cls, batch) in batches { try names[cls]!.updateBatch(keys: batch.keys, values: batch.values) }
-        var deleted = 0
-        for (cls, map) in names {
-            for key in try map.keys() where !(wanted[cls]?.contains(key) ?? false) {
-                try map.delete(key: key)
-                deleted += 1
+    public func write(_ image: AnswerImage) throws(BPFError) -> TableWrite {
+        let entries = image.entries.map(Self.encode)
+        return try state.withLock { (s: inout State) throws(BPFError) -> TableWrite in
+            let plan = table.plan(entries, live: s.live)
+            if !plan.writes.isEmpty {
+                try names.updateBatch(keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
             }
+            var next = s.settings
+            next.abi_version = Self.abiVersion
+            next.slot_mask = UInt32(table.slotCount - 1)
+            next.generation = s.settings.generation == 0 ? 1 : 0
+            let base = Int(next.generation) * table.slotCount
+            try slots.updateBatch(
+                keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
+                values: plan.slots.map { Self.bytes(of: $0) })
+            try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
+            s.settings = next
+            s.live = plan.live
+            // The old generation's indexes are reused by the next write: no run may still read them.
+            try BPFGracePeriod.wait()
+            return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
         }
-        return deleted
     }
 
-    /// The name-length class (the names map) of a name of `length` octets (NC_NAME_CLASS).
-    static func nameClass(_ length: Int) -> Int { length <= 32 ? 32 : length <= 64 ? 64 : length <= 128 ? 128 : 256 }
-
-    /// The names-map key (cut to the name's class) and value of an image entry.
-    static func encode(_ e: AnswerImage.Entry) -> ([UInt8], [UInt8]) {
-        var key = nc_name_key()
-        key.qtype = e.qtype
-        key.len = UInt16(e.name.count)
-        withUnsafeMutableBytes(of: &key.name) { buf in
+    /// An image entry as an nc_name_entry, with its hash.
+    static func encode(_ e: AnswerImage.Entry) -> NamesTable.Entry {
+        var entry = nc_name_entry()
+        entry.key.qtype = e.qtype
+        entry.key.len = UInt16(e.name.count)
+        withUnsafeMutableBytes(of: &entry.key.name) { buf in
             for (i, b) in e.name.enumerated() { buf[i] = b }
         }
-        var value = nc_answer()
-        value.flags = e.flags
-        value.ancount = e.ancount
-        value.nscount = e.nscount
-        value.arcount = e.arcount
-        value.len = UInt16(e.sections.count)
-        value.csum = e.checksum
-        withUnsafeMutableBytes(of: &value.sections) { buf in
+        entry.answer.flags = e.flags
+        entry.answer.ancount = e.ancount
+        entry.answer.nscount = e.nscount
+        entry.answer.arcount = e.arcount
+        entry.answer.len = UInt16(e.sections.count)
+        entry.answer.csum = e.checksum
+        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
             for (i, b) in e.sections.enumerated() { buf[i] = b }
         }
-        return (Array(bytes(of: key).prefix(4 + nameClass(e.name.count))), bytes(of: value))
+        return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
     }
 
     /// The verdict counters, summed over CPUs.

@@ -45,7 +45,7 @@ public final class XDPDeployment: Sendable {
         let fp = try FastPath(objectPath: objectPath, pinDirectory: settings.pinRoot)
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
-        let stale = try fp.write(image)
+        let table = try fp.write(image)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {
@@ -73,7 +73,8 @@ public final class XDPDeployment: Sendable {
         logger.info(
             "fast path ready",
             metadata: [
-                "entries": "\(image.entries.count)", "stale-removed": "\(stale)", "too-big": "\(image.tooBig)",
+                "answers": "\(table.entries)", "written": "\(table.written)", "too-big": "\(image.tooBig)",
+                "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")", "pin-root": "\(settings.pinRoot)",
             ])
         self.fastPath = fp

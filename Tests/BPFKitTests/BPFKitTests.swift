@@ -2,13 +2,14 @@ import BPFKit
 import Foundation
 import Testing
 
-/// BPFKit on the real kernel, with the small pass-through program (tools/bpf/xdp_pass.bpf.o) and
-/// nearcast's own object for its maps.
+/// BPFKit on the real kernel, with the small pass-through program (tools/bpf/xdp_pass.bpf.o),
+/// an object of test maps (tools/bpf/kit_maps.bpf.o) and nearcast's own object.
 @Suite struct BPFKitTests {
     static let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/bpf")
     static var passObject: String { build.appendingPathComponent("xdp_pass.bpf.o").path }
     static var nearcastObject: String { build.appendingPathComponent("nearcast.bpf.o").path }
+    static var mapsObject: String { build.appendingPathComponent("kit_maps.bpf.o").path }
 
     @Test func loadsAProgramAndRunsIt() throws {
         let object = try BPFObject(path: Self.passObject)
@@ -38,16 +39,16 @@ import Testing
     }
 
     @Test func mapSizesAreCheckedAgainstTheObject() throws {
-        let object = try BPFObject(path: Self.nearcastObject)
-        #expect(throws: BPFError.self) { try object.map("nc_config", keySize: 4, valueSize: 8) }
-        let config = try object.map("nc_config", keySize: 4, valueSize: 24)
-        #expect(throws: BPFError.self) { try config.update(key: [0, 0], value: [UInt8](repeating: 0, count: 24)) }
+        let object = try BPFObject(path: Self.mapsObject)
+        #expect(throws: BPFError.self) { try object.map("kit_array", keySize: 4, valueSize: 4) }
+        let config = try object.map("kit_array", keySize: 4, valueSize: 8)
+        #expect(throws: BPFError.self) { try config.update(key: [0, 0], value: [UInt8](repeating: 0, count: 8)) }
         #expect(throws: BPFError.self) { try config.update(key: [0, 0, 0, 0], value: [1]) }
     }
 
     @Test func hashMapsUpdateInBatchesListAndDelete() throws {
-        let object = try BPFObject(path: Self.nearcastObject)
-        let map = try object.map("nc_names_32", keySize: 36, valueSize: 1040)
+        let object = try BPFObject(path: Self.mapsObject)
+        let map = try object.map("kit_hash", keySize: 36, valueSize: 1040)
         let keys = (0..<300).map { i in [UInt8(i & 0xFF), UInt8(i >> 8)] + [UInt8](repeating: 0, count: 34) }
         let values = keys.map { $0.prefix(2) + [UInt8](repeating: 7, count: 1038) }.map(Array.init)
         try map.updateBatch(keys: keys, values: values, chunk: 128)
@@ -57,6 +58,19 @@ import Testing
         try map.delete(key: keys[42])  // absent: not an error
         #expect(try map.lookup(key: keys[42]) == nil)
         #expect(try map.keys().count == 299)
+    }
+
+    @Test func mapsCanBeSizedBeforeTheyAreCreated() throws {
+        let object = try BPFObject(path: Self.mapsObject, maxEntries: ["kit_array": 4096])
+        let map = try object.map("kit_array", keySize: 4, valueSize: 8)
+        #expect(map.maxEntries == 4096)
+        try map.update(key: [0xFF, 0x0F, 0, 0], value: [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try map.lookup(key: [0xFF, 0x0F, 0, 0]) == [[1, 2, 3, 4, 5, 6, 7, 8]])
+        #expect(throws: BPFError.self) { try BPFObject(path: Self.mapsObject, maxEntries: ["no_such_map": 1]) }
+    }
+
+    @Test func theGracePeriodWaitWorksOnThisKernel() throws {
+        try BPFGracePeriod.wait()
     }
 
     @Test func perCPUMapsReadOneValuePerCPU() throws {

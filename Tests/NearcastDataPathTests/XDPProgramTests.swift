@@ -72,22 +72,15 @@ import Testing
         return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
     }
 
-    @Test func namesGoToTheMapOfTheirLengthClass() {
-        for (len, cls) in [(1, 32), (32, 32), (33, 64), (64, 64), (65, 128), (128, 128), (129, 256), (255, 256)] {
-            #expect(FastPath.nameClass(len) == cls)
-        }
-    }
-
     @Test func abiLayoutsMatchTheCHeader() {
-        #expect(MemoryLayout<nc_name_key>.size == 260)
-        #expect(MemoryLayout<nc_name_key_32>.size == 36 && MemoryLayout<nc_name_key_64>.size == 68)
-        #expect(MemoryLayout<nc_name_key_128>.size == 132)
+        #expect(MemoryLayout<nc_name_key>.size == 264)
         #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
-        #expect(MemoryLayout<nc_config>.size == 24)
+        #expect(MemoryLayout<nc_name_entry>.size == 264 + 16 + Int(NC_SECTIONS_MAX))
+        #expect(MemoryLayout<nc_config>.size == 32)
         #expect(MemoryLayout<nc_bucket>.size == 16)
         #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
         #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)
-        #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 4)
+        #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 8)
     }
 
     @Test func theProgramPassesTheVerifier() throws {
@@ -96,16 +89,35 @@ import Testing
         print("verifier: processed \(n) instructions")
     }
 
-    @Test func writingAnImageReplacesTheOldOne() throws {
+    @Test func writingAnImageReplacesTheOldOneAndKeepsWhatDidNotChange() throws {
         defer { try! Self.fastPath.write(Self.image) }
         let txt = try DNSName("txt.example.test.").wire
         var smaller = Self.image
         smaller.entries.removeAll { $0.name == txt }
-        #expect(try Self.fastPath.write(smaller) == Self.image.entries.count - smaller.entries.count)
+        let removed = try Self.fastPath.write(smaller)
+        #expect(removed == FastPath.TableWrite(entries: smaller.entries.count, written: 0))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
-        #expect(try Self.fastPath.write(Self.image) == 0)
+        let back = try Self.fastPath.write(Self.image)
+        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count, written: 1))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_TX)
+    }
+
+    @Test func aChangedAnswerIsServedFromTheNextGeneration() throws {
+        defer { try! Self.fastPath.write(Self.image) }
+        let www = try DNSName("www.example.test.").wire
+        var changed = Self.image
+        let i = try #require(changed.entries.firstIndex { $0.name == www && $0.qtype == RRType.a.rawValue })
+        // The same answer with another TTL: what a zone edit looks like to the table.
+        changed.entries[i].sections[9] ^= 1
+        changed.entries[i].checksum = AnswerImage.onesComplementSum(changed.entries[i].sections)
+        let before = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
+        let w = try Self.fastPath.write(changed)
+        #expect(w.written == 1 && w.entries == Self.image.entries.count)
+        let after = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
+        #expect(after.returnValue == Self.XDP_TX && after.data != before.data)
+        let reply = try #require(Packet(payload: Self.query("www.example.test.", .a)).parseReply(after.data))
+        #expect(reply.udpChecksumOK && reply.ipChecksumOK)
     }
 
     @Test func theImageHoldsPositiveAnswersOnly() {
@@ -369,5 +381,51 @@ extension DNSName {
             i += Int(wire[i]) + 1
         }
         self = try! DNSName(labels: labels)
+    }
+}
+
+/// A bpffs mounted in a temporary directory for as long as the value lives (tests run as root).
+final class TemporaryBPFFS {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-pins-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try Self.run("/bin/mount", ["-t", "bpf", "bpf", path])
+    }
+
+    deinit {
+        try? Self.run("/bin/umount", [path])
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    static func run(_ tool: String, _ args: [String]) throws {
+        let p = try Process.run(URL(fileURLWithPath: tool), arguments: args)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["command": "\(tool) \(args)"]) }
+    }
+}
+
+/// Taking over a pinned names table: what a restarted daemon does.
+@Suite(.serialized) struct NamesTableTakeoverTests {
+    @Test func aPinnedTableIsTakenOverAsItIsAndKeepsItsSize() throws {
+        let pins = try TemporaryBPFFS()
+        let image = XDPProgramTests.image
+        let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 512)
+        try first.configure(dnsPort: 53, udpPayload: 1232)
+        #expect(try first.write(image) == FastPath.TableWrite(entries: image.entries.count, written: image.entries.count))
+        #expect(try first.write(image).written == 0)
+
+        // A new instance on the same pins, asking for another size: the pinned table keeps its own,
+        // and the new instance knows what is live, so the same image writes nothing.
+        let second = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 4096)
+        #expect(second.capacity == 512)
+        try second.configure(dnsPort: 53, udpPayload: 1232)
+        let query = Packet(payload: XDPProgramTests.query("www.example.test.", .a)).bytes
+        #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "configure keeps the live generation")
+        #expect(try second.write(image) == FastPath.TableWrite(entries: image.entries.count, written: 0))
+        #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX)
+        #expect(try first.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "both programs read the same maps")
+        try first.object.unpinMaps(under: pins.path)
     }
 }

@@ -105,7 +105,7 @@ import Glibc
         defer { daemon.stop(signal: SIGKILL) }
         #expect(daemon.stop(signal: SIGTERM) == 0)
         // Rewrite the pinned config as if an instance of ABI version 99 had written it.
-        let value = ["63", "00", "00", "00"] + Array(repeating: "00", count: 20)
+        let value = ["63", "00", "00", "00"] + Array(repeating: "00", count: 28)
         let update = try TestSupport.run(
             try TestSupport.tool("bpftool"),
             ["map", "update", "pinned", t.pinRoot + "/nc_config", "key", "hex", "00", "00", "00", "00", "value", "hex"] + value)

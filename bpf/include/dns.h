@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * DNS on the fast path: deciding whether a UDP payload is a plain query XDP may answer, and
- * reading its question into the names-map key (lower-cased) while summing its bytes for the
+ * reading its question into the names-table key (lower-cased) while summing its bytes for the
  * checksum. The reply itself is written by reply.h.
  *
  * A plain query: QR=0, OPCODE=0, QDCOUNT=1, ANCOUNT=NSCOUNT=0, an uncompressed name, class IN,
@@ -14,6 +14,7 @@
 
 #include "csum.h"
 #include "maps.h"
+#include "names.h"
 #include "parse.h"
 
 #define NC_DNS_HDR 12
@@ -37,6 +38,7 @@ struct nc_dnshdr {
  * code after the name loop once rather than once per name length.
  */
 struct nc_query {
+	__u64 hash;	  /* the question's hash in the names table (nearcast_abi.h) */
 	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
 	__u16 qname_len;  /* wire length of the name, root label included */
 	__u16 qtype;
@@ -49,7 +51,7 @@ struct nc_query {
 };
 
 /*
- * Per-CPU scratch for one packet: the names-map key (260 bytes), the parsed query and where the
+ * Per-CPU scratch for one packet: the names-table key (264 bytes), the parsed query and where the
  * headers are. Kept here rather than on the stack so that, read back, the offsets and lengths are
  * bounded but not exact: the paths through different header shapes (VLAN tags, IPv4 or IPv6) and
  * name lengths then converge, and the verifier checks the rest of the program once.
@@ -70,6 +72,22 @@ struct {
 static __always_inline __u8 nc_fold(__u8 b)
 {
 	return (b >= 'A' && b <= 'Z') ? b | 0x20 : b;
+}
+
+/* nc_fold on each byte of a word: 0x80 marks the bytes in 'A'..'Z' (not >= 0x80), 0x20 is added. */
+static __always_inline __u64 nc_fold_word(__u64 w)
+{
+	__u64 low7 = w & 0x7f7f7f7f7f7f7f7fULL;
+	__u64 ge_a = low7 + 0x3f3f3f3f3f3f3f3fULL; /* 0x80 set from 'A' (0x41) up */
+	__u64 gt_z = low7 + 0x2525252525252525ULL; /* 0x80 set from '[' (0x5b) up */
+
+	return w | ((ge_a & ~gt_z & ~w & 0x8080808080808080ULL) >> 2);
+}
+
+/* The one's-complement sum of a word's four 16-bit halves, in the machine's (little-endian) order. */
+static __always_inline __u32 nc_csum_word_le(__u64 w)
+{
+	return (__u32)(w & 0xffff) + (__u32)((w >> 16) & 0xffff) + (__u32)((w >> 32) & 0xffff) + (__u32)(w >> 48);
 }
 
 #define NC_OPTIONS_MAX 8	/* options looked at in one OPT record; more are passed */
@@ -202,34 +220,57 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	nc_barrier();
 	len = q->qname_len;
 
-	/* The key's bytes past the name, up to its class's size, must be zero (scratch is reused). */
-	if (len <= 32)
-		__builtin_memset(key->name, 0, 32);
-	else if (len <= 64)
-		__builtin_memset(key->name, 0, 64);
-	else if (len <= 128)
-		__builtin_memset(key->name, 0, 128);
-	else
-		__builtin_memset(key->name, 0, 256);
-	nc_barrier(); /* one path again for the copy, whatever the class */
-	len = q->qname_len;
-	__u32 sum = 0;
+	/*
+	 * Copy the name into the key a word at a time, folded to lower case, while hashing it and
+	 * summing it for the checksum. The name starts the question, at an even offset, so the words'
+	 * little-endian halves sum to the byte-swapped sum (RFC 1071 §2(B)). The last partial word is
+	 * gathered byte by byte below: reading 8 bytes there could run past the packet.
+	 */
+	__u64 h = nc_hash_start(len), wsum = 0;
+	__u64 *kw = (__u64 *)key->name;
+	__u32 i;
 
-	for (__u32 i = 0; i < NC_NAME_MAX - 1; i++) { /* bound: 255 octets, RFC 1035 §3.1 */
-		if (i >= len)
+	for (i = 0; i < NC_NAME_MAX / 8; i++) { /* bound: 255 octets, RFC 1035 §3.1, a word a step */
+		if (i * 8 + 8 > len)
 			break;
-		if ((void *)(name + i + 1) > data_end)
+		if ((void *)(name + i * 8 + 8) > data_end)
 			return NC_PASS_SHAPE;
-		__u8 b = name[i];
+		__u64 w = *(__u64 *)(name + i * 8);
+		__u64 lw = nc_fold_word(w);
 
-		sum = nc_csum_byte(sum, b, i);
-		key->name[i] = nc_fold(b);
+		wsum += nc_csum_word_le(w);
+		kw[i] = lw;
+		h = nc_hash_word(h, lw);
 	}
 	/* Leaving the loop pinned `len` to the step it left at; read it back to verify the rest once. */
 	nc_barrier();
 	len = q->qname_len;
 	if (len == 0 || len > NC_NAME_MAX - 1 || NC_DNS_HDR + len + 4 > dns_len)
 		return NC_PASS_SHAPE;
+	__u32 done = len & 0xf8; /* whole words copied */
+	__u32 sum = nc_csum_swap(nc_csum_fold((__u32)wsum));
+	__u64 tail = 0;
+
+	for (__u32 k = 0; k < 7; k++) { /* bound: the tail is shorter than a word */
+		__u32 at = done + k;
+
+		if (at >= len)
+			break;
+		if ((void *)(name + at + 1) > data_end)
+			return NC_PASS_SHAPE;
+		__u8 b = name[at];
+
+		sum = nc_csum_byte(sum, b, at);
+		tail |= (__u64)nc_fold(b) << (8 * k);
+	}
+	nc_barrier();
+	len = q->qname_len;
+	if (len == 0 || len > NC_NAME_MAX - 1)
+		return NC_PASS_SHAPE;
+	if (len & 7) {
+		kw[(len >> 3) & 0x1f] = tail; /* the last word, zero padded: the key compares whole words */
+		h = nc_hash_word(h, tail);
+	}
 
 	/* Type and class. `len` is at most 255: the verifier sees the bound through the mask. */
 	__u8 *tc = name + (len & 0xff);
@@ -244,6 +285,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	q->qtype = ((__u16)tc[0] << 8) | tc[1];
 	q->qname_len = len;
 	q->qsum = sum;
+	q->hash = nc_hash_finish(h, q->qtype);
 	key->len = len;
 	key->qtype = q->qtype;
 

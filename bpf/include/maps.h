@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The maps of the XDP program. Layouts and names come from the shared ABI header; the control
- * plane fills nc_names and nc_config and reads nc_stats.
+ * plane fills nc_names, nc_slots and nc_config and reads nc_stats.
  */
 #ifndef NC_MAPS_H
 #define NC_MAPS_H
@@ -10,35 +10,22 @@
 #include "nearcast_abi.h"
 
 /*
- * (type, lower-cased name) -> the slow path's reply sections for it, one map per name-length
- * class (see struct nc_name_key). Not preallocated: an entry is over a kilobyte, and most names
- * maps hold far fewer entries than their capacity.
+ * The names table (see nearcast_abi.h): entries, and two generations of slots pointing at them.
+ * ARRAY maps, so the verifier inlines their lookups; both are sized by the loader.
  */
-#define NC_NAMES_MAP(class, key_type)                                         \
-	struct {                                                              \
-		__uint(type, BPF_MAP_TYPE_HASH);                              \
-		__uint(max_entries, NC_NAMES_CAPACITY);                       \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
-		__type(key, key_type);                                        \
-		__type(value, struct nc_answer);                              \
-	} nc_names_##class SEC(".maps")
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NC_NAMES_CAPACITY);
+	__type(key, __u32);
+	__type(value, struct nc_name_entry);
+} nc_names SEC(".maps");
 
-NC_NAMES_MAP(32, struct nc_name_key_32);
-NC_NAMES_MAP(64, struct nc_name_key_64);
-NC_NAMES_MAP(128, struct nc_name_key_128);
-NC_NAMES_MAP(256, struct nc_name_key);
-
-/* The entry for `key` from the map of its name-length class. */
-static __always_inline struct nc_answer *nc_lookup_name(struct nc_name_key *key, __u32 len)
-{
-	if (len <= 32)
-		return bpf_map_lookup_elem(&nc_names_32, key);
-	if (len <= 64)
-		return bpf_map_lookup_elem(&nc_names_64, key);
-	if (len <= 128)
-		return bpf_map_lookup_elem(&nc_names_128, key);
-	return bpf_map_lookup_elem(&nc_names_256, key);
-}
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4 * NC_NAMES_CAPACITY);
+	__type(key, __u32);
+	__type(value, __u64);
+} nc_slots SEC(".maps");
 
 /* One entry, key 0: the program's settings. */
 struct {
@@ -58,7 +45,5 @@ struct {
 	__type(key, __u32);
 	__type(value, struct nc_stats);
 } nc_stats SEC(".maps");
-
-
 
 #endif /* NC_MAPS_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Turning a plain query into its reply in place: resize the frame, append the names-map entry's
+ * Turning a plain query into its reply in place: resize the frame, append the names-table entry's
  * sections (and our OPT when the query had EDNS), set the DNS header, swap the addresses and ports,
  * and fill in the IPv4 header checksum and the full UDP checksum. The UDP checksum is computed
  * from scratch, never updated from the query's: on veth the query's field holds only a partial sum.
@@ -14,7 +14,7 @@
 
 #define NC_REPLY_TTL 64
 
-/* Copies `len` bytes of `src` (a names-map value) to the packet at `dst`. */
+/* Copies `len` bytes of `src` (a names-table entry) to the packet at `dst`. */
 static __always_inline int nc_copy_sections(__u8 *dst, const __u8 *src, __u32 len, void *data_end)
 {
 	__u32 i;

@@ -13,14 +13,11 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 3
+#define NC_ABI_VERSION 4
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
-/* Names maps, one per name-length class (see struct nc_name_key). */
-#define NC_MAP_NAMES_32 "nc_names_32"
-#define NC_MAP_NAMES_64 "nc_names_64"
-#define NC_MAP_NAMES_128 "nc_names_128"
-#define NC_MAP_NAMES_256 "nc_names_256"
+#define NC_MAP_NAMES "nc_names"
+#define NC_MAP_SLOTS "nc_slots"
 #define NC_MAP_STATS "nc_stats"
 #define NC_MAP_CONFIG "nc_config"
 #define NC_MAP_BUCKET "nc_bucket"
@@ -29,35 +26,50 @@
 #define NC_NAME_MAX 256
 /* The most section bytes (answer + authority + additional, without OPT) one entry holds. */
 #define NC_SECTIONS_MAX 1024
-/* Capacity of each names map (entries; the maps are not preallocated). */
-#define NC_NAMES_CAPACITY 65536
 
 /*
- * Key of the names maps: the query type and the lower-cased wire name. A name of `len` octets is
- * in the map of the smallest class that holds it (32, 64, 128 or 256 octets), whose key is this
- * struct cut after `name[class]`: most names are short, and the kernel hashes the whole key on
- * every lookup. Bytes of `name` past `len` are zero, so equal questions give equal keys.
+ * The names table: an open-addressing hash table in two ARRAY maps, whose lookups the verifier
+ * inlines (a kernel hash map costs a hash of the whole key and a bucket walk on every query).
+ *
+ * - nc_names: entry index -> struct nc_name_entry (the question and its answer). Preallocated,
+ *   NC_NAMES_CAPACITY entries unless the loader sets another size before loading.
+ * - nc_slots: two generations of `slot_mask + 1` slots each (a power of two, at least twice the
+ *   capacity); generation g owns indexes [g * (slot_mask + 1), (g + 1) * (slot_mask + 1)). A slot
+ *   is 0 (empty) or (hash >> 32) << 32 | (entry index + 1).
+ *
+ * A question is looked for from slot `hash & slot_mask` of the live generation (nc_config), over
+ * at most NC_PROBES slots, up to an empty slot; the first slot whose tag equals the hash's upper
+ * half names the only entry that may hold the question, which is then compared in full. The
+ * control plane writes changed entries into unused indexes and a whole new slot generation, then
+ * switches `generation` with one write: a query sees the old table or the new one, never a mix.
+ */
+#define NC_NAMES_CAPACITY 16384
+#define NC_PROBES 8
+
+/*
+ * The hash of a question (NC_HASH_*): h = NC_HASH_SEED ^ len; for each 8-byte little-endian word
+ * w of the lower-cased name, zero padded to a multiple of 8 octets, and then for w = qtype:
+ * h = (h ^ w) * NC_HASH_MUL, h ^= h >> 32; last MurmurHash3's finaliser (fmix64). The XDP program
+ * computes it while reading the name; the control plane (NamesTable.swift) the same way.
+ */
+#define NC_HASH_SEED 0x9e3779b97f4a7c15ULL
+#define NC_HASH_MUL 0xff51afd7ed558ccdULL
+#define NC_HASH_FMIX1 0xff51afd7ed558ccdULL
+#define NC_HASH_FMIX2 0xc4ceb9fe1a85ec53ULL
+
+/*
+ * A question in the names table: the query type and the lower-cased wire name. Bytes of `name`
+ * past `len` are zero, so equal questions compare equal word by word (`name` is 8-aligned).
  */
 struct nc_name_key {
 	__u16 qtype;		/* host order */
 	__u16 len;		/* wire length of name, root label included: 1..255 */
+	__u32 pad;
 	__u8 name[NC_NAME_MAX]; /* lower-cased, zero padded */
 };
 
-/* The name-length class (the names map) of a name of `len` octets, and the key of each class. */
-#define NC_NAME_CLASS(len) ((len) <= 32 ? 32 : (len) <= 64 ? 64 : (len) <= 128 ? 128 : 256)
-#define NC_NAME_KEY_CLASS(class)                                                                   \
-	struct nc_name_key_##class {                                                               \
-		__u16 qtype;                                                                       \
-		__u16 len;                                                                         \
-		__u8 name[class];                                                                  \
-	}
-NC_NAME_KEY_CLASS(32);
-NC_NAME_KEY_CLASS(64);
-NC_NAME_KEY_CLASS(128);
-
 /*
- * Value of the names map: the reply the slow path sends for this question, less its header and
+ * The answer for a question: the reply the slow path sends for this question, less its header and
  * question. XDP keeps the query's header (ID, RD, CD) and question (the client's letter case),
  * sets the flags below, and appends `sections`; names in `sections` that equal the question point
  * at it (offset 12), so the bytes do not depend on the letter case of the query.
@@ -71,6 +83,12 @@ struct nc_answer {
 	__u16 csum;	   /* one's-complement sum (folded, not inverted) of sections, as at an even offset */
 	__u32 pad;
 	__u8 sections[NC_SECTIONS_MAX];
+};
+
+/* Value of nc_names: a question and its answer. */
+struct nc_name_entry {
+	struct nc_name_key key;
+	struct nc_answer answer;
 };
 
 /* What XDP does with a DNS query above the pass budget. */
@@ -88,6 +106,8 @@ struct nc_config {
 	__u32 pass_rate;     /* DNS queries per second each CPU may pass to the slow path; 0 = no limit */
 	__u32 pass_burst;    /* queries a CPU may pass at once above the rate (bucket size) */
 	__u32 over_budget;   /* enum nc_over_budget */
+	__u32 generation;    /* the live slot generation of the names table: 0 or 1 */
+	__u32 slot_mask;     /* slots per generation - 1 (a power of two - 1); 0 before the first fill */
 };
 
 /* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */
