@@ -47,7 +47,7 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp"]
-    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget"]
+    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
     public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
@@ -179,6 +179,12 @@ public struct NearcastConfig: Sendable {
                             continue
                         }
                         config.xdp.overBudgetTruncates = s == "truncate"
+                    case "names-capacity":
+                        guard let n = xv.int, n >= 16, n <= 4_000_000 else {
+                            fail(xv, "xdp names-capacity must be a number of answers (16 to 4000000)")
+                            continue
+                        }
+                        config.xdp.namesCapacity = n
                     default:
                         fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
                     }

@@ -33,6 +33,10 @@ public struct XDPSettings: Hashable, Sendable {
     public var passBurst: UInt32 = 1000
     /// Above the budget: a minimal TC=1 reply (true) or a drop (false).
     public var overBudgetTruncates = true
+    /// Answers the names table holds (preallocated kernel memory, about 1.3 KB each; a full
+    /// change of every answer at once needs room for old and new). nil: the program's default.
+    /// A table pinned by a running instance keeps its size until the pins are removed.
+    public var namesCapacity: Int?
 
     public init() {}
 

@@ -42,7 +42,13 @@ public final class XDPDeployment: Sendable {
         } catch let e as BPFError {
             throw SetupError(description: "the maps pinned under \(settings.pinRoot) cannot be taken over (\(e)): stop the other instance and remove \(settings.pinRoot), or use another --pin-root")
         }
-        let fp = try FastPath(objectPath: objectPath, pinDirectory: settings.pinRoot)
+        let fp = try FastPath(
+            objectPath: objectPath, pinDirectory: settings.pinRoot, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
+        if let wanted = settings.namesCapacity, wanted != fp.capacity {
+            logger.warning(
+                "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
+                metadata: ["pinned-capacity": "\(fp.capacity)", "configured": "\(wanted)", "pin-root": "\(settings.pinRoot)"])
+        }
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         let table = try fp.write(image)
@@ -69,6 +75,14 @@ public final class XDPDeployment: Sendable {
                 throw SetupError(description: "\(failed.2) has no native XDP support in its driver: use --xdp \(failed.2):generic (or `\(failed.2):generic` in the config)")
             }
             throw error
+        }
+        if table.full + table.collisions > 0 {
+            logger.warning(
+                "some answers do not fit the names table and are left to the slow path",
+                metadata: [
+                    "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
+                    "hint": "raise xdp names-capacity",
+                ])
         }
         logger.info(
             "fast path ready",

@@ -162,6 +162,9 @@ import Glibc
               - origin: other.test.
                 file: missing.zone
             colour: blue
+            xdp:
+              names-capacity: 8
+              over-budget: bounce
             """
         let cfg = dir.appendingPathComponent("c.yaml")
         try cfgText.write(to: cfg, atomically: true, encoding: .utf8)
@@ -170,8 +173,11 @@ import Glibc
         #expect(out.status == 1)
         #expect(out.stderr.contains("\(cfg.path):3: listen: '127.0.0.1' is not ADDR:PORT"), "\(out.stderr)")
         #expect(out.stderr.contains("\(cfg.path):9: unknown key 'colour'"), "\(out.stderr)")
+        #expect(out.stderr.contains("\(cfg.path):11: xdp names-capacity must be a number of answers (16 to 4000000)"), "\(out.stderr)")
+        #expect(out.stderr.contains("\(cfg.path):12: xdp over-budget must be truncate or drop"), "\(out.stderr)")
         // Config errors come first; once the config is right, the zones' errors are all listed.
         try cfgText.replacingOccurrences(of: "  - 127.0.0.1\n", with: "").replacingOccurrences(of: "colour: blue", with: "")
+            .replacingOccurrences(of: "names-capacity: 8", with: "names-capacity: 64").replacingOccurrences(of: "bounce", with: "drop")
             .write(to: cfg, atomically: true, encoding: .utf8)
         let zones = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(zones.status == 1)
