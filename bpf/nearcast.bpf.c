@@ -78,25 +78,40 @@ int nearcast_xdp(struct xdp_md *ctx)
 	nc_barrier();
 	struct nc_dnshdr *dns = data + (pkt->dns_off & 0xff);
 	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
+	const struct nc_answer *ans = NULL;
+	int question_read = reason == NC_ANSWERED;
 
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
-	/* From here on, what is not answered goes to the slow path within the pass budget. */
-	if (reason != NC_ANSWERED)
-		return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 0);
-	nc_barrier(); /* the reply reads the query back from the scratch map: one path for all names */
+	if (question_read) {
+		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
+		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg);
+		if (!ans)
+			reason = NC_PASS_MISS;
+		else if (!nc_reply_fits(&scratch->q, ans, cfg))
+			reason = NC_PASS_TOO_BIG;
+	}
 
-	struct nc_answer *ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg);
+	/*
+	 * Not answered: to the slow path within the pass budget, else a TC=1 reply or a drop. One
+	 * call of the reply writer below serves both kinds of reply, so it is in the program once.
+	 */
+	int verdict = XDP_PASS;
+	int truncated = reason != NC_ANSWERED;
 
-	if (!ans)
-		return nc_pass_up(ctx, pkt, &scratch->q, cfg, NC_PASS_MISS, 1);
-
+	if (truncated) {
+		ans = nc_over_budget(cfg, reason, question_read, &verdict);
+		if (!ans)
+			return verdict;
+	}
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
 	if (reason == NC_ANSWERED)
-		return nc_exit(NC_ANSWERED, XDP_TX);
-	if (reason == NC_DROP_INTERNAL)
-		return nc_exit(reason, XDP_DROP);
-	return nc_pass_up(ctx, pkt, &scratch->q, cfg, reason, 1);
+		return nc_exit(truncated ? NC_LIMIT_TRUNCATED : NC_ANSWERED, XDP_TX);
+	if (reason == NC_DROP_INTERNAL || truncated)
+		return nc_exit(reason == NC_DROP_INTERNAL ? reason : NC_LIMIT_DROPPED, XDP_DROP);
+	/* The frame could not grow (nothing was changed): the slow path answers, within the budget. */
+	nc_over_budget(cfg, reason, 0, &verdict);
+	return verdict;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

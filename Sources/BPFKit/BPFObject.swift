@@ -16,7 +16,8 @@ public final class BPFObject: @unchecked Sendable {
 
     /// Opens `path` and loads it. The verifier's statistics are kept in `verifierLog`.
     ///
-    /// With `pinMapsUnder`, every map is pinned as `<dir>/<map name>`: a map already pinned there
+    /// With `pinMapsUnder`, every map the object declares is pinned as `<dir>/<map name>` (not the
+    /// compiler's internal ones, such as .rodata): a map already pinned there
     /// is reused (when its type and sizes match; otherwise loading fails and says so), so a new
     /// instance takes over the state of the one before it. `maxEntries` sizes maps by name before
     /// they are created (a reused map must have the same size).
@@ -36,6 +37,12 @@ public final class BPFObject: @unchecked Sendable {
         if let dir = pinDirectory {
             var m: OpaquePointer? = bpf_object__next_map(obj, nil)
             while let map = m {
+                // Internal maps (.rodata and the like) belong to this load of the object: a frozen
+                // .rodata cannot be reused by the next one, and there is no state in it to keep.
+                if bpf_map__is_internal(map) {
+                    m = bpf_object__next_map(obj, map)
+                    continue
+                }
                 let name = String(cString: bpf_map__name(map))
                 let rc = bpf_map__set_pin_path(map, dir + "/" + name)
                 if rc != 0 {
@@ -71,8 +78,14 @@ public final class BPFObject: @unchecked Sendable {
 
     /// Removes the pins of every map under `directory` (the maps live on while anything uses them).
     public func unpinMaps(under directory: String) throws(BPFError) {
-        let rc = bpf_object__unpin_maps(object, directory)
-        if rc != 0 { throw BPFError("unpin maps", directory, errno: rc) }
+        var m: OpaquePointer? = bpf_object__next_map(object, nil)
+        while let map = m {
+            m = bpf_object__next_map(object, map)
+            if bpf_map__is_internal(map) { continue }  // never pinned (see init)
+            let path = directory + "/" + String(cString: bpf_map__name(map))
+            let rc = bpf_map__unpin(map, path)
+            if rc != 0 { throw BPFError("unpin map", path, errno: rc) }
+        }
     }
 
     /// The instructions the verifier processed (from its `processed N insns` line), if reported.

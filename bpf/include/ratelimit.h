@@ -10,7 +10,6 @@
 #define NC_RATELIMIT_H
 
 #include "maps.h"
-#include "reply.h"
 #include "stats.h"
 
 struct {
@@ -53,24 +52,22 @@ static __always_inline int nc_take_token(const struct nc_config *cfg)
 static const struct nc_answer nc_tc_reply = { .flags = 0x8200 };
 
 /*
- * Hands a DNS query to the slow path when the budget allows; otherwise answers it TC=1 (only a
- * plain query whose question was read: `question_read`) or drops it. Counted either way.
+ * What to do with a DNS query XDP does not answer (for `reason`): XDP_PASS to the slow path when
+ * the budget allows (and NULL); above it, the TC=1 reply to write instead, for a plain query
+ * whose question was read (`question_read`) when so configured; else NULL and XDP_DROP. The
+ * verdict is counted here unless a reply is to be written.
  */
-static __always_inline int nc_pass_up(struct xdp_md *ctx, const struct nc_packet *pkt,
-				      struct nc_query *q, const struct nc_config *cfg,
-				      enum nc_reason reason, int question_read)
+static __always_inline const struct nc_answer *nc_over_budget(const struct nc_config *cfg, enum nc_reason reason,
+							      int question_read, int *verdict)
 {
-	if (nc_take_token(cfg))
-		return nc_exit(reason, XDP_PASS);
-	if (question_read && cfg->over_budget == NC_OVER_BUDGET_TRUNCATE) {
-		enum nc_reason r = nc_write_reply(ctx, pkt, q, &nc_tc_reply, cfg);
-
-		if (r == NC_ANSWERED)
-			return nc_exit(NC_LIMIT_TRUNCATED, XDP_TX);
-		if (r == NC_DROP_INTERNAL)
-			return nc_exit(r, XDP_DROP);
+	if (nc_take_token(cfg)) {
+		*verdict = nc_exit(reason, XDP_PASS);
+		return NULL;
 	}
-	return nc_exit(NC_LIMIT_DROPPED, XDP_DROP);
+	if (question_read && cfg->over_budget == NC_OVER_BUDGET_TRUNCATE)
+		return &nc_tc_reply;
+	*verdict = nc_exit(NC_LIMIT_DROPPED, XDP_DROP);
+	return NULL;
 }
 
 #endif /* NC_RATELIMIT_H */

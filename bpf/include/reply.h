@@ -49,9 +49,27 @@ static __always_inline void nc_swap_mac(struct ethhdr *eth)
 	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
 }
 
+/* The reply's DNS message length: the query's header and question, the sections, our OPT. */
+static __always_inline __u32 nc_reply_len(const struct nc_query *q, const struct nc_answer *ans)
+{
+	__u32 alen = ans->len, ecs_len = q->ecs_len;
+
+	if (alen > NC_SECTIONS_MAX || ecs_len > NC_ECS_MAX)
+		return 0xffff; /* cannot be: the control plane and the parser bound both */
+	return NC_DNS_HDR + q->qname_len + 4 + alen + (q->edns ? NC_OPT_LEN + ecs_len : 0);
+}
+
+/* Whether the reply from `ans` fits what the client takes; the slow path sets TC when it does not. */
+static __always_inline int nc_reply_fits(const struct nc_query *q, const struct nc_answer *ans,
+					  const struct nc_config *cfg)
+{
+	return nc_reply_len(q, ans) <= nc_reply_limit(q, cfg);
+}
+
 /*
- * Rewrites the query at `pkt` into the reply built from `ans`. Returns NC_ANSWERED, a reason to
- * pass (before anything was changed), or NC_DROP_INTERNAL (after: the packet is no longer the query).
+ * Rewrites the query at `pkt` into the reply built from `ans`, which fits (nc_reply_fits).
+ * Returns NC_ANSWERED, NC_PASS_NO_ROOM (before anything was changed), or NC_DROP_INTERNAL (after:
+ * the packet is no longer the query).
  */
 static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const struct nc_packet *pkt,
 						      struct nc_query *q, const struct nc_answer *ans,
@@ -60,16 +78,14 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	__u32 alen = ans->len;
 
 	if (alen > NC_SECTIONS_MAX)
-		return NC_PASS_SHAPE;
+		return NC_DROP_INTERNAL;
 	__u32 sections_at = NC_DNS_HDR + q->qname_len + 4; /* within the DNS message */
 	__u32 ecs_len = q->ecs_len;
 
 	if (ecs_len > NC_ECS_MAX)
-		return NC_PASS_SHAPE;
-	__u32 dns_len = sections_at + alen + (q->edns ? NC_OPT_LEN + ecs_len : 0);
+		return NC_DROP_INTERNAL;
+	__u32 dns_len = nc_reply_len(q, ans);
 
-	if (dns_len > nc_reply_limit(q, cfg))
-		return NC_PASS_TOO_BIG;
 	q->reply_len = dns_len;
 
 	void *data = (void *)(long)ctx->data;
