@@ -6,6 +6,8 @@ BPF_OBJ := .build/bpf/nearcast.bpf.o
 PASS_OBJ := .build/bpf/xdp_pass.bpf.o
 REFLECT_OBJ := .build/bpf/reflect.bpf.o
 KIT_OBJ := .build/bpf/kit_maps.bpf.o
+# nearcast's program with replies always grown at the head (see NC_TAILROOM_FIRST), for tests.
+HEAD_OBJ := .build/bpf/nearcast-headroom.bpf.o
 BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
 ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -24,11 +26,15 @@ build: deps bpf
 	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
-bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ) $(KIT_OBJ)
+bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ) $(KIT_OBJ) $(HEAD_OBJ)
 
 $(BPF_OBJ): $(BPF_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(HEAD_OBJ): $(BPF_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -DNC_TAILROOM_FIRST=0 -c $< -o $@
 
 # Programs for tests and benchmarks only: the pass-through one a test veth's client end needs,
 # the reflect ceiling, and maps for BPFKit's tests.

@@ -325,13 +325,29 @@ import Testing
 
     /// 100,000 generated and mutated queries: whenever XDP answers, its bytes are the slow path's.
     @Test func differentialAgainstTheSlowPath() throws {
+        try Self.differential(Self.fastPath.program, queries: 100_000)
+    }
+
+    /// The same with every reply grown at the head, as on frames without tailroom (kxdpgun's
+    /// over veth, say): the program built with NC_TAILROOM_FIRST=0.
+    @Test func differentialWhenRepliesGrowAtTheHead() throws {
+        let path = URL(fileURLWithPath: Self.objectPath).deletingLastPathComponent().appendingPathComponent("nearcast-headroom.bpf.o").path
+        let fp = try FastPath(objectPath: path)
+        try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
+        try fp.write(Self.image)
+        try Self.differential(fp.program, queries: 30_000)
+    }
+
+    /// Random and mutated queries through `program` and the slow path: whenever XDP answers, the
+    /// bytes are the slow path's.
+    static func differential(_ program: BPFProgram, queries: Int) throws {
         var rng = SplitMix(seed: 42)
         let names = Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
             + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test."]
         let types: [RRType] = [.a, .aaaa, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
         var answered = 0
         var compared = 0
-        for i in 0..<100_000 {
+        for i in 0..<queries {
             var name = names.randomElement(using: &rng)!
             name = String(name.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
             var edns: EDNS?
@@ -353,7 +369,7 @@ import Testing
                 payload = rng.mutate(payload, edits: Int.random(in: 1...3, using: &rng))
             }
             let p = Packet(vlanTags: Int.random(in: 0..<4, using: &rng) == 0 ? [7] : [], ipv6: Bool.random(using: &rng), payload: payload)
-            let out = try Self.fastPath.program.testRun(p.bytes)
+            let out = try program.testRun(p.bytes)
             guard out.returnValue == Self.XDP_TX else { continue }
             answered += 1
             guard let reply = p.parseReply(out.data), reply.udpChecksumOK, reply.ipChecksumOK else {
@@ -366,7 +382,7 @@ import Testing
                 break
             }
         }
-        #expect(answered > 20_000, "the fast path answers a good share (\(answered))")
+        #expect(answered > queries / 5, "the fast path answers a good share (\(answered))")
         #expect(compared == answered)
     }
 }

@@ -125,7 +125,7 @@ import Glibc
         #expect(daemon.stop(signal: SIGTERM) == 0)
     }
 
-    /// A flood from kxdpgun (AF_XDP, open loop, far beyond what the slow path answers), ten misses
+    /// A flood from kxdpgun (AF_XDP, open loop, far beyond what the slow path answers), five misses
     /// to every hot query: XDP keeps answering the hot ones, hands the slow path no more than its
     /// budget, answers the other misses TC=1, and the slow path still answers afterwards.
     @Test func aFloodOfMissesStaysWithinThePassBudget() throws {
@@ -136,7 +136,11 @@ import Glibc
         defer { daemon.stop() }
         #expect(daemon.log.contains("capacity=256"), "names-capacity reaches the table: \(daemon.log)")
         let queries = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-flood-\(getpid()).txt")
-        let lines = (0..<500).map { $0 % 10 == 0 ? "www.example.test A\nmiss\($0).example.test A" : "miss\($0).example.test A" }
+        // Hot: an A and an MX whose reply (with the mail server's addresses) outgrows the frame's
+        // tailroom on this path (an skb from kxdpgun's AF_XDP copy mode): XDP grows it at the head.
+        let lines = (0..<500).map {
+            $0 % 10 == 0 ? "www.example.test A\nexample.test MX\nmiss\($0).example.test A" : "miss\($0).example.test A"
+        }
         try lines.joined(separator: "\n").write(to: queries, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: queries) }
         // kxdpgun brings its own XDP program for the client end (it takes every reply to its
@@ -168,9 +172,10 @@ import Glibc
         let truncated = after["limit_truncated", default: 0] - before["limit_truncated", default: 0]
         let cpus = ProcessInfo.processInfo.activeProcessorCount
         print("flood: kxdpgun sent \(sent), got \(replies) replies; XDP answered \(answered), truncated \(truncated), passed \(passed)")
-        // One query in eleven is hot; all of them are answered by XDP, the flood notwithstanding.
-        #expect(Double(answered) >= Double(sent) / 11 * 0.95, "hot answered \(answered) of \(sent) sent")
-        #expect(Double(truncated) >= Double(sent) * 10 / 11 * 0.9, "above the budget, misses are answered TC=1 (\(truncated))")
+        // Two queries in twelve are hot; all of them are answered by XDP, the flood notwithstanding.
+        #expect(Double(answered) >= Double(sent) * 2 / 12 * 0.95, "hot answered \(answered) of \(sent) sent")
+        #expect(after["pass_no_room", default: 0] == before["pass_no_room", default: 0], "every reply found room")
+        #expect(Double(truncated) >= Double(sent) * 10 / 12 * 0.9, "above the budget, misses are answered TC=1 (\(truncated))")
         #expect(passed <= cpus * (200 * (seconds + 2) + 50), "the slow path gets no more than its budget (\(passed))")
         #expect(Double(replies) >= Double(sent) * 0.95, "kxdpgun got its replies (\(replies) of \(sent))")
         // The budget refills: a query after the flood is answered by the slow path.

@@ -40,6 +40,60 @@ static __always_inline int nc_copy_sections(__u8 *dst, const __u8 *src, __u32 le
 	return 0;
 }
 
+/*
+ * A reply grows at the tail when the frame has room there, else at the head. The tests build a
+ * variant with NC_TAILROOM_FIRST=0, which always grows at the head, to check that path's bytes
+ * against the slow path's (BPF_PROG_TEST_RUN frames always have tailroom).
+ */
+#ifndef NC_TAILROOM_FIRST
+#define NC_TAILROOM_FIRST 1
+#endif
+
+#define NC_PREFIX_MAX 512 /* frame bytes before the sections: L2-L4 headers, DNS header, question */
+
+/*
+ * Makes room for a reply `delta` bytes longer than the query when the frame has no tailroom for
+ * it (e.g. a veth frame that came from an skb with little slack; drivers keep at least 256 bytes
+ * of headroom for XDP): the frame grows at the head, and its first `prefix` bytes, everything the
+ * reply keeps of the query, move to the new start. The sections are then written over the rest.
+ * Returns 0, or -1 with the frame as it was.
+ */
+static __always_inline int nc_grow_at_head(struct xdp_md *ctx, __u32 prefix, int delta)
+{
+	if (delta <= 0 || prefix > NC_PREFIX_MAX)
+		return -1;
+	if (bpf_xdp_adjust_head(ctx, -delta))
+		return -1;
+	__u8 *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 d = delta & 0xfff; /* the frame grew by delta: the mask only tells the verifier */
+	__u32 i;
+
+	/* Moving to lower addresses, an ascending copy never reads what it already overwrote. */
+	for (i = 0; i < NC_PREFIX_MAX / 8; i++) { /* bound: the longest prefix, a word a step */
+		if (i * 8 + 8 > prefix)
+			break;
+		__u8 *dst = data + i * 8, *src = dst + d;
+
+		if ((void *)(src + 8) > data_end || (void *)(dst + 8) > data_end) /* dst < src: for the verifier */
+			goto undo;
+		*(__u64 *)dst = *(__u64 *)src;
+	}
+	for (__u32 k = i * 8; k < i * 8 + 7; k++) { /* bound: the tail is shorter than a word */
+		if (k >= prefix || k >= NC_PREFIX_MAX)
+			break;
+		__u8 *dst = data + k, *src = dst + d;
+
+		if ((void *)(src + 1) > data_end || (void *)(dst + 1) > data_end)
+			goto undo;
+		*dst = *src;
+	}
+	return 0;
+undo:
+	bpf_xdp_adjust_head(ctx, delta); /* cannot be reached: the query held the prefix */
+	return -1;
+}
+
 static __always_inline void nc_swap_mac(struct ethhdr *eth)
 {
 	__u8 tmp[ETH_ALEN];
@@ -92,9 +146,11 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	void *data_end = (void *)(long)ctx->data_end;
 	int delta = (int)(pkt->dns_off + dns_len) - (int)(data_end - data);
 
-	if (bpf_xdp_adjust_tail(ctx, delta))
-		return NC_PASS_NO_ROOM;
-	/* adjust_tail invalidates every packet pointer: derive them again. */
+	if ((!NC_TAILROOM_FIRST && delta > 0) || bpf_xdp_adjust_tail(ctx, delta)) {
+		if (nc_grow_at_head(ctx, pkt->dns_off + sections_at, delta))
+			return NC_PASS_NO_ROOM;
+	}
+	/* adjust_tail and adjust_head invalidate every packet pointer: derive them again. */
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
 
