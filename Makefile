@@ -49,6 +49,7 @@ verifier-stats: $(BPF_OBJ)
 run: build
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"
 	@echo "    dig @127.0.0.1 -p 5300 www.demo.nearcast.test A"
+	@echo "    $(BIN)/nearcast stats --api 127.0.0.1:8053 --token-file examples/demo/tokens"
 	@echo "Stop it with Ctrl-C."
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
 

@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Pure Swift DNS wire format: names, messages, RRs, EDNS, ECS. No dependencies.
@@ -40,11 +42,13 @@ let package = Package(
                 "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The SwiftNIO UDP + TCP slow path.
+        // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API.
         .target(
             name: "NearcastServer",
             dependencies: [
                 "DNSWire", "NearcastCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -23,6 +23,9 @@ public struct ZoneSource: Hashable, Sendable {
 /// zones:
 ///   - origin: example.net.
 ///     file: zones/example.net.zone   # relative to this file
+/// api:
+///   listen: 127.0.0.1:8053
+///   tokens: tokens                   # ROLE TOKEN lines (see APITokens)
 /// ```
 public struct NearcastConfig: Sendable {
     public var listen: [ListenAddress] = []
@@ -33,6 +36,8 @@ public struct NearcastConfig: Sendable {
     public var tcpIdleTimeout: Int = 10
     /// The XDP fast path; off unless interfaces are named.
     public var xdp = XDPSettings()
+    /// The management API; off unless an address is given.
+    public var api = APISettings()
 
     public init() {}
 
@@ -46,7 +51,8 @@ public struct NearcastConfig: Sendable {
         return try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
     }
 
-    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp"]
+    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api"]
+    static let knownAPIKeys = ["listen", "tokens"]
     static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
@@ -187,6 +193,29 @@ public struct NearcastConfig: Sendable {
                         config.xdp.namesCapacity = n
                     default:
                         fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
+                    }
+                }
+            case "api":
+                guard let m = v.mapping else {
+                    fail(v, "api must be a mapping (\(knownAPIKeys.joined(separator: ", ")))")
+                    continue
+                }
+                for (ak, av) in m {
+                    switch ak.string ?? "" {
+                    case "listen":
+                        guard let s = av.string, let a = ListenAddress(s) else {
+                            fail(av, "api listen: '\(av.string ?? "?")' is not ADDR:PORT (e.g. 127.0.0.1:8053)")
+                            continue
+                        }
+                        config.api.listen = a
+                    case "tokens":
+                        guard let s = av.string, !s.isEmpty else {
+                            fail(av, "api tokens must be the path of a tokens file")
+                            continue
+                        }
+                        config.api.tokensPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                    default:
+                        fail(ak, "unknown api key '\(ak.string ?? "?")' (known: \(knownAPIKeys.joined(separator: ", ")))")
                     }
                 }
             default:

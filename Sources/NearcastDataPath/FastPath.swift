@@ -228,6 +228,17 @@ public struct FastPathStats: Equatable, Sendable {
     public var limitTruncated: UInt64 = 0
     public var limitDropped: UInt64 = 0
     public init() {}
+
+    /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
+    /// `bpftool map dump` names them).
+    public var counters: [StatsReport.Counter] {
+        [
+            ("answered", answered), ("pass_not_dns", passNotDNS), ("pass_shape", passShape), ("pass_edns", passEDNS),
+            ("pass_miss", passMiss), ("pass_too_big", passTooBig), ("pass_no_room", passNoRoom),
+            ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
+            ("limit_dropped", limitDropped),
+        ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
+    }
 }
 
 /// How many DNS queries per second each CPU's XDP may hand to the slow path, and what it does

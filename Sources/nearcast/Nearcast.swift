@@ -4,11 +4,11 @@ import NearcastCore
 
 /// `nearcast`: the operator's command line.
 @main
-struct Nearcast: ParsableCommand {
+struct Nearcast: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nearcast",
         abstract: "Operate a nearcast GeoDNS server.",
-        subcommands: [CheckConfig.self]
+        subcommands: [CheckConfig.self, Stats.self]
     )
 }
 
@@ -29,6 +29,7 @@ struct CheckConfig: ParsableCommand {
                 throw DiagnosticsError([Diagnostic(file: file, line: 0, message: "no 'listen' addresses: nearcastd would need --listen")])
             }
             let zones = try cfg.loadZones()
+            _ = try cfg.api.loadTokens()
             let records = zones.map(\.recordCount).reduce(0, +)
             print("\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")")
         } catch {

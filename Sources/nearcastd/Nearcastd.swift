@@ -48,6 +48,12 @@ struct Nearcastd: AsyncParsableCommand {
     @Flag(name: .long, help: "Leave the XDP program attached and its maps pinned when stopping.")
     var keepXdp = false
 
+    @Option(name: .long, help: ArgumentHelp("Serve the management API on ADDR:PORT (e.g. 127.0.0.1:8053).", valueName: "ADDR:PORT"))
+    var api: String?
+
+    @Option(name: .long, help: ArgumentHelp("The management API's tokens: ROLE TOKEN lines.", valueName: "FILE"))
+    var apiTokens: String?
+
     @Option(name: .long, help: "Event-loop threads (default: one per core).")
     var threads: Int = System.coreCount
 
@@ -61,6 +67,9 @@ struct Nearcastd: AsyncParsableCommand {
             throw ValidationError("--listen '\(l)' is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)")
         }
         for z in zone where !z.contains("=") { throw ValidationError("--zone '\(z)' is not ORIGIN=PATH") }
+        if let a = api, ListenAddress(a) == nil {
+            throw ValidationError("--api '\(a)' is not ADDR:PORT (e.g. 127.0.0.1:8053)")
+        }
         for x in xdp where XDPSettings.Interface(x) == nil {
             throw ValidationError("--xdp '\(x)' is not IFACE, IFACE:native or IFACE:generic")
         }
@@ -85,6 +94,8 @@ struct Nearcastd: AsyncParsableCommand {
         if let pinRoot { cfg.xdp.pinRoot = pinRoot }
         if let bpfObject { cfg.xdp.objectPath = bpfObject }
         if keepXdp { cfg.xdp.keepOnExit = true }
+        if let api { cfg.api.listen = ListenAddress(api) }
+        if let apiTokens { cfg.api.tokensPath = apiTokens }
         if cfg.listen.isEmpty {
             throw DiagnosticsError([Diagnostic(file: config ?? "command line", line: 0, message: "no listen address: give --listen ADDR:PORT or 'listen:' in the config")])
         }
@@ -98,11 +109,14 @@ struct Nearcastd: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "nearcastd")
+        let startedAt = ContinuousClock.now
         let cfg: NearcastConfig
         let zones: [Zone]
+        let tokens: APITokens
         do {
             cfg = try effectiveConfig()
             zones = try cfg.loadZones()
+            tokens = try cfg.api.loadTokens()
         } catch {
             FileHandle.standardError.write(error.description + "\n")
             throw ExitCode(1)
@@ -141,8 +155,31 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        var api: ManagementAPI?
+        if let address = cfg.api.listen {
+            if tokens.entries.isEmpty {
+                logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
+            }
+            let deployment = fastPath
+            let sources = ManagementAPI.Sources(stats: {
+                let uptime = ContinuousClock.now - startedAt
+                return StatsReport(
+                    uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                    xdp: try deployment?.fastPath.statistics().counters)
+            })
+            do {
+                api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
+            } catch {
+                logger.error("cannot start the management API", metadata: ["address": "\(address)", "error": "\(error)"])
+                fastPath?.stop()
+                await server.stop()
+                try await group.shutdownGracefully()
+                throw ExitCode(1)
+            }
+        }
         let signal = await Self.waitForTermination()
         logger.info("stopping", metadata: ["signal": "\(signal)"])
+        await api?.stop()
         fastPath?.stop()
         await server.stop()
         try await group.shutdownGracefully()

@@ -78,10 +78,11 @@ enum TestSupport {
 
     /// Runs a program to completion (killed after `timeout` seconds) and captures its output.
     @discardableResult
-    static func run(_ path: String, _ args: [String], timeout: Double = 20) throws -> Output {
+    static func run(_ path: String, _ args: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> Output {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = args
+        if let environment { p.environment = environment }
         // Output goes to files, so a full pipe can never block the program.
         let tmp = FileManager.default.temporaryDirectory
         let outURL = tmp.appendingPathComponent("nearcast-run-\(UUID().uuidString).out")

@@ -183,6 +183,43 @@ import Glibc
         #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
     }
 
+    /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;
+    /// with --watch, rates per second too.
+    @Test func nearcastStatsPrintsTheXDPCounters() throws {
+        let t = try Topology()
+        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-tokens-\(getpid())")
+        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let daemon = try Self.startDaemon(t, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
+        defer { daemon.stop() }
+        for _ in 0..<3 { _ = try Self.dig(["www.example.test", "A"]) }
+        _ = try Self.dig(["nope.example.test", "A"])
+
+        // The API listens on 127.0.0.1 inside the server's namespace: so does the CLI.
+        let stats = { (extra: [String]) throws -> TestSupport.Output in
+            try TestSupport.run(
+                try TestSupport.tool("ip"),
+                ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "stats", "--api", "127.0.0.1:8053", "--token-file", tokens.path]
+                    + extra)
+        }
+        let out = try stats([])
+        let bpftool = try Self.counters(t)
+        #expect(out.status == 0, "\(out.stderr)")
+        func printed(_ reason: String) -> Int? {
+            guard let line = out.stdout.split(separator: "\n").first(where: { $0.split(separator: " ").first.map(String.init) == reason }) else { return nil }
+            return Int(line.split(separator: " ").last ?? "")
+        }
+        #expect(printed("answered") == bpftool["answered"] && bpftool["answered", default: 0] >= 3, "\(out.stdout) vs \(bpftool)")
+        #expect(printed("pass_miss") == bpftool["pass_miss"] && bpftool["pass_miss", default: 0] >= 1, "\(out.stdout)")
+        for reason in ["pass_not_dns", "pass_shape", "pass_edns", "pass_too_big", "pass_no_room", "drop_malformed", "drop_internal", "limit_truncated", "limit_dropped"] {
+            #expect(printed(reason) != nil, "\(reason) is listed: \(out.stdout)")
+        }
+
+        let watch = try stats(["--watch", "--interval", "0.3", "--count", "2"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        #expect(watch.stdout.components(separatedBy: "per second").count - 1 == 2, "two refreshes with rates: \(watch.stdout)")
+    }
+
     @Test func xdpAnswersHotNamesTheSlowPathTheRestAndTheFastPathOutlivesTheDaemon() throws {
         let t = try Topology()
         var daemon = try Self.startDaemon(t)

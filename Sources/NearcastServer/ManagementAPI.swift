@@ -1,0 +1,151 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import NearcastCore
+import ServiceLifecycle
+
+/// The daemon's HTTP management API (Hummingbird), on a loopback address by default. Every route
+/// but the liveness one, `GET /healthz`, needs a bearer token from the tokens file whose role is
+/// high enough: 401 without a valid token, 403 with one of too low a role.
+///
+/// Routes so far: `GET /healthz`, `GET /v1/stats` (read).
+public final class ManagementAPI: Sendable {
+    /// Where the daemon's state comes from; each call reads it afresh.
+    public struct Sources: Sendable {
+        public var stats: @Sendable () throws -> StatsReport
+
+        public init(stats: @escaping @Sendable () throws -> StatsReport) { self.stats = stats }
+    }
+
+    /// The port it listens on (the one asked for, or the one the kernel chose for port 0).
+    public let port: Int
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
+        self.port = port
+        self.group = group
+        self.task = task
+    }
+
+    /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
+    public static func start(
+        on address: ListenAddress, tokens: APITokens, sources: Sources, logger: Logger
+    ) async throws -> ManagementAPI {
+        let router = Router(context: APIRequestContext.self)
+        router.get("healthz") { _, _ in "ok\n" }
+        let v1 = router.group("v1").add(middleware: BearerAuth(tokens: tokens, logger: logger))
+        v1.get("stats") { _, context -> Response in
+            try context.require(.read)
+            return try jsonResponse(try sources.stats())
+        }
+        let started = StartSignal()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "nearcast"),
+            onServerRunning: { channel in started.fire(.success(channel.localAddress?.port ?? address.port)) },
+            logger: logger)
+        // Its own service group, without signal handling (the daemon has its own): stop() asks it
+        // to shut down gracefully, letting requests in flight finish.
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let task = Task {
+            do {
+                try await group.run()
+            } catch {
+                started.fire(.failure(error))
+                throw error
+            }
+        }
+        let port = try await started.value
+        logger.info("management API listening", metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)"])
+        return ManagementAPI(port: port, group: group, task: task)
+    }
+
+    /// Stops listening and waits for requests in flight to finish.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+
+    static func jsonResponse(_ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        var body = try encoder.encode(value)
+        body.append(0x0A)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+/// The request context of the management API: who the bearer token says the caller is.
+public struct APIRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The matching token's entry, once BearerAuth has checked it.
+    public var caller: APITokens.Entry?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        caller = nil
+    }
+
+    /// Throws 403 unless the caller's role is at least `role`.
+    func require(_ role: APIRole) throws {
+        guard let c = caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }
+        guard c.role >= role else {
+            throw HTTPError(.forbidden, message: "this needs a token of role \(role) or above; this one is \(c.role)")
+        }
+    }
+}
+
+/// Checks `Authorization: Bearer TOKEN` against the tokens file: 401 (with WWW-Authenticate) when
+/// it is missing or unknown; otherwise the context carries the caller's entry.
+struct BearerAuth: RouterMiddleware {
+    typealias Context = APIRequestContext
+    let tokens: APITokens
+    let logger: Logger
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        guard header.hasPrefix(prefix), let entry = tokens.match(header.dropFirst(prefix.count)) else {
+            logger.notice("management API: refused a request without a valid token", metadata: ["path": "\(request.uri.path)"])
+            throw HTTPError(
+                .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"nearcast\""],
+                message: header.isEmpty ? "a bearer token is needed" : "the bearer token is not valid")
+        }
+        var context = context
+        context.caller = entry
+        return try await next(request, context)
+    }
+}
+
+/// Hands the outcome of start-up (bound, or failed) to the one waiter, once.
+/// `@unchecked Sendable`: its state is guarded by the lock.
+final class StartSignal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<Int, any Error>?
+    private var waiter: CheckedContinuation<Int, any Error>?
+
+    func fire(_ r: Result<Int, any Error>) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard result == nil else { return }
+        result = r
+        waiter?.resume(with: r)
+        waiter = nil
+    }
+
+    var value: Int {
+        get async throws {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Int, any Error>) in
+                lock.lock()
+                defer { lock.unlock() }
+                if let r = result { c.resume(with: r) } else { waiter = c }
+            }
+        }
+    }
+}

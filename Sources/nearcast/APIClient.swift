@@ -1,0 +1,50 @@
+import Foundation
+import NearcastCore
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The CLI's side of the daemon's management API: where it is and which token to present.
+struct APIClient {
+    var address: ListenAddress
+    var token: String?
+
+    /// What went wrong, said as the operator should read it.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// GETs `path` and decodes its JSON.
+    func get<T: Decodable>(_ path: String, as type: T.Type) async throws -> T {
+        let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        guard let url = URL(string: "http://\(host):\(address.port)\(path)") else {
+            throw Failure(description: "bad API address \(address)")
+        }
+        var request = URLRequest(url: url, timeoutInterval: 5)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw Failure(description: "cannot reach the management API at \(address) (\(error.localizedDescription)); is nearcastd running with --api \(address)?")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else {
+            let message = (try? JSONDecoder().decode(ErrorBody.self, from: data).error.message) ?? String(decoding: data, as: UTF8.self)
+            throw Failure(description: "the management API answered \(status): \(message)")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch {
+            throw Failure(description: "the management API's answer to \(path) is not what this nearcast reads: \(error)")
+        }
+    }
+}
+
+/// The body of the API's errors (Hummingbird's): `{"error":{"message":"..."}}`.
+private struct ErrorBody: Decodable {
+    struct Inner: Decodable { var message: String }
+    var error: Inner
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import NearcastCore
+
+/// How a command finds the daemon's management API and the token to present: `--api`, then
+/// NEARCAST_API, then 127.0.0.1:8053; NEARCAST_TOKEN, else the first token of the right role in
+/// `--token-file` (default /etc/nearcast/tokens, the daemon's own file, readable by root).
+struct APIOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The management API (default: $NEARCAST_API, else 127.0.0.1:8053).", valueName: "ADDR:PORT"))
+    var api: String?
+
+    @Option(name: .long, help: ArgumentHelp("A tokens file (ROLE TOKEN lines; default /etc/nearcast/tokens); $NEARCAST_TOKEN wins.", valueName: "FILE"))
+    var tokenFile: String?
+
+    func validate() throws {
+        if let a = api, ListenAddress(a) == nil { throw ValidationError("--api '\(a)' is not ADDR:PORT (e.g. 127.0.0.1:8053)") }
+    }
+
+    /// A client for calls that need at least `role`.
+    func client(role: APIRole) throws -> APIClient {
+        let env = ProcessInfo.processInfo.environment
+        let text = api ?? env["NEARCAST_API"] ?? "127.0.0.1:8053"
+        guard let address = ListenAddress(text) else { throw ValidationError("API address '\(text)' is not ADDR:PORT") }
+        if let t = env["NEARCAST_TOKEN"], !t.isEmpty { return APIClient(address: address, token: t) }
+        let path = tokenFile ?? "/etc/nearcast/tokens"
+        guard FileManager.default.fileExists(atPath: path) else {
+            if tokenFile != nil { throw APIClient.Failure(description: "\(path): no such tokens file") }
+            return APIClient(address: address, token: nil)  // the API will say what it needs
+        }
+        let tokens: APITokens
+        do { tokens = try APITokens.load(path: path) } catch { throw APIClient.Failure(description: error.description) }
+        guard let entry = tokens.entries.first(where: { $0.role >= role }) else {
+            throw APIClient.Failure(description: "\(path) has no token of role \(role) or above")
+        }
+        return APIClient(address: address, token: entry.token)
+    }
+}

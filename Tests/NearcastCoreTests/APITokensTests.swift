@@ -1,0 +1,47 @@
+import Testing
+
+@testable import NearcastCore
+
+struct APITokensTests {
+    let read = "0123456789abcdef0123456789abcdef"
+    let admin = "fedcba9876543210fedcba9876543210"
+
+    @Test func aTokensFileGivesEachTokenItsRole() throws {
+        let t = try APITokens.parse("# operators\nread \(read)\n\n  admin\t\(admin)   # on-call\n", fileName: "tokens")
+        #expect(t.entries.map(\.role) == [.read, .admin])
+        #expect(t.match(read)?.source == "tokens:2")
+        #expect(t.match(admin)?.role == .admin)
+        #expect(APIRole.admin > .write && APIRole.write > .read)
+    }
+
+    @Test func onlyTheWholeTokenMatches() throws {
+        let t = try APITokens.parse("read \(read)\n", fileName: "tokens")
+        #expect(t.match(read) != nil)
+        #expect(t.match(read.dropLast()) == nil, "a prefix is not the token")
+        #expect(t.match(read + "0") == nil, "nor is a longer string")
+        #expect(t.match("") == nil)
+        #expect(t.match(read.uppercased()) == nil, "tokens are case-sensitive")
+    }
+
+    @Test func everyBadLineIsReportedWithItsNumber() {
+        let text = "read \(read)\nroot \(admin)\nread short\nwrite\nread \(read)\n"
+        do {
+            _ = try APITokens.parse(text, fileName: "/etc/nearcast/tokens")
+            Issue.record("a bad tokens file must be refused")
+        } catch {
+            let d = error.diagnostics.map(\.description)
+            #expect(d.count == 4, "\(d)")
+            #expect(d.contains("/etc/nearcast/tokens:2: unknown role 'root' (known: read, write, admin)"))
+            #expect(d.contains { $0.hasPrefix("/etc/nearcast/tokens:3: a token is at least 32 characters") })
+            #expect(d.contains("/etc/nearcast/tokens:4: expected ROLE TOKEN (two fields), found 1"))
+            #expect(d.contains("/etc/nearcast/tokens:5: this token is already listed"))
+        }
+    }
+
+    @Test func aMissingFileSaysSo() {
+        #expect(throws: DiagnosticsError.self) { try APITokens.load(path: "/nonexistent/tokens") }
+        do { _ = try APITokens.load(path: "/nonexistent/tokens") } catch {
+            #expect(error.description == "/nonexistent/tokens: tokens file does not exist")
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import NearcastCore
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The management API of the real nearcastd, and `nearcast stats` against it (the XDP counters
+/// themselves are checked end to end in XDPEndToEndTests).
+@Suite(.timeLimit(.minutes(2))) struct ManagementAPITests {
+    static let readToken = "0123456789abcdef0123456789abcdef"
+
+    /// A daemon with the API on a free port and a tokens file with one read token.
+    static func start() throws -> (daemon: ServerProcess, api: Int, tokens: URL) {
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tokens-\(UUID().uuidString)")
+        try "# test\nread \(readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let api = try TestSupport.freePort()
+        let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
+        try daemon.waitUntilReady { daemon.log.contains("management API listening") }
+        return (daemon, api, tokens)
+    }
+
+    static func get(_ port: Int, _ path: String, token: String? = nil) async throws -> (Int, [String: String], Data) {
+        var r = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        if let token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: r)
+        let http = response as! HTTPURLResponse
+        var headers: [String: String] = [:]
+        for (k, v) in http.allHeaderFields { headers[String(describing: k).lowercased()] = String(describing: v) }
+        return (http.statusCode, headers, data)
+    }
+
+    @Test func livenessNeedsNoTokenEverythingElseDoes() async throws {
+        let (daemon, api, tokens) = try Self.start()
+        defer {
+            daemon.stop()
+            try? FileManager.default.removeItem(at: tokens)
+        }
+        let (live, _, body) = try await Self.get(api, "/healthz")
+        #expect(live == 200 && String(decoding: body, as: UTF8.self) == "ok\n")
+
+        let (none, headers, noneBody) = try await Self.get(api, "/v1/stats")
+        #expect(none == 401)
+        #expect(headers["www-authenticate"] == "Bearer realm=\"nearcast\"")
+        #expect(String(decoding: noneBody, as: UTF8.self).contains("a bearer token is needed"))
+        let (wrong, _, wrongBody) = try await Self.get(api, "/v1/stats", token: String(Self.readToken.reversed()))
+        #expect(wrong == 401 && String(decoding: wrongBody, as: UTF8.self).contains("the bearer token is not valid"))
+        #expect(daemon.log.contains("refused a request without a valid token"))
+
+        let (ok, okHeaders, json) = try await Self.get(api, "/v1/stats", token: Self.readToken)
+        #expect(ok == 200 && okHeaders["content-type"] == "application/json")
+        let report = try JSONDecoder().decode(StatsReport.self, from: json)
+        #expect(report.xdp == nil, "no fast path without --xdp")
+        #expect(report.uptime > 0)
+        let (missing, _, _) = try await Self.get(api, "/v1/nothing-here", token: Self.readToken)
+        #expect(missing == 404)
+    }
+
+    @Test func theCLIPrintsStatsAndTheAPIsRefusals() throws {
+        let (daemon, api, tokens) = try Self.start()
+        defer {
+            daemon.stop()
+            try? FileManager.default.removeItem(at: tokens)
+        }
+        let cli = try TestSupport.product("nearcast")
+        let ok = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("XDP fast path: off"), "\(ok.stdout)")
+
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-notokens-\(UUID().uuidString)")
+        try "# nobody\n".write(to: empty, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let noToken = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)", "--token-file", empty.path])
+        #expect(noToken.status == 1 && noToken.stderr.contains("has no token of role read or above"), "\(noToken.stderr)")
+
+        var env = ProcessInfo.processInfo.environment
+        env["NEARCAST_TOKEN"] = String(repeating: "x", count: 32)
+        let refused = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)"], environment: env)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("the management API answered 401: the bearer token is not valid"), "\(refused.stderr)")
+
+        let down = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(try TestSupport.freePort())", "--token-file", tokens.path])
+        #expect(down.status == 1 && down.stderr.contains("cannot reach the management API"), "\(down.stderr)")
+    }
+
+    @Test func aBadTokensFileStopsTheDaemonAtStart() throws {
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-badtokens-\(UUID().uuidString)")
+        try "reader \(Self.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let out = try TestSupport.run(
+            try TestSupport.product("nearcastd"),
+            ["--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:\(try TestSupport.freePort())",
+             "--api", "127.0.0.1:\(try TestSupport.freePort())", "--api-tokens", tokens.path])
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin)"), "\(out.stderr)")
+    }
+}
