@@ -5,13 +5,15 @@
 # sweeps offered rates; the figure is the highest rate answered at >= 95 %. The server veth runs
 # threaded NAPI with its kthread pinned to SERVER_CPU, so the XDP work is the server core's (on veth
 # it would otherwise run on the sender's core); the server's CPU time per reply (its NAPI kthread and
-# its process, from schedstat) is measured at one rate all three sustain (CPU_RATE), three times. Writes BENCHMARKS.md between the bench-xdp-throughput markers.
+# its process, from schedstat) is measured at one rate all three sustain (CPU_RATE), three times;
+# then dnsperf. Writes BENCHMARKS.md between the bench-xdp-throughput markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KX_DURATION=${KX_DURATION:-5}
 KX_RATES=${KX_RATES:-"100000 200000 300000 400000 500000 600000 800000 1000000"}
 CPU_RATE=${CPU_RATE:-200000}
+DP_DURATION=${DP_DURATION:-5}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
@@ -92,7 +94,17 @@ kx_answers() { # rate -> "sent answers"
 		kx "$1"
 	fi
 }
-declare -A BEST CPU CPUALL
+# dnsperf (closed loop, sockets): the client end needs a pass-through XDP program for the server's
+# XDP_TX frames to arrive (DESIGN §9). Queries per second over DP_DURATION.
+dp() {
+	ip -force -n "$CLI" link set dev "$CIF" xdpdrv obj .build/bpf/xdp_pass.bpf.o sec xdp # kxdpgun leaves its own
+	pin_napi "$CLI" "$CIF" "$CLIENT_CPU"
+	ip netns exec "$CLI" taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -d "$work/queries" -l "$DP_DURATION" -c 8 -q 256 \
+		>"$work/dp.out" 2>&1 || true
+	ip -n "$CLI" link set dev "$CIF" xdpdrv off
+	awk '/Queries per second:/ {printf "%d", $4}' "$work/dp.out"
+}
+declare -A BEST CPU CPUALL DNSPERF
 measure() { # name
 	local name=$1 r sent replies best=0
 	TARGET=$name
@@ -114,6 +126,8 @@ measure() { # name
 	CPU[$name]=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
 	CPUALL[$name]="${runs[*]}"
 	echo "$name: server CPU ${CPU[$name]} us per reply at $CPU_RATE q/s (runs: ${CPUALL[$name]})"
+	DNSPERF[$name]=$(dp)
+	echo "$name: dnsperf ${DNSPERF[$name]} q/s"
 }
 
 # 1. The reflect ceiling.
@@ -178,6 +192,7 @@ Command: \`make bench\` (or \`tools/bench-xdp-throughput.sh\`).
 | highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[nearcast]} | ${BEST[knot]} | $(ratio "${BEST[nearcast]}" "${BEST[reflect]}") | $(ratio "${BEST[nearcast]}" "${BEST[knot]}") |
 | server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[nearcast]} | ${CPU[knot]} | $(ratio "${CPU[nearcast]}" "${CPU[reflect]}") | $(ratio "${CPU[nearcast]}" "${CPU[knot]}") |
 | the three runs (us) | ${CPUALL[reflect]} | ${CPUALL[nearcast]} | ${CPUALL[knot]} | | |
+| dnsperf, queries/s (closed loop, 8 clients, 256 outstanding; its core is the limit) | ${DNSPERF[reflect]} | ${DNSPERF[nearcast]} | ${DNSPERF[knot]} | $(ratio "${DNSPERF[nearcast]}" "${DNSPERF[reflect]}") | $(ratio "${DNSPERF[nearcast]}" "${DNSPERF[knot]}") |
 <!-- bench-xdp-throughput:end -->
 T
 )

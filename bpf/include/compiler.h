@@ -25,4 +25,13 @@
  */
 #define nc_barrier_var(x) asm volatile("" : "+r"(x))
 
+/*
+ * Word types that may alias anything: packet bytes, byte arrays and header structs are read and
+ * written a word at a time through these, which C's aliasing rules allow only for such types
+ * (without them the compiler may reorder a word read past a byte write of the same memory).
+ */
+typedef __u16 __attribute__((__may_alias__)) nc_u16a;
+typedef __u32 __attribute__((__may_alias__)) nc_u32a;
+typedef __u64 __attribute__((__may_alias__)) nc_u64a;
+
 #endif /* NC_COMPILER_H */

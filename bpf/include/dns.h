@@ -227,7 +227,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	 * gathered byte by byte below: reading 8 bytes there could run past the packet.
 	 */
 	__u64 h = nc_hash_start(len), wsum = 0;
-	__u64 *kw = (__u64 *)key->name;
+	nc_u64a *kw = (nc_u64a *)key->name;
 	__u32 i;
 
 	for (i = 0; i < NC_NAME_MAX / 8; i++) { /* bound: 255 octets, RFC 1035 §3.1, a word a step */
@@ -235,7 +235,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 			break;
 		if ((void *)(name + i * 8 + 8) > data_end)
 			return NC_PASS_SHAPE;
-		__u64 w = *(__u64 *)(name + i * 8);
+		__u64 w = *(nc_u64a *)(name + i * 8);
 		__u64 lw = nc_fold_word(w);
 
 		wsum += nc_csum_word_le(w);

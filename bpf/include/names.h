@@ -66,8 +66,8 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 
 	if (!e || e->key.qtype != key->qtype || e->key.len != key->len)
 		return NULL;
-	const __u64 *a = (const __u64 *)e->key.name;
-	const __u64 *b = (const __u64 *)key->name;
+	const nc_u64a *a = (const nc_u64a *)e->key.name;
+	const nc_u64a *b = (const nc_u64a *)key->name;
 	__u32 len = key->len;
 
 	for (__u32 j = 0; j < NC_NAME_MAX / 8; j++) { /* bound: the longest name, a word a step */

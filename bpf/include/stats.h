@@ -12,7 +12,7 @@ static __always_inline int nc_exit(enum nc_reason reason, int action)
 
 	/* The counters are laid out in reason order (asserted in abi.c). */
 	if (stats && reason < NC_REASON_MAX)
-		((__u64 *)stats)[reason] += 1;
+		((nc_u64a *)stats)[reason] += 1;
 	return action;
 }
 
