@@ -8,6 +8,8 @@ REFLECT_OBJ := .build/bpf/reflect.bpf.o
 KIT_OBJ := .build/bpf/kit_maps.bpf.o
 # nearcast's program with replies always grown at the head (see NC_TAILROOM_FIRST), for tests.
 HEAD_OBJ := .build/bpf/nearcast-headroom.bpf.o
+# The test City database, written by MaxMind's own writer from tools/geo/test-city.json.
+GEO_DB := .build/geo/test-city.mmdb
 BPF_SRC := bpf/nearcast.bpf.c $(wildcard bpf/include/*.h) Sources/CNearcastABI/include/nearcast_abi.h
 ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -42,6 +44,10 @@ $(HEAD_OBJ): $(BPF_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+$(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl
+	@mkdir -p $(dir $@)
+	perl tools/make-test-mmdb.pl $< $@
+
 # Loads the program through the kernel's verifier and prints the instructions it processed.
 verifier-stats: $(BPF_OBJ)
 	tools/verifier-stats.sh $(BPF_OBJ)
@@ -54,7 +60,7 @@ run: build
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
 
 # The integration tests start the debug nearcastd binary and real dig/kdig/nsd, so build all first.
-test: deps bpf
+test: deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

@@ -22,6 +22,10 @@ let package = Package(
         .target(name: "DNSWire"),
         // libbpf (Debian: libbpf-dev); only BPFKit imports it.
         .systemLibrary(name: "CLibBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
+        // libmaxminddb (Debian: libmaxminddb-dev); only MaxMindDB imports it.
+        .systemLibrary(name: "CMaxMindDB", pkgConfig: "libmaxminddb", providers: [.apt(["libmaxminddb-dev"])]),
+        // A small Swift reader of MaxMind DB files over libmaxminddb: lookups and a walk of every network.
+        .target(name: "MaxMindDB", dependencies: ["CMaxMindDB"]),
         // The one header the XDP program and Swift share (structs, map names, ABI version).
         .target(name: "CNearcastABI"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
@@ -84,6 +88,7 @@ let package = Package(
         .target(name: "NearcastTestSupport", path: "Tests/NearcastTestSupport"),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
+        .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+@testable import MaxMindDB
+
+/// The reader on the test City database that MaxMind's own writer makes from
+/// tools/geo/test-city.json (`make test` builds it: tools/make-test-mmdb.pl).
+@Suite struct MaxMindDatabaseTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var databasePath: String { root.appendingPathComponent(".build/geo/test-city.mmdb").path }
+
+    /// The fixture as the tests expect to read it back: network text -> location.
+    static let fixture: [(network: String, location: GeoLocation)] = {
+        let data = try! Data(contentsOf: root.appendingPathComponent("tools/geo/test-city.json"))
+        let json = try! JSONSerialization.jsonObject(with: data) as! [String: Any]
+        let cities = json["cities"] as! [String: [String: Any]]
+        return (json["networks"] as! [[String: Any]]).map { n in
+            if let city = n["city"] as? String, let c = cities[city] {
+                return (
+                    n["network"] as! String,
+                    GeoLocation(
+                        latitude: c["latitude"] as? Double, longitude: c["longitude"] as? Double, country: c["country"] as? String,
+                        continent: c["continent"] as? String, subdivision: c["subdivision"] as? String)
+                )
+            }
+            return (n["network"] as! String, GeoLocation(country: n["country"] as? String, continent: n["continent"] as? String))
+        }
+    }()
+
+    @Test func theMetadataIsRead() throws {
+        let db = try MaxMindDatabase(path: Self.databasePath)
+        #expect(db.databaseType == "nearcast-Test-City")
+        #expect(db.ipVersion == 6)
+        #expect(db.nodeCount > 0 && db.buildEpoch > 0)
+    }
+
+    @Test func lookupsGiveTheLocationAndTheNetwork() throws {
+        let db = try MaxMindDatabase(path: Self.databasePath)
+        let berlin = try #require(try db.lookup("192.0.2.200"))
+        #expect(berlin.network.description == "192.0.2.192/26")
+        #expect(berlin.location == GeoLocation(latitude: 52.52, longitude: 13.405, country: "DE", continent: "EU", subdivision: "BE"))
+        let tokyo = try #require(try db.lookup("2001:db8:4::53"))
+        #expect(tokyo.network.description == "2001:db8:4:0:0:0:0:0/48")
+        #expect(tokyo.location.country == "JP" && tokyo.location.subdivision == "13")
+        // A record with a country and no coordinates: an unknown place for the policy.
+        let countryOnly = try #require(try db.lookup("198.18.4.9"))
+        #expect(!countryOnly.location.hasCoordinates && countryOnly.location.country == "FR")
+        // IPv4-mapped IPv6 finds the IPv4 record (MaxMind's alias of the IPv4 space).
+        #expect(try db.lookup("::ffff:198.51.100.7")?.location.country == "FR")
+        #expect(try db.lookup("8.8.8.8") == nil, "no record: nil")
+        #expect(throws: MaxMindError.self) { try db.lookup("not an address") }
+    }
+
+    @Test func theWalkGivesEveryNetworkOnceInAddressOrder() throws {
+        let db = try MaxMindDatabase(path: Self.databasePath)
+        var seen: [(IPNetwork, GeoLocation)] = []
+        try db.networks { seen.append(($0, $1)) }
+        // Address order: IPv4 first (it sits under ::/96), then by address bytes.
+        let expected = Self.fixture.sorted { a, b in
+            let x = Self.bytes(a.network), y = Self.bytes(b.network)
+            return x.count != y.count ? x.count < y.count : x.lexicographicallyPrecedes(y)
+        }
+        #expect(seen.map(\.0.description) == expected.map { Self.canonical($0.network) }, "\(seen.map(\.0.description))")
+        for ((network, location), expected) in zip(seen, expected) {
+            #expect(location == expected.location, "\(network)")
+        }
+        #expect(seen.filter { $0.0.isIPv4 }.count == 11, "IPv4 networks come as IPv4, once (no ::ffff:0:0/96 or 2002::/16 alias)")
+    }
+
+    @Test func aMissingOrBadFileIsNamed() throws {
+        do {
+            _ = try MaxMindDatabase(path: "/nonexistent/city.mmdb")
+            Issue.record("a missing file must fail")
+        } catch {
+            #expect(error.description.hasPrefix("/nonexistent/city.mmdb: cannot open the file"))
+        }
+        let junk = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-junk-\(UUID().uuidString).mmdb")
+        try Data(repeating: 7, count: 4096).write(to: junk)
+        defer { try? FileManager.default.removeItem(at: junk) }
+        #expect(throws: MaxMindError.self) { try MaxMindDatabase(path: junk.path) }
+    }
+
+    /// The address bytes of a network's text.
+    static func bytes(_ text: String) -> [UInt8] {
+        let address = String(text.split(separator: "/")[0])
+        let v6 = address.contains(":")
+        var bytes = [UInt8](repeating: 0, count: v6 ? 16 : 4)
+        _ = bytes.withUnsafeMutableBytes { inet_pton(v6 ? AF_INET6 : AF_INET, address, $0.baseAddress) }
+        return bytes
+    }
+
+    /// The fixture's network text as IPNetwork describes it (IPv6 groups written out).
+    static func canonical(_ text: String) -> String {
+        IPNetwork(address: bytes(text), prefixLength: Int(text.split(separator: "/")[1])!).description
+    }
+}
