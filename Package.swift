@@ -30,11 +30,12 @@ let package = Package(
         .target(name: "CNearcastABI"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
-        // Config, zones and the master-file parser, authoritative lookup, the reply cache, the answer image.
+        // Config, zones and the master-file parser, authoritative lookup, the reply cache, the answer image,
+        // the geo policy.
         .target(
             name: "NearcastCore",
             dependencies: [
-                "DNSWire",
+                "DNSWire", "MaxMindDB",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -89,7 +90,7 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
         .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
-        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "NearcastTestSupport"]),
+        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",
             dependencies: ["NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastCore", "DNSWire", "NearcastTestSupport"]
