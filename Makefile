@@ -15,7 +15,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath verifier-stats clean
+.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo verifier-stats clean
 
 all: build
 
@@ -65,7 +65,7 @@ test: deps bpf $(GEO_DB)
 	$(SWIFT) test --skip-build
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath
+bench: bench-xdp bench-slowpath bench-geo
 
 bench-xdp: build
 	tools/bench-xdp.sh
@@ -73,6 +73,9 @@ bench-xdp: build
 
 bench-slowpath: build
 	tools/bench-slowpath.sh
+
+bench-geo: build
+	tools/bench-geo.sh
 
 clean:
 	rm -rf .build

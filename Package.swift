@@ -78,6 +78,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Benchmark harness for `make bench-geo`: the geo compile of a whole GeoLite2-City database.
+        .executableTarget(
+            name: "geobench",
+            dependencies: ["MaxMindDB", "NearcastCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "nearcast",
             dependencies: [

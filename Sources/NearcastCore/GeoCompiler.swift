@@ -1,0 +1,153 @@
+import MaxMindDB
+
+/// A pool of nodes that serve one service, with the policy that ranks them (DESIGN §1, §5).
+public struct GeoPool: Hashable, Sendable {
+    public var id: String
+    public var nodes: [GeoNode]
+    public var policy: GeoPolicy
+    /// The order for clients whose location is unknown; nil: by weight.
+    public var fallback: [String]?
+
+    public init(id: String, nodes: [GeoNode], policy: GeoPolicy = GeoPolicy(), fallback: [String]? = nil) {
+        self.id = id
+        self.nodes = nodes
+        self.policy = policy
+        self.fallback = fallback
+    }
+}
+
+/// A client prefix and the location class of every address in it. The prefix length is the ECS
+/// scope answered for it.
+public struct ClassPrefix: Hashable, Sendable {
+    /// The address, left-aligned in 128 bits (an IPv4 address in the top 32).
+    public var address: UInt128
+    public var length: Int
+    public var locationClass: Int
+
+    public init(address: UInt128, length: Int, locationClass: Int) {
+        self.address = address
+        self.length = length
+        self.locationClass = locationClass
+    }
+}
+
+/// What the geo compiler makes of a MaxMind database and the pools: the location classes and the
+/// prefixes that map client addresses to them, IPv4 and IPv6 apart.
+public struct GeoImage: Sendable {
+    /// Class 0: an unknown location (no record, or one without coordinates); the others in the
+    /// order first met. Each is one candidate list per pool, in `pools` order.
+    public var classes: [[[String]]]
+    public var pools: [String]
+    public var ipv4: [ClassPrefix]
+    public var ipv6: [ClassPrefix]
+    public var report: Report
+
+    /// The figures the compile reports (issue 4): what went in and what came out.
+    public struct Report: Hashable, Sendable {
+        public var networks = 0
+        public var locations = 0
+        public var classes = 0
+        public var ipv4Before = 0
+        public var ipv6Before = 0
+        public var ipv4After = 0
+        public var ipv6After = 0
+    }
+
+    /// The class of `address` (4 or 16 bytes) by longest prefix, and the prefix that matched;
+    /// class 0 and no prefix when nothing covers it. What the LPM maps will answer.
+    public func lookup(_ address: [UInt8]) -> (locationClass: Int, prefix: ClassPrefix?) {
+        let table = address.count == 4 ? ipv4 : ipv6
+        let a = GeoCompiler.leftAligned(address)
+        // Prefixes are disjoint and sorted: the one that covers `a` is the last starting at or before it.
+        var lo = 0, hi = table.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if table[mid].address <= a { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo > 0 else { return (0, nil) }
+        let p = table[lo - 1]
+        return GeoCompiler.contains(p, a) ? (p.locationClass, p) : (0, nil)
+    }
+}
+
+/// The geo compiler (DESIGN §2, §5): every network of the database -> its location -> per pool,
+/// the ranked candidate list -> location classes (equal lists across all pools) -> adjacent
+/// networks of one class merged into the widest prefix that covers exactly them.
+public enum GeoCompiler {
+    /// Compiles `database` for `pools`. `progress` is called now and then with the networks done.
+    public static func compile(
+        database: MaxMindDatabase, pools: [GeoPool], progress: ((Int) -> Void)? = nil
+    ) throws -> GeoImage {
+        var classes: [[[String]]] = [pools.map { rank($0, nil) }]
+        var classOf: [[[String]]: Int] = [classes[0]: 0]
+        var byLocation: [GeoLocation: Int] = [:]
+        var v4: [ClassPrefix] = []
+        var v6: [ClassPrefix] = []
+        var report = GeoImage.Report()
+        try database.networks { network, location in
+            report.networks += 1
+            if report.networks % 100_000 == 0 { progress?(report.networks) }
+            let c: Int
+            if let known = byLocation[location] {
+                c = known
+            } else {
+                let key = location.hasCoordinates ? pools.map { rank($0, location) } : classes[0]
+                if let k = classOf[key] {
+                    c = k
+                } else {
+                    c = classes.count
+                    classes.append(key)
+                    classOf[key] = c
+                }
+                byLocation[location] = c
+            }
+            let p = ClassPrefix(address: leftAligned(network.address), length: network.prefixLength, locationClass: c)
+            if network.isIPv4 { v4.append(p) } else { v6.append(p) }
+        }
+        report.locations = byLocation.count
+        report.classes = classes.count
+        report.ipv4Before = v4.count
+        report.ipv6Before = v6.count
+        let merged4 = merge(v4), merged6 = merge(v6)
+        report.ipv4After = merged4.count
+        report.ipv6After = merged6.count
+        return GeoImage(classes: classes, pools: pools.map(\.id), ipv4: merged4, ipv6: merged6, report: report)
+    }
+
+    static func rank(_ pool: GeoPool, _ location: GeoLocation?) -> [String] {
+        pool.policy.rank(pool.nodes, for: location, fallback: pool.fallback).map(\.id)
+    }
+
+    /// Merges sorted, disjoint prefixes: two halves of one parent with the same class become the
+    /// parent, again and again, so each run of one class ends as the fewest prefixes that cover
+    /// exactly it.
+    static func merge(_ prefixes: [ClassPrefix]) -> [ClassPrefix] {
+        var out: [ClassPrefix] = []
+        out.reserveCapacity(prefixes.count)
+        for p in prefixes {
+            out.append(p)
+            while out.count >= 2 {
+                let b = out[out.count - 1], a = out[out.count - 2]
+                guard a.length == b.length, a.length > 0, a.locationClass == b.locationClass else { break }
+                let bit = UInt128(1) << (128 - a.length)
+                // a must be the left half (its bit clear) and b the right half of the same parent.
+                guard a.address & bit == 0, b.address == a.address | bit else { break }
+                out.removeLast(2)
+                out.append(ClassPrefix(address: a.address, length: a.length - 1, locationClass: a.locationClass))
+            }
+        }
+        return out
+    }
+
+    /// 4 or 16 address bytes as a 128-bit number, left-aligned.
+    static func leftAligned(_ bytes: [UInt8]) -> UInt128 {
+        var v: UInt128 = 0
+        for b in bytes { v = v << 8 | UInt128(b) }
+        return v << (128 - 8 * bytes.count)
+    }
+
+    static func contains(_ p: ClassPrefix, _ a: UInt128) -> Bool {
+        let mask: UInt128 = p.length == 0 ? 0 : ~UInt128(0) << (128 - p.length)
+        return a & mask == p.address & mask
+    }
+}
