@@ -38,6 +38,8 @@ public struct NearcastConfig: Sendable {
     public var xdp = XDPSettings()
     /// The management API; off unless an address is given.
     public var api = APISettings()
+    /// Nodes, pools and geo names, and the MaxMind database (see GeoConfig).
+    public var geo = GeoConfig()
 
     public init() {}
 
@@ -51,7 +53,7 @@ public struct NearcastConfig: Sendable {
         return try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
     }
 
-    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api"]
+    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo"]
     static let knownAPIKeys = ["listen", "tokens"]
     static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
 
@@ -195,6 +197,8 @@ public struct NearcastConfig: Sendable {
                         fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
                     }
                 }
+            case "geo":
+                config.geo = GeoConfig.parse(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "api":
                 guard let m = v.mapping else {
                     fail(v, "api must be a mapping (\(knownAPIKeys.joined(separator: ", ")))")

@@ -30,8 +30,13 @@ struct CheckConfig: ParsableCommand {
             }
             let zones = try cfg.loadZones()
             _ = try cfg.api.loadTokens()
+            let database = try cfg.geo.openDatabase()
             let records = zones.map(\.recordCount).reduce(0, +)
-            print("\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")")
+            var summary = "\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")"
+            if let db = database {
+                summary += ", \(cfg.geo.names.count) geo name\(cfg.geo.names.count == 1 ? "" : "s") over \(cfg.geo.nodes.count) node\(cfg.geo.nodes.count == 1 ? "" : "s") (\(db.databaseType))"
+            }
+            print(summary)
         } catch {
             for d in error.diagnostics { FileHandle.standardError.write((d.description + "\n").data(using: .utf8)!) }
             FileHandle.standardError.write("\(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s")\n".data(using: .utf8)!)

@@ -146,6 +146,35 @@ import Glibc
         #expect(out.stdout.contains("ok: 1 zone, 36 records, 1 listen address"), "\(out.stdout)")
     }
 
+    @Test func theGeoSectionAndItsDatabaseAreChecked() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let text = """
+            listen: ["127.0.0.1:53"]
+            zones: [{ origin: example.test., file: z.zone }]
+            geo:
+              database: \(database)
+              nodes:
+                - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
+              pools: [{ id: web, members: [fra1, par1] }]
+              names: [{ name: geo.example.test, type: A, pool: web }]
+            """
+        let cfg = dir.appendingPathComponent("c.yaml")
+        try text.write(to: cfg, atomically: true, encoding: .utf8)
+        let cc = try TestSupport.product("nearcast")
+        let ok = try TestSupport.run(cc, ["check-config", cfg.path])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("1 geo name over 2 nodes (nearcast-Test-City)"), "\(ok.stdout)")
+        try text.replacingOccurrences(of: database, with: "missing.mmdb").write(to: cfg, atomically: true, encoding: .utf8)
+        let missing = try TestSupport.run(cc, ["check-config", cfg.path])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("\(dir.path)/missing.mmdb: geo database: cannot open the file: No such file or directory"), "\(missing.stderr)")
+    }
+
     @Test func everyErrorIsPrintedWithFileAndLine() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -1,0 +1,346 @@
+import DNSWire
+import Foundation
+import MaxMindDB
+import Yams
+
+/// The `geo:` section of the config: the MaxMind database, the nodes, the pools and the geo names
+/// (DESIGN §1, §5):
+///
+/// ```yaml
+/// geo:
+///   database: /var/lib/GeoIP/GeoLite2-City.mmdb
+///   nodes:
+///     - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68,
+///         country: DE, region: HE, weight: 2, bias: 0 }
+///   pools:
+///     - { id: web, members: [fra1, par1, nyc1] }
+///   names:
+///     - { name: www.example.net., type: A, pool: web, answers: 2, ttl: 30, strategy: linear,
+///         same-country-bonus: 0, same-region-bonus: 0, max-distance: 5000, depth: 8,
+///         fallback: [fra1], all-down: fail-open }
+/// ```
+public struct GeoConfig: Sendable {
+    /// The MaxMind City database (relative paths from the config file's directory).
+    public var databasePath: String?
+    public var nodes: [NodeConfig] = []
+    public var pools: [PoolConfig] = []
+    public var names: [GeoNameConfig] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { nodes.isEmpty && pools.isEmpty && names.isEmpty && databasePath == nil }
+
+    /// Opens the configured database (nil when none is configured). Blocking: off event loops.
+    public func openDatabase() throws(DiagnosticsError) -> MaxMindDatabase? {
+        guard let path = databasePath else { return nil }
+        do { return try MaxMindDatabase(path: path) } catch {
+            throw DiagnosticsError([Diagnostic(file: path, line: 0, message: "geo database: \(error.reason)")])
+        }
+    }
+}
+
+/// One node: where the operator says it is (never geolocated from its address), its addresses,
+/// capacity and bias.
+public struct NodeConfig: Sendable, Equatable {
+    public var id: String
+    public var ipv4: [UInt8]?
+    public var ipv6: [UInt8]?
+    public var latitude: Double
+    public var longitude: Double
+    public var country: String?
+    public var region: String?
+    public var weight: Double = 1
+    public var bias: Int = 0
+    /// `file:line`, for messages.
+    public var declaredAt: String
+
+    /// The node as the policy ranks it.
+    public var geoNode: GeoNode {
+        GeoNode(id: id, latitude: latitude, longitude: longitude, country: country, region: region, weight: weight, bias: bias)
+    }
+}
+
+public struct PoolConfig: Sendable, Equatable {
+    public var id: String
+    public var members: [String]
+    public var declaredAt: String
+}
+
+/// What a geo name answers when every candidate of the client's class is down.
+public enum AllDownPolicy: String, CaseIterable, Sendable {
+    /// The top candidates anyway (the default: a guess beats no answer).
+    case failOpen = "fail-open"
+    /// NOERROR without records.
+    case nodata
+    case servfail
+}
+
+/// A name answered by proximity: up to `answers` addresses of the pool's nearest healthy nodes.
+public struct GeoNameConfig: Sendable, Equatable {
+    public var name: DNSName
+    /// A or AAAA.
+    public var type: RRType
+    public var pool: String
+    public var answers: Int = 1
+    public var ttl: UInt32 = 30
+    public var policy = GeoPolicy()
+    public var fallback: [String]?
+    public var allDown: AllDownPolicy = .failOpen
+    public var declaredAt: String
+}
+
+extension GeoConfig {
+    static let keys = ["database", "nodes", "pools", "names"]
+    static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias"]
+    static let poolKeys = ["id", "members"]
+    static let nameKeys = [
+        "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance", "depth",
+        "fallback", "all-down",
+    ]
+
+    /// Reads the `geo:` mapping; every problem goes to `diags` with its line.
+    static func parse(_ node: Node, fileName: String, baseDirectory: String, diags: inout [Diagnostic]) -> GeoConfig {
+        var d: [Diagnostic] = []
+        func line(_ n: Node?) -> Int { n?.mark?.line ?? 0 }
+        func fail(_ n: Node?, _ m: String) { d.append(Diagnostic(file: fileName, line: line(n), message: m)) }
+        var geo = GeoConfig()
+        guard let m = node.mapping else {
+            fail(node, "geo must be a mapping (\(keys.joined(separator: ", ")))")
+            diags += d
+            return geo
+        }
+        for (k, v) in m {
+            switch k.string ?? "" {
+            case "database":
+                guard let s = v.string, !s.isEmpty else {
+                    fail(v, "geo database must be the path of a MaxMind City database")
+                    continue
+                }
+                geo.databasePath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+            case "nodes":
+                for item in list(v, "geo nodes", fail) { if let n = parseNode(item, fileName, fail) { geo.nodes.append(n) } }
+            case "pools":
+                for item in list(v, "geo pools", fail) { if let p = parsePool(item, fileName, fail) { geo.pools.append(p) } }
+            case "names":
+                for item in list(v, "geo names", fail) { if let n = parseName(item, fileName, fail) { geo.names.append(n) } }
+            default:
+                fail(k, "unknown geo key '\(k.string ?? "?")' (known: \(keys.joined(separator: ", ")))")
+            }
+        }
+        if d.isEmpty { d += geo.crossCheck(fileName: fileName) }
+        diags += d
+        return geo
+    }
+
+    static func list(_ v: Node, _ what: String, _ fail: (Node?, String) -> Void) -> [Node] {
+        guard let s = v.sequence else {
+            fail(v, "\(what) must be a list")
+            return []
+        }
+        return Array(s)
+    }
+
+    /// The mapping of a list item, with unknown keys reported.
+    static func fields(_ item: Node, _ what: String, _ known: [String], _ fail: (Node?, String) -> Void) -> Node.Mapping? {
+        guard let m = item.mapping else {
+            fail(item, "each of \(what) must be a mapping")
+            return nil
+        }
+        for (k, _) in m where !known.contains(k.string ?? "") {
+            fail(k, "unknown key '\(k.string ?? "?")' in \(what) (known: \(known.joined(separator: ", ")))")
+        }
+        return m
+    }
+
+    static func parseNode(_ item: Node, _ fileName: String, _ fail: (Node?, String) -> Void) -> NodeConfig? {
+        guard let m = fields(item, "geo nodes", nodeKeys, fail) else { return nil }
+        guard let id = m["id"]?.string, Self.isIdentifier(id) else {
+            fail(m["id"] ?? item, "a node needs an id of letters, digits, '-' and '_' (at most 32)")
+            return nil
+        }
+        var ok = true
+        func number(_ key: String, _ range: ClosedRange<Double>) -> Double? {
+            guard let n = m[key] else { return nil }
+            guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
+                fail(n, "node \(id): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
+                ok = false
+                return nil
+            }
+            return v
+        }
+        let lat = number("latitude", -90...90), lon = number("longitude", -180...180)
+        if m["latitude"] == nil || m["longitude"] == nil {
+            fail(item, "node \(id) needs latitude and longitude (where it is: nodes are never geolocated from their address)")
+            ok = false
+        }
+        var node = NodeConfig(id: id, latitude: lat ?? 0, longitude: lon ?? 0, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        if let n = m["ipv4"] {
+            if let s = n.string, let a = Self.address(s, v6: false) { node.ipv4 = a } else {
+                fail(n, "node \(id): ipv4 '\(n.string ?? "?")' is not an IPv4 address")
+                ok = false
+            }
+        }
+        if let n = m["ipv6"] {
+            if let s = n.string, let a = Self.address(s, v6: true) { node.ipv6 = a } else {
+                fail(n, "node \(id): ipv6 '\(n.string ?? "?")' is not an IPv6 address")
+                ok = false
+            }
+        }
+        if node.ipv4 == nil && node.ipv6 == nil {
+            fail(item, "node \(id) needs an ipv4 or ipv6 address (what the geo names answer)")
+            ok = false
+        }
+        if let n = m["country"] {
+            if let s = n.string, s.count == 2, s.allSatisfy({ $0.isASCII && $0.isUppercase }) { node.country = s } else {
+                fail(n, "node \(id): country must be an ISO 3166-1 code of two capital letters (e.g. DE)")
+                ok = false
+            }
+        }
+        if let n = m["region"] {
+            if let s = n.string, !s.isEmpty, s.count <= 3 { node.region = s } else {
+                fail(n, "node \(id): region must be an ISO 3166-2 subdivision code without the country (e.g. HE)")
+                ok = false
+            }
+        }
+        if let w = number("weight", 0.001...1_000_000) { node.weight = w }
+        if let n = m["bias"] {
+            if let b = n.int, (-99...99).contains(b) { node.bias = b } else {
+                fail(n, "node \(id): bias must be a whole number from -99 to 99")
+                ok = false
+            }
+        }
+        return ok ? node : nil
+    }
+
+    static func parsePool(_ item: Node, _ fileName: String, _ fail: (Node?, String) -> Void) -> PoolConfig? {
+        guard let m = fields(item, "geo pools", poolKeys, fail) else { return nil }
+        guard let id = m["id"]?.string, Self.isIdentifier(id) else {
+            fail(m["id"] ?? item, "a pool needs an id of letters, digits, '-' and '_' (at most 32)")
+            return nil
+        }
+        guard let members = m["members"]?.sequence?.compactMap(\.string), !members.isEmpty else {
+            fail(m["members"] ?? item, "pool \(id) needs members: a list of node ids")
+            return nil
+        }
+        return PoolConfig(id: id, members: members, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+    }
+
+    static func parseName(_ item: Node, _ fileName: String, _ fail: (Node?, String) -> Void) -> GeoNameConfig? {
+        guard let m = fields(item, "geo names", nameKeys, fail) else { return nil }
+        guard let text = m["name"]?.string, let name = try? DNSName(text.hasSuffix(".") ? text : text + ".") else {
+            fail(m["name"] ?? item, "a geo name needs a name (a domain name)")
+            return nil
+        }
+        guard let t = m["type"]?.string?.uppercased(), t == "A" || t == "AAAA" else {
+            fail(m["type"] ?? item, "geo name \(name): type must be A or AAAA")
+            return nil
+        }
+        guard let pool = m["pool"]?.string else {
+            fail(item, "geo name \(name) needs a pool")
+            return nil
+        }
+        var g = GeoNameConfig(name: name, type: t == "A" ? .a : .aaaa, pool: pool, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        var ok = true
+        func int(_ key: String, _ range: ClosedRange<Int>, _ what: String) -> Int? {
+            guard let n = m[key] else { return nil }
+            guard let v = n.int, range.contains(v) else {
+                fail(n, "geo name \(name): \(key) must be \(what) from \(range.lowerBound) to \(range.upperBound)")
+                ok = false
+                return nil
+            }
+            return v
+        }
+        func double(_ key: String, _ range: ClosedRange<Double>) -> Double? {
+            guard let n = m[key] else { return nil }
+            guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
+                fail(n, "geo name \(name): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
+                ok = false
+                return nil
+            }
+            return v
+        }
+        if let v = int("answers", 1...8, "a number of addresses") { g.answers = v }
+        if let v = int("ttl", 0...86400, "a number of seconds") { g.ttl = UInt32(v) }
+        if let v = int("depth", 1...16, "a number of candidates") { g.policy.depth = v }
+        if let v = double("same-country-bonus", 0...1) { g.policy.sameCountryBonus = v }
+        if let v = double("same-region-bonus", 0...1) { g.policy.sameRegionBonus = v }
+        if let v = double("max-distance", 1...20038) { g.policy.maxDistanceKm = v }
+        if let n = m["strategy"] {
+            if let s = n.string, let st = DistanceStrategy(rawValue: s) { g.policy.strategy = st } else {
+                fail(n, "geo name \(name): strategy must be one of \(DistanceStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
+                ok = false
+            }
+        }
+        if let n = m["all-down"] {
+            if let s = n.string, let a = AllDownPolicy(rawValue: s) { g.allDown = a } else {
+                fail(n, "geo name \(name): all-down must be one of \(AllDownPolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+                ok = false
+            }
+        }
+        if let n = m["fallback"] {
+            if let f = n.sequence?.compactMap(\.string), !f.isEmpty { g.fallback = f } else {
+                fail(n, "geo name \(name): fallback must be a list of node ids")
+                ok = false
+            }
+        }
+        if g.answers > g.policy.depth {
+            fail(m["answers"] ?? item, "geo name \(name): answers (\(g.answers)) cannot exceed depth (\(g.policy.depth))")
+            ok = false
+        }
+        return ok ? g : nil
+    }
+
+    /// What no single item shows: ids that repeat, members and pools that do not exist, nodes
+    /// without the address family a name answers with.
+    func crossCheck(fileName: String) -> [Diagnostic] {
+        var d: [Diagnostic] = []
+        func at(_ declaredAt: String, _ m: String) {
+            let parts = declaredAt.split(separator: ":")
+            d.append(Diagnostic(file: fileName, line: Int(parts.last ?? "") ?? 0, message: m))
+        }
+        var nodeByID: [String: NodeConfig] = [:]
+        for n in nodes {
+            if let first = nodeByID[n.id] { at(n.declaredAt, "node \(n.id) is defined twice (first at \(first.declaredAt))") }
+            nodeByID[n.id] = nodeByID[n.id] ?? n
+        }
+        var poolByID: [String: PoolConfig] = [:]
+        for p in pools {
+            if let first = poolByID[p.id] { at(p.declaredAt, "pool \(p.id) is defined twice (first at \(first.declaredAt))") }
+            poolByID[p.id] = poolByID[p.id] ?? p
+            for m in p.members where nodeByID[m] == nil { at(p.declaredAt, "pool \(p.id): no node has the id '\(m)'") }
+            if Set(p.members).count != p.members.count { at(p.declaredAt, "pool \(p.id) lists a member twice") }
+        }
+        var seen: [String: String] = [:]
+        for g in names {
+            let key = "\(g.name) \(g.type)"
+            if let first = seen[key] { at(g.declaredAt, "geo name \(key) is defined twice (first at \(first))") }
+            seen[key] = seen[key] ?? g.declaredAt
+            guard let pool = poolByID[g.pool] else {
+                at(g.declaredAt, "geo name \(key): no pool has the id '\(g.pool)'")
+                continue
+            }
+            for m in pool.members {
+                guard let n = nodeByID[m] else { continue }
+                if g.type == .a && n.ipv4 == nil { at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv4 address") }
+                if g.type == .aaaa && n.ipv6 == nil { at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv6 address") }
+            }
+            for f in g.fallback ?? [] where !pool.members.contains(f) {
+                at(g.declaredAt, "geo name \(key): fallback node '\(f)' is not a member of pool \(g.pool)")
+            }
+        }
+        if !names.isEmpty && databasePath == nil {
+            d.append(Diagnostic(file: fileName, line: 0, message: "geo names need a database: geo: database: PATH (a MaxMind City database)"))
+        }
+        return d
+    }
+
+    static func isIdentifier(_ s: String) -> Bool {
+        !s.isEmpty && s.count <= 32 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+    }
+
+    static func address(_ text: String, v6: Bool) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: v6 ? 16 : 4)
+        let rc = out.withUnsafeMutableBytes { inet_pton(v6 ? AF_INET6 : AF_INET, text, $0.baseAddress) }
+        return rc == 1 ? out : nil
+    }
+}

@@ -1,0 +1,108 @@
+import DNSWire
+import Testing
+
+@testable import NearcastCore
+
+/// The `geo:` section: what a good one gives, and every mistake reported with its line.
+struct GeoConfigTests {
+    static let good = """
+        listen: ["127.0.0.1:53"]
+        geo:
+          database: GeoLite2-City.mmdb
+          nodes:
+            - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE, region: HE, weight: 2 }
+            - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35, country: FR, bias: -20 }
+            - id: nyc1
+              ipv4: 192.0.2.30
+              ipv6: "2001:db8::30"
+              latitude: 40.71
+              longitude: -74.01
+          pools:
+            - { id: web, members: [fra1, par1, nyc1] }
+            - { id: v6, members: [fra1, nyc1] }
+          names:
+            - { name: www.example.net, type: A, pool: web, answers: 2, ttl: 20, strategy: stepped, fallback: [par1] }
+            - { name: www.example.net., type: AAAA, pool: v6, all-down: servfail, max-distance: 3000, same-country-bonus: 0.05 }
+        """
+
+    @Test func aGoodGeoSectionIsRead() throws {
+        let cfg = try NearcastConfig.parse(yaml: Self.good, fileName: "c.yaml", baseDirectory: "/etc/nearcast")
+        let geo = cfg.geo
+        #expect(geo.databasePath == "/etc/nearcast/GeoLite2-City.mmdb")
+        #expect(geo.nodes.map(\.id) == ["fra1", "par1", "nyc1"])
+        #expect(geo.nodes[0].ipv4 == [192, 0, 2, 10] && geo.nodes[0].ipv6?.first == 0x20 && geo.nodes[0].weight == 2)
+        #expect(geo.nodes[0].geoNode == GeoNode(id: "fra1", latitude: 50.11, longitude: 8.68, country: "DE", region: "HE", weight: 2))
+        #expect(geo.nodes[1].bias == -20 && geo.nodes[2].country == nil)
+        #expect(geo.pools.map(\.members) == [["fra1", "par1", "nyc1"], ["fra1", "nyc1"]])
+        let a = geo.names[0], aaaa = geo.names[1]
+        #expect(a.name == (try DNSName("www.example.net.")) && a.type == .a && a.answers == 2 && a.ttl == 20)
+        #expect(a.policy.strategy == .stepped && a.fallback == ["par1"] && a.allDown == .failOpen)
+        #expect(aaaa.type == .aaaa && aaaa.answers == 1 && aaaa.ttl == 30 && aaaa.allDown == .servfail)
+        #expect(aaaa.policy.maxDistanceKm == 3000 && aaaa.policy.sameCountryBonus == 0.05 && aaaa.policy.strategy == .linear)
+    }
+
+    @Test func everyMistakeIsReportedWithItsLine() {
+        let bad = """
+            listen: ["127.0.0.1:53"]
+            geo:
+              nodes:
+                - { id: fra1, ipv4: 192.0.2.300, latitude: 50.11, longitude: 8.68 }
+                - { id: par1, ipv4: 192.0.2.20, latitude: 98, longitude: 2.35, country: fr }
+                - { id: nyc1, latitude: 40.71, longitude: -74.01, colour: blue }
+                - { id: tyo1, ipv6: "2001:db8::40", latitude: 35.68, longitude: 139.65, bias: 120 }
+              pools:
+                - { id: web, members: [] }
+              names:
+                - { name: www.example.net, type: MX, pool: web }
+                - { name: api.example.net, type: A, pool: web, answers: 9, strategy: nearest }
+              colour: blue
+            """
+        do {
+            _ = try NearcastConfig.parse(yaml: bad, fileName: "c.yaml", baseDirectory: "")
+            Issue.record("a bad geo section must be refused")
+        } catch {
+            let d = Set(error.diagnostics.map(\.description))
+            #expect(d.contains("c.yaml:4: node fra1: ipv4 '192.0.2.300' is not an IPv4 address"), "\(d)")
+            #expect(d.contains("c.yaml:5: node par1: latitude must be a number from -90.0 to 90.0"), "\(d)")
+            #expect(d.contains("c.yaml:5: node par1: country must be an ISO 3166-1 code of two capital letters (e.g. DE)"), "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:6: unknown key 'colour' in geo nodes") }, "\(d)")
+            #expect(d.contains("c.yaml:6: node nyc1 needs an ipv4 or ipv6 address (what the geo names answer)"), "\(d)")
+            #expect(d.contains("c.yaml:7: node tyo1: bias must be a whole number from -99 to 99"), "\(d)")
+            #expect(d.contains("c.yaml:9: pool web needs members: a list of node ids"), "\(d)")
+            #expect(d.contains("c.yaml:11: geo name www.example.net.: type must be A or AAAA"), "\(d)")
+            #expect(d.contains("c.yaml:12: geo name api.example.net.: answers must be a number of addresses from 1 to 8"), "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:12: geo name api.example.net.: strategy must be one of linear, quadratic") }, "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:13: unknown geo key 'colour'") }, "\(d)")
+        }
+    }
+
+    @Test func crossReferencesAreChecked() {
+        let text = """
+            listen: ["127.0.0.1:53"]
+            geo:
+              nodes:
+                - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                - { id: fra1, ipv4: 192.0.2.11, latitude: 50.11, longitude: 8.68 }
+                - { id: par1, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35 }
+              pools:
+                - { id: web, members: [fra1, par1, ghost] }
+              names:
+                - { name: www.example.net, type: A, pool: web, fallback: [nyc1] }
+                - { name: www.example.net, type: A, pool: web }
+                - { name: api.example.net, type: A, pool: nowhere }
+            """
+        do {
+            _ = try NearcastConfig.parse(yaml: text, fileName: "c.yaml", baseDirectory: "")
+            Issue.record("dangling references must be refused")
+        } catch {
+            let d = Set(error.diagnostics.map(\.description))
+            #expect(d.contains("c.yaml:5: node fra1 is defined twice (first at c.yaml:4)"), "\(d)")
+            #expect(d.contains("c.yaml:8: pool web: no node has the id 'ghost'"), "\(d)")
+            #expect(d.contains("c.yaml:10: geo name www.example.net. A: node par1 of pool web has no ipv4 address"), "\(d)")
+            #expect(d.contains("c.yaml:10: geo name www.example.net. A: fallback node 'nyc1' is not a member of pool web"), "\(d)")
+            #expect(d.contains("c.yaml:11: geo name www.example.net. A is defined twice (first at c.yaml:10)"), "\(d)")
+            #expect(d.contains("c.yaml:12: geo name api.example.net. A: no pool has the id 'nowhere'"), "\(d)")
+            #expect(d.contains("c.yaml: geo names need a database: geo: database: PATH (a MaxMind City database)"), "\(d)")
+        }
+    }
+}
