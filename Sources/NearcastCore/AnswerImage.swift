@@ -35,7 +35,8 @@ public struct AnswerImage: Sendable {
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
             let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.sorted()
             for name in zone.names where !name.isWildcard {
-                for type in types {
+                // A geo name's answer depends on the client: it has no static entry.
+                for type in types where responder.geo?.name(name, type) == nil {
                     switch entry(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
                     case .some(.some(let e)): entries.append(e)
                     case .some(.none): tooBig += 1

@@ -30,6 +30,34 @@ public struct GeoConfig: Sendable {
 
     public var isEmpty: Bool { nodes.isEmpty && pools.isEmpty && names.isEmpty && databasePath == nil }
 
+    /// Checks the geo names against the loaded zones: each lies in a served zone, outside any
+    /// delegation, and where the zone has no record of its type and no CNAME.
+    public func check(against zones: [Zone]) throws(DiagnosticsError) {
+        var d: [Diagnostic] = []
+        let authority = Authority(zones: zones)
+        for g in names {
+            let (file, line) = Self.split(g.declaredAt)
+            func fail(_ m: String) { d.append(Diagnostic(file: file, line: line, message: "geo name \(g.name) \(g.type): \(m)")) }
+            guard let zone = authority.zone(for: g.name) else {
+                fail("not inside any zone served here")
+                continue
+            }
+            if zone.rrset(g.name, g.type) != nil { fail("zone \(zone.origin) has \(g.type) records there too: keep one or the other") }
+            if zone.rrset(g.name, .cname) != nil { fail("zone \(zone.origin) has a CNAME there, which allows no other data") }
+            var n = g.name
+            while n != zone.origin && !n.isRoot {
+                n = n.parent
+                if n != zone.origin, zone.rrset(n, .ns) != nil { fail("lies below the delegation \(n): another server answers it") }
+            }
+        }
+        if !d.isEmpty { throw DiagnosticsError(d) }
+    }
+
+    static func split(_ declaredAt: String) -> (String, Int) {
+        guard let colon = declaredAt.lastIndex(of: ":") else { return (declaredAt, 0) }
+        return (String(declaredAt[..<colon]), Int(declaredAt[declaredAt.index(after: colon)...]) ?? 0)
+    }
+
     /// Opens the configured database (nil when none is configured). Blocking: off event loops.
     public func openDatabase() throws(DiagnosticsError) -> MaxMindDatabase? {
         guard let path = databasePath else { return nil }

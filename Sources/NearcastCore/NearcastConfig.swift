@@ -238,6 +238,7 @@ public struct NearcastConfig: Sendable {
     }
 
     /// Loads every zone; the problems of all zones are reported together.
+    /// Loads every zone, then checks the geo names against them.
     public func loadZones() throws(DiagnosticsError) -> [Zone] {
         var out: [Zone] = []
         var diags: [Diagnostic] = []
@@ -245,6 +246,7 @@ public struct NearcastConfig: Sendable {
             do { out.append(try Zone.load(path: src.path, origin: src.origin)) } catch { diags += error.diagnostics }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
+        try geo.check(against: out)
         return out
     }
 }

@@ -18,16 +18,16 @@ public struct ReplyCache {
 
     public var count: Int { entries.count }
 
-    /// The reply to `query`, from the cache when a plain query asked the same before.
-    public mutating func reply(to query: [UInt8], transport: Transport, responder: Responder) -> [UInt8]? {
+    /// The reply to `query` from `client`, from the cache when a plain query asked the same before.
+    public mutating func reply(to query: [UInt8], transport: Transport, responder: Responder, client: [UInt8]? = nil) -> [UInt8]? {
         guard let key = CacheKey(query: query, transport: transport, responder: responder) else {
-            return responder.respond(to: query, transport: transport)
+            return responder.respond(to: query, transport: transport, client: client)
         }
         if var reply = entries[key.lookup] {
             key.patch(&reply, from: query)
             return reply
         }
-        guard let reply = responder.respond(to: query, transport: transport) else { return nil }
+        guard let reply = responder.respond(to: query, transport: transport, client: client) else { return nil }
         if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
         entries[key.lookup] = reply
         return reply
@@ -49,9 +49,10 @@ struct CacheKey {
     let nameLength: Int
 
     /// A key for `query` when it is plain: QR=0, OPCODE=0, QDCOUNT=1, ANCOUNT=NSCOUNT=0, an
-    /// uncompressed question name, and either nothing more or exactly one well-formed EDNS(0) OPT
-    /// record with no Client Subnet option, then the end of the message. Such a query's reply
-    /// depends on nothing but the key. Anything else (nil) is answered without the cache.
+    /// uncompressed question name that has no geo name, and either nothing more or exactly one
+    /// well-formed EDNS(0) OPT record with no Client Subnet option, then the end of the message.
+    /// Such a query's reply depends on nothing but the key. Anything else (nil) is answered without
+    /// the cache.
     init?(query q: [UInt8], transport: Transport, responder: Responder) {
         guard q.count >= 17, q[2] & 0xF8 == 0, q[4] == 0, q[5] == 1, q[6] | q[7] | q[8] | q[9] == 0,
             q[10] == 0, q[11] <= 1
@@ -70,6 +71,8 @@ struct CacheKey {
         }
         name.append(0)
         guard name.count <= 255, i + 5 <= q.count else { return nil }
+        // A geo name's reply depends on who asks: never from the cache.
+        if let geo = responder.geo, geo.isOwner(lowercasedWire: name) { return nil }
         let type = UInt16(q[i + 1]) << 8 | UInt16(q[i + 2])
         let qclass = UInt16(q[i + 3]) << 8 | UInt16(q[i + 4])
         var p = i + 5

@@ -13,15 +13,18 @@ public struct Responder: Sendable {
     public var authority: Authority
     /// The UDP payload size we advertise and the most we send over UDP (DNS flag day 2020).
     public var maxUDPPayload: UInt16
+    /// Geo names, answered by the client's location (nil: none configured).
+    public var geo: GeoTable?
 
-    public init(authority: Authority, maxUDPPayload: UInt16 = 1232) {
+    public init(authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil) {
         self.authority = authority
         self.maxUDPPayload = maxUDPPayload
+        self.geo = geo
     }
 
-    /// The reply to `query`, or nil when nothing must be sent (the packet is a response, or too short
-    /// to carry a header).
-    public func respond(to query: [UInt8], transport: Transport) -> [UInt8]? {
+    /// The reply to `query` from a client at `client` (4 or 16 address bytes; geo names need it),
+    /// or nil when nothing must be sent (the packet is a response, or too short to carry a header).
+    public func respond(to query: [UInt8], transport: Transport, client: [UInt8]? = nil) -> [UInt8]? {
         guard let header = try? DNSHeader(wire: query), !header.qr else { return nil }
         let msg: DNSMessage
         do { msg = try DNSMessage(wire: query) } catch { return errorReply(header, question: nil, .formErr, edns: nil) }
@@ -29,15 +32,18 @@ public struct Responder: Sendable {
 
         // EDNS (RFC 6891): our OPT goes into every reply to a query that had one.
         var replyEDNS: EDNS?
+        var subnet: ClientSubnet?
         if let qe = msg.edns {
             replyEDNS = EDNS(udpPayloadSize: maxUDPPayload, dnssecOK: qe.dnssecOK)
             if qe.version > 0 { return errorReply(header, question: question, .badVers, edns: replyEDNS) }
             if let opt = qe.clientSubnetOption {
                 // RFC 7871 §7.1.1: a malformed ECS option is a FORMERR. A valid one is echoed with
-                // scope 0: the static data here is the same for every client.
+                // scope 0: the static data here is the same for every client (a geo answer sets
+                // its own scope below).
                 guard let ecs = try? ClientSubnet(queryOption: opt.data) else {
                     return errorReply(header, question: question, .formErr, edns: replyEDNS)
                 }
+                subnet = ecs
                 replyEDNS!.options.append(ecs.option)
             }
         }
@@ -57,7 +63,17 @@ public struct Responder: Sendable {
         guard let zone = authority.zone(for: question.name) else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notAuthoritative)
         }
-        let answer = zone.lookup(question.name, question.type)
+        if let geo, let name = geo.name(question.name, question.type == .any ? .a : question.type)
+            ?? (question.type == .any ? geo.name(question.name, .aaaa) : nil)
+        {
+            return geoReply(
+                header, question, name, geo: geo, zone: zone, client: client, subnet: subnet, edns: replyEDNS,
+                limit: sizeLimit(msg.edns, transport))
+        }
+        var answer = zone.lookup(question.name, question.type)
+        if answer.rcode == .nxDomain, geo?.isOwner(question.name) == true {
+            answer.rcode = .noError  // the name has a geo name of another type: NODATA (RFC 2308 §2.2)
+        }
 
         var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: replyEDNS)
         reply.header.aa = answer.authoritative
@@ -66,6 +82,42 @@ public struct Responder: Sendable {
         reply.authority = answer.authority
         reply.additional = answer.additional
         return fit(reply, limit: sizeLimit(msg.edns, transport), glueRequired: answer.additionalIsRequiredGlue)
+    }
+
+    /// The reply for a geo name: the client's nearest healthy nodes (DESIGN §5). The client is the
+    /// ECS address when the query has one with a source prefix, else the query's source; the ECS
+    /// echo's scope is the prefix the address matched (the source prefix when none did, so a
+    /// resolver never caches the answer for more than the client's own subnet).
+    func geoReply(
+        _ header: DNSHeader, _ question: DNSQuestion, _ name: GeoTable.Name, geo: GeoTable, zone: Zone, client: [UInt8]?,
+        subnet: ClientSubnet?, edns: EDNS?, limit: Int
+    ) -> [UInt8] {
+        var edns = edns
+        let address: [UInt8]
+        if let s = subnet, s.sourcePrefixLength > 0 {
+            address = s.address + [UInt8](repeating: 0, count: (s.family == 1 ? 4 : 16) - s.address.count)
+        } else {
+            address = client ?? [0, 0, 0, 0]
+        }
+        let answer = geo.answer(name, client: address)
+        if var s = subnet, s.sourcePrefixLength > 0, let i = edns?.options.firstIndex(where: { $0.code == EDNSOption.clientSubnetCode }) {
+            s.scopePrefixLength = UInt8(answer.prefixLength ?? Int(s.sourcePrefixLength))
+            edns!.options[i] = s.option
+        }
+        if answer.outcome == .servfail { return errorReply(header, question: question, .servFail, edns: edns) }
+        var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: edns)
+        reply.header.aa = true
+        reply.rcode = .noError
+        if answer.outcome == .nodata {
+            reply.authority = [zone.negativeSOA]
+        } else {
+            reply.answers = answer.addresses.compactMap { a in
+                (try? RData(type: name.config.type, bytes: a)).map {
+                    ResourceRecord(name: question.name, type: name.config.type, ttl: answer.ttl, rdata: $0)
+                }
+            }
+        }
+        return fit(reply, limit: limit, glueRequired: false)
     }
 
     /// The most a reply may hold: 65535 over TCP; over UDP the client's EDNS size (at least 512),

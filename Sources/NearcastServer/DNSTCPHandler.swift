@@ -32,7 +32,7 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard let reply = responder.respond(to: query, transport: .tcp) else { return }
+        guard let reply = responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes) else { return }
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)

@@ -17,7 +17,8 @@ final class DNSUDPHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
         let query = Array(envelope.data.readableBytesView)
-        guard let reply = cache.reply(to: query, transport: .udp, responder: responder) else { return }
+        let client = envelope.remoteAddress.addressBytes
+        guard let reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
         let buffer = context.channel.allocator.buffer(bytes: reply)
         context.write(Self.wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
     }
@@ -29,5 +30,21 @@ final class DNSUDPHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A UDP socket error (e.g. ICMP port unreachable reported on a later read) concerns one
         // peer only; the socket goes on serving.
+    }
+}
+
+extension SocketAddress {
+    /// The address as 4 or 16 bytes (an IPv4-mapped IPv6 address as IPv4), for geo answers.
+    var addressBytes: [UInt8]? {
+        switch self {
+        case .v4(let a):
+            return withUnsafeBytes(of: a.address.sin_addr.s_addr) { Array($0) }
+        case .v6(let a):
+            let b = withUnsafeBytes(of: a.address.sin6_addr) { Array($0) }
+            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return Array(b[12..<16]) }
+            return b
+        default:
+            return nil
+        }
     }
 }

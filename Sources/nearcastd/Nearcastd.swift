@@ -123,7 +123,32 @@ struct Nearcastd: AsyncParsableCommand {
         }
         for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
 
-        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload)
+        // Geo names: the MaxMind database compiled for them, on a thread of its own (seconds of
+        // blocking work for a whole GeoLite2-City).
+        var geo: GeoTable?
+        if !cfg.geo.names.isEmpty {
+            let started = ContinuousClock.now
+            do {
+                let geoConfig = cfg.geo
+                geo = try await Self.onOwnThread { () throws -> GeoTable in
+                    guard let db = try geoConfig.openDatabase() else { throw DiagnosticsError([]) }
+                    return try GeoTable.build(geoConfig, database: db)
+                }
+            } catch {
+                FileHandle.standardError.write("\(error)\n")
+                throw ExitCode(1)
+            }
+            let r = geo!.image.report
+            logger.info(
+                "geo compiled",
+                metadata: [
+                    "names": "\(cfg.geo.names.count)", "networks": "\(r.networks)", "locations": "\(r.locations)",
+                    "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)", "ipv6-prefixes": "\(r.ipv6After)",
+                    "seconds": "\(ContinuousClock.now - started)",
+                ])
+        }
+
+        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
             responder: responder, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
@@ -183,6 +208,14 @@ struct Nearcastd: AsyncParsableCommand {
         fastPath?.stop()
         await server.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's
+    /// cooperative pool.
+    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+            Thread.detachNewThread { c.resume(with: Result { try body() }) }
+        }
     }
 
     /// Suspends until SIGTERM or SIGINT arrives; returns its name.

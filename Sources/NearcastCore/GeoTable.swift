@@ -1,0 +1,102 @@
+import DNSWire
+import MaxMindDB
+
+/// Everything a geo name is answered from (DESIGN §2): the compiled image (classes and prefixes),
+/// the geo names, the nodes' addresses and health. Both paths answer from the same table: the
+/// slow path reads it here; the fast path will read the maps written from it.
+public struct GeoTable: Sendable {
+    /// What a geo name answers with.
+    public struct Name: Sendable {
+        public var config: GeoNameConfig
+        /// Index of its ranking (pool + policy + fallback) in the image's candidate lists.
+        public var ranking: Int
+    }
+
+    /// A question: the lower-cased wire name and the type.
+    struct Key: Hashable {
+        var name: [UInt8]
+        var type: UInt16
+    }
+
+    public let image: GeoImage
+    let names: [Key: Name]
+    /// Owner names that have a geo name (of any type), lower-cased wire form.
+    let owners: Set<[UInt8]>
+    let nodes: [String: NodeConfig]
+    /// Nodes that are down or drained (none until health checks run: the Health issue).
+    public var unhealthy: Set<String> = []
+
+    /// Compiles `config`'s geo names against `database`: one ranking per distinct pool, policy
+    /// and fallback. `progress` as for GeoCompiler.compile.
+    public static func build(_ config: GeoConfig, database: MaxMindDatabase, progress: ((Int) -> Void)? = nil) throws -> GeoTable {
+        let nodes = Dictionary(config.nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let pools = Dictionary(config.pools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var rankings: [GeoPool] = []
+        var names: [Key: Name] = [:]
+        for g in config.names {
+            let members = pools[g.pool]?.members.compactMap { nodes[$0]?.geoNode } ?? []
+            let ranking = GeoPool(id: "\(g.pool)#\(rankings.count)", nodes: members, policy: g.policy, fallback: g.fallback)
+            let index: Int
+            if let same = rankings.firstIndex(where: { $0.nodes == ranking.nodes && $0.policy == ranking.policy && $0.fallback == ranking.fallback }) {
+                index = same
+            } else {
+                index = rankings.count
+                rankings.append(ranking)
+            }
+            names[Key(name: g.name.lowercased().wire, type: g.type.rawValue)] = Name(config: g, ranking: index)
+        }
+        let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
+        return GeoTable(image: image, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
+    }
+
+    /// The geo name for a question, if it is one.
+    public func name(_ qname: DNSName, _ type: RRType) -> Name? {
+        names[Key(name: qname.lowercased().wire, type: type.rawValue)]
+    }
+
+    /// Whether `qname` has a geo name of some type (so other types there are NODATA, not NXDOMAIN).
+    public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname.lowercased().wire) }
+
+    /// The same for a name already in lower-cased wire form.
+    public func isOwner(lowercasedWire name: [UInt8]) -> Bool { owners.contains(name) }
+
+    /// What a geo name answers a client: the addresses in rank order, the TTL, and the ECS scope.
+    public struct Answer: Equatable, Sendable {
+        public enum Outcome: Equatable, Sendable {
+            case answered
+            case nodata
+            case servfail
+        }
+        public var outcome: Outcome
+        public var addresses: [[UInt8]]
+        public var ttl: UInt32
+        /// The class the client's address fell in, and the prefix length matched (nil: no prefix
+        /// covers it, the unknown-location class).
+        public var locationClass: Int
+        public var prefixLength: Int?
+        /// The ranked candidates of the class, before health.
+        public var candidates: [String]
+    }
+
+    /// The answer of `name` for a client at `address` (4 or 16 bytes: the ECS address when the
+    /// query had one with a non-zero source prefix, else the query's source address).
+    public func answer(_ name: Name, client address: [UInt8]) -> Answer {
+        let (c, prefix) = image.lookup(address)
+        let candidates = image.classes[c][name.ranking]
+        let wantV4 = name.config.type == .a
+        func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
+        let healthy = candidates.filter { !unhealthy.contains($0) }
+        var chosen = healthy.prefix(name.config.answers).compactMap(addressOf)
+        var outcome = Answer.Outcome.answered
+        if chosen.isEmpty {
+            switch name.config.allDown {
+            case .failOpen: chosen = candidates.prefix(name.config.answers).compactMap(addressOf)
+            case .nodata: outcome = .nodata
+            case .servfail: outcome = .servfail
+            }
+        }
+        return Answer(
+            outcome: outcome, addresses: chosen, ttl: name.config.ttl, locationClass: c, prefixLength: prefix?.length,
+            candidates: candidates)
+    }
+}

@@ -1,0 +1,148 @@
+import DNSWire
+import Foundation
+import MaxMindDB
+import Testing
+
+@testable import NearcastCore
+
+/// Geo names through the slow path: who gets which node, the ECS scope, negative answers at a geo
+/// name, the reply cache, the answer image, the all-down policies, and the checks against zones.
+struct GeoResponderTests {
+    static let zoneText = """
+        $ORIGIN example.test.
+        $TTL 300
+        @     SOA ns1 hostmaster 1 3600 600 1209600 60
+        @     NS  ns1
+        ns1   A   192.0.2.53
+        geo   TXT "a geo name may share its owner with other types"
+        www   A   192.0.2.1
+        """
+    static let configText = """
+        listen: ["127.0.0.1:53"]
+        geo:
+          database: DB
+          nodes:
+            - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
+            - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR }
+            - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
+          pools: [{ id: web, members: [fra1, par1, nyc1] }]
+          names:
+            - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+            - { name: geo.example.test, type: AAAA, pool: web, all-down: nodata }
+        """
+    static var databasePath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/geo/test-city.mmdb").path
+    }
+    static let origin = try! DNSName("example.test.")
+    static let zone = try! Zone.build(
+        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")
+    static let config = try! NearcastConfig.parse(
+        yaml: configText.replacingOccurrences(of: "DB", with: databasePath), fileName: "c.yaml", baseDirectory: "")
+    static let table = try! GeoTable.build(config.geo, database: try! MaxMindDatabase(path: databasePath))
+
+    func responder(unhealthy: Set<String> = []) -> Responder {
+        var t = Self.table
+        t.unhealthy = unhealthy
+        return Responder(authority: Authority(zones: [Self.zone]), geo: t)
+    }
+
+    func ask(_ r: Responder, _ type: RRType = .a, ecs: String? = nil, client: [UInt8] = [127, 0, 0, 1], name: String = "geo.example.test.")
+        -> DNSMessage
+    {
+        var edns: EDNS?
+        if let ecs {
+            let parts = ecs.split(separator: "/")
+            let v6 = parts[0].contains(":")
+            var a = [UInt8](repeating: 0, count: v6 ? 16 : 4)
+            _ = a.withUnsafeMutableBytes { inet_pton(v6 ? AF_INET6 : AF_INET, String(parts[0]), $0.baseAddress) }
+            let source = UInt8(parts[1])!
+            edns = EDNS(options: [ClientSubnet(family: v6 ? 2 : 1, sourcePrefixLength: source, scopePrefixLength: 0, address: Array(a.prefix((Int(source) + 7) / 8))).option])
+        }
+        let q = try! DNSMessage(questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
+        return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
+    }
+
+    func addresses(_ m: DNSMessage) -> [String] {
+        m.answers.map { rr -> String in
+            switch rr.rdata {
+            case .a(let a): return a.description
+            case .aaaa(let a): return a.description
+            default: return "\(rr.rdata)"
+            }
+        }
+    }
+
+    func scope(_ m: DNSMessage) -> UInt8? {
+        m.edns?.clientSubnetOption.flatMap { o in o.data.count >= 4 ? o.data[3] : nil }
+    }
+
+    @Test func clientsGetTheirNearestNodesWithTheMergedPrefixAsScope() {
+        let r = responder()
+        let paris = ask(r, ecs: "198.51.100.0/24")
+        #expect(paris.header.aa && paris.rcode == .noError)
+        #expect(addresses(paris) == ["192.0.2.20", "192.0.2.10"] && paris.answers.allSatisfy { $0.ttl == 20 })
+        #expect(scope(paris) == 24)
+        // New York and Los Angeles share a class (nyc, par, fra): their /25s merge, scope 24.
+        let ny = ask(r, ecs: "203.0.113.0/25")
+        #expect(addresses(ny) == ["192.0.2.30", "192.0.2.20"] && scope(ny) == 24)
+        // Not in the database: the fallback order (nyc weighs 3), scope = the source prefix.
+        let unknown = ask(r, ecs: "8.8.8.0/24")
+        #expect(addresses(unknown) == ["192.0.2.30", "192.0.2.10"] && scope(unknown) == 24)
+        // Without ECS, the query's source; with a source prefix of 0, too, and scope 0.
+        #expect(addresses(ask(r, client: [192, 0, 2, 200])) == ["192.0.2.10", "192.0.2.20"], "Berlin")
+        let zero = ask(r, ecs: "0.0.0.0/0", client: [198, 51, 100, 9])
+        #expect(addresses(zero) == ["192.0.2.20", "192.0.2.10"] && scope(zero) == 0)
+        // AAAA from an IPv6 subnet: one answer.
+        let tokyo = ask(r, .aaaa, ecs: "2001:db8:4::/48")
+        #expect(addresses(tokyo) == ["2001:db8::10"] && scope(tokyo) == 48)
+    }
+
+    @Test func otherTypesAtAGeoNameAreTheZonesAndNeverNXDOMAIN() {
+        let r = responder()
+        let txt = ask(r, .txt)
+        #expect(txt.rcode == .noError && txt.answers.count == 1, "the zone's TXT")
+        let mx = ask(r, .mx)
+        #expect(mx.rcode == .noError && mx.answers.isEmpty && mx.authority.first?.type == .soa, "NODATA")
+        let any = ask(r, .any)
+        #expect(any.answers.first?.type == .a, "ANY: one RRset (RFC 8482), the geo A")
+        #expect(ask(r, name: "nothere.example.test.").rcode == .nxDomain)
+    }
+
+    @Test func theAllDownPolicyDecidesWhenEveryCandidateIsDown() {
+        let r = responder(unhealthy: ["fra1", "par1", "nyc1"])
+        #expect(addresses(ask(r, ecs: "198.51.100.0/24")) == ["192.0.2.20", "192.0.2.10"], "fail-open: the top ones anyway")
+        let v6 = ask(r, .aaaa, ecs: "2001:db8:4::/48")
+        #expect(v6.rcode == .noError && v6.answers.isEmpty && v6.authority.first?.type == .soa, "nodata")
+        // One down: the next healthy candidate takes its place.
+        #expect(addresses(ask(responder(unhealthy: ["par1"]), ecs: "198.51.100.0/24")) == ["192.0.2.10", "192.0.2.30"])
+    }
+
+    @Test func geoAnswersAreNeverCachedNorImaged() {
+        let r = responder()
+        var cache = ReplyCache()
+        let q = try! DNSMessage(questions: [DNSQuestion(name: try! DNSName("geo.example.test."), type: .a)]).serialize()
+        let berlin = try! DNSMessage(wire: cache.reply(to: q, transport: .udp, responder: r, client: [192, 0, 2, 200])!)
+        let newYork = try! DNSMessage(wire: cache.reply(to: q, transport: .udp, responder: r, client: [203, 0, 113, 5])!)
+        #expect(addresses(berlin) != addresses(newYork))
+        #expect(cache.count == 0)
+        let image = AnswerImage.build(responder: r, maxSections: 1024)
+        let geo = try! DNSName("geo.example.test.").wire
+        #expect(!image.entries.contains { $0.name == geo && ($0.qtype == RRType.a.rawValue || $0.qtype == RRType.aaaa.rawValue) })
+        #expect(image.entries.contains { $0.name == geo && $0.qtype == RRType.txt.rawValue }, "the static TXT stays")
+    }
+
+    @Test func geoNamesAreCheckedAgainstTheZones() throws {
+        var geo = Self.config.geo
+        geo.names[0].name = try DNSName("www.example.test.")
+        geo.names[1].name = try DNSName("geo.elsewhere.test.")
+        do {
+            try geo.check(against: [Self.zone])
+            Issue.record("conflicts must be refused")
+        } catch {
+            let d = error.diagnostics.map(\.description)
+            #expect(d.contains { $0.hasSuffix("geo name www.example.test. A: zone example.test. has A records there too: keep one or the other") }, "\(d)")
+            #expect(d.contains { $0.hasSuffix("geo name geo.elsewhere.test. AAAA: not inside any zone served here") }, "\(d)")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+/// Geo names end to end: the real nearcastd with the test City database, asked by the real dig and
+/// kdig with Client Subnet options (`+subnet`), as resolvers ask on behalf of their clients.
+@Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
+    static func start() throws -> (ServerProcess, Int, URL) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        let port = try TestSupport.freePort()
+        let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        try """
+            listen: ["127.0.0.1:\(port)", "[::1]:\(port)"]
+            zones: [{ origin: example.test., file: z.zone }]
+            geo:
+              database: \(database)
+              nodes:
+                - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
+                - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR }
+                - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
+              pools: [{ id: web, members: [fra1, par1, nyc1] }]
+              names:
+                - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+                - { name: geo.example.test, type: AAAA, pool: web }
+            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
+        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
+        #expect(server.log.contains("geo compiled"))
+        return (server, port, dir)
+    }
+
+    @Test func resolversGetTheNearestNodesForTheirClientsSubnet() throws {
+        let (server, port, dir) = try Self.start()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        let dig = try TestSupport.tool("dig")
+        func ask(_ args: [String]) throws -> String {
+            try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", "geo.example.test"] + args).stdout
+        }
+        // Paris, Berlin, New York, by ECS: the order and the scope (the merged prefix).
+        let paris = try ask(["A", "+subnet=198.51.100.0/24"])
+        #expect(paris.contains("CLIENT-SUBNET: 198.51.100.0/24/24"), "\(paris)")
+        #expect(try ask(["A", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == ["192.0.2.20", "192.0.2.10"])
+        #expect(try ask(["A", "+subnet=192.0.2.192/26", "+short"]).split(separator: "\n") == ["192.0.2.10", "192.0.2.20"])
+        #expect(try ask(["A", "+subnet=203.0.113.128/25", "+short"]).split(separator: "\n") == ["192.0.2.30", "192.0.2.20"])
+        // Over TCP as over UDP.
+        #expect(try ask(["A", "+tcp", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == ["192.0.2.20", "192.0.2.10"])
+        // No ECS: dig's own address, 127.0.0.1, is in no network: the fallback order (nyc weighs 3).
+        #expect(try ask(["A", "+short"]).split(separator: "\n") == ["192.0.2.30", "192.0.2.10"])
+        // kdig, IPv6 subnet and transport.
+        let kdig = try TestSupport.run(
+            try TestSupport.tool("kdig"), ["@::1", "-p", "\(port)", "+subnet=2001:db8:4::/48", "geo.example.test", "AAAA"]).stdout
+        #expect(kdig.contains("CLIENT-SUBNET: 2001:db8:4::/48/48") && kdig.contains("2001:db8::10"), "\(kdig)")
+        // The name exists: another type there is NODATA.
+        #expect(try ask(["MX"]).contains("status: NOERROR"))
+    }
+}
