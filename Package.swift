@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "NearcastServer",
             dependencies: [
-                "DNSWire", "NearcastCore",
+                "DNSWire", "NearcastCore", "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "nearcastd",
             dependencies: [
-                "NearcastCore", "NearcastServer", "NearcastDataPath",
+                "NearcastCore", "NearcastServer", "NearcastDataPath", "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

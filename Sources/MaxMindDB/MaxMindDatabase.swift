@@ -41,9 +41,21 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         if isIPv4 { return address.map(String.init).joined(separator: ".") + "/\(prefixLength)" }
-        var groups: [String] = []
-        for i in stride(from: 0, to: 16, by: 2) { groups.append(String(UInt16(address[i]) << 8 | UInt16(address[i + 1]), radix: 16)) }
-        return groups.joined(separator: ":") + "/\(prefixLength)"
+        var groups: [UInt16] = []
+        for i in stride(from: 0, to: 16, by: 2) { groups.append(UInt16(address[i]) << 8 | UInt16(address[i + 1])) }
+        // RFC 5952: the longest run of two or more zero groups (the first of equals) becomes "::".
+        var best = (start: -1, count: 0)
+        var i = 0
+        while i < 8 {
+            var j = i
+            while j < 8 && groups[j] == 0 { j += 1 }
+            if j - i > best.count && j - i >= 2 { best = (i, j - i) }
+            i = j == i ? i + 1 : j
+        }
+        let hex = groups.map { String($0, radix: 16) }
+        guard best.start >= 0 else { return hex.joined(separator: ":") + "/\(prefixLength)" }
+        let head = hex[..<best.start].joined(separator: ":"), tail = hex[(best.start + best.count)...].joined(separator: ":")
+        return head + "::" + tail + "/\(prefixLength)"
     }
 }
 

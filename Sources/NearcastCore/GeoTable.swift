@@ -19,6 +19,8 @@ public struct GeoTable: Sendable {
     }
 
     public let image: GeoImage
+    /// The rankings the image's candidate lists come from, in its order.
+    public let rankings: [GeoPool]
     let names: [Key: Name]
     /// Owner names that have a geo name (of any type), lower-cased wire form.
     let owners: Set<[UInt8]>
@@ -46,7 +48,7 @@ public struct GeoTable: Sendable {
             names[Key(name: g.name.lowercased().wire, type: g.type.rawValue)] = Name(config: g, ranking: index)
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
-        return GeoTable(image: image, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
+        return GeoTable(image: image, rankings: rankings, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
     }
 
     /// The geo name for a question, if it is one.

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import MaxMindDB
 import NearcastCore
 import ServiceLifecycle
 
@@ -10,13 +11,22 @@ import ServiceLifecycle
 /// but the liveness one, `GET /healthz`, needs a bearer token from the tokens file whose role is
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
-/// Routes so far: `GET /healthz`, `GET /v1/stats` (read).
+/// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
+/// (read).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
     public struct Sources: Sendable {
         public var stats: @Sendable () throws -> StatsReport
+        /// Explains a geo answer (name, type, client, ecs); nil when no geo names are configured.
+        public var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
 
-        public init(stats: @escaping @Sendable () throws -> StatsReport) { self.stats = stats }
+        public init(
+            stats: @escaping @Sendable () throws -> StatsReport,
+            explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil
+        ) {
+            self.stats = stats
+            self.explain = explain
+        }
     }
 
     /// The port it listens on (the one asked for, or the one the kernel chose for port 0).
@@ -40,6 +50,21 @@ public final class ManagementAPI: Sendable {
         v1.get("stats") { _, context -> Response in
             try context.require(.read)
             return try jsonResponse(try sources.stats())
+        }
+        v1.get("explain") { request, context -> Response in
+            try context.require(.read)
+            guard let explain = sources.explain else { throw HTTPError(.notFound, message: "no geo names are configured") }
+            let q = request.uri.queryParameters
+            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init), let client = q["client"].map(String.init) else {
+                throw HTTPError(.badRequest, message: "name, type and client are required (ecs is optional)")
+            }
+            do {
+                return try jsonResponse(try explain(name, type, client, q["ecs"].map(String.init)))
+            } catch let e as GeoExplainError {
+                throw HTTPError(.badRequest, message: e.description)
+            } catch let e as MaxMindError {
+                throw HTTPError(.badRequest, message: e.description)
+            }
         }
         let started = StartSignal()
         let app = Application(

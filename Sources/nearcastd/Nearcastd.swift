@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import DNSWire
 import Logging
+import MaxMindDB
 import NIOCore
 import NIOPosix
 import NearcastCore
@@ -126,13 +127,14 @@ struct Nearcastd: AsyncParsableCommand {
         // Geo names: the MaxMind database compiled for them, on a thread of its own (seconds of
         // blocking work for a whole GeoLite2-City).
         var geo: GeoTable?
+        var geoDatabase: MaxMindDatabase?
         if !cfg.geo.names.isEmpty {
             let started = ContinuousClock.now
             do {
                 let geoConfig = cfg.geo
-                geo = try await Self.onOwnThread { () throws -> GeoTable in
+                (geo, geoDatabase) = try await Self.onOwnThread { () throws -> (GeoTable, MaxMindDatabase) in
                     guard let db = try geoConfig.openDatabase() else { throw DiagnosticsError([]) }
-                    return try GeoTable.build(geoConfig, database: db)
+                    return (try GeoTable.build(geoConfig, database: db), db)
                 }
             } catch {
                 FileHandle.standardError.write("\(error)\n")
@@ -186,12 +188,18 @@ struct Nearcastd: AsyncParsableCommand {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
             let deployment = fastPath
-            let sources = ManagementAPI.Sources(stats: {
-                let uptime = ContinuousClock.now - startedAt
-                return StatsReport(
-                    uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
-                    xdp: try deployment?.fastPath.statistics().counters)
-            })
+            let table = geo, database = geoDatabase
+            var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
+            if let table, let database {
+                explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
+            }
+            let sources = ManagementAPI.Sources(
+                stats: {
+                    let uptime = ContinuousClock.now - startedAt
+                    return StatsReport(
+                        uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        xdp: try deployment?.fastPath.statistics().counters)
+                }, explain: explain)
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

@@ -40,7 +40,7 @@ import Testing
         #expect(berlin.network.description == "192.0.2.192/26")
         #expect(berlin.location == GeoLocation(latitude: 52.52, longitude: 13.405, country: "DE", continent: "EU", subdivision: "BE"))
         let tokyo = try #require(try db.lookup("2001:db8:4::53"))
-        #expect(tokyo.network.description == "2001:db8:4:0:0:0:0:0/48")
+        #expect(tokyo.network.description == "2001:db8:4::/48")
         #expect(tokyo.location.country == "JP" && tokyo.location.subdivision == "13")
         // A record with a country and no coordinates: an unknown place for the policy.
         let countryOnly = try #require(try db.lookup("198.18.4.9"))
@@ -65,6 +65,17 @@ import Testing
             #expect(location == expected.location, "\(network)")
         }
         #expect(seen.filter { $0.0.isIPv4 }.count == 11, "IPv4 networks come as IPv4, once (no ::ffff:0:0/96 or 2002::/16 alias)")
+    }
+
+    @Test func ipv6NetworksAreWrittenAsRFC5952Says() {
+        func net(_ groups: [UInt16], _ len: Int) -> String {
+            IPNetwork(address: groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }, prefixLength: len).description
+        }
+        #expect(net([0x2001, 0xdb8, 4, 0, 0, 0, 0, 0], 48) == "2001:db8:4::/48")
+        #expect(net([0, 0, 0, 0, 0, 0, 0, 0], 0) == "::/0")
+        #expect(net([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1], 128) == "2001:db8:0:1::1/128", "the longer run of zeros")
+        #expect(net([0x2001, 0, 0, 1, 0, 0, 1, 1], 64) == "2001::1:0:0:1:1/64", "the first of two equal runs")
+        #expect(net([0x2001, 0xdb8, 1, 2, 3, 4, 0, 5], 64) == "2001:db8:1:2:3:4:0:5/64", "a single zero group stays")
     }
 
     @Test func aMissingOrBadFileIsNamed() throws {

@@ -4,7 +4,7 @@ import Testing
 /// Geo names end to end: the real nearcastd with the test City database, asked by the real dig and
 /// kdig with Client Subnet options (`+subnet`), as resolvers ask on behalf of their clients.
 @Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
-    static func start() throws -> (ServerProcess, Int, URL) {
+    static func start(extraArgs: [String] = []) throws -> (ServerProcess, Int, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
@@ -24,7 +24,7 @@ import Testing
                 - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
                 - { name: geo.example.test, type: AAAA, pool: web }
             """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
+        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path] + extraArgs)
         try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
         #expect(server.log.contains("geo compiled"))
         return (server, port, dir)
@@ -56,5 +56,38 @@ import Testing
         #expect(kdig.contains("CLIENT-SUBNET: 2001:db8:4::/48/48") && kdig.contains("2001:db8::10"), "\(kdig)")
         // The name exists: another type there is NODATA.
         #expect(try ask(["MX"]).contains("status: NOERROR"))
+    }
+
+    /// `nearcast explain` gives the answer dig gets, and says why.
+    @Test func explainTellsWhyAndAgreesWithDig() throws {
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-tokens-\(UUID().uuidString)")
+        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let api = try TestSupport.freePort()
+        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        try server.waitUntilReady { server.log.contains("management API listening") }
+        let cli = try TestSupport.product("nearcast")
+        func explain(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(cli, ["explain", "--api", "127.0.0.1:\(api)", "--token-file", tokens.path] + args)
+        }
+        let out = try explain(["geo.example.test", "A", "--client", "10.1.1.1", "--ecs", "198.51.100.0/24"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.contains("location:  FR, IDF, EU at 48.8566, 2.3522 (database network 198.51.100.0/24)"), "\(out.stdout)")
+        #expect(out.stdout.contains("prefix 198.51.100.0/24"), "\(out.stdout)")
+        #expect(out.stdout.contains("1. par1 192.0.2.20  score 1.0000, 0 km  up"), "\(out.stdout)")
+        #expect(out.stdout.contains("2. fra1 192.0.2.10  score 0.9761, 478 km  up"), "\(out.stdout)")
+        #expect(out.stdout.contains("answer:    192.0.2.20 192.0.2.10  (TTL 20)") && out.stdout.contains("ECS scope: 24"), "\(out.stdout)")
+        let dig = try TestSupport.run(
+            try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+        #expect(dig.stdout.split(separator: "\n") == ["192.0.2.20", "192.0.2.10"], "the same answer")
+
+        let unknown = try explain(["geo.example.test", "A", "--client", "127.0.0.1"])
+        #expect(unknown.stdout.contains("location:  unknown") && unknown.stdout.contains("class:     0 (unknown location"), "\(unknown.stdout)")
+        let notGeo = try explain(["www.example.test", "A", "--client", "127.0.0.1"])
+        #expect(notGeo.status == 1 && notGeo.stderr.contains("the management API answered 400: www.example.test. A is not a geo name"), "\(notGeo.stderr)")
     }
 }
