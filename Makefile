@@ -52,9 +52,12 @@ $(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl
 verifier-stats: $(BPF_OBJ)
 	tools/verifier-stats.sh $(BPF_OBJ)
 
-run: build
+run: build $(GEO_DB)
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"
 	@echo "    dig @127.0.0.1 -p 5300 www.demo.nearcast.test A"
+	@echo "    dig @127.0.0.1 -p 5300 edge.demo.nearcast.test A +subnet=198.51.100.0/24   # a client in Paris"
+	@echo "    $(BIN)/nearcast explain edge.demo.nearcast.test A --client 127.0.0.1 --ecs 198.51.100.0/24 \\"
+	@echo "        --api 127.0.0.1:8053 --token-file examples/demo/tokens"
 	@echo "    $(BIN)/nearcast stats --api 127.0.0.1:8053 --token-file examples/demo/tokens"
 	@echo "Stop it with Ctrl-C."
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
