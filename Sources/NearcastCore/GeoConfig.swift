@@ -188,13 +188,7 @@ extension GeoConfig {
         }
         var ok = true
         func number(_ key: String, _ range: ClosedRange<Double>) -> Double? {
-            guard let n = m[key] else { return nil }
-            guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
-                fail(n, "node \(id): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
-                ok = false
-                return nil
-            }
-            return v
+            Self.number(m, key, range, owner: "node \(id)", ok: &ok, fail)
         }
         let lat = number("latitude", -90...90), lon = number("longitude", -180...180)
         if m["latitude"] == nil || m["longitude"] == nil {
@@ -279,13 +273,7 @@ extension GeoConfig {
             return v
         }
         func double(_ key: String, _ range: ClosedRange<Double>) -> Double? {
-            guard let n = m[key] else { return nil }
-            guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
-                fail(n, "geo name \(name): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
-                ok = false
-                return nil
-            }
-            return v
+            Self.number(m, key, range, owner: "geo name \(name)", ok: &ok, fail)
         }
         if let v = int("answers", 1...8, "a number of addresses") { g.answers = v }
         if let v = int("ttl", 0...86400, "a number of seconds") { g.ttl = UInt32(v) }
@@ -316,6 +304,20 @@ extension GeoConfig {
             ok = false
         }
         return ok ? g : nil
+    }
+
+    /// The number at `key` of `m` when it is within `range`; otherwise reported (for `owner`) and
+    /// `ok` cleared. nil when the key is absent.
+    static func number(
+        _ m: Node.Mapping, _ key: String, _ range: ClosedRange<Double>, owner: String, ok: inout Bool, _ fail: (Node?, String) -> Void
+    ) -> Double? {
+        guard let n = m[key] else { return nil }
+        guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
+            fail(n, "\(owner): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
+            ok = false
+            return nil
+        }
+        return v
     }
 
     /// What no single item shows: ids that repeat, members and pools that do not exist, nodes
