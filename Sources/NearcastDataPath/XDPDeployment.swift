@@ -89,6 +89,7 @@ public final class XDPDeployment: Sendable {
             metadata: [
                 "answers": "\(table.entries)", "written": "\(table.written)", "too-big": "\(image.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
+                "table-mib": "\(fp.capacity * FastPath.entryBytes >> 20)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")", "pin-root": "\(settings.pinRoot)",
             ])
         self.fastPath = fp
