@@ -9,6 +9,7 @@
 
 #include "compiler.h"
 #include "dns.h"
+#include "geo.h"
 #include "maps.h"
 #include "names.h"
 #include "parse.h"
@@ -80,15 +81,22 @@ int nearcast_xdp(struct xdp_md *ctx)
 	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
 	const struct nc_answer *ans = NULL;
 	int question_read = reason == NC_ANSWERED;
+	int geo = 0;
 
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
 	if (question_read) {
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
 		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg);
-		if (!ans)
+		if (ans && ans->kind == NC_KIND_GEO) {
+			/* A geo name: the answer for this client, built in the scratch map. */
+			geo = 1;
+			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, ans, &scratch->geo);
+			ans = reason == NC_ANSWERED ? &scratch->geo : NULL;
+		} else if (!ans) {
 			reason = NC_PASS_MISS;
-		else if (!nc_reply_fits(&scratch->q, ans, cfg))
+		}
+		if (ans && !nc_reply_fits(&scratch->q, ans, cfg))
 			reason = NC_PASS_TOO_BIG;
 	}
 
@@ -106,7 +114,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	}
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
 	if (reason == NC_ANSWERED)
-		return nc_exit(truncated ? NC_LIMIT_TRUNCATED : NC_ANSWERED, XDP_TX);
+		return nc_exit(truncated ? NC_LIMIT_TRUNCATED : geo ? NC_ANSWERED_GEO : NC_ANSWERED, XDP_TX);
 	if (reason == NC_DROP_INTERNAL || truncated)
 		return nc_exit(reason == NC_DROP_INTERNAL ? reason : NC_LIMIT_DROPPED, XDP_DROP);
 	/* The frame could not grow (nothing was changed): the slow path answers, within the budget. */

@@ -12,9 +12,15 @@ _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layo
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
 _Static_assert(sizeof(struct nc_config) == 32, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
+_Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
+_Static_assert(sizeof(struct nc_geo4_key) == 8 && sizeof(struct nc_geo6_key) == 20, "LPM keys: prefixlen, then the address");
+_Static_assert(sizeof(struct nc_geo_class) == 8 && sizeof(struct nc_cands_key) == 8, "geo map layouts");
+_Static_assert(sizeof(struct nc_cands) == 4 + 2 * NC_GEO_DEPTH, "nc_cands layout");
+_Static_assert(sizeof(struct nc_node) == 24 && sizeof(struct nc_geo_name) == 12, "nc_node, nc_geo_name layouts");
 _Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
 _Static_assert(offsetof(struct nc_stats, limit_dropped) == NC_LIMIT_DROPPED * sizeof(__u64), "nc_stats in reason order");
-_Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
+_Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64), "nc_stats in reason order");
+_Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16,
 	       "map names fit the kernel's 15 characters");
 

@@ -51,6 +51,12 @@ public struct GeoTable: Sendable {
         return GeoTable(image: image, rankings: rankings, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
     }
 
+    /// Every geo name, in no particular order.
+    public var allNames: [Name] { Array(names.values) }
+
+    /// Every node, by id.
+    public var allNodes: [NodeConfig] { nodes.values.sorted { $0.id < $1.id } }
+
     /// The geo name for a question, if it is one.
     public func name(_ qname: DNSName, _ type: RRType) -> Name? {
         names[Key(name: qname.lowercased().wire, type: type.rawValue)]

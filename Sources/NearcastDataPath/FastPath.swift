@@ -17,6 +17,11 @@ public final class FastPath: Sendable {
     let slots: BPFMap
     let config: BPFMap
     let stats: BPFMap
+    /// The geo maps: LPM per family, candidates per (ranking, class), nodes.
+    let geo4: BPFMap
+    let geo6: BPFMap
+    let cands: BPFMap
+    let nodes: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Writers take turns.
@@ -56,6 +61,10 @@ public final class FastPath: Sendable {
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
+        geo4 = try object.map(NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        geo6 = try object.map(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        cands = try object.map(NC_MAP_CANDS, keySize: MemoryLayout<nc_cands_key>.size, valueSize: MemoryLayout<nc_cands>.size)
+        nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
     }
@@ -145,9 +154,18 @@ public final class FastPath: Sendable {
     /// indexes the live generation does not use, the other generation's slots are written whole,
     /// and one write of the settings switches generations. Once every program run that could
     /// still read the old generation has ended, its indexes are free for the next write.
+    ///
+    /// With `geo`, its maps are written first (nodes, candidates, prefixes: in place, then what is
+    /// stale is deleted), and its names join the table, so a geo name is answered once its maps
+    /// are there.
     @discardableResult
-    public func write(_ image: AnswerImage) throws(BPFError) -> TableWrite {
-        let entries = image.entries.map(Self.encode)
+    public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
+        var entries = image.entries.map(Self.encode)
+        if let geo {
+            try writeGeoMaps(geo)
+            entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
+                .map(Self.encodeGeo)
+        }
         return try state.withLock { (s: inout State) throws(BPFError) -> TableWrite in
             let plan = table.plan(entries, live: s.live)
             if !plan.writes.isEmpty {
@@ -168,6 +186,83 @@ public final class FastPath: Sendable {
             try BPFGracePeriod.wait()
             return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
         }
+    }
+
+    /// A geo name as an nc_name_entry (kind NC_KIND_GEO, an nc_geo_name in its sections).
+    static func encodeGeo(_ g: GeoTable.Name) -> NamesTable.Entry {
+        var entry = nc_name_entry()
+        let wire = g.config.name.lowercased().wire
+        entry.key.qtype = g.config.type.rawValue
+        entry.key.len = UInt16(wire.count)
+        withUnsafeMutableBytes(of: &entry.key.name) { buf in
+            for (i, b) in wire.enumerated() { buf[i] = b }
+        }
+        entry.answer.kind = UInt8(NC_KIND_GEO.rawValue)
+        var n = nc_geo_name()
+        n.ranking = UInt16(g.ranking)
+        n.answers = UInt8(g.config.answers)
+        n.fail_open = g.config.allDown == .failOpen ? 1 : 0
+        n.qtype = g.config.type.rawValue
+        n.ttl = g.config.ttl
+        entry.answer.len = UInt16(MemoryLayout<nc_geo_name>.size)
+        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
+            withUnsafeBytes(of: n) { for (i, b) in $0.enumerated() { buf[i] = b } }
+        }
+        return NamesTable.Entry(hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
+    }
+
+    /// Writes the geo maps for `geo`: every entry in place, then the stale ones deleted.
+    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) {
+        let nodeList = geo.allNodes
+        guard nodeList.count <= Int(NC_NODES_MAX) else {
+            throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
+        }
+        var index: [String: UInt16] = [:]
+        var nodeValues: [[UInt8]] = []
+        for (i, n) in nodeList.enumerated() {
+            index[n.id] = UInt16(i)
+            var v = nc_node()
+            v.up = geo.unhealthy.contains(n.id) ? 0 : 1
+            withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
+            withUnsafeMutableBytes(of: &v.v6) { b in for (k, x) in (n.ipv6 ?? []).enumerated() { b[k] = x } }
+            nodeValues.append(Self.bytes(of: v))
+        }
+        try nodes.updateBatch(keys: (0..<nodeValues.count).map { Self.bytes(of: UInt32($0)) }, values: nodeValues)
+
+        var candKeys: [[UInt8]] = [], candValues: [[UInt8]] = []
+        for c in geo.image.classes.indices {
+            for r in geo.rankings.indices {
+                var v = nc_cands()
+                let ids = geo.image.classes[c][r].prefix(Int(NC_GEO_DEPTH)).compactMap { index[$0] }
+                v.count = UInt16(ids.count)
+                withUnsafeMutableBytes(of: &v.node) { b in
+                    for (k, id) in ids.enumerated() { b.storeBytes(of: id, toByteOffset: 2 * k, as: UInt16.self) }
+                }
+                candKeys.append(Self.bytes(of: nc_cands_key(ranking: UInt32(r), cls: UInt32(c))))
+                candValues.append(Self.bytes(of: v))
+            }
+        }
+        try replace(cands, keys: candKeys, values: candValues)
+
+        for (map, prefixes, v4) in [(geo4, geo.image.ipv4, true), (geo6, geo.image.ipv6, false)] {
+            var keys: [[UInt8]] = [], values: [[UInt8]] = []
+            keys.reserveCapacity(prefixes.count)
+            values.reserveCapacity(prefixes.count)
+            for p in prefixes {
+                let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
+                keys.append(Self.bytes(of: UInt32(p.length)) + addr)
+                values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length))))
+            }
+            try replace(map, keys: keys, values: values)
+        }
+    }
+
+    /// Makes `map` hold exactly these entries: written in place first, so a key that stays is never
+    /// missing, then the keys no longer wanted deleted.
+    func replace(_ map: BPFMap, keys: [[UInt8]], values: [[UInt8]]) throws(BPFError) {
+        try map.updateBatch(keys: keys, values: values)
+        let wanted = Set(keys)
+        for key in try map.keys() where !wanted.contains(key) { try map.delete(key: key) }
     }
 
     /// An image entry as an nc_name_entry, with its hash.
@@ -207,6 +302,8 @@ public final class FastPath: Sendable {
             total.dropInternal += s.drop_internal
             total.limitTruncated += s.limit_truncated
             total.limitDropped += s.limit_dropped
+            total.answeredGeo += s.answered_geo
+            total.passGeo += s.pass_geo
         }
         return total
     }
@@ -227,6 +324,8 @@ public struct FastPathStats: Equatable, Sendable {
     public var dropInternal: UInt64 = 0
     public var limitTruncated: UInt64 = 0
     public var limitDropped: UInt64 = 0
+    public var answeredGeo: UInt64 = 0
+    public var passGeo: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -236,7 +335,7 @@ public struct FastPathStats: Equatable, Sendable {
             ("answered", answered), ("pass_not_dns", passNotDNS), ("pass_shape", passShape), ("pass_edns", passEDNS),
             ("pass_miss", passMiss), ("pass_too_big", passTooBig), ("pass_no_room", passNoRoom),
             ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
-            ("limit_dropped", limitDropped),
+            ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }

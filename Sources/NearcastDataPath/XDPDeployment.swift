@@ -24,7 +24,7 @@ public final class XDPDeployment: Sendable {
     }
 
     /// Loads, fills and attaches the fast path.
-    public init(settings: XDPSettings, image: AnswerImage, dnsPort: UInt16, udpPayload: UInt16, logger: Logger) throws {
+    public init(settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16, logger: Logger) throws {
         self.settings = settings
         self.logger = logger
         let objectPath = try Self.locateObject(settings.objectPath)
@@ -51,7 +51,7 @@ public final class XDPDeployment: Sendable {
         }
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
-        let table = try fp.write(image)
+        let table = try fp.write(image, geo: geo)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {

@@ -173,8 +173,8 @@ struct Nearcastd: AsyncParsableCommand {
             do {
                 let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
                 fastPath = try XDPDeployment(
-                    settings: cfg.xdp, image: image, dnsPort: UInt16(cfg.listen[0].port), udpPayload: cfg.maxUDPPayload,
-                    logger: logger)
+                    settings: cfg.xdp, image: image, geo: geo, dnsPort: UInt16(cfg.listen[0].port),
+                    udpPayload: cfg.maxUDPPayload, logger: logger)
             } catch {
                 logger.error("cannot start the XDP fast path", metadata: ["error": "\(error)"])
                 await server.stop()

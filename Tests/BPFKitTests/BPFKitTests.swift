@@ -75,10 +75,10 @@ import Testing
 
     @Test func perCPUMapsReadOneValuePerCPU() throws {
         let object = try BPFObject(path: Self.nearcastObject)
-        let stats = try object.map("nc_stats", keySize: 4, valueSize: 88)
+        let stats = try object.map("nc_stats", keySize: 4, valueSize: 104)
         #expect(stats.perCPU)
         let values = try #require(try stats.lookup(key: [0, 0, 0, 0]))
         #expect(values.count == BPFMap.possibleCPUs)
-        #expect(values.allSatisfy { $0 == [UInt8](repeating: 0, count: 88) })
+        #expect(values.allSatisfy { $0 == [UInt8](repeating: 0, count: 104) })
     }
 }

@@ -8,6 +8,9 @@ struct Packet {
     var srcPort: UInt16 = 40000
     var dstPort: UInt16 = 53
     var payload: [UInt8]
+    /// The client's address (the frame's source), IPv4 or IPv6 by `ipv6`.
+    var source4: [UInt8] = Packet.client4
+    var source6: [UInt8] = Packet.client6
     /// Bytes appended after the IP packet (Ethernet padding).
     var trailer: [UInt8] = []
 
@@ -26,11 +29,11 @@ struct Packet {
         var udp: [UInt8] = [UInt8(srcPort >> 8), UInt8(srcPort & 0xFF), UInt8(dstPort >> 8), UInt8(dstPort & 0xFF)]
         udp += [UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 0, 0] + payload
         if ipv6 {
-            f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + Self.client6 + Self.server6
+            f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + source6 + Self.server6
         } else {
             let total = 20 + udpLen
             var ip: [UInt8] = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0x12, 0x34, 0, 0, 64, 17, 0, 0]
-            ip += Self.client4 + Self.server4
+            ip += source4 + Self.server4
             let c = ~Self.sum(ip)
             ip[10] = UInt8(c >> 8)
             ip[11] = UInt8(c & 0xFF)
@@ -66,14 +69,14 @@ struct Packet {
             guard f.count >= at + 40 else { return nil }
             let src = Array(f[(at + 8)..<(at + 24)])
             let dst = Array(f[(at + 24)..<(at + 40)])
-            ipOK = src == Self.server6 && dst == Self.client6
+            ipOK = src == Self.server6 && dst == source6
             ttl = f[at + 7]
             pseudo = src + dst
             at += 40
         } else {
             guard f.count >= at + 20 else { return nil }
             let ip = Array(f[at..<(at + 20)])
-            ipOK = Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == Self.server4 && Array(ip[16..<20]) == Self.client4
+            ipOK = Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == Self.server4 && Array(ip[16..<20]) == source4
                 && Int(ip[2]) << 8 | Int(ip[3]) == f.count - at
             ttl = ip[8]
             pseudo = Array(ip[12..<20])

@@ -60,6 +60,7 @@ struct nc_scratch {
 	struct nc_name_key key;
 	struct nc_query q;
 	struct nc_packet pkt;
+	struct nc_answer geo; /* a geo name's answer, built for this client (geo.h) */
 };
 
 struct {

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 4
+#define NC_ABI_VERSION 5
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -21,6 +21,10 @@
 #define NC_MAP_STATS "nc_stats"
 #define NC_MAP_CONFIG "nc_config"
 #define NC_MAP_BUCKET "nc_bucket"
+#define NC_MAP_GEO4 "nc_geo4"
+#define NC_MAP_GEO6 "nc_geo6"
+#define NC_MAP_CANDS "nc_cands"
+#define NC_MAP_NODES "nc_nodes"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -81,8 +85,71 @@ struct nc_answer {
 	__u16 arcount;	   /* additional records, not counting OPT; host order */
 	__u16 len;	   /* bytes used in sections */
 	__u16 csum;	   /* one's-complement sum (folded, not inverted) of sections, as at an even offset */
-	__u32 pad;
+	__u8 kind;	   /* enum nc_answer_kind */
+	__u8 pad[3];
 	__u8 sections[NC_SECTIONS_MAX];
+};
+
+enum nc_answer_kind {
+	NC_KIND_STATIC = 0, /* `sections` is the answer */
+	NC_KIND_GEO = 1,    /* a geo name: `sections` starts with a struct nc_geo_name */
+};
+
+/*
+ * Geo names (DESIGN §2, §5). The client's address (the ECS address when the query has one with a
+ * source prefix, else the packet's source) is looked up, full length, in the LPM map of its
+ * family: its location class, and the prefix length matched (the ECS scope). The candidates of
+ * (ranking, class) are node indexes in rank order; the first `answers` whose node is up are the
+ * answer. An address no prefix covers is in class 0 (unknown location), scope = source prefix.
+ */
+#define NC_GEO_DEPTH 16	      /* candidates kept per (ranking, class) */
+#define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
+#define NC_NODES_MAX 4096
+#define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
+#define NC_GEO6_CAPACITY (2 << 20)
+#define NC_CANDS_CAPACITY (1 << 20)
+
+struct nc_geo4_key {
+	__u32 prefixlen; /* always 32 in lookups */
+	__u8 addr[4];
+};
+
+struct nc_geo6_key {
+	__u32 prefixlen; /* always 128 in lookups */
+	__u8 addr[16];
+};
+
+struct nc_geo_class {
+	__u32 cls;  /* location class */
+	__u32 plen; /* the prefix's length: the ECS scope */
+};
+
+struct nc_cands_key {
+	__u32 ranking;
+	__u32 cls;
+};
+
+struct nc_cands {
+	__u16 count;
+	__u16 node[NC_GEO_DEPTH]; /* indexes into nc_nodes, best first */
+	__u16 pad;
+};
+
+struct nc_node {
+	__u8 up; /* 1: answered; 0: down or drained */
+	__u8 pad[3];
+	__u8 v4[4];
+	__u8 v6[16];
+};
+
+/* What a geo name answers, at the start of its names-table entry's sections. */
+struct nc_geo_name {
+	__u16 ranking;
+	__u8 answers;  /* 1..NC_GEO_ANSWERS_MAX */
+	__u8 fail_open; /* all candidates down: 1 answers the top ones anyway, 0 passes to the slow path */
+	__u16 qtype;   /* 1 (A) or 28 (AAAA), host order */
+	__u16 pad;
+	__u32 ttl;
 };
 
 /* Value of nc_names: a question and its answer. */
@@ -131,6 +198,8 @@ enum nc_reason {
 	NC_DROP_INTERNAL,	/* a bounds check that cannot fail failed after the packet was changed */
 	NC_LIMIT_TRUNCATED,	/* above the pass budget: answered TC=1 instead of passed */
 	NC_LIMIT_DROPPED,	/* above the pass budget: dropped instead of passed */
+	NC_ANSWERED_GEO,	/* a geo name answered from the geo maps (XDP_TX) */
+	NC_PASS_GEO,		/* a geo name XDP leaves to the slow path: every candidate down and no fail-open */
 	NC_REASON_MAX,
 };
 
@@ -150,6 +219,8 @@ struct nc_stats {
 	__u64 drop_internal;
 	__u64 limit_truncated;
 	__u64 limit_dropped;
+	__u64 answered_geo;
+	__u64 pass_geo;
 };
 
 #endif /* NEARCAST_ABI_H */

@@ -1,0 +1,156 @@
+import BPFKit
+import DNSWire
+import Foundation
+import MaxMindDB
+import NearcastCore
+import NearcastTestSupport
+import Testing
+
+@testable import NearcastDataPath
+
+/// Geo names on the real XDP program: the geo maps written from the slow path's GeoTable, and
+/// every answer compared with the slow path's for the same client, with and without ECS.
+@Suite(.serialized) struct GeoXDPTests {
+    static let zoneText = """
+        $ORIGIN example.test.
+        $TTL 300
+        @     SOA ns1 hostmaster 1 3600 600 1209600 60
+        @     NS  ns1
+        ns1   A   192.0.2.53
+        www   A   192.0.2.1
+        """
+    static let configText = """
+        listen: ["127.0.0.1:53"]
+        geo:
+          database: DB
+          nodes:
+            - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
+            - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR }
+            - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
+            - { id: tyo1, ipv4: 192.0.2.40, ipv6: "2001:db8::40", latitude: 35.68, longitude: 139.65, country: JP }
+          pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+          names:
+            - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+            - { name: geo.example.test, type: AAAA, pool: web, answers: 3, ttl: 40, strategy: stepped }
+            - { name: strict.example.test, type: A, pool: web, all-down: servfail }
+        """
+    static var databasePath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/geo/test-city.mmdb").path
+    }
+    static let origin = try! DNSName("example.test.")
+    static let zone = try! Zone.build(
+        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")
+    static let config = try! NearcastConfig.parse(
+        yaml: configText.replacingOccurrences(of: "DB", with: databasePath), fileName: "c.yaml", baseDirectory: "")
+    static let table = try! GeoTable.build(config.geo, database: try! MaxMindDatabase(path: databasePath))
+
+    static func responder(_ t: GeoTable) -> Responder { Responder(authority: Authority(zones: [zone]), geo: t) }
+
+    static func fastPath(_ t: GeoTable) throws -> FastPath {
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        let r = responder(t)
+        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: t)
+        return fp
+    }
+
+    /// Client addresses: one in each network of the test database, and some it has no record for.
+    static let clients4: [[UInt8]] = [
+        [192, 0, 2, 5], [192, 0, 2, 130], [192, 0, 2, 200], [198, 51, 100, 7], [203, 0, 113, 9], [203, 0, 113, 200],
+        [198, 18, 0, 2], [198, 18, 1, 9], [198, 18, 2, 9], [198, 18, 3, 9], [198, 18, 4, 9], [8, 8, 8, 8], [10, 1, 2, 3],
+    ]
+    static let clients6: [[UInt8]] = (1...6).map { [0x20, 0x01, 0x0d, 0xb8, 0, UInt8($0)] + [UInt8](repeating: 0, count: 9) + [9] }
+
+    func query(_ name: String, _ type: RRType, ecs: ClientSubnet?) -> [UInt8] {
+        var h = DNSHeader()
+        h.id = 0x1234
+        h.rd = true
+        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: ecs.map { EDNS(options: [$0.option]) })
+            .serialize()
+    }
+
+    /// Runs `payload` from `client` through XDP; when it answers, checks the frame and that the
+    /// DNS payload is the slow path's reply to the same client. Returns the verdict.
+    @discardableResult
+    func run(_ fp: FastPath, _ r: Responder, _ payload: [UInt8], client: [UInt8], sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> UInt32
+    {
+        var p = Packet(ipv6: client.count == 16, payload: payload)
+        if client.count == 16 { p.source6 = client } else { p.source4 = client }
+        let out = try fp.program.testRun(p.bytes)
+        guard out.returnValue == XDPProgramTests.XDP_TX else { return out.returnValue }
+        let reply = try #require(p.parseReply(out.data), sourceLocation: sourceLocation)
+        #expect(reply.ipChecksumOK && reply.udpChecksumOK, sourceLocation: sourceLocation)
+        let slow = r.respond(to: payload, transport: .udp, client: client)
+        #expect(reply.payload == slow, "XDP and the slow path differ for \(payload) from \(client)", sourceLocation: sourceLocation)
+        return out.returnValue
+    }
+
+    @Test func geoNamesAreAnsweredInXDPAsTheSlowPathAnswersThem() throws {
+        let fp = try Self.fastPath(Self.table)
+        let r = Self.responder(Self.table)
+        let before = try fp.statistics()
+        for c in Self.clients4 + Self.clients6 {
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            #expect(try run(fp, r, query("GEO.example.TEST.", .aaaa, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+        }
+        // Through resolvers: ECS addresses of either family, whatever the packet's family.
+        for (family, address, bits): (UInt16, [UInt8], UInt8) in [
+            (1, [198, 51, 100], 24), (1, [203, 0, 113, 128], 25), (1, [198, 18, 1], 24), (1, [8, 8, 8], 24), (1, [192, 0], 16),
+            (2, [0x20, 0x01, 0x0d, 0xb8, 0, 4], 48), (2, [0x20, 0x01, 0x0d, 0xb8, 0, 2], 47), (1, [], 0),
+        ] {
+            let ecs = ClientSubnet(family: family, sourcePrefixLength: bits, scopePrefixLength: 0, address: address)
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: ecs), client: [192, 0, 2, 99]) == XDPProgramTests.XDP_TX)
+            #expect(try run(fp, r, query("geo.example.test.", .aaaa, ecs: ecs), client: Self.clients6[0]) == XDPProgramTests.XDP_TX)
+        }
+        let after = try fp.statistics()
+        #expect(after.answeredGeo - before.answeredGeo == UInt64(2 * (Self.clients4.count + Self.clients6.count) + 16))
+    }
+
+    @Test func downNodesAreSkippedAndAllDownFollowsThePolicy() throws {
+        var t = Self.table
+        t.unhealthy = ["par1"]
+        var fp = try Self.fastPath(t)
+        var r = Self.responder(t)
+        // Paris without par1: fra1 then nyc1, in XDP as in the slow path.
+        try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7])
+        let paris = try fp.program.testRun(Packet(payload: query("geo.example.test.", .a, ecs: nil)).bytes)
+        #expect(paris.returnValue == XDPProgramTests.XDP_TX)
+
+        t.unhealthy = ["fra1", "par1", "nyc1", "tyo1"]
+        fp = try Self.fastPath(t)
+        r = Self.responder(t)
+        // fail-open (the default): the top ones anyway; servfail: left to the slow path.
+        #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+        let before = try fp.statistics()
+        #expect(try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_PASS)
+        #expect(try fp.statistics().passGeo - before.passGeo == 1)
+    }
+
+    @Test func differentialOverManyClients() throws {
+        let fp = try Self.fastPath(Self.table)
+        let r = Self.responder(Self.table)
+        var rng = SplitMix(seed: 7)
+        var answered = 0
+        for _ in 0..<5_000 {
+            let v6 = Bool.random(using: &rng)
+            let base = v6 ? Self.clients6.randomElement(using: &rng)! : Self.clients4.randomElement(using: &rng)!
+            var client = base
+            client[client.count - 1] = UInt8.random(in: 0...255, using: &rng)
+            var ecs: ClientSubnet?
+            if Bool.random(using: &rng) {
+                let fam: UInt16 = Bool.random(using: &rng) ? 1 : 2
+                let bits = UInt8.random(in: 0...(fam == 1 ? 32 : 128), using: &rng)
+                let src = fam == 1 ? Self.clients4.randomElement(using: &rng)! : Self.clients6.randomElement(using: &rng)!
+                var a = Array(src.prefix((Int(bits) + 7) / 8))
+                if bits % 8 != 0 { a[a.count - 1] &= 0xFF << (8 - bits % 8) }
+                ecs = ClientSubnet(family: fam, sourcePrefixLength: bits, scopePrefixLength: 0, address: a)
+            }
+            let name = ["geo.example.test.", "GeO.Example.Test.", "strict.example.test."].randomElement(using: &rng)!
+            let type: RRType = Bool.random(using: &rng) ? .a : .aaaa
+            if try run(fp, r, query(name, type, ecs: ecs), client: client) == XDPProgramTests.XDP_TX { answered += 1 }
+        }
+        #expect(answered > 2_500, "most geo queries are answered in XDP (\(answered))")
+    }
+}

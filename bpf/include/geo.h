@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Geo names on the fast path (layouts in nearcast_abi.h): the client's location class from the LPM
+ * map of its address family, the candidates of (ranking, class), the first nodes that are up,
+ * written as an answer into the scratch map for the reply writer, and the ECS scope put into the
+ * echo. What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
+ * which answers from the same table.
+ */
+#ifndef NC_GEO_H
+#define NC_GEO_H
+
+#include "dns.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, NC_GEO4_CAPACITY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nc_geo4_key);
+	__type(value, struct nc_geo_class);
+} nc_geo4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, NC_GEO6_CAPACITY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nc_geo6_key);
+	__type(value, struct nc_geo_class);
+} nc_geo6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NC_CANDS_CAPACITY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nc_cands_key);
+	__type(value, struct nc_cands);
+} nc_cands SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NC_NODES_MAX);
+	__type(key, __u32);
+	__type(value, struct nc_node);
+} nc_nodes SEC(".maps");
+
+/*
+ * The location class of the client and the ECS scope to answer with. The client is the ECS
+ * address when the query has one with a source prefix (its scope byte, q->ecs[7], is set to the
+ * prefix matched, or the source prefix when none did), else the packet's source.
+ */
+static __always_inline __u32 nc_geo_class(void *data, void *data_end, const struct nc_packet *pkt, struct nc_query *q)
+{
+	struct nc_geo6_key k6 = { .prefixlen = 128 };
+	struct nc_geo4_key k4 = { .prefixlen = 32 };
+	struct nc_geo_class *gc;
+	__u32 source = 0;
+	int v6;
+
+	if (q->ecs_len >= 8 && q->ecs[7] == 0 && q->ecs[6] > 0) {
+		source = q->ecs[6];
+		v6 = q->ecs[5] == 2;
+		/* The address bytes, ceil(source / 8) of them, into a zeroed 16-byte key either way. */
+		nc_barrier();
+		__u32 n = q->ecs_len - 8;
+
+		for (__u32 i = 0; i < 16; i++) { /* bound: an IPv6 address */
+			if (i >= n || 8 + i >= NC_ECS_MAX)
+				break;
+			__u8 b = q->ecs[8 + i];
+
+			nc_barrier_var(b); /* keeps clang from turning the loop into a memcpy, which BPF lacks */
+			k6.addr[i] = b;
+		}
+		if (!v6)
+			__builtin_memcpy(k4.addr, k6.addr, 4);
+	} else if (pkt->ipv6) {
+		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
+
+		if ((void *)(ip6 + 1) > data_end)
+			return 0;
+		__builtin_memcpy(k6.addr, &ip6->saddr, 16);
+		v6 = 1;
+	} else {
+		struct iphdr *ip = data + (pkt->l3_off & 0xff);
+
+		if ((void *)(ip + 1) > data_end)
+			return 0;
+		__builtin_memcpy(k4.addr, &ip->saddr, 4);
+		v6 = 0;
+	}
+	gc = v6 ? bpf_map_lookup_elem(&nc_geo6, &k6) : bpf_map_lookup_elem(&nc_geo4, &k4);
+	if (source)
+		q->ecs[7] = gc ? gc->plen : source;
+	return gc ? gc->cls : 0;
+}
+
+/* One answer record: the owner points at the question, then type, class IN, TTL, the address. */
+static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, const struct nc_node *node)
+{
+	rr[0] = 0xc0;
+	rr[1] = 0x0c;
+	rr[2] = g->qtype >> 8;
+	rr[3] = g->qtype & 0xff;
+	rr[4] = 0;
+	rr[5] = 1;
+	rr[6] = g->ttl >> 24;
+	rr[7] = (g->ttl >> 16) & 0xff;
+	rr[8] = (g->ttl >> 8) & 0xff;
+	rr[9] = g->ttl & 0xff;
+	rr[10] = 0;
+	if (g->qtype == 28) {
+		rr[11] = 16;
+		__builtin_memcpy(rr + 12, node->v6, 16);
+	} else {
+		rr[11] = 4;
+		__builtin_memcpy(rr + 12, node->v4, 4);
+	}
+}
+
+/*
+ * Builds the answer of geo name `entry` for this client into `out` (a scratch-map nc_answer).
+ * Returns NC_ANSWERED, or NC_PASS_GEO to leave the query to the slow path.
+ */
+static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, const struct nc_packet *pkt,
+						     struct nc_query *q, const struct nc_answer *entry,
+						     struct nc_answer *out)
+{
+	const struct nc_geo_name *g = (const void *)entry->sections;
+	__u32 rrsize = g->qtype == 28 ? 28 : 16;
+	__u32 want = g->answers;
+	struct nc_cands_key ck = { .ranking = g->ranking, .cls = nc_geo_class(data, data_end, pkt, q) };
+	struct nc_cands *c = bpf_map_lookup_elem(&nc_cands, &ck);
+
+	if (!c || want == 0 || want > NC_GEO_ANSWERS_MAX)
+		return NC_PASS_GEO;
+	/*
+	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count
+	 * lives in the scratch map and is read back each step, so the verifier checks a step once
+	 * rather than once per count.
+	 */
+	out->ancount = 0;
+	for (int pass = 0; pass < 2; pass++) { /* bound: two passes */
+		nc_barrier();
+		if (out->ancount)
+			break;
+		if (pass == 1 && !g->fail_open)
+			return NC_PASS_GEO;
+		for (__u32 i = 0; i < NC_GEO_DEPTH; i++) { /* bound: the candidates kept */
+			nc_barrier();
+			__u32 n = out->ancount;
+
+			if (i >= c->count || n >= want)
+				break;
+			__u32 idx = c->node[i];
+			struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &idx);
+
+			if (!node || (pass == 0 && !node->up))
+				continue;
+			nc_geo_rr(out->sections + (n & 7) * rrsize, g, node);
+			out->ancount = n + 1;
+		}
+	}
+	nc_barrier();
+	__u32 n = out->ancount & 0xf;
+
+	out->flags = 0x8400; /* QR, AA; NOERROR */
+	out->nscount = 0;
+	out->arcount = 0;
+	out->kind = NC_KIND_STATIC;
+	out->len = n * rrsize;
+	/* The records' sum: they are 16 or 28 bytes, whole 32-bit words at even offsets. */
+	__u64 native = 0;
+	const nc_u32a *w = (const nc_u32a *)out->sections;
+
+	for (__u32 i = 0; i < NC_GEO_ANSWERS_MAX * 28 / 4; i++) { /* bound: the largest answer */
+		if (i * 4 >= n * rrsize)
+			break;
+		native += w[i];
+	}
+	out->csum = nc_csum_native_to_net(native);
+	return NC_ANSWERED;
+}
+
+#endif /* NC_GEO_H */
