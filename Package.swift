@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "xdpbench",
             dependencies: [
-                "BPFKit", "DNSWire", "NearcastCore", "NearcastDataPath",
+                "BPFKit", "DNSWire", "MaxMindDB", "NearcastCore", "NearcastDataPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -2,6 +2,7 @@ import ArgumentParser
 import BPFKit
 import DNSWire
 import Foundation
+import MaxMindDB
 import NearcastCore
 import NearcastDataPath
 
@@ -21,14 +22,30 @@ struct XDPBench: ParsableCommand {
     @Option(help: "Zone to answer from.") var zone = "Tests/NearcastServerTests/Fixtures/example.test.zone"
     @Option(help: "Origin of the zone.") var origin = "example.test."
     @Option(help: "Single runs per program and packet.") var runs = 200_000
+    @Option(help: "The MaxMind database for the geo name.") var geoDatabase = ".build/geo/test-city.mmdb"
 
     func run() throws {
         let o = try DNSName(origin)
         let z = try Zone.load(path: zone, origin: o)
-        let responder = Responder(authority: Authority(zones: [z]))
+        // A geo name over four nodes, on the test City database (the client 198.51.100.7 is in Paris).
+        let geoConfig = try NearcastConfig.parse(
+            yaml: """
+                listen: ["127.0.0.1:53"]
+                geo:
+                  database: \(geoDatabase)
+                  nodes:
+                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
+                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
+                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
+                  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+                  names: [{ name: geo.\(origin), type: A, pool: web, answers: 2 }]
+                """, fileName: "xdpbench", baseDirectory: "")
+        let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
+        let responder = Responder(authority: Authority(zones: [z]), geo: geo)
         let fast = try FastPath(objectPath: object)
         try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
-        try fast.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
+        try fast.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: geo)
         let reflectProgram = try BPFObject(path: reflect)
         let emptyProgram = try BPFObject(path: empty)
         let programs: [(String, BPFProgram)] = [
@@ -40,6 +57,8 @@ struct XDPBench: ParsableCommand {
             ("AAAA, IPv6", Frame.make(ipv6: true, try query("www.\(origin)", .aaaa, edns: nil))),
             ("A, IPv4, EDNS + cookie", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: EDNS(options: [EDNSOption(code: 10, data: Array(repeating: 1, count: 8))])))),
             ("miss (passed), IPv4", Frame.make(ipv6: false, try query("nope.\(origin)", .a, edns: nil))),
+            ("geo A, IPv4, by source", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: nil), source: [198, 51, 100, 7])),
+            ("geo A, IPv4, ECS /24", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100]).option])))),
         ]
         print("verifier: nearcast \(fast.object.verifiedInstructions ?? 0) instructions processed")
         print("| packet | empty (ns) | reflect (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect |")
@@ -67,7 +86,7 @@ struct XDPBench: ParsableCommand {
             print("| \(what) | \(Int(e)) | \(Int(r)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) |")
         }
         let s = try fast.statistics()
-        print("nearcast verdicts: answered \(s.answered), passed as miss \(s.passMiss), other \(s.passShape + s.passEDNS + s.passTooBig + s.dropMalformed)")
+        print("nearcast verdicts: answered \(s.answered), geo \(s.answeredGeo), passed as miss \(s.passMiss), other \(s.passShape + s.passEDNS + s.passTooBig + s.dropMalformed + s.passGeo)")
     }
 
     func query(_ name: String, _ type: RRType, edns: EDNS?) throws -> [UInt8] {
@@ -80,7 +99,7 @@ struct XDPBench: ParsableCommand {
 
 /// A minimal Ethernet/IP/UDP frame to port 53 around a DNS payload.
 enum Frame {
-    static func make(ipv6: Bool, _ payload: [UInt8]) -> [UInt8] {
+    static func make(ipv6: Bool, _ payload: [UInt8], source: [UInt8] = [198, 18, 0, 2]) -> [UInt8] {
         var f: [UInt8] = [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2] + (ipv6 ? [0x86, 0xDD] : [0x08, 0x00])
         let udpLen = 8 + payload.count
         let udp: [UInt8] = [0x9C, 0x40, 0, 53, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 0, 0] + payload
@@ -89,7 +108,7 @@ enum Frame {
             f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + a + [2] + a + [1]
         } else {
             let total = 20 + udpLen
-            f += [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1]
+            f += [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0, 0, 64, 17, 0, 0] + source + [198, 18, 0, 1]
         }
         return f + udp
     }
