@@ -183,6 +183,43 @@ import Glibc
         #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
     }
 
+    /// Geo names answered by XDP for clients at several addresses of the client namespace (and,
+    /// through a resolver, by ECS): each gets the node the test database says is nearest, and
+    /// the counters show XDP answered.
+    @Test func geoNamesAreAnsweredInXDPForEachClient() throws {
+        let t = try Topology()
+        let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let daemon = try Self.startDaemon(
+            t,
+            config: """
+                geo:
+                  database: \(database)
+                  nodes:
+                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
+                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
+                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
+                  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+                  names: [{ name: geo.example.test, type: A, pool: web }]
+                """)
+        defer { daemon.stop() }
+        let ip = try TestSupport.tool("ip")
+        // Paris, New York and Tokyo in the test database; 198.18.0.2 (the client's own) is Strasbourg.
+        for a in ["198.51.100.7", "203.0.113.9", "198.18.1.9"] {
+            #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status == 0)
+        }
+        let before = try Self.counters(t)
+        for (source, nearest) in [("198.51.100.7", "192.0.2.20"), ("203.0.113.9", "192.0.2.30"), ("198.18.1.9", "192.0.2.40"), ("198.18.0.2", "192.0.2.10")] {
+            #expect(try Self.dig(["-b", source, "geo.example.test", "A", "+short"]).split(separator: "\n") == [Substring(nearest)], "from \(source)")
+        }
+        // A resolver asking for a client in Tokyo: scope 24, from XDP.
+        let ecs = try Self.dig(["geo.example.test", "A", "+subnet=198.18.1.0/24"])
+        #expect(ecs.contains("CLIENT-SUBNET: 198.18.1.0/24/24") && ecs.contains("192.0.2.40"), "\(ecs)")
+        let after = try Self.counters(t)
+        #expect(after["answered_geo", default: 0] - before["answered_geo", default: 0] == 5, "answered by XDP")
+        #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
+    }
+
     /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;
     /// with --watch, rates per second too.
     @Test func nearcastStatsPrintsTheXDPCounters() throws {
