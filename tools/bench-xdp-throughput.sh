@@ -69,7 +69,7 @@ server_ns() {
 	echo "$total"
 }
 kx() { # rate -> "sent replies"; the client end's NAPI is pinned once kxdpgun has attached
-	ip netns exec "$CLI" kxdpgun -t "$KX_DURATION" -Q "$1" -i "$work/queries" -I "$CIF" -F "$CLIENT_CPU" "$ADDR" \
+	ip netns exec "$CLI" kxdpgun -t "$KX_DURATION" -Q "$1" -i "${QUERIES:-$work/queries}" -I "$CIF" -F "$CLIENT_CPU" "$ADDR" \
 		>"$work/kx.out" 2>&1 &
 	local kpid=$!
 	sleep 0.3
@@ -81,10 +81,10 @@ kx() { # rate -> "sent replies"; the client end's NAPI is pinned once kxdpgun ha
 # nearcast sends above its pass budget): for nearcast only real answers count.
 xdp_answered() {
 	bpftool -j map dump pinned "$work/bpffs/nearcast/nc_stats" |
-		python3 -c 'import json,sys; print(sum(v["value"]["answered"] for e in json.load(sys.stdin) for v in e.get("formatted", e)["values"]))'
+		python3 -c 'import json,sys; print(sum(v["value"]["answered"] + v["value"]["answered_geo"] for e in json.load(sys.stdin) for v in e.get("formatted", e)["values"]))'
 }
 kx_answers() { # rate -> "sent answers"
-	if [ "$TARGET" = nearcast ]; then
+	if [ "$TARGET" = nearcast ] || [ "$TARGET" = geo ]; then
 		local a0 a1 sent replies
 		a0=$(xdp_answered)
 		read -r sent replies <<<"$(kx "$1")"
@@ -99,7 +99,7 @@ kx_answers() { # rate -> "sent answers"
 dp() {
 	ip -force -n "$CLI" link set dev "$CIF" xdpdrv obj .build/bpf/xdp_pass.bpf.o sec xdp # kxdpgun leaves its own
 	pin_napi "$CLI" "$CIF" "$CLIENT_CPU"
-	ip netns exec "$CLI" taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -d "$work/queries" -l "$DP_DURATION" -c 8 -q 256 \
+	ip netns exec "$CLI" taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -d "${QUERIES:-$work/queries}" -l "$DP_DURATION" -c 8 -q 256 \
 		>"$work/dp.out" 2>&1 || true
 	ip -n "$CLI" link set dev "$CIF" xdpdrv off
 	awk '/Queries per second:/ {printf "%d", $4}' "$work/dp.out"
@@ -151,6 +151,31 @@ kill "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
 
+# 2b. nearcast answering a geo name (four nodes; the client, 198.18.0.2, is in Strasbourg in the
+# test City database).
+cat >"$work/geo.yaml" <<C
+geo:
+  database: $PWD/.build/geo/test-city.mmdb
+  nodes:
+    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
+    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
+    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
+  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+  names: [{ name: geo.example.test, type: A, pool: web, answers: 2 }]
+C
+echo "geo.example.test A" >"$work/queries-geo"
+ip netns exec "$SRV" taskset -c "$SERVER_CPU" .build/release/nearcastd --config "$work/geo.yaml" --zone "example.test=$ZONE" \
+	--listen "$ADDR:53" --threads 1 --xdp "$SIF:native" --pin-root "$work/bpffs/nearcast" \
+	--bpf-object .build/bpf/nearcast.bpf.o --log-level notice 2>"$work/nearcastd-geo.log" &
+server_pid=$!
+wait_xdp
+pin_napi "$SRV" "$SIF" "$SERVER_CPU"
+QUERIES="$work/queries-geo" measure geo
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+
 # 3. Knot DNS, XDP mode.
 cat >"$work/knot.conf" <<C
 server:
@@ -195,6 +220,13 @@ Command: \`make bench\` (or \`tools/bench-xdp-throughput.sh\`).
 | server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[nearcast]} | ${CPU[knot]} | $(ratio "${CPU[nearcast]}" "${CPU[reflect]}") | $(ratio "${CPU[nearcast]}" "${CPU[knot]}") |
 | the three runs (us) | ${CPUALL[reflect]} | ${CPUALL[nearcast]} | ${CPUALL[knot]} | | |
 | dnsperf, queries/s (closed loop, 8 clients, 256 outstanding; its core is the limit) | ${DNSPERF[reflect]} | ${DNSPERF[nearcast]} | ${DNSPERF[knot]} | $(ratio "${DNSPERF[nearcast]}" "${DNSPERF[reflect]}") | $(ratio "${DNSPERF[nearcast]}" "${DNSPERF[knot]}") |
+
+Geo names (issue 4; target >= 0.8x the ceiling), nearcast answering a geo name from XDP:
+
+| | reflect (ceiling) | nearcast, geo name | geo / reflect |
+|---|---:|---:|---:|
+| highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[geo]} | $(ratio "${BEST[geo]}" "${BEST[reflect]}") |
+| server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[geo]} | $(ratio "${CPU[geo]}" "${CPU[reflect]}") |
 <!-- bench-xdp-throughput:end -->
 T
 )
