@@ -58,20 +58,19 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 	if (q->ecs_len >= 8 && q->ecs[7] == 0 && q->ecs[6] > 0) {
 		source = q->ecs[6];
 		v6 = q->ecs[5] == 2;
-		/* The address bytes, ceil(source / 8) of them, into a zeroed 16-byte key either way. */
+		/*
+		 * The address bytes, ceil(source / 8) of them, read as two words from the scratch copy of
+		 * the option (always 24 bytes: in bounds) and masked, since bytes past them are stale.
+		 */
 		nc_barrier();
-		__u32 n = q->ecs_len - 8;
+		__u32 n = (q->ecs_len - 8) & 31;
+		__u64 lo = *(nc_u64a *)&q->ecs[8], hi = *(nc_u64a *)&q->ecs[16];
 
-		for (__u32 i = 0; i < 16; i++) { /* bound: an IPv6 address */
-			if (i >= n || 8 + i >= NC_ECS_MAX)
-				break;
-			__u8 b = q->ecs[8 + i];
-
-			nc_barrier_var(b); /* keeps clang from turning the loop into a memcpy, which BPF lacks */
-			k6.addr[i] = b;
-		}
-		if (!v6)
-			__builtin_memcpy(k4.addr, k6.addr, 4);
+		lo &= n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1;
+		hi &= n >= 16 ? ~0ULL : n <= 8 ? 0 : (1ULL << (8 * (n - 8))) - 1;
+		*(nc_u64a *)&k6.addr[0] = lo;
+		*(nc_u64a *)&k6.addr[8] = hi;
+		*(nc_u32a *)&k4.addr[0] = (__u32)lo;
 	} else if (pkt->ipv6) {
 		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
 
