@@ -189,9 +189,13 @@ import Glibc
     @Test func geoNamesAreAnsweredInXDPForEachClient() throws {
         let t = try Topology()
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-geo-tokens-\(getpid())")
+        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
         let daemon = try Self.startDaemon(
             t,
             config: """
+                api: { listen: "127.0.0.1:8053", tokens: \(tokens.path) }
                 geo:
                   database: \(database)
                   nodes:
@@ -218,6 +222,14 @@ import Glibc
         let after = try Self.counters(t)
         #expect(after["answered_geo", default: 0] - before["answered_geo", default: 0] == 5, "answered by XDP")
         #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
+
+        // nearcast explain gives the answer dig got through XDP.
+        let explain = try TestSupport.run(
+            ip,
+            ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "explain", "geo.example.test", "A", "--client", "198.18.0.2",
+             "--ecs", "198.18.1.0/24", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+        #expect(explain.status == 0, "\(explain.stderr)")
+        #expect(explain.stdout.contains("answer:    192.0.2.40  (TTL 30)") && explain.stdout.contains("ECS scope: 24"), "\(explain.stdout)")
     }
 
     /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;
