@@ -91,7 +91,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		if (ans && ans->kind == NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
 			geo = 1;
-			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, ans, &scratch->geo);
+			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, ans, scratch);
 			ans = reason == NC_ANSWERED ? &scratch->geo : NULL;
 		} else if (!ans) {
 			reason = NC_PASS_MISS;

@@ -14,7 +14,7 @@ _Static_assert(sizeof(struct nc_config) == 32, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
 _Static_assert(sizeof(struct nc_geo4_key) == 8 && sizeof(struct nc_geo6_key) == 20, "LPM keys: prefixlen, then the address");
-_Static_assert(sizeof(struct nc_geo_class) == 8 && sizeof(struct nc_cands_key) == 8, "geo map layouts");
+_Static_assert(sizeof(struct nc_geo_class) == 12 && sizeof(struct nc_cands_key) == 8, "geo map layouts");
 _Static_assert(sizeof(struct nc_cands) == 4 + 2 * NC_GEO_DEPTH, "nc_cands layout");
 _Static_assert(sizeof(struct nc_node) == 24 && sizeof(struct nc_geo_name) == 12, "nc_node, nc_geo_name layouts");
 _Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");

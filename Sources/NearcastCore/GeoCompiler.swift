@@ -29,6 +29,17 @@ public struct ClassPrefix: Hashable, Sendable {
         self.length = length
         self.locationClass = locationClass
     }
+
+    /// Picks the spill-over node for the clients of this prefix (GeoTable.answer; the XDP program
+    /// reads it from the LPM map): a hash of the prefix, so each prefix stays with one node while
+    /// the prefixes of a class spread.
+    public var seed: UInt32 {
+        var h = UInt64(truncatingIfNeeded: address >> 64) ^ (UInt64(truncatingIfNeeded: address) &* 0xff51_afd7_ed55_8ccd) ^ UInt64(length)
+        h ^= h >> 33
+        h = h &* 0xc4ce_b9fe_1a85_ec53
+        h ^= h >> 33
+        return UInt32(truncatingIfNeeded: h)
+    }
 }
 
 /// What the geo compiler makes of a MaxMind database and the pools: the location classes and the

@@ -93,8 +93,9 @@ public struct GeoTable: Sendable {
         let candidates = image.classes[c][name.ranking]
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
-        let healthy = candidates.filter { !unhealthy.contains($0) }
-        var chosen = healthy.prefix(name.config.answers).compactMap(addressOf)
+        let order = Self.spillOrder(candidates, isUp: { !unhealthy.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
+            seed: prefix?.seed ?? 0)
+        var chosen = order.prefix(name.config.answers).compactMap(addressOf)
         var outcome = Answer.Outcome.answered
         if chosen.isEmpty {
             switch name.config.allDown {
@@ -107,4 +108,30 @@ public struct GeoTable: Sendable {
             outcome: outcome, addresses: chosen, ttl: name.config.ttl, locationClass: c, prefixLength: prefix?.length,
             candidates: candidates)
     }
+
+    /// The healthy candidates in answer order (NC_SPILL in nearcast_abi.h): in rank order when the
+    /// top one is up; when it is down, first one of the next `spill` healthy candidates, picked by
+    /// `seed` in proportion to their weight, then the others in rank order. Its clients so spread
+    /// over the next candidates by capacity instead of all going to the next nearest.
+    static func spillOrder(
+        _ candidates: [String], isUp: (String) -> Bool, weight: (String) -> UInt32, seed: UInt32, spill: Int = 3
+    ) -> [String] {
+        let healthy = candidates.enumerated().filter { isUp($0.element) }
+        guard let first = healthy.first, first.offset > 0 else { return healthy.map(\.element) }
+        let pool = healthy.prefix(spill)
+        let total = pool.reduce(UInt32(0)) { $0 + weight($1.element) }
+        var r = seed % total
+        var pick = pool.first!.element
+        for (_, id) in pool {
+            if r < weight(id) {
+                pick = id
+                break
+            }
+            r -= weight(id)
+        }
+        return [pick] + healthy.map(\.element).filter { $0 != pick }
+    }
+
+    /// A node's weight as spill-over counts it (and the nodes map holds it): x 100, 1...65535.
+    public static func spillWeight(_ n: NodeConfig) -> UInt32 { UInt32(max(1, min(65535, (n.weight * 100).rounded()))) }
 }

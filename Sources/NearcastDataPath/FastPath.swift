@@ -223,6 +223,7 @@ public final class FastPath: Sendable {
             index[n.id] = UInt16(i)
             var v = nc_node()
             v.up = geo.unhealthy.contains(n.id) ? 0 : 1
+            v.weight = UInt16(GeoTable.spillWeight(n))
             withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
             withUnsafeMutableBytes(of: &v.v6) { b in for (k, x) in (n.ipv6 ?? []).enumerated() { b[k] = x } }
             nodeValues.append(Self.bytes(of: v))
@@ -251,7 +252,7 @@ public final class FastPath: Sendable {
             for p in prefixes {
                 let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
                 keys.append(Self.bytes(of: UInt32(p.length)) + addr)
-                values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length))))
+                values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
             }
             try replace(map, keys: keys, values: values)
         }

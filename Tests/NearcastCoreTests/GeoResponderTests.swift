@@ -114,8 +114,28 @@ struct GeoResponderTests {
         #expect(addresses(ask(r, ecs: "198.51.100.0/24")) == ["192.0.2.20", "192.0.2.10"], "fail-open: the top ones anyway")
         let v6 = ask(r, .aaaa, ecs: "2001:db8:4::/48")
         #expect(v6.rcode == .noError && v6.answers.isEmpty && v6.authority.first?.type == .soa, "nodata")
-        // One down: the next healthy candidate takes its place.
+        // One down: one of the next healthy candidates takes its place (spill-over, below), then the
+        // rest in rank order.
         #expect(addresses(ask(responder(unhealthy: ["par1"]), ecs: "198.51.100.0/24")) == ["192.0.2.10", "192.0.2.30"])
+    }
+
+    @Test func aDownNodesClientsSpreadOverTheNextCandidatesByWeight() {
+        let weights: [String: UInt32] = ["b": 100, "c": 300, "d": 100, "e": 1000]
+        func order(_ down: Set<String>, _ seed: UInt32) -> [String] {
+            GeoTable.spillOrder(["a", "b", "c", "d", "e"], isUp: { !down.contains($0) }, weight: { weights[$0]! }, seed: seed)
+        }
+        #expect(order([], 7) == ["a", "b", "c", "d", "e"], "the top one up: rank order")
+        #expect(order(["c"], 7) == ["a", "b", "d", "e"])
+        // a down: b, c and d (the next three) take its clients 1:3:1 by weight; e, beyond, none.
+        var firsts: [String: Int] = [:]
+        for seed in 0..<5000 { firsts[order(["a"], UInt32(seed) &* 2_654_435_761)[0], default: 0] += 1 }
+        #expect(firsts["e"] == nil)
+        #expect(abs(Double(firsts["c"]!) / 5000 - 0.6) < 0.05 && abs(Double(firsts["b"]!) / 5000 - 0.2) < 0.05, "\(firsts)")
+        // The rest follow in rank order; the same seed always gives the same answer.
+        let o = order(["a"], 12345)
+        #expect(Set(o) == ["b", "c", "d", "e"] && o == order(["a"], 12345))
+        #expect(Array(o.dropFirst()) == ["b", "c", "d", "e"].filter { $0 != o[0] })
+        #expect(order(["a", "b", "c", "d", "e"], 1).isEmpty)
     }
 
     @Test func geoAnswersAreNeverCachedNorImaged() {

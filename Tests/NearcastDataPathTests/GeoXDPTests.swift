@@ -128,12 +128,15 @@ import Testing
         #expect(try fp.statistics().passGeo - before.passGeo == 1)
     }
 
-    @Test func differentialOverManyClients() throws {
-        let fp = try Self.fastPath(Self.table)
-        let r = Self.responder(Self.table)
+    @Test(arguments: [Set<String>(), ["par1"], ["fra1", "tyo1"], ["fra1", "par1", "nyc1", "tyo1"]])
+    func differentialOverManyClients(down: Set<String>) throws {
+        var t = Self.table
+        t.unhealthy = down
+        let fp = try Self.fastPath(t)
+        let r = Self.responder(t)
         var rng = SplitMix(seed: 7)
         var answered = 0
-        for _ in 0..<5_000 {
+        for _ in 0..<2_000 {
             let v6 = Bool.random(using: &rng)
             let base = v6 ? Self.clients6.randomElement(using: &rng)! : Self.clients4.randomElement(using: &rng)!
             var client = base
@@ -151,6 +154,6 @@ import Testing
             let type: RRType = Bool.random(using: &rng) ? .a : .aaaa
             if try run(fp, r, query(name, type, ecs: ecs), client: client) == XDPProgramTests.XDP_TX { answered += 1 }
         }
-        #expect(answered > 2_500, "most geo queries are answered in XDP (\(answered))")
+        #expect(answered > 800, "most geo queries are answered in XDP (\(answered))")
     }
 }

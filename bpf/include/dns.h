@@ -61,6 +61,8 @@ struct nc_scratch {
 	struct nc_query q;
 	struct nc_packet pkt;
 	struct nc_answer geo; /* a geo name's answer, built for this client (geo.h) */
+	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
+	__u32 spill_weight[4];
 };
 
 struct {

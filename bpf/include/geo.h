@@ -11,6 +11,8 @@
 
 #include "dns.h"
 
+#define NC_SPILL_MASK 3 /* NC_SPILL (3) rounded up to a power of two, less one: bounds for the verifier */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, NC_GEO4_CAPACITY);
@@ -47,7 +49,8 @@ struct {
  * address when the query has one with a source prefix (its scope byte, q->ecs[7], is set to the
  * prefix matched, or the source prefix when none did), else the packet's source.
  */
-static __always_inline __u32 nc_geo_class(void *data, void *data_end, const struct nc_packet *pkt, struct nc_query *q)
+static __always_inline __u32 nc_geo_class(void *data, void *data_end, const struct nc_packet *pkt, struct nc_query *q,
+					    __u32 *seed)
 {
 	struct nc_geo6_key k6 = { .prefixlen = 128 };
 	struct nc_geo4_key k4 = { .prefixlen = 32 };
@@ -89,7 +92,50 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 	gc = v6 ? bpf_map_lookup_elem(&nc_geo6, &k6) : bpf_map_lookup_elem(&nc_geo4, &k4);
 	if (source)
 		q->ecs[7] = gc ? gc->plen : source;
+	*seed = gc ? gc->seed : 0;
 	return gc ? gc->cls : 0;
+}
+
+/*
+ * Spill-over (NC_SPILL): the candidate position to answer first when the top candidate is down,
+ * one of the next NC_SPILL that are up, picked by the prefix's seed in proportion to weight; or
+ * NC_GEO_DEPTH when the top one is up (rank order) or none is.
+ */
+static __always_inline __u32 nc_spill_first(const struct nc_cands *c, __u32 seed, struct nc_scratch *s)
+{
+	__u32 seen = 0, total = 0;
+
+	for (__u32 i = 0; i < NC_GEO_DEPTH; i++) { /* bound: the candidates kept */
+		if (i >= c->count || seen >= NC_SPILL)
+			break;
+		__u32 id = c->node[i];
+		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
+
+		if (!node || !node->up)
+			continue;
+		if (i == 0)
+			return NC_GEO_DEPTH;
+		__u32 w = node->weight ? node->weight : 1;
+
+		s->spill_at[seen & (NC_SPILL_MASK)] = i;
+		s->spill_weight[seen & (NC_SPILL_MASK)] = w;
+		total += w;
+		seen++;
+	}
+	if (!seen || !total)
+		return NC_GEO_DEPTH;
+	__u32 r = seed % total;
+
+	for (__u32 k = 0; k < NC_SPILL; k++) { /* bound: the spill-over width */
+		if (k >= seen)
+			break;
+		__u32 w = s->spill_weight[k];
+
+		if (r < w)
+			return s->spill_at[k];
+		r -= w;
+	}
+	return s->spill_at[0];
 }
 
 /* One answer record: the owner points at the question, then type, class IN, TTL, the address. */
@@ -121,25 +167,39 @@ static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, con
  */
 static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, const struct nc_packet *pkt,
 						     struct nc_query *q, const struct nc_answer *entry,
-						     struct nc_answer *out)
+						     struct nc_scratch *s)
 {
+	struct nc_answer *out = &s->geo;
 	const struct nc_geo_name *g = (const void *)entry->sections;
 	__u32 rrsize = g->qtype == 28 ? 28 : 16;
 	__u32 want = g->answers;
-	struct nc_cands_key ck = { .ranking = g->ranking, .cls = nc_geo_class(data, data_end, pkt, q) };
+	__u32 seed = 0;
+	struct nc_cands_key ck = { .ranking = g->ranking };
+
+	ck.cls = nc_geo_class(data, data_end, pkt, q, &seed);
 	struct nc_cands *c = bpf_map_lookup_elem(&nc_cands, &ck);
 
 	if (!c || want == 0 || want > NC_GEO_ANSWERS_MAX)
 		return NC_PASS_GEO;
+	__u32 first = nc_spill_first(c, seed, s);
 	/*
 	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count
 	 * lives in the scratch map and is read back each step, so the verifier checks a step once
 	 * rather than once per count.
 	 */
 	out->ancount = 0;
+	if (first < NC_GEO_DEPTH) {
+		__u32 id = c->node[first & (NC_GEO_DEPTH - 1)];
+		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
+
+		if (node) {
+			nc_geo_rr(out->sections, g, node);
+			out->ancount = 1;
+		}
+	}
 	for (int pass = 0; pass < 2; pass++) { /* bound: two passes */
 		nc_barrier();
-		if (out->ancount)
+		if (pass == 1 && out->ancount)
 			break;
 		if (pass == 1 && !g->fail_open)
 			return NC_PASS_GEO;
@@ -152,7 +212,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 			__u32 idx = c->node[i];
 			struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &idx);
 
-			if (!node || (pass == 0 && !node->up))
+			if (!node || (pass == 0 && (!node->up || i == first)))
 				continue;
 			nc_geo_rr(out->sections + (n & 7) * rrsize, g, node);
 			out->ancount = n + 1;

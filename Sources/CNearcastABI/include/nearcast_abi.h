@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 5
+#define NC_ABI_VERSION 6
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -103,6 +103,13 @@ enum nc_answer_kind {
  * answer. An address no prefix covers is in class 0 (unknown location), scope = source prefix.
  */
 #define NC_GEO_DEPTH 16	      /* candidates kept per (ranking, class) */
+/*
+ * Spill-over: when the top candidate is down, the first answer is one of the next NC_SPILL
+ * healthy candidates, picked in proportion to their weight by the matched prefix's seed (so each
+ * prefix stays with one node, and the prefixes of a class spread by capacity); the rest follow in
+ * rank order. A client no prefix covers has seed 0.
+ */
+#define NC_SPILL 3
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
 #define NC_NODES_MAX 4096
 #define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
@@ -122,6 +129,7 @@ struct nc_geo6_key {
 struct nc_geo_class {
 	__u32 cls;  /* location class */
 	__u32 plen; /* the prefix's length: the ECS scope */
+	__u32 seed; /* picks the spill-over node for this prefix (see NC_SPILL) */
 };
 
 struct nc_cands_key {
@@ -136,8 +144,9 @@ struct nc_cands {
 };
 
 struct nc_node {
-	__u8 up; /* 1: answered; 0: down or drained */
-	__u8 pad[3];
+	__u8 up;      /* 1: answered; 0: down or drained */
+	__u8 pad;
+	__u16 weight; /* capacity for spill-over: the node's weight x 100, 1..65535 */
 	__u8 v4[4];
 	__u8 v6[16];
 };
