@@ -81,7 +81,9 @@ let package = Package(
         // Benchmark harness for `make bench-geo`: the geo compile of a whole GeoLite2-City database.
         .executableTarget(
             name: "geobench",
-            dependencies: ["MaxMindDB", "NearcastCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "MaxMindDB", "NearcastCore", "NearcastDataPath", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "nearcast",

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # make bench-geo: the geo compile of a whole GeoLite2-City database (tools/fetch-geolite2.sh) for
-# 24 nodes in two pools (Sources/geobench): time, peak memory, prefix counts. Writes BENCHMARKS.md
-# between the bench-geo markers.
+# 24 nodes in two pools (Sources/geobench): time, peak memory, prefix counts, and the geo maps written
+# into the kernel with their memory (root). Writes BENCHMARKS.md between the bench-geo markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 db=$(tools/fetch-geolite2.sh)
-out=$(.build/release/geobench --database "$db")
+out=$(.build/release/geobench --database "$db" --maps .build/bpf/nearcast.bpf.o)
 echo "$out"
 block=$(
 	cat <<T
 <!-- bench-geo:start (written by tools/bench-geo.sh; do not edit by hand) -->
 Measured $(date -u +%Y-%m-%d), $(nproc) cores, release build. Command: \`make bench-geo\` (or \`tools/bench-geo.sh\`).
-$(echo "$out" | grep -v '^|')
 
-$(echo "$out" | grep '^|')
+$out
 <!-- bench-geo:end -->
 T
 )

@@ -1,4 +1,5 @@
 import BPFKit
+import Foundation
 import CNearcastABI
 #if canImport(Glibc)
 import Glibc
@@ -256,6 +257,22 @@ public final class FastPath: Sendable {
             }
             try replace(map, keys: keys, values: values)
         }
+    }
+
+    /// The geo maps' names and how many entries `geo` puts in each.
+    public func geoMapSizes(_ geo: GeoTable) -> [(String, Int)] {
+        [
+            (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO6, geo.image.ipv6.count),
+            (NC_MAP_CANDS, geo.image.classes.count * geo.rankings.count), (NC_MAP_NODES, geo.allNodes.count),
+        ]
+    }
+
+    /// The kernel memory a map of this object takes, as its fdinfo reports it (`memlock`).
+    public func memlock(of name: String) -> Int? {
+        let fd = [names, slots, config, stats, geo4, geo6, cands, nodes].first { $0.name == name }?.fd
+        guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else { return nil }
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
+        return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
     }
 
     /// Makes `map` hold exactly these entries: written in place first, so a key that stays is never

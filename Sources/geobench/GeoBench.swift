@@ -2,10 +2,12 @@ import ArgumentParser
 import Foundation
 import MaxMindDB
 import NearcastCore
+import NearcastDataPath
 
 /// `geobench`: the geo compile of a whole MaxMind City database (GeoLite2-City from
 /// tools/fetch-geolite2.sh) for a fog network of 24 nodes in two pools: time, peak memory and the
-/// compiler's figures. Run by `make bench-geo`.
+/// compiler's figures; with `--maps`, the geo maps written into the kernel and their memory.
+/// Run by `make bench-geo`.
 @main
 struct GeoBench: ParsableCommand {
     @Option(help: "The MaxMind City database.") var database = ".build/geo/GeoLite2-City.mmdb"
@@ -21,25 +23,51 @@ struct GeoBench: ParsableCommand {
         ("bom", 19.08, 72.88, "IN"), ("sin", 1.35, 103.82, "SG"), ("tyo", 35.68, 139.65, "JP"), ("syd", -33.87, 151.21, "AU"),
     ]
 
+    @Option(help: "nearcast's XDP object: also write the geo maps and report their kernel memory (root).")
+    var maps: String?
+
     func run() throws {
-        let nodes = Self.cities.map { GeoNode(id: $0.0, latitude: $0.1, longitude: $0.2, country: $0.3) }
-        var api = GeoPolicy()
-        api.depth = 2
-        let pools = [
-            GeoPool(id: "web", nodes: nodes),
-            GeoPool(id: "api", nodes: nodes.enumerated().filter { $0.offset % 3 == 0 }.map(\.element), policy: api),
-        ]
+        // The config a user would write: the 24 nodes, pool "web" with all, pool "api" with every
+        // third; a name on each ("api" keeps 2 candidates).
+        var yaml = "listen: [\"127.0.0.1:53\"]\ngeo:\n  database: \(database)\n  nodes:\n"
+        for (i, c) in Self.cities.enumerated() {
+            yaml += "    - { id: \(c.0), ipv4: 192.0.2.\(i + 1), latitude: \(c.1), longitude: \(c.2), country: \(c.3) }\n"
+        }
+        let api = Self.cities.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.0)
+        yaml += "  pools:\n    - { id: web, members: [\(Self.cities.map(\.0).joined(separator: ", "))] }\n"
+        yaml += "    - { id: api, members: [\(api.joined(separator: ", "))] }\n"
+        yaml += "  names:\n    - { name: www.bench.test, type: A, pool: web, answers: 2 }\n"
+        yaml += "    - { name: api.bench.test, type: A, pool: api, depth: 2 }\n"
+        let config = try NearcastConfig.parse(yaml: yaml, fileName: "geobench", baseDirectory: "")
+
         let start = ContinuousClock.now
         let db = try MaxMindDatabase(path: database)
-        let image = try GeoCompiler.compile(database: db, pools: pools)
+        let table = try GeoTable.build(config.geo, database: db)
         let elapsed = ContinuousClock.now - start
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        let r = image.report
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let r = table.image.report
         print("database: \(db.databaseType), built \(db.buildEpoch), \(db.nodeCount) search-tree nodes")
+        print("")
         print("| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging |")
         print("|---:|---:|---:|---:|---:|---:|---:|")
-        print(String(format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", seconds, usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
+        print(String(format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", Self.seconds(elapsed), usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
+
+        guard let maps else { return }
+        let fast = try FastPath(objectPath: maps)
+        let empty = AnswerImage.build(responder: Responder(authority: Authority(zones: [])), maxSections: FastPath.sectionsCapacity)
+        let writeStart = ContinuousClock.now
+        try fast.write(empty, geo: table)
+        let writeTime = Self.seconds(ContinuousClock.now - writeStart)
+        print("")
+        print("| geo map | entries | kernel memory (MiB, memlock) |")
+        print("|---|---:|---:|")
+        for (name, entries) in fast.geoMapSizes(table) {
+            print("| \(name) | \(entries) | " + String(format: "%.1f", Double(fast.memlock(of: name) ?? 0) / 1_048_576) + " |")
+        }
+        print("")
+        print(String(format: "maps written in %.1f s (LPM tries entry by entry: no batch updates for them)", writeTime))
     }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }
