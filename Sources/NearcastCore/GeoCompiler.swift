@@ -97,7 +97,7 @@ public enum GeoCompiler {
         var report = GeoImage.Report()
         try database.networks { network, location in
             report.networks += 1
-            if report.networks % 100_000 == 0 { progress?(report.networks) }
+            if report.networks % 20_000 == 0 { progress?(report.networks) }
             let c: Int
             if let known = byLocation[location] {
                 c = known

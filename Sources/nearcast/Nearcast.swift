@@ -33,8 +33,16 @@ struct CheckConfig: ParsableCommand {
             let database = try cfg.geo.openDatabase()
             let records = zones.map(\.recordCount).reduce(0, +)
             var summary = "\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")"
-            if let db = database {
-                summary += ", \(cfg.geo.names.count) geo name\(cfg.geo.names.count == 1 ? "" : "s") over \(cfg.geo.nodes.count) node\(cfg.geo.nodes.count == 1 ? "" : "s") (\(db.databaseType))"
+            if let db = database, !cfg.geo.names.isEmpty {
+                // The compile nearcastd will do at start, so its figures (and time) are known now.
+                let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
+                let table: GeoTable
+                do { table = try GeoTable.build(cfg.geo, database: db, progress: bar.update) } catch {
+                    throw DiagnosticsError([Diagnostic(file: db.path, line: 0, message: "geo compile: \(error)")])
+                }
+                bar.finish(table.image.report.networks)
+                let r = table.image.report
+                summary += ", \(cfg.geo.names.count) geo name\(cfg.geo.names.count == 1 ? "" : "s") over \(cfg.geo.nodes.count) node\(cfg.geo.nodes.count == 1 ? "" : "s") (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
             }
             print(summary)
         } catch {

@@ -134,7 +134,11 @@ struct Nearcastd: AsyncParsableCommand {
                 let geoConfig = cfg.geo
                 (geo, geoDatabase) = try await Self.onOwnThread { () throws -> (GeoTable, MaxMindDatabase) in
                     guard let db = try geoConfig.openDatabase() else { throw DiagnosticsError([]) }
-                    return (try GeoTable.build(geoConfig, database: db), db)
+                    // Networks are about as many as search-tree nodes: the bar's estimate.
+                    let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
+                    let table = try GeoTable.build(geoConfig, database: db, progress: bar.update)
+                    bar.finish(table.image.report.networks)
+                    return (table, db)
                 }
             } catch {
                 FileHandle.standardError.write("\(error)\n")

@@ -168,7 +168,7 @@ import Glibc
         let cc = try TestSupport.product("nearcast")
         let ok = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(ok.status == 0, "\(ok.stderr)")
-        #expect(ok.stdout.contains("1 geo name over 2 nodes (nearcast-Test-City)"), "\(ok.stdout)")
+        #expect(ok.stdout.contains("1 geo name over 2 nodes (nearcast-Test-City: 16 networks, 2 location classes, 10 prefixes)"), "\(ok.stdout)")
         try text.replacingOccurrences(of: database, with: "missing.mmdb").write(to: cfg, atomically: true, encoding: .utf8)
         let missing = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(missing.status == 1)
