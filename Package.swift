@@ -47,6 +47,8 @@ let package = Package(
                 "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Health: the state machine of a node's checks and overrides (checkers come with issue 5).
+        .target(name: "NearcastHealth"),
         // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API.
         .target(
             name: "NearcastServer",
@@ -97,6 +99,7 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
         .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
+        .testTarget(name: "NearcastHealthTests", dependencies: ["NearcastHealth"]),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",

@@ -1,0 +1,125 @@
+/// What a node's health says about answering with it (DESIGN §6).
+public enum HealthState: String, Sendable, CaseIterable, Codable {
+    /// Every check passes: answered.
+    case up
+    /// Some checks fail, not all: still answered, and counted.
+    case degraded
+    /// Every check fails (or an operator forced it down): not answered.
+    case down
+    /// Taken out by an operator: not answered.
+    case drained
+
+    /// Whether the node is answered with.
+    public var isServing: Bool { self == .up || self == .degraded }
+}
+
+/// How one check turns results into up or down: `rise` successes in a row to go up, `fall`
+/// failures in a row to go down. In between, it keeps its state: no flapping on one bad result.
+public struct CheckPolicy: Hashable, Sendable {
+    public var rise: Int
+    public var fall: Int
+
+    public init(rise: Int = 2, fall: Int = 3) {
+        precondition(rise >= 1 && fall >= 1, "rise and fall count results: at least 1")
+        self.rise = rise
+        self.fall = fall
+    }
+}
+
+/// An operator's word on a node, until it expires (nil: until taken back).
+public struct HealthOverride: Hashable, Sendable {
+    public enum Kind: String, Sendable, Codable {
+        case drain
+        case forceUp = "force-up"
+        case forceDown = "force-down"
+    }
+    public var kind: Kind
+    public var until: ContinuousClock.Instant?
+
+    public init(_ kind: Kind, until: ContinuousClock.Instant? = nil) {
+        self.kind = kind
+        self.until = until
+    }
+}
+
+/// One node's health: each check's state by rise and fall, the operator's override, and the
+/// recent changes (to tell flapping). A value type, driven by results and time, so the rules are
+/// tested without a network or a clock.
+public struct NodeHealth: Sendable {
+    /// One check's state.
+    struct Check: Sendable {
+        var policy: CheckPolicy
+        var up: Bool
+        var successes = 0
+        var failures = 0
+    }
+
+    var checks: [String: Check] = [:]
+    public private(set) var override: HealthOverride?
+    /// When the checks' combined state last changed, most recent last (at most `flapWindowCount`).
+    public private(set) var changes: [ContinuousClock.Instant] = []
+    var checkState: HealthState
+
+    /// A node that changed state this many times within `flapWindow` is flapping.
+    public static let flapWindowCount = 4
+
+    /// A node with `checks` (name -> policy), each starting `initial` (`up` or `down`): a cold start
+    /// is what the operator configured, not "everything down" until the first results.
+    public init(checks: [String: CheckPolicy], initial: HealthState = .up) {
+        let up = initial != .down
+        for (name, policy) in checks { self.checks[name] = Check(policy: policy, up: up) }
+        checkState = checks.isEmpty ? .up : (up ? .up : .down)
+    }
+
+    /// The state answers follow at `now`: an unexpired override, else what the checks say.
+    public func state(at now: ContinuousClock.Instant) -> HealthState {
+        if let o = override, o.until.map({ now < $0 }) ?? true {
+            switch o.kind {
+            case .drain: return .drained
+            case .forceUp: return .up
+            case .forceDown: return .down
+            }
+        }
+        return checkState
+    }
+
+    /// Whether the checks' state changed `flapWindowCount` times within `window` before `now`.
+    public func isFlapping(at now: ContinuousClock.Instant, window: Duration) -> Bool {
+        changes.count >= Self.flapWindowCount && now - changes[changes.count - Self.flapWindowCount] <= window
+    }
+
+    /// Records one result of check `name` at `now`. Returns the new combined state of the checks
+    /// when it changed (what to log, count and write), else nil.
+    @discardableResult
+    public mutating func record(_ name: String, success: Bool, at now: ContinuousClock.Instant) -> HealthState? {
+        guard var c = checks[name] else { return nil }
+        if success {
+            c.successes += 1
+            c.failures = 0
+            if !c.up && c.successes >= c.policy.rise { c.up = true }
+        } else {
+            c.failures += 1
+            c.successes = 0
+            if c.up && c.failures >= c.policy.fall { c.up = false }
+        }
+        checks[name] = c
+        let ups = checks.values.filter(\.up).count
+        let combined: HealthState = ups == checks.count ? .up : ups == 0 ? .down : .degraded
+        guard combined != checkState else { return nil }
+        checkState = combined
+        changes.append(now)
+        if changes.count > Self.flapWindowCount { changes.removeFirst(changes.count - Self.flapWindowCount) }
+        return combined
+    }
+
+    /// Sets (or with nil, takes back) the operator's override.
+    public mutating func setOverride(_ o: HealthOverride?) { override = o }
+
+    /// Drops an override that expired by `now`; true when one did (its end is a state change).
+    @discardableResult
+    public mutating func expireOverride(at now: ContinuousClock.Instant) -> Bool {
+        guard let o = override, let until = o.until, now >= until else { return false }
+        override = nil
+        return true
+    }
+}

@@ -1,0 +1,71 @@
+import Testing
+
+@testable import NearcastHealth
+
+/// The health state machine alone: rise and fall, several checks, flapping, overrides and their
+/// expiry, and the cold start (DESIGN §6).
+struct NodeHealthTests {
+    let t0 = ContinuousClock.now
+
+    func at(_ s: Int) -> ContinuousClock.Instant { t0 + .seconds(s) }
+
+    @Test func fallFailuresInARowTakeANodeDownAndRiseSuccessesBringItBack() {
+        var h = NodeHealth(checks: ["http": CheckPolicy(rise: 2, fall: 3)])
+        #expect(h.state(at: at(0)) == .up, "cold start: the configured initial state")
+        #expect(h.record("http", success: false, at: at(1)) == nil)
+        #expect(h.record("http", success: false, at: at(2)) == nil)
+        #expect(h.record("http", success: true, at: at(3)) == nil, "a success resets the failures")
+        #expect(h.record("http", success: false, at: at(4)) == nil)
+        #expect(h.record("http", success: false, at: at(5)) == nil)
+        #expect(h.record("http", success: false, at: at(6)) == .down, "the third failure in a row")
+        #expect(h.state(at: at(6)) == .down && !h.state(at: at(6)).isServing)
+        #expect(h.record("http", success: true, at: at(7)) == nil)
+        #expect(h.record("http", success: true, at: at(8)) == .up, "the second success in a row")
+        #expect(h.record("nosuch", success: false, at: at(9)) == nil)
+    }
+
+    @Test func aColdStartCanBeDownAndWaitsForRise() {
+        var h = NodeHealth(checks: ["tcp": CheckPolicy(rise: 1, fall: 1)], initial: .down)
+        #expect(h.state(at: at(0)) == .down)
+        #expect(h.record("tcp", success: true, at: at(1)) == .up)
+        #expect(NodeHealth(checks: [:]).state(at: at(0)) == .up, "no checks: always up")
+    }
+
+    @Test func someChecksFailingIsDegradedAndStillServed() {
+        var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1), "dns": CheckPolicy(rise: 1, fall: 1)])
+        #expect(h.record("dns", success: false, at: at(1)) == .degraded)
+        #expect(h.state(at: at(1)).isServing)
+        #expect(h.record("http", success: false, at: at(2)) == .down)
+        #expect(h.record("dns", success: true, at: at(3)) == .degraded)
+        #expect(h.record("http", success: true, at: at(4)) == .up)
+    }
+
+    @Test func overridesWinUntilTheyExpire() {
+        var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
+        h.setOverride(HealthOverride(.drain, until: at(600)))
+        #expect(h.state(at: at(1)) == .drained)
+        h.record("http", success: false, at: at(2))
+        #expect(h.state(at: at(599)) == .drained, "the checks go on underneath")
+        #expect(h.state(at: at(600)) == .down, "expired: what the checks say")
+        #expect(!h.expireOverride(at: at(10)) && h.expireOverride(at: at(600)) && h.override == nil)
+        h.setOverride(HealthOverride(.forceUp))
+        #expect(h.state(at: at(10_000)) == .up, "no expiry: until taken back")
+        h.setOverride(nil)
+        #expect(h.state(at: at(10_000)) == .down)
+        h.setOverride(HealthOverride(.forceDown))
+        h.record("http", success: true, at: at(10_001))
+        #expect(h.state(at: at(10_001)) == .down)
+    }
+
+    @Test func changesCloseTogetherAreFlapping() {
+        var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
+        for i in 0..<4 { h.record("http", success: i % 2 == 1, at: at(i * 10)) }
+        #expect(h.changes.count == 4)
+        #expect(h.isFlapping(at: at(30), window: .seconds(60)))
+        #expect(!h.isFlapping(at: at(30), window: .seconds(20)), "the four changes span 30 s")
+        #expect(!h.isFlapping(at: at(1000), window: .seconds(60)), "calm since")
+        var calm = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
+        calm.record("http", success: false, at: at(0))
+        #expect(!calm.isFlapping(at: at(1), window: .seconds(60)), "one change is no flapping")
+    }
+}
