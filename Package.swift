@@ -47,8 +47,11 @@ let package = Package(
                 "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Health: the state machine of a node's checks and overrides (checkers come with issue 5).
-        .target(name: "NearcastHealth"),
+        // Health: the state machine of a node's checks and overrides, and the checkers.
+        .target(
+            name: "NearcastHealth",
+            dependencies: ["DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API.
         .target(
             name: "NearcastServer",
@@ -99,7 +102,10 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
         .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
-        .testTarget(name: "NearcastHealthTests", dependencies: ["NearcastHealth"]),
+        .testTarget(
+            name: "NearcastHealthTests",
+            dependencies: ["NearcastHealth", "DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",

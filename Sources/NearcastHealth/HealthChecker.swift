@@ -1,0 +1,150 @@
+import DNSWire
+import NIOCore
+import NIOPosix
+
+/// One active check of a node (DESIGN §6): a TCP connect, an HTTP GET expecting a status range
+/// (and, optionally, a string in the body), or a DNS query expecting an rcode.
+public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
+    case tcp(host: String, port: Int)
+    case http(host: String, port: Int, path: String, status: ClosedRange<Int>, bodyContains: String?)
+    case dns(host: String, port: Int, name: DNSName, type: RRType, rcode: RCode)
+
+    public var description: String {
+        switch self {
+        case .tcp(let h, let p): return "tcp \(h):\(p)"
+        case .http(let h, let p, let path, let s, _): return "http \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
+        case .dns(let h, let p, let n, let t, let r): return "dns \(h):\(p) \(n) \(t) \(r)"
+        }
+    }
+}
+
+/// Runs checks over SwiftNIO, each bounded by its timeout: a slow or hanging target costs its own
+/// check that long and delays nothing else.
+public struct HealthChecker: Sendable {
+    let group: any EventLoopGroup
+
+    public init(group: any EventLoopGroup) { self.group = group }
+
+    /// Whether `check` passes within `timeout`; any error, refusal or timeout is a failure, with
+    /// the reason.
+    public func run(_ check: HealthCheck, timeout: TimeAmount) async -> (passed: Bool, reason: String) {
+        do {
+            switch check {
+            case .tcp(let host, let port):
+                let ch = try await ClientBootstrap(group: group).connectTimeout(timeout).connect(host: host, port: port).get()
+                try? await ch.close()
+                return (true, "connected")
+            case .http(let host, let port, let path, let status, let body):
+                let (code, text) = try await http(host: host, port: port, path: path, timeout: timeout)
+                guard status.contains(code) else { return (false, "status \(code), expected \(status.lowerBound)-\(status.upperBound)") }
+                if let body, !text.contains(body) { return (false, "status \(code), body without '\(body)'") }
+                return (true, "status \(code)")
+            case .dns(let host, let port, let name, let type, let rcode):
+                let got = try await dns(host: host, port: port, name: name, type: type, timeout: timeout)
+                return got == rcode ? (true, "rcode \(got)") : (false, "rcode \(got), expected \(rcode)")
+            }
+        } catch {
+            return (false, "\(error)")
+        }
+    }
+
+    /// A GET over HTTP/1.1 with `Connection: close`: the status code and up to 64 KiB of the reply.
+    func http(host: String, port: Int, path: String, timeout: TimeAmount) async throws -> (Int, String) {
+        let collector = ReplyCollector<ByteBuffer>.stream(limit: 65536)
+        let channel = try await ClientBootstrap(group: group).connectTimeout(timeout)
+            .channelInitializer { ch in ch.pipeline.addHandler(collector) }
+            .connect(host: host, port: port).get()
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        defer { deadline.cancel() }
+        let request = "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: nearcast-health\r\nConnection: close\r\n\r\n"
+        try await channel.writeAndFlush(channel.allocator.buffer(string: request)).get()
+        let bytes = try await collector.done.futureResult.get()
+        let text = String(decoding: bytes, as: UTF8.self)
+        // "HTTP/1.1 200 OK"
+        let statusLine = text.split(separator: "\r\n", maxSplits: 1).first ?? ""
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let code = Int(parts[1]) else {
+            throw HealthCheckError("not an HTTP reply")
+        }
+        return (code, text)
+    }
+
+    /// One UDP query: the reply's rcode.
+    func dns(host: String, port: Int, name: DNSName, type: RRType, timeout: TimeAmount) async throws -> RCode {
+        let collector = ReplyCollector<AddressedEnvelope<ByteBuffer>>.datagram()
+        let channel = try await DatagramBootstrap(group: group)
+            .channelInitializer { ch in ch.pipeline.addHandler(collector) }
+            .bind(host: host.contains(":") ? "::" : "0.0.0.0", port: 0).get()
+        defer { channel.close(promise: nil) }
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) { collector.fail(channel.eventLoop, HealthCheckError("no reply in time")) }
+        defer { deadline.cancel() }
+        var header = DNSHeader()
+        header.id = UInt16.random(in: 0...UInt16.max)
+        let query = try DNSMessage(header: header, questions: [DNSQuestion(name: name, type: type)]).serialize()
+        let target = try SocketAddress.makeAddressResolvingHost(host, port: port)
+        try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: channel.allocator.buffer(bytes: query))).get()
+        let reply = try DNSMessage(wire: try await collector.done.futureResult.get())
+        guard reply.header.id == header.id else { throw HealthCheckError("a reply to another query") }
+        return reply.rcode
+    }
+}
+
+/// Why a check failed, in words for the log.
+public struct HealthCheckError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Collects what a channel reads: a stream's bytes until it closes (or `limit`), or one datagram.
+/// `@unchecked Sendable`: touched only on its channel's event loop (and `fail` hops onto it).
+final class ReplyCollector<In>: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = In
+    let limit: Int
+    /// The bytes of one read, and whether that read completes the reply (a datagram does).
+    let extract: (In) -> (bytes: [UInt8], complete: Bool)
+    private var bytes: [UInt8] = []
+    private var promise: EventLoopPromise<[UInt8]>?
+
+    init(limit: Int, extract: @escaping (In) -> (bytes: [UInt8], complete: Bool)) {
+        self.limit = limit
+        self.extract = extract
+    }
+
+    /// Completed when the reply is in (or the channel closed, or `fail`).
+    var done: EventLoopPromise<[UInt8]> { promise! }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        promise = context.eventLoop.makePromise()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let (b, complete) = extract(Self.unwrapInboundIn(data))
+        if complete {
+            promise?.succeed(b)
+            return
+        }
+        bytes += b.prefix(max(0, limit - bytes.count))
+        if bytes.count >= limit { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if bytes.isEmpty { promise?.fail(HealthCheckError("closed without a reply")) } else { promise?.succeed(bytes) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        promise?.fail(error)
+        context.close(promise: nil)
+    }
+
+    func fail(_ loop: any EventLoop, _ error: any Error) {
+        loop.execute { self.promise?.fail(error) }
+    }
+}
+
+extension ReplyCollector where In == ByteBuffer {
+    static func stream(limit: Int) -> ReplyCollector { ReplyCollector(limit: limit) { (Array($0.readableBytesView), false) } }
+}
+
+extension ReplyCollector where In == AddressedEnvelope<ByteBuffer> {
+    static func datagram() -> ReplyCollector { ReplyCollector(limit: 65536) { (Array($0.data.readableBytesView), true) } }
+}

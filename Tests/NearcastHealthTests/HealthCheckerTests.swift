@@ -1,0 +1,113 @@
+import DNSWire
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import NearcastHealth
+
+/// The checkers against real sockets on 127.0.0.1: listeners that answer, refuse, or hang.
+@Suite struct HealthCheckerTests {
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    let checker = HealthChecker(group: HealthCheckerTests.group)
+
+    /// Answers every connection with `reply` (nil: reads and never answers) and closes.
+    final class Canned: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let reply: String?
+        init(_ reply: String?) { self.reply = reply }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard let reply else { return }
+            context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: reply))).whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+
+    /// A TCP listener on a free port of 127.0.0.1.
+    func listen(_ reply: String?) async throws -> (any Channel, Int) {
+        let ch = try await ServerBootstrap(group: Self.group)
+            .childChannelInitializer { $0.pipeline.addHandler(Canned(reply)) }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return (ch, ch.localAddress!.port!)
+    }
+
+    /// Answers every DNS query over UDP with `rcode`.
+    final class DNSResponder: ChannelInboundHandler, Sendable {
+        typealias InboundIn = AddressedEnvelope<ByteBuffer>
+        let rcode: RCode
+        init(_ rcode: RCode) { self.rcode = rcode }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let env = Self.unwrapInboundIn(data)
+            guard let q = try? DNSMessage(wire: Array(env.data.readableBytesView)) else { return }
+            var r = DNSMessage(questions: q.questions)
+            r.header.id = q.header.id
+            r.header.qr = true
+            r.rcode = rcode
+            let out = AddressedEnvelope(remoteAddress: env.remoteAddress, data: context.channel.allocator.buffer(bytes: try! r.serialize()))
+            context.writeAndFlush(NIOAny(out), promise: nil)
+        }
+    }
+
+    @Test func tcpPassesOnAListenerAndFailsOnAClosedPort() async throws {
+        let (server, port) = try await listen("")
+        #expect(await checker.run(.tcp(host: "127.0.0.1", port: port), timeout: .seconds(2)).passed)
+        try await server.close()
+        let refused = await checker.run(.tcp(host: "127.0.0.1", port: port), timeout: .seconds(2))
+        #expect(!refused.passed && !refused.reason.isEmpty)
+    }
+
+    @Test func httpChecksTheStatusRangeAndTheBody() async throws {
+        let (ok, okPort) = try await listen("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nhealthy")
+        let (busy, busyPort) = try await listen("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+        let (junk, junkPort) = try await listen("SSH-2.0-OpenSSH\r\n")
+        defer {
+            ok.close(promise: nil)
+            busy.close(promise: nil)
+            junk.close(promise: nil)
+        }
+        func http(_ port: Int, _ body: String? = nil) async -> (passed: Bool, reason: String) {
+            await checker.run(.http(host: "127.0.0.1", port: port, path: "/health", status: 200...299, bodyContains: body), timeout: .seconds(2))
+        }
+        #expect(await http(okPort) == (true, "status 200"))
+        #expect(await http(okPort, "healthy").passed)
+        #expect(await http(okPort, "ready") == (false, "status 200, body without 'ready'"))
+        #expect(await http(busyPort) == (false, "status 503, expected 200-299"))
+        #expect(await http(junkPort) == (false, "not an HTTP reply"))
+    }
+
+    @Test func dnsChecksTheRcode() async throws {
+        let server = try await DatagramBootstrap(group: Self.group)
+            .channelInitializer { $0.pipeline.addHandler(DNSResponder(.nxDomain)) }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { server.close(promise: nil) }
+        let port = server.localAddress!.port!
+        let name = try DNSName("node.example.")
+        #expect(await checker.run(.dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .nxDomain), timeout: .seconds(2)).passed)
+        let wrong = await checker.run(.dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .noError), timeout: .seconds(2))
+        #expect(!wrong.passed && wrong.reason.hasPrefix("rcode"))
+    }
+
+    @Test func aHangingTargetTimesOutAndDelaysNoOtherCheck() async throws {
+        let (hang, hangPort) = try await listen(nil)
+        let (ok, okPort) = try await listen("HTTP/1.1 204 No Content\r\n\r\n")
+        defer {
+            hang.close(promise: nil)
+            ok.close(promise: nil)
+        }
+        // Both at once: the quick one finishes first, whatever the hanging one does.
+        let order = await withTaskGroup(of: String.self) { tasks -> [String] in
+            tasks.addTask {
+                let r = await checker.run(.http(host: "127.0.0.1", port: hangPort, path: "/", status: 200...299, bodyContains: nil), timeout: .milliseconds(1500))
+                #expect(!r.passed, "a target that never answers fails at its timeout")
+                return "hanging"
+            }
+            tasks.addTask {
+                let r = await checker.run(.http(host: "127.0.0.1", port: okPort, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(5))
+                #expect(r.passed)
+                return "quick"
+            }
+            var done: [String] = []
+            for await name in tasks { done.append(name) }
+            return done
+        }
+        #expect(order == ["quick", "hanging"])
+    }
+}
