@@ -1,0 +1,113 @@
+import NIOCore
+
+/// Runs every node's checks on their intervals and keeps each node's NodeHealth; reports each
+/// change of a node's state as it happens (DESIGN §6). Checks run concurrently, each on its own
+/// schedule with jitter, so checks of many nodes do not fire in lockstep and a slow target holds
+/// up only its own check.
+public actor HealthMonitor {
+    /// One check of one node, with its schedule.
+    public struct Scheduled: Sendable {
+        public var name: String
+        public var check: HealthCheck
+        public var policy: CheckPolicy
+        public var interval: Duration
+        public var timeout: Duration
+
+        public init(name: String, check: HealthCheck, policy: CheckPolicy, interval: Duration, timeout: Duration) {
+            self.name = name
+            self.check = check
+            self.policy = policy
+            self.interval = interval
+            self.timeout = timeout
+        }
+    }
+
+    /// A change of a node's state: what to log, count and write into the maps.
+    public struct Change: Sendable {
+        public var node: String
+        public var from: HealthState
+        public var to: HealthState
+        /// The check and its result that made it.
+        public var reason: String
+    }
+
+    let checker: HealthChecker
+    let plan: [String: [Scheduled]]
+    var health: [String: NodeHealth]
+    let onChange: @Sendable (Change) -> Void
+    var tasks: [Task<Void, Never>] = []
+
+    /// `nodes`: node id -> its checks and its cold-start state.
+    public init(
+        checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)],
+        onChange: @escaping @Sendable (Change) -> Void
+    ) {
+        self.checker = checker
+        plan = nodes.mapValues(\.checks)
+        health = nodes.mapValues { n in
+            NodeHealth(checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }), initial: n.initial)
+        }
+        self.onChange = onChange
+    }
+
+    /// Starts every check's loop.
+    public func start() {
+        for (node, checks) in plan {
+            for c in checks {
+                tasks.append(Task { [weak self] in await self?.loop(node, c) })
+            }
+        }
+    }
+
+    /// Stops every loop (checks in flight end at their timeout at most).
+    public func stop() {
+        for t in tasks { t.cancel() }
+        tasks = []
+    }
+
+    /// A node's state now.
+    public func state(of node: String) -> HealthState? { health[node]?.state(at: .now) }
+
+    /// Every node's state now.
+    public func states() -> [String: HealthState] { health.mapValues { $0.state(at: .now) } }
+
+    /// Sets or takes back an operator's override; returns the change it makes, if any.
+    @discardableResult
+    public func setOverride(_ node: String, _ o: HealthOverride?) -> Change? {
+        guard var h = health[node] else { return nil }
+        let before = h.state(at: .now)
+        h.setOverride(o)
+        health[node] = h
+        let after = h.state(at: .now)
+        guard before != after else { return nil }
+        let change = Change(node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
+        onChange(change)
+        return change
+    }
+
+    func loop(_ node: String, _ c: Scheduled) async {
+        // Jitter: the first run somewhere in the first interval, then each interval ± 10 %.
+        var wait = Duration.nanoseconds(Int64.random(in: 0...max(1, Self.nanos(c.interval))))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: wait)
+            if Task.isCancelled { return }
+            let r = await checker.run(c.check, timeout: .nanoseconds(Self.nanos(c.timeout)))
+            record(node, c.name, r.passed, "\(c.name) (\(c.check)): \(r.reason)")
+            let spread = Self.nanos(c.interval) / 10
+            wait = .nanoseconds(Self.nanos(c.interval) + Int64.random(in: -spread...max(-spread, spread)))
+        }
+    }
+
+    func record(_ node: String, _ check: String, _ passed: Bool, _ reason: String) {
+        guard var h = health[node] else { return }
+        let now = ContinuousClock.now
+        let before = h.state(at: now)
+        h.record(check, success: passed, at: now)
+        h.expireOverride(at: now)
+        health[node] = h
+        let after = h.state(at: now)
+        if before != after { onChange(Change(node: node, from: before, to: after, reason: reason)) }
+    }
+
+    static func nanos(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
+}

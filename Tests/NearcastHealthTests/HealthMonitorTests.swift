@@ -1,0 +1,58 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import NearcastHealth
+
+/// The monitor on real sockets: nodes whose check targets stop answering go down after `fall`
+/// results, changes are reported once each, and overrides report their change at once.
+@Suite struct HealthMonitorTests {
+    final class Changes: Sendable {
+        let list = Mutex<[HealthMonitor.Change]>([])
+        func add(_ c: HealthMonitor.Change) { list.withLock { $0.append(c) } }
+        var all: [HealthMonitor.Change] { list.withLock { $0 } }
+    }
+
+    func eventually(_ what: String, _ ok: () async -> Bool) async throws {
+        for _ in 0..<100 {
+            if await ok() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("not within 5 s: \(what)")
+    }
+
+    @Test func nodesGoDownWhenTheirTargetsStopAndOnlyChangesAreReported() async throws {
+        let group = HealthCheckerTests.group
+        let listener = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let open = listener.localAddress!.port!
+        let closed = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let closedPort = closed.localAddress!.port!
+        try await closed.close()
+
+        func scheduled(_ port: Int) -> HealthMonitor.Scheduled {
+            .init(name: "tcp", check: .tcp(host: "127.0.0.1", port: port), policy: CheckPolicy(rise: 2, fall: 2),
+                  interval: .milliseconds(100), timeout: .seconds(1))
+        }
+        let changes = Changes()
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: group),
+            nodes: ["a": ([scheduled(open)], .up), "b": ([scheduled(closedPort)], .up)],
+            onChange: { changes.add($0) })
+        await monitor.start()
+        try await eventually("b goes down") { await monitor.state(of: "b") == .down }
+        #expect(await monitor.state(of: "a") == .up)
+        try await listener.close()
+        try await eventually("a goes down once its listener is gone") { await monitor.state(of: "a") == .down }
+        try await Task.sleep(for: .milliseconds(400))
+        let seen = changes.all
+        #expect(seen.map(\.node).sorted() == ["a", "b"], "one change each, however many results: \(seen.map { "\($0.node) \($0.to)" })")
+        #expect(seen.allSatisfy { $0.from == .up && $0.to == .down && $0.reason.hasPrefix("tcp (tcp 127.0.0.1:") })
+
+        // An operator's override is a change at once.
+        let drained = await monitor.setOverride("b", HealthOverride(.drain))
+        #expect(drained?.to == .drained && changes.all.count == 3)
+        #expect(await monitor.setOverride("b", HealthOverride(.drain)) == nil, "no change, no report")
+        await monitor.stop()
+    }
+}
