@@ -50,7 +50,9 @@ let package = Package(
         // Health: the state machine of a node's checks and overrides, and the checkers.
         .target(
             name: "NearcastHealth",
-            dependencies: ["DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "DNSWire", "NearcastCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API.
         .target(
@@ -68,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "nearcastd",
             dependencies: [
-                "NearcastCore", "NearcastServer", "NearcastDataPath", "MaxMindDB",
+                "NearcastCore", "NearcastServer", "NearcastDataPath", "NearcastHealth", "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

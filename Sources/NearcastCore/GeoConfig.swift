@@ -79,6 +79,10 @@ public struct NodeConfig: Sendable, Equatable {
     public var region: String?
     public var weight: Double = 1
     public var bias: Int = 0
+    /// Its active checks (issue 5); none: always up.
+    public var checks: [NodeCheckConfig] = []
+    /// The state until the first checks complete: up (the default) or down.
+    public var initiallyUp = true
     /// `file:line`, for messages.
     public var declaredAt: String
 
@@ -119,7 +123,8 @@ public struct GeoNameConfig: Sendable, Equatable {
 
 extension GeoConfig {
     static let keys = ["database", "nodes", "pools", "names"]
-    static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias"]
+    static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial"]
+    static let checkKeys = ["type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall"]
     static let poolKeys = ["id", "members"]
     static let nameKeys = [
         "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance", "depth",
@@ -229,6 +234,17 @@ extension GeoConfig {
             if let b = n.int, (-99...99).contains(b) { node.bias = b } else {
                 fail(n, "node \(id): bias must be a whole number from -99 to 99")
                 ok = false
+            }
+        }
+        if let n = m["initial"] {
+            if let s = n.string, s == "up" || s == "down" { node.initiallyUp = s == "up" } else {
+                fail(n, "node \(id): initial must be up or down (its state until the first checks complete)")
+                ok = false
+            }
+        }
+        if let n = m["checks"] {
+            for item in list(n, "node \(id) checks", fail) {
+                if let c = NodeCheckConfig.parse(item, node: node, fail) { node.checks.append(c) } else { ok = false }
             }
         }
         return ok ? node : nil

@@ -1,5 +1,6 @@
 import DNSWire
 import MaxMindDB
+import Synchronization
 
 /// Everything a geo name is answered from (DESIGN §2): the compiled image (classes and prefixes),
 /// the geo names, the nodes' addresses and health. Both paths answer from the same table: the
@@ -25,8 +26,15 @@ public struct GeoTable: Sendable {
     /// Owner names that have a geo name (of any type), lower-cased wire form.
     let owners: Set<[UInt8]>
     let nodes: [String: NodeConfig]
-    /// Nodes that are down or drained (none until health checks run: the Health issue).
-    public var unhealthy: Set<String> = []
+    /// Which nodes are down or drained, shared by every copy of this table (the responders of all
+    /// event loops), so health changes reach them all at once.
+    public private(set) var board = HealthBoard()
+
+    /// The nodes that are down or drained. Setting it gives this copy a board of its own.
+    public var unhealthy: Set<String> {
+        get { board.down }
+        set { board = HealthBoard(newValue) }
+    }
 
     /// Compiles `config`'s geo names against `database`: one ranking per distinct pool, policy
     /// and fallback. `progress` as for GeoCompiler.compile.
@@ -48,7 +56,9 @@ public struct GeoTable: Sendable {
             names[Key(name: g.name.lowercased().wire, type: g.type.rawValue)] = Name(config: g, ranking: index)
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
-        return GeoTable(image: image, rankings: rankings, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
+        var table = GeoTable(image: image, rankings: rankings, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
+        table.unhealthy = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
+        return table
     }
 
     /// Every geo name, in no particular order.
@@ -93,7 +103,8 @@ public struct GeoTable: Sendable {
         let candidates = image.classes[c][name.ranking]
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
-        let order = Self.spillOrder(candidates, isUp: { !unhealthy.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
+        let down = board.down
+        let order = Self.spillOrder(candidates, isUp: { !down.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
             seed: prefix?.seed ?? 0)
         var chosen = order.prefix(name.config.answers).compactMap(addressOf)
         var outcome = Answer.Outcome.answered
@@ -134,4 +145,19 @@ public struct GeoTable: Sendable {
 
     /// A node's weight as spill-over counts it (and the nodes map holds it): x 100, 1...65535.
     public static func spillWeight(_ n: NodeConfig) -> UInt32 { UInt32(max(1, min(65535, (n.weight * 100).rounded()))) }
+}
+
+/// The nodes that are down or drained, read by every responder and written by the health monitor.
+public final class HealthBoard: Sendable {
+    private let state: Mutex<Set<String>>
+
+    public init(_ down: Set<String> = []) { state = Mutex(down) }
+
+    /// The nodes down now.
+    public var down: Set<String> { state.withLock { $0 } }
+
+    /// Marks `node` up or down.
+    public func set(_ node: String, up: Bool) {
+        _ = state.withLock { up ? $0.remove(node) : $0.insert(node).memberAfterInsert }
+    }
 }

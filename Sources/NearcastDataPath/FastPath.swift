@@ -31,6 +31,8 @@ public final class FastPath: Sendable {
     struct State {
         var settings: nc_config
         var live: [NamesTable.Entry: UInt32]
+        /// The geo nodes: index in the nodes map and the value written there.
+        var nodes: [String: (index: UInt32, value: nc_node)] = [:]
     }
 
     /// The most section bytes one names-table entry holds.
@@ -163,7 +165,8 @@ public final class FastPath: Sendable {
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
         var entries = image.entries.map(Self.encode)
         if let geo {
-            try writeGeoMaps(geo)
+            let written = try writeGeoMaps(geo)
+            state.withLock { $0.nodes = written }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map(Self.encodeGeo)
         }
@@ -212,17 +215,33 @@ public final class FastPath: Sendable {
         return NamesTable.Entry(hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
     }
 
-    /// Writes the geo maps for `geo`: every entry in place, then the stale ones deleted.
-    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) {
+    /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (DESIGN
+    /// §2: a health change never recomputes the prefix maps). Returns false for an unknown node.
+    @discardableResult
+    public func setNodeHealth(_ id: String, up: Bool) throws(BPFError) -> Bool {
+        try state.withLock { (s: inout State) throws(BPFError) -> Bool in
+            guard var n = s.nodes[id] else { return false }
+            n.value.up = up ? 1 : 0
+            try nodes.update(key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
+            s.nodes[id] = n
+            return true
+        }
+    }
+
+    /// Writes the geo maps for `geo`: every entry in place, then the stale ones deleted. Returns
+    /// the nodes as written.
+    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) -> [String: (index: UInt32, value: nc_node)] {
         let nodeList = geo.allNodes
         guard nodeList.count <= Int(NC_NODES_MAX) else {
             throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
         }
         var index: [String: UInt16] = [:]
         var nodeValues: [[UInt8]] = []
+        var written: [String: (index: UInt32, value: nc_node)] = [:]
         for (i, n) in nodeList.enumerated() {
             index[n.id] = UInt16(i)
             var v = nc_node()
+            defer { written[n.id] = (UInt32(i), v) }
             v.up = geo.unhealthy.contains(n.id) ? 0 : 1
             v.weight = UInt16(GeoTable.spillWeight(n))
             withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
@@ -257,6 +276,7 @@ public final class FastPath: Sendable {
             }
             try replace(map, keys: keys, values: values)
         }
+        return written
     }
 
     /// The geo maps' names and how many entries `geo` puts in each.

@@ -110,17 +110,30 @@ final class ReplyCollector<In>: ChannelInboundHandler, @unchecked Sendable {
         self.extract = extract
     }
 
-    /// Completed when the reply is in (or the channel closed, or `fail`).
+    /// Completed when the reply is in (or the channel closed, or `fail`), exactly once.
     var done: EventLoopPromise<[UInt8]> { promise! }
+    private var completed = false
+
+    private func finish(_ r: Result<[UInt8], any Error>) {
+        guard !completed else { return }
+        completed = true
+        promise?.completeWith(r)
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         promise = context.eventLoop.makePromise()
     }
 
+    /// A connection that failed, or a channel torn down, still completes the promise (NIO requires
+    /// every promise to be completed).
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish(.failure(HealthCheckError("connection closed")))
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let (b, complete) = extract(Self.unwrapInboundIn(data))
         if complete {
-            promise?.succeed(b)
+            finish(.success(b))
             return
         }
         bytes += b.prefix(max(0, limit - bytes.count))
@@ -128,16 +141,16 @@ final class ReplyCollector<In>: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if bytes.isEmpty { promise?.fail(HealthCheckError("closed without a reply")) } else { promise?.succeed(bytes) }
+        finish(bytes.isEmpty ? .failure(HealthCheckError("closed without a reply")) : .success(bytes))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        promise?.fail(error)
+        finish(.failure(error))
         context.close(promise: nil)
     }
 
     func fail(_ loop: any EventLoop, _ error: any Error) {
-        loop.execute { self.promise?.fail(error) }
+        loop.execute { self.finish(.failure(error)) }
     }
 }
 

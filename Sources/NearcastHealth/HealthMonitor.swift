@@ -1,4 +1,5 @@
 import NIOCore
+import NearcastCore
 
 /// Runs every node's checks on their intervals and keeps each node's NodeHealth; reports each
 /// change of a node's state as it happens (DESIGN §6). Checks run concurrently, each on its own
@@ -110,4 +111,19 @@ public actor HealthMonitor {
     }
 
     static func nanos(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
+}
+
+extension HealthMonitor.Scheduled {
+    /// The check a node's config describes.
+    public init(_ c: NodeCheckConfig, index: Int) {
+        let check: HealthCheck
+        switch c.kind {
+        case .tcp: check = .tcp(host: c.host, port: c.port)
+        case .http: check = .http(host: c.host, port: c.port, path: c.path, status: c.status, bodyContains: c.body)
+        case .dns: check = .dns(host: c.host, port: c.port, name: c.dnsName ?? .root, type: c.dnsType, rcode: c.rcode)
+        }
+        self.init(
+            name: "\(index + 1):\(c.label)", check: check, policy: CheckPolicy(rise: c.rise, fall: c.fall),
+            interval: .milliseconds(Int(c.interval * 1000)), timeout: .milliseconds(Int(c.timeout * 1000)))
+    }
 }

@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import NearcastCore
 import NearcastDataPath
+import NearcastHealth
 import NearcastServer
 
 #if canImport(Glibc)
@@ -186,6 +187,30 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        // Health checks: each change of a node's state is one write of the board the responders
+        // read and one write of the node's entry in the XDP nodes map.
+        var monitor: HealthMonitor?
+        if let table = geo, cfg.geo.nodes.contains(where: { !$0.checks.isEmpty }) {
+            let deployment = fastPath
+            var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
+            for n in cfg.geo.nodes where !n.checks.isEmpty {
+                nodes[n.id] = (n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) }, n.initiallyUp ? .up : .down)
+            }
+            let m = HealthMonitor(
+                checker: HealthChecker(group: group), nodes: nodes,
+                onChange: { change in
+                    table.board.set(change.node, up: change.to.isServing)
+                    do { try deployment?.fastPath.setNodeHealth(change.node, up: change.to.isServing) } catch {
+                        logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
+                    }
+                    logger.notice(
+                        "node health changed",
+                        metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
+                })
+            await m.start()
+            monitor = m
+            logger.info("health checks running", metadata: ["nodes": "\(nodes.count)"])
+        }
         var api: ManagementAPI?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
@@ -216,6 +241,7 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let signal = await Self.waitForTermination()
         logger.info("stopping", metadata: ["signal": "\(signal)"])
+        await monitor?.stop()
         await api?.stop()
         fastPath?.stop()
         await server.stop()

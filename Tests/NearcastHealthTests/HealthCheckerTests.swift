@@ -71,6 +71,12 @@ import Testing
         #expect(await http(okPort, "ready") == (false, "status 200, body without 'ready'"))
         #expect(await http(busyPort) == (false, "status 503, expected 200-299"))
         #expect(await http(junkPort) == (false, "not an HTTP reply"))
+        // A refused connection is a failure, not a crash (its reply promise is completed too).
+        let (gone, gonePort) = try await listen("")
+        try await gone.close()
+        #expect(await !http(gonePort).passed)
+        let dnsGone = await checker.run(.dns(host: "127.0.0.1", port: gonePort, name: .root, type: .soa, rcode: .noError), timeout: .milliseconds(300))
+        #expect(!dnsGone.passed)
     }
 
     @Test func dnsChecksTheRcode() async throws {

@@ -232,6 +232,76 @@ import Glibc
         #expect(explain.stdout.contains("answer:    192.0.2.40  (TTL 30)") && explain.stdout.contains("ECS scope: 24"), "\(explain.stdout)")
     }
 
+    /// Failover: par1's health check targets a service in the client namespace (a nearcastd's
+    /// /healthz); when it stops, Paris clients get another node from XDP within interval x fall
+    /// + 1 s, and par1 comes back after rise successes once the service is back.
+    @Test func aNodeThatFailsItsCheckIsSkippedAndComesBack() throws {
+        let t = try Topology()
+        let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let servicePort = 8081
+        let daemon = try Self.startDaemon(
+            t,
+            config: """
+                geo:
+                  database: \(database)
+                  nodes:
+                    - id: par1
+                      ipv4: 192.0.2.20
+                      latitude: 48.86
+                      longitude: 2.35
+                      checks: [{ type: http, host: 198.18.0.2, port: \(servicePort), path: /healthz, interval: 1, timeout: 0.5, rise: 2, fall: 2 }]
+                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
+                  pools: [{ id: web, members: [par1, fra1, nyc1] }]
+                  names: [{ name: geo.example.test, type: A, pool: web }]
+                """)
+        defer { daemon.stop() }
+        // The node's service: a nearcastd in the client namespace, its management API on 198.18.0.2.
+        func startService() throws -> ServerProcess {
+            let s = try ServerProcess(
+                try TestSupport.tool("ip"),
+                ["netns", "exec", Self.cli, try TestSupport.product("nearcastd"),
+                 "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+                 "--listen", "127.0.0.1:5353", "--api", "198.18.0.2:\(servicePort)"])
+            try s.waitUntilReady { s.log.contains("management API listening") }
+            return s
+        }
+        var service = try startService()
+        defer { service.stop() }
+        let ip = try TestSupport.tool("ip")
+        #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "198.51.100.7/32", "dev", "\(Self.prefix)-c"]).status == 0)
+        func answer() throws -> [Substring] { try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).split(separator: "\n") }
+        #expect(try answer() == ["192.0.2.20"], "Paris: par1")
+        #expect(daemon.log.contains("health checks running"), "\(daemon.log)")
+
+        let before = try Self.counters(t)
+        service.stop()
+        let stopped = Date()
+        var moved: [Substring] = []
+        while Date().timeIntervalSince(stopped) < 5 {
+            moved = try answer()
+            if moved != ["192.0.2.20"] { break }
+            usleep(100_000)
+        }
+        let took = Date().timeIntervalSince(stopped)
+        #expect(moved.count == 1 && moved != ["192.0.2.20"], "another node: \(moved)")
+        #expect(took <= 1 * 2 + 1, "within interval x fall + 1 s (\(took) s)")
+        #expect(daemon.log.contains("node health changed") && daemon.log.contains("node=par1"), "\(daemon.log)")
+
+        service = try startService()
+        let restarted = Date()
+        var back: [Substring] = []
+        while Date().timeIntervalSince(restarted) < 6 {
+            back = try answer()
+            if back == ["192.0.2.20"] { break }
+            usleep(100_000)
+        }
+        #expect(back == ["192.0.2.20"], "par1 back after rise successes")
+        let after = try Self.counters(t)
+        #expect(after["answered_geo", default: 0] > before["answered_geo", default: 0], "answered by XDP throughout")
+        #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
+    }
+
     /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;
     /// with --watch, rates per second too.
     @Test func nearcastStatsPrintsTheXDPCounters() throws {

@@ -1,0 +1,102 @@
+import DNSWire
+import Yams
+
+/// One active check of a node, as configured (DESIGN §6; NearcastHealth runs it):
+///
+/// ```yaml
+/// checks:
+///   - { type: tcp, port: 443 }
+///   - { type: http, port: 80, path: /health, status: 200-299, body: ok, interval: 5, timeout: 2, rise: 2, fall: 3 }
+///   - { type: dns, port: 53, name: example.net., qtype: A, rcode: NOERROR }
+/// ```
+/// The target host is the node's IPv4 address (else its IPv6) unless `host` says otherwise.
+public struct NodeCheckConfig: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case tcp, http, dns
+    }
+    public var kind: Kind
+    public var host: String
+    public var port: Int
+    public var path = "/"
+    public var status: ClosedRange<Int> = 200...299
+    public var body: String?
+    public var dnsName: DNSName?
+    public var dnsType: RRType = .soa
+    public var rcode: RCode = .noError
+    /// Seconds between checks, and for one check.
+    public var interval: Double = 5
+    public var timeout: Double = 2
+    public var rise = 2
+    public var fall = 3
+
+    /// A name for the check in logs: its type and position.
+    public var label: String { "\(kind.rawValue) \(host):\(port)" }
+
+    static func parse(_ item: Node, node: NodeConfig, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
+        guard let m = GeoConfig.fields(item, "node \(node.id) checks", GeoConfig.checkKeys, fail) else { return nil }
+        let owner = "node \(node.id) check"
+        guard let t = m["type"]?.string, let kind = Kind(rawValue: t) else {
+            fail(m["type"] ?? item, "\(owner): type must be one of tcp, http, dns")
+            return nil
+        }
+        let defaultHost = node.ipv4.map { $0.map(String.init).joined(separator: ".") } ?? node.ipv6.map { _ in "" }
+        guard let port = m["port"]?.int, (1...65535).contains(port) else {
+            fail(m["port"] ?? item, "\(owner): port must be a number from 1 to 65535")
+            return nil
+        }
+        var ok = true
+        var c = NodeCheckConfig(kind: kind, host: m["host"]?.string ?? defaultHost ?? "", port: port)
+        if c.host.isEmpty {
+            fail(item, "\(owner): give host (the node has no IPv4 address to check)")
+            ok = false
+        }
+        if let v = GeoConfig.number(m, "interval", 0.05...3600, owner: owner, ok: &ok, fail) { c.interval = v }
+        if let v = GeoConfig.number(m, "timeout", 0.05...600, owner: owner, ok: &ok, fail) { c.timeout = v }
+        if let v = GeoConfig.number(m, "rise", 1...100, owner: owner, ok: &ok, fail) { c.rise = Int(v) }
+        if let v = GeoConfig.number(m, "fall", 1...100, owner: owner, ok: &ok, fail) { c.fall = Int(v) }
+        if c.timeout > c.interval {
+            fail(m["timeout"] ?? item, "\(owner): timeout (\(c.timeout) s) cannot exceed interval (\(c.interval) s)")
+            ok = false
+        }
+        switch kind {
+        case .tcp:
+            break
+        case .http:
+            if let p = m["path"]?.string { c.path = p.hasPrefix("/") ? p : "/" + p }
+            if let n = m["status"] {
+                let parts = (n.string ?? n.int.map(String.init) ?? "").split(separator: "-").compactMap { Int($0) }
+                if parts.count == 1, (100...599).contains(parts[0]) { c.status = parts[0]...parts[0] } else if parts.count == 2, parts[0] <= parts[1], (100...599).contains(parts[0]), (100...599).contains(parts[1]) {
+                    c.status = parts[0]...parts[1]
+                } else {
+                    fail(n, "\(owner): status must be a code or a range such as 200-299")
+                    ok = false
+                }
+            }
+            c.body = m["body"]?.string
+        case .dns:
+            guard let text = m["name"]?.string, let name = try? DNSName(text.hasSuffix(".") ? text : text + ".") else {
+                fail(m["name"] ?? item, "\(owner): a dns check needs name (a domain name to ask)")
+                return nil
+            }
+            c.dnsName = name
+            if let n = m["qtype"] {
+                if let s = n.string, let t = RRType(mnemonic: s.uppercased()) { c.dnsType = t } else {
+                    fail(n, "\(owner): qtype must be a record type such as A or SOA")
+                    ok = false
+                }
+            }
+            if let n = m["rcode"] {
+                if let s = n.string, let r = RCode.allNamed.first(where: { $0.1 == s.uppercased() })?.0 { c.rcode = r } else {
+                    fail(n, "\(owner): rcode must be NOERROR, NXDOMAIN, SERVFAIL or REFUSED")
+                    ok = false
+                }
+            }
+        }
+        return ok ? c : nil
+    }
+}
+
+extension RCode {
+    /// The rcodes a check may expect, by name.
+    static let allNamed: [(RCode, String)] = [(.noError, "NOERROR"), (.nxDomain, "NXDOMAIN"), (.servFail, "SERVFAIL"), (.refused, "REFUSED")]
+}
