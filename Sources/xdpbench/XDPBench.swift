@@ -85,6 +85,18 @@ struct XDPBench: ParsableCommand {
             let ratio = String(format: "%.1f", n / r)
             print("| \(what) | \(Int(e)) | \(Int(r)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) |")
         }
+        // Failover cost: a node's health flipped, as the health monitor does it (one nodes-map
+        // write per change), timed from the decision to the write's return.
+        var flips: [Double] = []
+        for i in 0..<10_000 {
+            let t0 = ContinuousClock.now
+            try fast.setNodeHealth("par1", up: i % 2 == 1)
+            let d = ContinuousClock.now - t0
+            flips.append(Double(d.components.attoseconds) / 1e12 + Double(d.components.seconds) * 1e6)
+        }
+        flips.sort()
+        print(String(format: "health change -> map write (10000 flips, one write each): p50 %.1f us, p99 %.1f us, max %.1f us",
+                     flips[flips.count / 2], flips[flips.count * 99 / 100], flips.last!))
         let s = try fast.statistics()
         print("nearcast verdicts: answered \(s.answered), geo \(s.answeredGeo), passed as miss \(s.passMiss), other \(s.passShape + s.passEDNS + s.passTooBig + s.dropMalformed + s.passGeo)")
     }
