@@ -101,7 +101,8 @@ import Testing
         // Both at once: the quick one finishes first, whatever the hanging one does.
         let order = await withTaskGroup(of: String.self) { tasks -> [String] in
             tasks.addTask {
-                let r = await checker.run(.http(host: "127.0.0.1", port: hangPort, path: "/", status: 200...299, bodyContains: nil), timeout: .milliseconds(1500))
+                // A timeout far above what the quick check takes even on a loaded machine.
+                let r = await checker.run(.http(host: "127.0.0.1", port: hangPort, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(6))
                 #expect(!r.passed, "a target that never answers fails at its timeout")
                 return "hanging"
             }
