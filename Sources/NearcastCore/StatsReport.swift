@@ -22,3 +22,21 @@ public struct StatsReport: Codable, Equatable, Sendable {
         self.xdp = xdp
     }
 }
+
+/// A node's health as the management API reports it (`GET /v1/nodes`, `nearcast nodes`).
+public struct NodeStatus: Codable, Equatable, Sendable {
+    public var id: String
+    /// up, degraded, down or drained.
+    public var state: String
+    /// The operator's override, if any: drain, force-up or force-down.
+    public var override: String?
+    /// Seconds until the override expires; nil: until taken back.
+    public var overrideSecondsLeft: Double?
+
+    public init(id: String, state: String, override: String? = nil, overrideSecondsLeft: Double? = nil) {
+        self.id = id
+        self.state = state
+        self.override = override
+        self.overrideSecondsLeft = overrideSecondsLeft
+    }
+}

@@ -72,6 +72,21 @@ public actor HealthMonitor {
     /// Every node's state now.
     public func states() -> [String: HealthState] { health.mapValues { $0.state(at: .now) } }
 
+    /// Every node's state and override now, by id.
+    public func statuses() -> [NodeStatus] {
+        let now = ContinuousClock.now
+        return health.keys.sorted().map { id in
+            let h = health[id]!
+            let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
+            return NodeStatus(
+                id: id, state: h.state(at: now).rawValue, override: o?.kind.rawValue,
+                overrideSecondsLeft: o?.until.map { until in
+                    let d = until - now
+                    return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+                })
+        }
+    }
+
     /// Sets or takes back an operator's override; returns the change it makes, if any.
     @discardableResult
     public func setOverride(_ node: String, _ o: HealthOverride?) -> Change? {
@@ -81,9 +96,28 @@ public actor HealthMonitor {
         health[node] = h
         let after = h.state(at: .now)
         guard before != after else { return nil }
+        if let until = o?.until {
+            // The override's end is a change too, checks or not: a timer reports it.
+            tasks.append(Task { [weak self] in
+                try? await Task.sleep(until: until, clock: .continuous)
+                await self?.expire(node)
+            })
+        }
         let change = Change(node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
         onChange(change)
         return change
+    }
+
+    /// Ends `node`'s override if it has expired, reporting the change it makes.
+    func expire(_ node: String) {
+        guard var h = health[node] else { return }
+        let now = ContinuousClock.now
+        // What answers followed until the override ended (state(at:) already ignores it now).
+        let before = h.state(at: (h.override?.until ?? now) - .nanoseconds(1))
+        guard h.expireOverride(at: now) else { return }
+        health[node] = h
+        let after = h.state(at: now)
+        if before != after { onChange(Change(node: node, from: before, to: after, reason: "override expired")) }
     }
 
     func loop(_ node: String, _ c: Scheduled) async {
@@ -103,8 +137,7 @@ public actor HealthMonitor {
         guard var h = health[node] else { return }
         let now = ContinuousClock.now
         let before = h.state(at: now)
-        h.record(check, success: passed, at: now)
-        h.expireOverride(at: now)
+        h.record(check, success: passed, at: now)  // an expired override is ended by its timer (expire)
         health[node] = h
         let after = h.state(at: now)
         if before != after { onChange(Change(node: node, from: before, to: after, reason: reason)) }

@@ -12,20 +12,30 @@ import ServiceLifecycle
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
 /// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
-/// (read).
+/// (read), `GET /v1/nodes` (read), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
+/// (write).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
     public struct Sources: Sendable {
         public var stats: @Sendable () throws -> StatsReport
         /// Explains a geo answer (name, type, client, ecs); nil when no geo names are configured.
         public var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
+        /// The nodes' health; nil without geo names.
+        public var nodes: (@Sendable () async -> [NodeStatus])?
+        /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
+        /// (nil: until taken back); returns the node's status, nil for an unknown node.
+        public var setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
-            explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil
+            explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil,
+            nodes: (@Sendable () async -> [NodeStatus])? = nil,
+            setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil
         ) {
             self.stats = stats
             self.explain = explain
+            self.nodes = nodes
+            self.setOverride = setOverride
         }
     }
 
@@ -50,6 +60,28 @@ public final class ManagementAPI: Sendable {
         v1.get("stats") { _, context -> Response in
             try context.require(.read)
             return try jsonResponse(try sources.stats())
+        }
+        v1.get("nodes") { _, context -> Response in
+            try context.require(.read)
+            guard let nodes = sources.nodes else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+            return try jsonResponse(await nodes())
+        }
+        for (action, kind) in [("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil)] {
+            v1.post("nodes/:id/\(action)") { request, context -> Response in
+                try context.require(.write)
+                guard let set = sources.setOverride else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+                let id = context.parameters.get("id") ?? ""
+                var seconds: Double?
+                if let text = request.uri.queryParameters["for"] {
+                    guard let s = Double(String(text)), s > 0, s <= 365 * 86400 else {
+                        throw HTTPError(.badRequest, message: "for must be a number of seconds, more than 0")
+                    }
+                    seconds = s
+                }
+                guard let status = await set(id, kind, seconds) else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
+                context.logger.notice("node override", metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
+                return try jsonResponse(status)
+            }
         }
         v1.get("explain") { request, context -> Response in
             try context.require(.read)

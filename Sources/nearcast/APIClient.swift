@@ -17,11 +17,21 @@ struct APIClient {
 
     /// GETs `path` and decodes its JSON.
     func get<T: Decodable>(_ path: String, as type: T.Type) async throws -> T {
+        try await call("GET", path, as: type)
+    }
+
+    /// POSTs to `path` (no body) and decodes its JSON.
+    func post<T: Decodable>(_ path: String, as type: T.Type) async throws -> T {
+        try await call("POST", path, as: type)
+    }
+
+    func call<T: Decodable>(_ method: String, _ path: String, as type: T.Type) async throws -> T {
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         guard let url = URL(string: "http://\(host):\(address.port)\(path)") else {
             throw Failure(description: "bad API address \(address)")
         }
         var request = URLRequest(url: url, timeoutInterval: 5)
+        request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         let data: Data
         let response: URLResponse

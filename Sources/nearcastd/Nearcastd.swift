@@ -189,11 +189,13 @@ struct Nearcastd: AsyncParsableCommand {
         }
         // Health checks: each change of a node's state is one write of the board the responders
         // read and one write of the node's entry in the XDP nodes map.
+        // Every geo node is in the monitor: those without checks are up unless an operator says
+        // otherwise (drain, force-down).
         var monitor: HealthMonitor?
-        if let table = geo, cfg.geo.nodes.contains(where: { !$0.checks.isEmpty }) {
+        if let table = geo {
             let deployment = fastPath
             var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
-            for n in cfg.geo.nodes where !n.checks.isEmpty {
+            for n in cfg.geo.nodes {
                 nodes[n.id] = (n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) }, n.initiallyUp ? .up : .down)
             }
             let m = HealthMonitor(
@@ -209,7 +211,7 @@ struct Nearcastd: AsyncParsableCommand {
                 })
             await m.start()
             monitor = m
-            logger.info("health checks running", metadata: ["nodes": "\(nodes.count)"])
+            logger.info("health checks running", metadata: ["nodes": "\(nodes.count)", "checks": "\(nodes.values.map(\.checks.count).reduce(0, +))"])
         }
         var api: ManagementAPI?
         if let address = cfg.api.listen {
@@ -222,13 +224,27 @@ struct Nearcastd: AsyncParsableCommand {
             if let table, let database {
                 explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
             }
+            let health = monitor
+            var nodesSource: (@Sendable () async -> [NodeStatus])?
+            var overrideSource: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
+            if let health {
+                nodesSource = { await health.statuses() }
+                overrideSource = { id, kind, seconds in
+                    let o = kind.flatMap(HealthOverride.Kind.init(rawValue:)).map {
+                        HealthOverride($0, until: seconds.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) })
+                    }
+                    guard await health.state(of: id) != nil else { return nil }
+                    await health.setOverride(id, o)
+                    return await health.statuses().first { $0.id == id }
+                }
+            }
             let sources = ManagementAPI.Sources(
                 stats: {
                     let uptime = ContinuousClock.now - startedAt
                     return StatsReport(
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                         xdp: try deployment?.fastPath.statistics().counters)
-                }, explain: explain)
+                }, explain: explain, nodes: nodesSource, setOverride: overrideSource)
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

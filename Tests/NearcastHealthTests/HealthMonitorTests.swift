@@ -55,4 +55,16 @@ import Testing
         #expect(await monitor.setOverride("b", HealthOverride(.drain)) == nil, "no change, no report")
         await monitor.stop()
     }
+
+    @Test func aTimedOverrideReportsItsEnd() async throws {
+        let changes = Changes()
+        let monitor = HealthMonitor(checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["c": ([], .up)], onChange: { changes.add($0) })
+        await monitor.setOverride("c", HealthOverride(.drain, until: .now + .milliseconds(300)))
+        #expect(await monitor.state(of: "c") == .drained)
+        #expect(await monitor.statuses().first?.override == "drain")
+        try await eventually("the drain ends") { changes.all.count == 2 }
+        #expect(changes.all.map(\.to) == [.drained, .up] && changes.all.last?.reason == "override expired")
+        #expect(await monitor.statuses().first?.override == nil)
+        await monitor.stop()
+    }
 }

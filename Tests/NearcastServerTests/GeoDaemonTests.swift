@@ -90,4 +90,57 @@ import Testing
         let notGeo = try explain(["www.example.test", "A", "--client", "127.0.0.1"])
         #expect(notGeo.status == 1 && notGeo.stderr.contains("the management API answered 400: www.example.test. A is not a geo name"), "\(notGeo.stderr)")
     }
+
+    /// An operator drains a node from the CLI: a read token may not (403), a write token may; the
+    /// node's clients go elsewhere until it is undrained or its drain runs out.
+    @Test func drainAndUndrainFromTheCLI() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-drain-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let readOnly = dir.appendingPathComponent("read"), writer = dir.appendingPathComponent("write")
+        try "read \(ManagementAPITests.readToken)\n".write(to: readOnly, atomically: true, encoding: .utf8)
+        try "write fedcba9876543210fedcba9876543210\n".write(to: writer, atomically: true, encoding: .utf8)
+        let all = dir.appendingPathComponent("all")
+        try ("read \(ManagementAPITests.readToken)\nwrite fedcba9876543210fedcba9876543210\n").write(to: all, atomically: true, encoding: .utf8)
+        let api = try TestSupport.freePort()
+        let (server, port, zdir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", all.path])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: zdir)
+        }
+        try server.waitUntilReady { server.log.contains("management API listening") }
+        let cli = try TestSupport.product("nearcast")
+        func run(_ args: [String], tokens: URL) throws -> TestSupport.Output {
+            try TestSupport.run(cli, args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
+        }
+        func paris() throws -> [Substring] {
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+                .stdout.split(separator: "\n")
+        }
+        let nodes = try run(["nodes"], tokens: readOnly)
+        #expect(nodes.status == 0 && nodes.stdout.split(separator: "\n").count == 3 && nodes.stdout.contains("par1"), "\(nodes.stdout) \(nodes.stderr)")
+        #expect(try paris().first == "192.0.2.20")
+
+        let refused = try run(["node", "drain", "par1"], tokens: readOnly)
+        #expect(refused.status == 1, "\(refused.stdout)")
+        #expect(refused.stderr.contains("has no token of role write"), "\(refused.stderr)")
+        // The read token against the write route itself: 403, and the API says why.
+        var env = ProcessInfo.processInfo.environment
+        env["NEARCAST_TOKEN"] = ManagementAPITests.readToken
+        let forbidden = try TestSupport.run(cli, ["node", "drain", "par1", "--api", "127.0.0.1:\(api)"], environment: env)
+        #expect(forbidden.stderr.contains("answered 403: this needs a token of role write or above; this one is read"), "\(forbidden.stderr)")
+
+        let drained = try run(["node", "drain", "par1"], tokens: writer)
+        #expect(drained.status == 0 && drained.stdout.contains("drained"), "\(drained.stdout) \(drained.stderr)")
+        #expect(try paris().first == "192.0.2.10", "Paris without par1")
+        #expect(try run(["node", "undrain", "par1"], tokens: writer).stdout.contains("up"))
+        #expect(try paris().first == "192.0.2.20")
+
+        // A drain for a while ends by itself.
+        #expect(try run(["node", "drain", "par1", "--for", "1s"], tokens: writer).stdout.contains("drained"))
+        #expect(try paris().first == "192.0.2.10")
+        usleep(1_500_000)
+        #expect(try paris().first == "192.0.2.20", "the drain ran out")
+        #expect(try run(["node", "drain", "ghost"], tokens: writer).stderr.contains("answered 404: no node has the id 'ghost'"))
+    }
 }
