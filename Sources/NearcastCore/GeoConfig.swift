@@ -341,8 +341,8 @@ extension GeoConfig {
     func crossCheck(fileName: String) -> [Diagnostic] {
         var d: [Diagnostic] = []
         func at(_ declaredAt: String, _ m: String) {
-            let parts = declaredAt.split(separator: ":")
-            d.append(Diagnostic(file: fileName, line: Int(parts.last ?? "") ?? 0, message: m))
+            let (file, line) = Self.split(declaredAt)
+            d.append(Diagnostic(file: file, line: line, message: m))
         }
         var nodeByID: [String: NodeConfig] = [:]
         for n in nodes {

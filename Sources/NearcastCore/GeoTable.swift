@@ -13,9 +13,10 @@ public struct GeoTable: Sendable {
         public var ranking: Int
     }
 
-    /// A question: the lower-cased wire name and the type.
+    /// A question: the name (DNSName compares and hashes without regard to case, so a query's
+    /// name is looked up as it came, with nothing lower-cased per query) and the type.
     struct Key: Hashable {
-        var name: [UInt8]
+        var name: DNSName
         var type: UInt16
     }
 
@@ -23,8 +24,10 @@ public struct GeoTable: Sendable {
     /// The rankings the image's candidate lists come from, in its order.
     public let rankings: [GeoPool]
     let names: [Key: Name]
-    /// Owner names that have a geo name (of any type), lower-cased wire form.
-    let owners: Set<[UInt8]>
+    /// Owner names that have a geo name (of any type), and the same in lower-cased wire form
+    /// (what the reply cache holds).
+    let owners: Set<DNSName>
+    let ownersWire: Set<[UInt8]>
     let nodes: [String: NodeConfig]
     /// Which nodes are down or drained, shared by every copy of this table (the responders of all
     /// event loops), so health changes reach them all at once.
@@ -53,10 +56,13 @@ public struct GeoTable: Sendable {
                 index = rankings.count
                 rankings.append(ranking)
             }
-            names[Key(name: g.name.lowercased().wire, type: g.type.rawValue)] = Name(config: g, ranking: index)
+            names[Key(name: g.name, type: g.type.rawValue)] = Name(config: g, ranking: index)
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
-        var table = GeoTable(image: image, rankings: rankings, names: names, owners: Set(names.keys.map(\.name)), nodes: nodes)
+        let owners = Set(names.keys.map(\.name))
+        var table = GeoTable(
+            image: image, rankings: rankings, names: names, owners: owners, ownersWire: Set(owners.map { $0.lowercased().wire }),
+            nodes: nodes)
         table.unhealthy = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
         return table
     }
@@ -69,14 +75,14 @@ public struct GeoTable: Sendable {
 
     /// The geo name for a question, if it is one.
     public func name(_ qname: DNSName, _ type: RRType) -> Name? {
-        names[Key(name: qname.lowercased().wire, type: type.rawValue)]
+        names[Key(name: qname, type: type.rawValue)]
     }
 
     /// Whether `qname` has a geo name of some type (so other types there are NODATA, not NXDOMAIN).
-    public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname.lowercased().wire) }
+    public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname) }
 
     /// The same for a name already in lower-cased wire form.
-    public func isOwner(lowercasedWire name: [UInt8]) -> Bool { owners.contains(name) }
+    public func isOwner(lowercasedWire name: [UInt8]) -> Bool { ownersWire.contains(name) }
 
     /// What a geo name answers a client: the addresses in rank order, the TTL, and the ECS scope.
     public struct Answer: Equatable, Sendable {

@@ -196,11 +196,7 @@ public final class FastPath: Sendable {
     static func encodeGeo(_ g: GeoTable.Name) -> NamesTable.Entry {
         var entry = nc_name_entry()
         let wire = g.config.name.lowercased().wire
-        entry.key.qtype = g.config.type.rawValue
-        entry.key.len = UInt16(wire.count)
-        withUnsafeMutableBytes(of: &entry.key.name) { buf in
-            for (i, b) in wire.enumerated() { buf[i] = b }
-        }
+        entry.key = key(name: wire, qtype: g.config.type.rawValue)
         entry.answer.kind = UInt8(NC_KIND_GEO.rawValue)
         var n = nc_geo_name()
         n.ranking = UInt16(g.ranking)
@@ -303,14 +299,21 @@ public final class FastPath: Sendable {
         for key in try map.keys() where !wanted.contains(key) { try map.delete(key: key) }
     }
 
+    /// The names-table key of a lower-cased wire name and a type (the name zero padded).
+    static func key(name: [UInt8], qtype: UInt16) -> nc_name_key {
+        var k = nc_name_key()
+        k.qtype = qtype
+        k.len = UInt16(name.count)
+        withUnsafeMutableBytes(of: &k.name) { buf in
+            for (i, b) in name.enumerated() { buf[i] = b }
+        }
+        return k
+    }
+
     /// An image entry as an nc_name_entry, with its hash.
     static func encode(_ e: AnswerImage.Entry) -> NamesTable.Entry {
         var entry = nc_name_entry()
-        entry.key.qtype = e.qtype
-        entry.key.len = UInt16(e.name.count)
-        withUnsafeMutableBytes(of: &entry.key.name) { buf in
-            for (i, b) in e.name.enumerated() { buf[i] = b }
-        }
+        entry.key = key(name: e.name, qtype: e.qtype)
         entry.answer.flags = e.flags
         entry.answer.ancount = e.ancount
         entry.answer.nscount = e.nscount
