@@ -13,7 +13,7 @@ import Yams
 ///     - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68,
 ///         country: DE, region: HE, weight: 2, bias: 0 }
 ///   pools:
-///     - { id: web, members: [fra1, par1, nyc1] }
+///     - { id: web, members: [fra1, par1, nyc1], min-ttl: 5, max-ttl: 300, settle: 30 }
 ///   names:
 ///     - { name: www.example.net., type: A, pool: web, answers: 2, ttl: 30, strategy: linear,
 ///         same-country-bonus: 0, same-region-bonus: 0, max-distance: 5000, depth: 8,
@@ -92,10 +92,30 @@ public struct NodeConfig: Sendable, Equatable {
     }
 }
 
+/// A pool of nodes that geo names answer from. Its TTL follows health (DESIGN §6): while a member
+/// is down or degraded, or changed state less than `settle` seconds ago, its names answer with at
+/// most `minTTL`, so resolvers ask again soon while things move; once settled, with their own TTL
+/// (at most `maxTTL`).
 public struct PoolConfig: Sendable, Equatable {
     public var id: String
     public var members: [String]
+    public var minTTL: UInt32 = 5
+    public var maxTTL: UInt32?
+    /// Seconds without a change of any member before the pool counts as settled.
+    public var settle: Double = 30
     public var declaredAt: String
+
+    public init(id: String, members: [String], minTTL: UInt32 = 5, maxTTL: UInt32? = nil, settle: Double = 30, declaredAt: String) {
+        self.id = id
+        self.members = members
+        self.minTTL = minTTL
+        self.maxTTL = maxTTL
+        self.settle = settle
+        self.declaredAt = declaredAt
+    }
+
+    /// The cap on its names' TTLs: `minTTL` while unsettled, else `maxTTL` (none: UInt32.max).
+    public func ttlCap(settled: Bool) -> UInt32 { settled ? maxTTL ?? .max : minTTL }
 }
 
 /// What a geo name answers when every candidate of the client's class is down.
@@ -125,7 +145,7 @@ extension GeoConfig {
     static let keys = ["database", "nodes", "pools", "names"]
     static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial"]
     static let checkKeys = ["type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall"]
-    static let poolKeys = ["id", "members"]
+    static let poolKeys = ["id", "members", "min-ttl", "max-ttl", "settle"]
     static let nameKeys = [
         "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance", "depth",
         "fallback", "all-down",
@@ -260,7 +280,24 @@ extension GeoConfig {
             fail(m["members"] ?? item, "pool \(id) needs members: a list of node ids")
             return nil
         }
-        return PoolConfig(id: id, members: members, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        var pool = PoolConfig(id: id, members: members, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        var ok = true
+        let owner = "pool \(id)"
+        for key in ["min-ttl", "max-ttl"] {
+            guard let n = m[key] else { continue }
+            guard let v = n.int, (0...86400).contains(v) else {
+                fail(n, "\(owner): \(key) must be a whole number of seconds from 0 to 86400")
+                ok = false
+                continue
+            }
+            if key == "min-ttl" { pool.minTTL = UInt32(v) } else { pool.maxTTL = UInt32(v) }
+        }
+        if let v = Self.number(m, "settle", 0...86400, owner: owner, ok: &ok, fail) { pool.settle = v }
+        if let max = pool.maxTTL, max < pool.minTTL {
+            fail(m["max-ttl"] ?? item, "\(owner): max-ttl (\(max)) is below min-ttl (\(pool.minTTL))")
+            ok = false
+        }
+        return ok ? pool : nil
     }
 
     static func parseName(_ item: Node, _ fileName: String, _ fail: (Node?, String) -> Void) -> GeoNameConfig? {

@@ -11,6 +11,8 @@ public struct GeoTable: Sendable {
         public var config: GeoNameConfig
         /// Index of its ranking (pool + policy + fallback) in the image's candidate lists.
         public var ranking: Int
+        /// Index of its pool in `pools` (whose TTL state it answers with).
+        public var pool: Int
     }
 
     /// A question: the name (DNSName compares and hashes without regard to case, so a query's
@@ -23,20 +25,27 @@ public struct GeoTable: Sendable {
     public let image: GeoImage
     /// The rankings the image's candidate lists come from, in its order.
     public let rankings: [GeoPool]
+    /// The pools, in the order names refer to them (`Name.pool`) and the pools map holds them.
+    public let pools: [PoolConfig]
     let names: [Key: Name]
     /// Owner names that have a geo name (of any type), and the same in lower-cased wire form
     /// (what the reply cache holds).
     let owners: Set<DNSName>
     let ownersWire: Set<[UInt8]>
     let nodes: [String: NodeConfig]
-    /// Which nodes are down or drained, shared by every copy of this table (the responders of all
-    /// event loops), so health changes reach them all at once.
+    /// Which nodes are down or drained, and each pool's TTL cap, shared by every copy of this table
+    /// (the responders of all event loops), so health changes reach them all at once.
     public private(set) var board = HealthBoard()
 
     /// The nodes that are down or drained. Setting it gives this copy a board of its own.
     public var unhealthy: Set<String> {
         get { board.down }
-        set { board = HealthBoard(newValue) }
+        set { board = HealthBoard(newValue, ttlCaps: board.ttlCaps) }
+    }
+
+    /// The cold start's TTL caps: a pool with a member that starts down starts unsettled.
+    static func coldStartCaps(_ pools: [PoolConfig], down: Set<String>) -> [String: UInt32] {
+        Dictionary(pools.map { p in (p.id, p.ttlCap(settled: !p.members.contains(where: down.contains))) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Compiles `config`'s geo names against `database`: one ranking per distinct pool, policy
@@ -44,6 +53,7 @@ public struct GeoTable: Sendable {
     public static func build(_ config: GeoConfig, database: MaxMindDatabase, progress: ((Int) -> Void)? = nil) throws -> GeoTable {
         let nodes = Dictionary(config.nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let pools = Dictionary(config.pools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let poolIndex = Dictionary(config.pools.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { a, _ in a })
         var rankings: [GeoPool] = []
         var names: [Key: Name] = [:]
         for g in config.names {
@@ -56,15 +66,15 @@ public struct GeoTable: Sendable {
                 index = rankings.count
                 rankings.append(ranking)
             }
-            names[Key(name: g.name, type: g.type.rawValue)] = Name(config: g, ranking: index)
+            names[Key(name: g.name, type: g.type.rawValue)] = Name(config: g, ranking: index, pool: poolIndex[g.pool] ?? 0)
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
         let owners = Set(names.keys.map(\.name))
-        var table = GeoTable(
-            image: image, rankings: rankings, names: names, owners: owners, ownersWire: Set(owners.map { $0.lowercased().wire }),
-            nodes: nodes)
-        table.unhealthy = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
-        return table
+        let down = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
+        return GeoTable(
+            image: image, rankings: rankings, pools: config.pools, names: names, owners: owners,
+            ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes,
+            board: HealthBoard(down, ttlCaps: coldStartCaps(config.pools, down: down)))
     }
 
     /// Every geo name, in no particular order.
@@ -109,7 +119,7 @@ public struct GeoTable: Sendable {
         let candidates = image.classes[c][name.ranking]
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
-        let down = board.down
+        let (down, caps) = board.snapshot
         let order = Self.spillOrder(candidates, isUp: { !down.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
             seed: prefix?.seed ?? 0)
         var chosen = order.prefix(name.config.answers).compactMap(addressOf)
@@ -122,7 +132,7 @@ public struct GeoTable: Sendable {
             }
         }
         return Answer(
-            outcome: outcome, addresses: chosen, ttl: name.config.ttl, locationClass: c, prefixLength: prefix?.length,
+            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, caps[pools[name.pool].id] ?? .max), locationClass: c, prefixLength: prefix?.length,
             candidates: candidates)
     }
 
@@ -153,17 +163,29 @@ public struct GeoTable: Sendable {
     public static func spillWeight(_ n: NodeConfig) -> UInt32 { UInt32(max(1, min(65535, (n.weight * 100).rounded()))) }
 }
 
-/// The nodes that are down or drained, read by every responder and written by the health monitor.
+/// The nodes that are down or drained and each pool's TTL cap (pool id -> cap; none: no cap), read
+/// by every responder and written by the health monitor.
 public final class HealthBoard: Sendable {
-    private let state: Mutex<Set<String>>
+    private let state: Mutex<(down: Set<String>, ttlCaps: [String: UInt32])>
 
-    public init(_ down: Set<String> = []) { state = Mutex(down) }
+    public init(_ down: Set<String> = [], ttlCaps: [String: UInt32] = [:]) { state = Mutex((down, ttlCaps)) }
 
     /// The nodes down now.
-    public var down: Set<String> { state.withLock { $0 } }
+    public var down: Set<String> { state.withLock { $0.down } }
+
+    /// The pools' TTL caps now.
+    public var ttlCaps: [String: UInt32] { state.withLock { $0.ttlCaps } }
+
+    /// Both, read at once.
+    public var snapshot: (down: Set<String>, ttlCaps: [String: UInt32]) { state.withLock { $0 } }
 
     /// Marks `node` up or down.
     public func set(_ node: String, up: Bool) {
-        _ = state.withLock { up ? $0.remove(node) : $0.insert(node).memberAfterInsert }
+        _ = state.withLock { up ? $0.down.remove(node) : $0.down.insert(node).memberAfterInsert }
+    }
+
+    /// Sets `pool`'s TTL cap.
+    public func setTTLCap(_ pool: String, _ cap: UInt32) {
+        state.withLock { $0.ttlCaps[pool] = cap }
     }
 }

@@ -32,11 +32,38 @@ public struct NodeStatus: Codable, Equatable, Sendable {
     public var override: String?
     /// Seconds until the override expires; nil: until taken back.
     public var overrideSecondsLeft: Double?
+    /// State changes since the daemon started, and the last one's reason and age in seconds.
+    public var changes: Int
+    public var lastReason: String?
+    public var secondsSinceChange: Double?
 
-    public init(id: String, state: String, override: String? = nil, overrideSecondsLeft: Double? = nil) {
+    public init(
+        id: String, state: String, override: String? = nil, overrideSecondsLeft: Double? = nil, changes: Int = 0,
+        lastReason: String? = nil, secondsSinceChange: Double? = nil
+    ) {
         self.id = id
         self.state = state
         self.override = override
         self.overrideSecondsLeft = overrideSecondsLeft
+        self.changes = changes
+        self.lastReason = lastReason
+        self.secondsSinceChange = secondsSinceChange
+    }
+}
+
+/// A pool's TTL state, as the management API reports it.
+public struct PoolStatus: Codable, Equatable, Sendable {
+    public var id: String
+    public var members: [String]
+    /// Whether every member is up (or drained) and none changed within the pool's settle time.
+    public var settled: Bool
+    /// The cap on its names' TTLs now; nil: none (their own TTLs).
+    public var ttlCap: UInt32?
+
+    public init(id: String, members: [String], settled: Bool, ttlCap: UInt32?) {
+        self.id = id
+        self.members = members
+        self.settled = settled
+        self.ttlCap = ttlCap
     }
 }

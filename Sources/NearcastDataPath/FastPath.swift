@@ -23,6 +23,8 @@ public final class FastPath: Sendable {
     let geo6: BPFMap
     let cands: BPFMap
     let nodes: BPFMap
+    /// Each pool's TTL state, by pool index.
+    let pools: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Writers take turns.
@@ -33,6 +35,8 @@ public final class FastPath: Sendable {
         var live: [NamesTable.Entry: UInt32]
         /// The geo nodes: index in the nodes map and the value written there.
         var nodes: [String: (index: UInt32, value: nc_node)] = [:]
+        /// The pools: index in the pools map, by id.
+        var pools: [String: UInt32] = [:]
     }
 
     /// The most section bytes one names-table entry holds.
@@ -68,6 +72,7 @@ public final class FastPath: Sendable {
         geo6 = try object.map(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
         cands = try object.map(NC_MAP_CANDS, keySize: MemoryLayout<nc_cands_key>.size, valueSize: MemoryLayout<nc_cands>.size)
         nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
+        pools = try object.map(NC_MAP_POOLS, keySize: 4, valueSize: MemoryLayout<nc_pool>.size)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
     }
@@ -166,7 +171,10 @@ public final class FastPath: Sendable {
         var entries = image.entries.map(Self.encode)
         if let geo {
             let written = try writeGeoMaps(geo)
-            state.withLock { $0.nodes = written }
+            state.withLock {
+                $0.nodes = written.nodes
+                $0.pools = written.pools
+            }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map(Self.encodeGeo)
         }
@@ -203,6 +211,7 @@ public final class FastPath: Sendable {
         n.answers = UInt8(g.config.answers)
         n.fail_open = g.config.allDown == .failOpen ? 1 : 0
         n.qtype = g.config.type.rawValue
+        n.pool = UInt16(g.pool)
         n.ttl = g.config.ttl
         entry.answer.len = UInt16(MemoryLayout<nc_geo_name>.size)
         withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
@@ -224,12 +233,35 @@ public final class FastPath: Sendable {
         }
     }
 
+    /// Sets a pool's TTL cap for the XDP program: one write of its pools-map entry. Returns false
+    /// for an unknown pool.
+    @discardableResult
+    public func setPoolTTLCap(_ id: String, _ cap: UInt32) throws(BPFError) -> Bool {
+        try state.withLock { (s: inout State) throws(BPFError) -> Bool in
+            guard let index = s.pools[id] else { return false }
+            try pools.update(key: Self.bytes(of: index), value: Self.bytes(of: nc_pool(ttl_cap: cap)))
+            return true
+        }
+    }
+
     /// Writes the geo maps for `geo`: every entry in place, then the stale ones deleted. Returns
-    /// the nodes as written.
-    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) -> [String: (index: UInt32, value: nc_node)] {
+    /// the nodes and pools as written.
+    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) -> (nodes: [String: (index: UInt32, value: nc_node)], pools: [String: UInt32]) {
         let nodeList = geo.allNodes
         guard nodeList.count <= Int(NC_NODES_MAX) else {
             throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
+        }
+        guard geo.pools.count <= Int(NC_POOLS_MAX) else {
+            throw BPFError("write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
+        }
+        // The pools' TTL state first: a name answered once the table switches finds its pool's.
+        let caps = geo.board.ttlCaps
+        var poolIndex: [String: UInt32] = [:]
+        for (i, p) in geo.pools.enumerated() { poolIndex[p.id] = UInt32(i) }
+        if !geo.pools.isEmpty {
+            try pools.updateBatch(
+                keys: geo.pools.indices.map { Self.bytes(of: UInt32($0)) },
+                values: geo.pools.map { Self.bytes(of: nc_pool(ttl_cap: caps[$0.id] ?? .max)) })
         }
         var index: [String: UInt16] = [:]
         var nodeValues: [[UInt8]] = []
@@ -272,7 +304,7 @@ public final class FastPath: Sendable {
             }
             try replace(map, keys: keys, values: values)
         }
-        return written
+        return (written, poolIndex)
     }
 
     /// The geo maps' names and how many entries `geo` puts in each.
@@ -280,12 +312,13 @@ public final class FastPath: Sendable {
         [
             (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO6, geo.image.ipv6.count),
             (NC_MAP_CANDS, geo.image.classes.count * geo.rankings.count), (NC_MAP_NODES, geo.allNodes.count),
+            (NC_MAP_POOLS, geo.pools.count),
         ]
     }
 
     /// The kernel memory a map of this object takes, as its fdinfo reports it (`memlock`).
     public func memlock(of name: String) -> Int? {
-        let fd = [names, slots, config, stats, geo4, geo6, cands, nodes].first { $0.name == name }?.fd
+        let fd = [names, slots, config, stats, geo4, geo6, cands, nodes, pools].first { $0.name == name }?.fd
         guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else { return nil }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")

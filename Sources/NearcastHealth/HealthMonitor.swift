@@ -36,19 +36,30 @@ public actor HealthMonitor {
     let plan: [String: [Scheduled]]
     var health: [String: NodeHealth]
     let onChange: @Sendable (Change) -> Void
+    let onPoolTTL: @Sendable (PoolTTL.Change) -> Void
     var tasks: [Task<Void, Never>] = []
+    var settleTimer: Task<Void, Never>?
+    /// The pools' TTL state, fed with every change.
+    var poolTTL: PoolTTL
+    /// Changes per node since start, and the last one's time and reason (counted and reported).
+    var counts: [String: Int] = [:]
+    var last: [String: (at: ContinuousClock.Instant, reason: String)] = [:]
 
-    /// `nodes`: node id -> its checks and its cold-start state.
+    /// `nodes`: node id -> its checks and its cold-start state. `pools`: the pools whose TTL cap
+    /// follows their members' health; each change of a cap goes to `onPoolTTL`.
     public init(
-        checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)],
-        onChange: @escaping @Sendable (Change) -> Void
+        checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig] = [],
+        onChange: @escaping @Sendable (Change) -> Void, onPoolTTL: @escaping @Sendable (PoolTTL.Change) -> Void = { _ in }
     ) {
         self.checker = checker
         plan = nodes.mapValues(\.checks)
-        health = nodes.mapValues { n in
+        let health = nodes.mapValues { n in
             NodeHealth(checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }), initial: n.initial)
         }
+        self.health = health
+        poolTTL = PoolTTL(pools: pools, states: health.mapValues { $0.state(at: .now) })
         self.onChange = onChange
+        self.onPoolTTL = onPoolTTL
     }
 
     /// Starts every check's loop.
@@ -64,6 +75,8 @@ public actor HealthMonitor {
     public func stop() {
         for t in tasks { t.cancel() }
         tasks = []
+        settleTimer?.cancel()
+        settleTimer = nil
     }
 
     /// A node's state now.
@@ -80,11 +93,47 @@ public actor HealthMonitor {
             let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
             return NodeStatus(
                 id: id, state: h.state(at: now).rawValue, override: o?.kind.rawValue,
-                overrideSecondsLeft: o?.until.map { until in
-                    let d = until - now
-                    return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-                })
+                overrideSecondsLeft: o?.until.map { Self.seconds($0 - now) }, changes: counts[id] ?? 0,
+                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { Self.seconds(now - $0.at) })
         }
+    }
+
+    /// Every pool's TTL state now, by id.
+    public func poolStatuses() -> [PoolStatus] {
+        let caps = poolTTL.caps
+        return poolTTL.pools.keys.sorted().map { id in
+            let p = poolTTL.pools[id]!
+            return PoolStatus(id: id, members: p.config.members, settled: p.settled, ttlCap: caps[id].flatMap { $0 == .max ? nil : $0 })
+        }
+    }
+
+    /// Reports a change of a node's state: counted, handed on, and fed to the pools' TTL state
+    /// (whose changes are handed on too, with a timer for when the pools may settle).
+    func changed(_ change: Change) {
+        let now = ContinuousClock.now
+        counts[change.node, default: 0] += 1
+        last[change.node] = (now, change.reason)
+        onChange(change)
+        for c in poolTTL.nodeChanged(change.node, states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        scheduleSettle(after: now)
+    }
+
+    /// One timer, for the next time a pool may settle.
+    func scheduleSettle(after now: ContinuousClock.Instant) {
+        settleTimer?.cancel()
+        settleTimer = poolTTL.nextSettle(after: now).map { at in
+            Task { [weak self] in
+                try? await Task.sleep(until: at, clock: .continuous)
+                if !Task.isCancelled { await self?.settlePools() }
+            }
+        }
+    }
+
+    /// Lets pools whose settle time has passed go back to their normal TTL.
+    func settlePools() {
+        let now = ContinuousClock.now
+        for c in poolTTL.settle(states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        scheduleSettle(after: now)
     }
 
     /// Sets or takes back an operator's override; returns the change it makes, if any.
@@ -104,7 +153,7 @@ public actor HealthMonitor {
             })
         }
         let change = Change(node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
-        onChange(change)
+        changed(change)
         return change
     }
 
@@ -117,7 +166,7 @@ public actor HealthMonitor {
         guard h.expireOverride(at: now) else { return }
         health[node] = h
         let after = h.state(at: now)
-        if before != after { onChange(Change(node: node, from: before, to: after, reason: "override expired")) }
+        if before != after { changed(Change(node: node, from: before, to: after, reason: "override expired")) }
     }
 
     func loop(_ node: String, _ c: Scheduled) async {
@@ -140,8 +189,10 @@ public actor HealthMonitor {
         h.record(check, success: passed, at: now)  // an expired override is ended by its timer (expire)
         health[node] = h
         let after = h.state(at: now)
-        if before != after { onChange(Change(node: node, from: before, to: after, reason: reason)) }
+        if before != after { changed(Change(node: node, from: before, to: after, reason: reason)) }
     }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     static func nanos(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
 }

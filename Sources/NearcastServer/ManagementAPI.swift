@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
 /// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
-/// (read), `GET /v1/nodes` (read), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
+/// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
@@ -22,6 +22,8 @@ public final class ManagementAPI: Sendable {
         public var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
         /// The nodes' health; nil without geo names.
         public var nodes: (@Sendable () async -> [NodeStatus])?
+        /// The pools' TTL state; nil without geo names.
+        public var pools: (@Sendable () async -> [PoolStatus])?
         /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
         /// (nil: until taken back); returns the node's status, nil for an unknown node.
         public var setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
@@ -30,11 +32,13 @@ public final class ManagementAPI: Sendable {
             stats: @escaping @Sendable () throws -> StatsReport,
             explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil,
             nodes: (@Sendable () async -> [NodeStatus])? = nil,
+            pools: (@Sendable () async -> [PoolStatus])? = nil,
             setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil
         ) {
             self.stats = stats
             self.explain = explain
             self.nodes = nodes
+            self.pools = pools
             self.setOverride = setOverride
         }
     }
@@ -65,6 +69,11 @@ public final class ManagementAPI: Sendable {
             try context.require(.read)
             guard let nodes = sources.nodes else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
             return try jsonResponse(await nodes())
+        }
+        v1.get("pools") { _, context -> Response in
+            try context.require(.read)
+            guard let pools = sources.pools else { throw HTTPError(.notFound, message: "no geo pools are configured") }
+            return try jsonResponse(await pools())
         }
         for (action, kind) in [("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil)] {
             v1.post("nodes/:id/\(action)") { request, context -> Response in

@@ -2,17 +2,27 @@ import ArgumentParser
 import Foundation
 import NearcastCore
 
-/// `nearcast nodes`: every geo node's health and override.
+/// `nearcast nodes`: every geo node's health and override, then every pool's TTL state.
 struct Nodes: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the geo nodes with their health (up, degraded, down, drained).")
+    static let configuration = CommandConfiguration(
+        abstract: "List the geo nodes with their health (up, degraded, down, drained) and the pools' TTL state.")
 
     @OptionGroup var options: APIOptions
 
     func run() async throws {
         try await Self.reportingFailures {
-            let list = try await options.client(role: .read).get("/v1/nodes", as: [NodeStatus].self)
+            let client = try options.client(role: .read)
+            let list = try await client.get("/v1/nodes", as: [NodeStatus].self)
             print(list.map(NodeCommand.line).joined(separator: "\n"))
+            let pools = try await client.get("/v1/pools", as: [PoolStatus].self)
+            if !pools.isEmpty { print("\n" + pools.map(Self.poolLine).joined(separator: "\n")) }
         }
+    }
+
+    static func poolLine(_ p: PoolStatus) -> String {
+        let name = "pool " + p.id
+        return name.padding(toLength: max(12, name.count), withPad: " ", startingAt: 0) + "  "
+            + (p.settled ? "settled" : "unsettled") + (p.ttlCap.map { ", TTL at most \($0) s" } ?? "") + "  [" + p.members.joined(separator: " ") + "]"
     }
 
     static func reportingFailures(_ body: () async throws -> Void) async throws {
@@ -59,6 +69,9 @@ struct NodeCommand: AsyncParsableCommand {
     static func line(_ n: NodeStatus) -> String {
         var s = n.id.padding(toLength: max(12, n.id.count), withPad: " ", startingAt: 0) + "  " + n.state
         if let o = n.override { s += "  (\(o)" + (n.overrideSecondsLeft.map { String(format: ", %.0f s left", $0) } ?? "") + ")" }
+        if let r = n.lastReason, let age = n.secondsSinceChange {
+            s += String(format: "  %d change%@, last %.0f s ago: ", n.changes, n.changes == 1 ? "" : "s", age) + r
+        }
         return s
     }
 

@@ -187,31 +187,9 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        // Health checks: each change of a node's state is one write of the board the responders
-        // read and one write of the node's entry in the XDP nodes map.
-        // Every geo node is in the monitor: those without checks are up unless an operator says
-        // otherwise (drain, force-down).
         var monitor: HealthMonitor?
         if let table = geo {
-            let deployment = fastPath
-            var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
-            for n in cfg.geo.nodes {
-                nodes[n.id] = (n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) }, n.initiallyUp ? .up : .down)
-            }
-            let m = HealthMonitor(
-                checker: HealthChecker(group: group), nodes: nodes,
-                onChange: { change in
-                    table.board.set(change.node, up: change.to.isServing)
-                    do { try deployment?.fastPath.setNodeHealth(change.node, up: change.to.isServing) } catch {
-                        logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
-                    }
-                    logger.notice(
-                        "node health changed",
-                        metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
-                })
-            await m.start()
-            monitor = m
-            logger.info("health checks running", metadata: ["nodes": "\(nodes.count)", "checks": "\(nodes.values.map(\.checks.count).reduce(0, +))"])
+            monitor = await HealthWiring.start(config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, logger: logger)
         }
         var api: ManagementAPI?
         if let address = cfg.api.listen {
@@ -226,9 +204,11 @@ struct Nearcastd: AsyncParsableCommand {
             }
             let health = monitor
             var nodesSource: (@Sendable () async -> [NodeStatus])?
+            var poolsSource: (@Sendable () async -> [PoolStatus])?
             var overrideSource: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
             if let health {
                 nodesSource = { await health.statuses() }
+                poolsSource = { await health.poolStatuses() }
                 overrideSource = { id, kind, seconds in
                     let o = kind.flatMap(HealthOverride.Kind.init(rawValue:)).map {
                         HealthOverride($0, until: seconds.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) })
@@ -244,7 +224,7 @@ struct Nearcastd: AsyncParsableCommand {
                     return StatsReport(
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                         xdp: try deployment?.fastPath.statistics().counters)
-                }, explain: explain, nodes: nodesSource, setOverride: overrideSource)
+                }, explain: explain, nodes: nodesSource, pools: poolsSource, setOverride: overrideSource)
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

@@ -19,7 +19,7 @@ struct GeoConfigTests {
               longitude: -74.01
           pools:
             - { id: web, members: [fra1, par1, nyc1] }
-            - { id: v6, members: [fra1, nyc1] }
+            - { id: v6, members: [fra1, nyc1], min-ttl: 2, max-ttl: 120, settle: 10 }
           names:
             - { name: www.example.net, type: A, pool: web, answers: 2, ttl: 20, strategy: stepped, fallback: [par1] }
             - { name: www.example.net., type: AAAA, pool: v6, all-down: servfail, max-distance: 3000, same-country-bonus: 0.05 }
@@ -34,6 +34,10 @@ struct GeoConfigTests {
         #expect(geo.nodes[0].geoNode == GeoNode(id: "fra1", latitude: 50.11, longitude: 8.68, country: "DE", region: "HE", weight: 2))
         #expect(geo.nodes[1].bias == -20 && geo.nodes[2].country == nil)
         #expect(geo.pools.map(\.members) == [["fra1", "par1", "nyc1"], ["fra1", "nyc1"]])
+        // TTL follows health: 5 s while unsettled, the names' own when settled, unless configured.
+        #expect(geo.pools[0].minTTL == 5 && geo.pools[0].maxTTL == nil && geo.pools[0].settle == 30)
+        #expect(geo.pools[0].ttlCap(settled: false) == 5 && geo.pools[0].ttlCap(settled: true) == .max)
+        #expect(geo.pools[1].minTTL == 2 && geo.pools[1].maxTTL == 120 && geo.pools[1].settle == 10)
         let a = geo.names[0], aaaa = geo.names[1]
         #expect(a.name == (try DNSName("www.example.net.")) && a.type == .a && a.answers == 2 && a.ttl == 20)
         #expect(a.policy.strategy == .stepped && a.fallback == ["par1"] && a.allDown == .failOpen)
@@ -52,6 +56,8 @@ struct GeoConfigTests {
                 - { id: tyo1, ipv6: "2001:db8::40", latitude: 35.68, longitude: 139.65, bias: 120 }
               pools:
                 - { id: web, members: [] }
+                - { id: api, members: [fra1], min-ttl: 60, max-ttl: 10, settle: -1 }
+                - { id: img, members: [fra1], min-ttl: 1.5 }
               names:
                 - { name: www.example.net, type: MX, pool: web }
                 - { name: api.example.net, type: A, pool: web, answers: 9, strategy: nearest }
@@ -69,10 +75,13 @@ struct GeoConfigTests {
             #expect(d.contains("c.yaml:6: node nyc1 needs an ipv4 or ipv6 address (what the geo names answer)"), "\(d)")
             #expect(d.contains("c.yaml:7: node tyo1: bias must be a whole number from -99 to 99"), "\(d)")
             #expect(d.contains("c.yaml:9: pool web needs members: a list of node ids"), "\(d)")
-            #expect(d.contains("c.yaml:11: geo name www.example.net.: type must be A or AAAA"), "\(d)")
-            #expect(d.contains("c.yaml:12: geo name api.example.net.: answers must be a number of addresses from 1 to 8"), "\(d)")
-            #expect(d.contains { $0.hasPrefix("c.yaml:12: geo name api.example.net.: strategy must be one of linear, quadratic") }, "\(d)")
-            #expect(d.contains { $0.hasPrefix("c.yaml:13: unknown geo key 'colour'") }, "\(d)")
+            #expect(d.contains("c.yaml:10: pool api: max-ttl (10) is below min-ttl (60)"), "\(d)")
+            #expect(d.contains("c.yaml:10: pool api: settle must be a number from 0.0 to 86400.0"), "\(d)")
+            #expect(d.contains("c.yaml:11: pool img: min-ttl must be a whole number of seconds from 0 to 86400"), "\(d)")
+            #expect(d.contains("c.yaml:13: geo name www.example.net.: type must be A or AAAA"), "\(d)")
+            #expect(d.contains("c.yaml:14: geo name api.example.net.: answers must be a number of addresses from 1 to 8"), "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:14: geo name api.example.net.: strategy must be one of linear, quadratic") }, "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:15: unknown geo key 'colour'") }, "\(d)")
         }
     }
 

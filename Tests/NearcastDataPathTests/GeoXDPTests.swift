@@ -128,6 +128,34 @@ import Testing
         #expect(try fp.statistics().passGeo - before.passGeo == 1)
     }
 
+    /// TTL follows health: a pool's cap, as written at fill and by one write of its pools-map
+    /// entry, lowers the TTL of its names in XDP exactly as on the slow path, and lifting it
+    /// restores each name's own TTL.
+    @Test func aPoolsTTLCapLowersItsNamesTTLInXDPAsOnTheSlowPath() throws {
+        var t = Self.table
+        t.unhealthy = []  // a board of its own
+        t.board.setTTLCap("web", 7)
+        let fp = try Self.fastPath(t)
+        let r = Self.responder(t)
+        func ttls(_ type: RRType) throws -> [UInt32] {
+            let out = try fp.program.testRun(Packet(payload: query("geo.example.test.", type, ecs: nil)).bytes)
+            #expect(out.returnValue == XDPProgramTests.XDP_TX)
+            let reply = try #require(Packet(payload: []).parseReply(out.data))
+            #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+            return try DNSMessage(wire: reply.payload).answers.map(\.ttl)
+        }
+        #expect(try ttls(.a) == [7, 7])  // written at fill
+        #expect(try ttls(.aaaa) == [7, 7, 7])
+        #expect(try fp.setPoolTTLCap("web", 3))
+        t.board.setTTLCap("web", 3)
+        #expect(try ttls(.a) == [3, 3])
+        #expect(try fp.setPoolTTLCap("web", .max))
+        t.board.setTTLCap("web", .max)
+        #expect(try ttls(.a) == [20, 20])  // each name's own
+        #expect(try ttls(.aaaa) == [40, 40, 40])
+        #expect(try fp.setPoolTTLCap("nope", 1) == false)
+    }
+
     @Test(arguments: [Set<String>(), ["par1"], ["fra1", "tyo1"], ["fra1", "par1", "nyc1", "tyo1"]])
     func differentialOverManyClients(down: Set<String>) throws {
         var t = Self.table

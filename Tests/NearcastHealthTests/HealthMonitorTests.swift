@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import Synchronization
+import NearcastCore
 import Testing
 
 @testable import NearcastHealth
@@ -65,6 +66,25 @@ import Testing
         try await eventually("the drain ends") { changes.all.count == 2 }
         #expect(changes.all.map(\.to) == [.drained, .up] && changes.all.last?.reason == "override expired")
         #expect(await monitor.statuses().first?.override == nil)
+        await monitor.stop()
+    }
+
+    @Test func aPoolsTTLDropsOnAChangeAndComesBackOnItsTimerAndChangesAreCounted() async throws {
+        let caps = Mutex<[PoolTTL.Change]>([])
+        let pool = PoolConfig(id: "web", members: ["d", "e"], minTTL: 4, maxTTL: 60, settle: 0.3, declaredAt: "c.yaml:1")
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["d": ([], .up), "e": ([], .up)], pools: [pool],
+            onChange: { _ in }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
+        #expect(await monitor.poolStatuses() == [PoolStatus(id: "web", members: ["d", "e"], settled: true, ttlCap: 60)])
+        await monitor.setOverride("d", HealthOverride(.forceDown))
+        #expect(caps.withLock { $0 } == [PoolTTL.Change(pool: "web", cap: 4, settled: false)])
+        await monitor.setOverride("d", nil)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(caps.withLock { $0.count } == 1, "back up, but not yet settled")
+        try await eventually("the pool settles") { caps.withLock { $0.count } == 2 }
+        #expect(caps.withLock { $0.last } == PoolTTL.Change(pool: "web", cap: 60, settled: true))
+        let d = await monitor.statuses().first { $0.id == "d" }
+        #expect(d?.changes == 2 && d?.lastReason == "override removed" && (d?.secondsSinceChange ?? -1) >= 0)
         await monitor.stop()
     }
 }

@@ -118,7 +118,9 @@ import Testing
                 .stdout.split(separator: "\n")
         }
         let nodes = try run(["nodes"], tokens: readOnly)
-        #expect(nodes.status == 0 && nodes.stdout.split(separator: "\n").count == 3 && nodes.stdout.contains("par1"), "\(nodes.stdout) \(nodes.stderr)")
+        let lines = nodes.stdout.split(separator: "\n")
+        #expect(nodes.status == 0 && lines.count == 4 && lines[0].hasPrefix("fra1") && nodes.stdout.contains("par1"), "\(nodes.stdout) \(nodes.stderr)")
+        #expect(lines.last?.hasPrefix("pool ") == true && lines.last?.contains("settled") == true, "the pools' TTL state: \(nodes.stdout)")
         #expect(try paris().first == "192.0.2.20")
 
         let refused = try run(["node", "drain", "par1"], tokens: readOnly)

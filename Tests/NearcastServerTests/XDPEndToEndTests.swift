@@ -234,14 +234,20 @@ import Glibc
 
     /// Failover: par1's health check targets a service in the client namespace (a nearcastd's
     /// /healthz); when it stops, Paris clients get another node from XDP within interval x fall
-    /// + 1 s, and par1 comes back after rise successes once the service is back.
+    /// + 1 s, with the pool's low TTL; par1 comes back after rise successes once the service is
+    /// back, and the TTL once the pool has settled. An operator's drain and undrain from the CLI
+    /// move the clients the same way. XDP answers throughout.
     @Test func aNodeThatFailsItsCheckIsSkippedAndComesBack() throws {
         let t = try Topology()
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
         let servicePort = 8081
+        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-failover-tokens-\(getpid())")
+        try "write \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
         let daemon = try Self.startDaemon(
             t,
             config: """
+                api: { listen: "127.0.0.1:8053", tokens: \(tokens.path) }
                 geo:
                   database: \(database)
                   nodes:
@@ -252,8 +258,8 @@ import Glibc
                       checks: [{ type: http, host: 198.18.0.2, port: \(servicePort), path: /healthz, interval: 1, timeout: 0.5, rise: 2, fall: 2 }]
                     - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
                     - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-                  pools: [{ id: web, members: [par1, fra1, nyc1] }]
-                  names: [{ name: geo.example.test, type: A, pool: web }]
+                  pools: [{ id: web, members: [par1, fra1, nyc1], min-ttl: 3, settle: 2 }]
+                  names: [{ name: geo.example.test, type: A, pool: web, ttl: 30 }]
                 """)
         defer { daemon.stop() }
         // The node's service: a nearcastd in the client namespace, its management API on 198.18.0.2.
@@ -271,7 +277,13 @@ import Glibc
         let ip = try TestSupport.tool("ip")
         #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "198.51.100.7/32", "dev", "\(Self.prefix)-c"]).status == 0)
         func answer() throws -> [Substring] { try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).split(separator: "\n") }
+        /// The TTL of the answer, from dig's answer section.
+        func ttl() throws -> Int? {
+            let out = try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+noall", "+answer"])
+            return out.split(separator: "\n").first.flatMap { Int($0.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) }
+        }
         #expect(try answer() == ["192.0.2.20"], "Paris: par1")
+        #expect(try ttl() == 30, "a settled pool: the name's TTL")
         #expect(daemon.log.contains("health checks running"), "\(daemon.log)")
 
         let before = try Self.counters(t)
@@ -287,6 +299,8 @@ import Glibc
         #expect(moved.count == 1 && moved != ["192.0.2.20"], "another node: \(moved)")
         #expect(took <= 1 * 2 + 1, "within interval x fall + 1 s (\(took) s)")
         #expect(daemon.log.contains("node health changed") && daemon.log.contains("node=par1"), "\(daemon.log)")
+        #expect(try ttl() == 3, "par1 down: the pool's low TTL")
+        #expect(daemon.log.contains("pool TTL changed"), "\(daemon.log)")
 
         service = try startService()
         let restarted = Date()
@@ -297,9 +311,32 @@ import Glibc
             usleep(100_000)
         }
         #expect(back == ["192.0.2.20"], "par1 back after rise successes")
+        #expect(try ttl() == 3, "just back: not yet settled")
+        var settled: Int?
+        let backAt = Date()
+        while Date().timeIntervalSince(backAt) < 5 {
+            settled = try ttl()
+            if settled == 30 { break }
+            usleep(200_000)
+        }
+        #expect(settled == 30, "the TTL comes back once the pool has settled")
+
+        // An operator drains par1 and undrains it, from the CLI in the server's namespace.
+        func cli(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(
+                ip, ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + ["--api", "127.0.0.1:8053", "--token-file", tokens.path])
+        }
+        let drained = try cli(["node", "drain", "par1"])
+        #expect(drained.status == 0 && drained.stdout.contains("drained"), "\(drained.stdout) \(drained.stderr)")
+        #expect(try answer() != ["192.0.2.20"], "drained: Paris clients elsewhere at once")
+        let listing = try cli(["nodes"])
+        #expect(listing.stdout.contains("pool web") && listing.stdout.contains("unsettled, TTL at most 3 s"), "\(listing.stdout)")
+        #expect(try cli(["node", "undrain", "par1"]).status == 0)
+        #expect(try answer() == ["192.0.2.20"], "undrained: par1 again")
         let after = try Self.counters(t)
         #expect(after["answered_geo", default: 0] > before["answered_geo", default: 0], "answered by XDP throughout")
         #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
+        #expect(after["pass_geo", default: 0] == before["pass_geo", default: 0], "no geo query left to the slow path")
     }
 
     /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;

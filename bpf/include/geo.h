@@ -44,6 +44,22 @@ struct {
 	__type(value, struct nc_node);
 } nc_nodes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NC_POOLS_MAX);
+	__type(key, __u32);
+	__type(value, struct nc_pool);
+} nc_pools SEC(".maps");
+
+/* The TTL a geo name answers with: its own, lowered to its pool's cap while the pool is unsettled. */
+static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g)
+{
+	__u32 id = g->pool;
+	struct nc_pool *p = bpf_map_lookup_elem(&nc_pools, &id);
+
+	return p && p->ttl_cap < g->ttl ? p->ttl_cap : g->ttl;
+}
+
 /*
  * The location class of the client and the ECS scope to answer with. The client is the ECS
  * address when the query has one with a source prefix (its scope byte, q->ecs[7], is set to the
@@ -139,7 +155,7 @@ static __always_inline __u32 nc_spill_first(const struct nc_cands *c, __u32 seed
 }
 
 /* One answer record: the owner points at the question, then type, class IN, TTL, the address. */
-static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, const struct nc_node *node)
+static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, __u32 ttl, const struct nc_node *node)
 {
 	rr[0] = 0xc0;
 	rr[1] = 0x0c;
@@ -147,10 +163,10 @@ static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, con
 	rr[3] = g->qtype & 0xff;
 	rr[4] = 0;
 	rr[5] = 1;
-	rr[6] = g->ttl >> 24;
-	rr[7] = (g->ttl >> 16) & 0xff;
-	rr[8] = (g->ttl >> 8) & 0xff;
-	rr[9] = g->ttl & 0xff;
+	rr[6] = ttl >> 24;
+	rr[7] = (ttl >> 16) & 0xff;
+	rr[8] = (ttl >> 8) & 0xff;
+	rr[9] = ttl & 0xff;
 	rr[10] = 0;
 	if (g->qtype == 28) {
 		rr[11] = 16;
@@ -174,6 +190,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	__u32 rrsize = g->qtype == 28 ? 28 : 16;
 	__u32 want = g->answers;
 	__u32 seed = 0;
+	__u32 ttl = nc_geo_ttl(g);
 	struct nc_cands_key ck = { .ranking = g->ranking };
 
 	ck.cls = nc_geo_class(data, data_end, pkt, q, &seed);
@@ -193,7 +210,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
 
 		if (node) {
-			nc_geo_rr(out->sections, g, node);
+			nc_geo_rr(out->sections, g, ttl, node);
 			out->ancount = 1;
 		}
 	}
@@ -214,7 +231,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 
 			if (!node || (pass == 0 && (!node->up || i == first)))
 				continue;
-			nc_geo_rr(out->sections + (n & 7) * rrsize, g, node);
+			nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
 			out->ancount = n + 1;
 		}
 	}

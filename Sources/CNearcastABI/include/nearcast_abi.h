@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 6
+#define NC_ABI_VERSION 7
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -25,6 +25,7 @@
 #define NC_MAP_GEO6 "nc_geo6"
 #define NC_MAP_CANDS "nc_cands"
 #define NC_MAP_NODES "nc_nodes"
+#define NC_MAP_POOLS "nc_pools"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -112,6 +113,7 @@ enum nc_answer_kind {
 #define NC_SPILL 3
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
 #define NC_NODES_MAX 4096
+#define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools) */
 #define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
 #define NC_GEO6_CAPACITY (2 << 20)
 #define NC_CANDS_CAPACITY (1 << 20)
@@ -157,8 +159,17 @@ struct nc_geo_name {
 	__u8 answers;  /* 1..NC_GEO_ANSWERS_MAX */
 	__u8 fail_open; /* all candidates down: 1 answers the top ones anyway, 0 passes to the slow path */
 	__u16 qtype;   /* 1 (A) or 28 (AAAA), host order */
-	__u16 pad;
+	__u16 pool;    /* index into nc_pools: the TTL answered is min(ttl, the pool's ttl_cap) */
 	__u32 ttl;
+};
+
+/*
+ * A pool's TTL state (ARRAY nc_pools, NC_POOLS_MAX entries): TTL follows health (DESIGN §6). The
+ * control plane writes one entry when the pool's state changes: its low TTL while a member is
+ * down or degraded or has changed state lately, its cap (or 0xffffffff) once it has settled.
+ */
+struct nc_pool {
+	__u32 ttl_cap;
 };
 
 /* Value of nc_names: a question and its answer. */
