@@ -1,7 +1,10 @@
 import Foundation
 
-/// What a management API token may do. Each role includes the ones before it.
+/// What a management API token may do. Read, write and admin each include the ones before them;
+/// an agent stands apart.
 public enum APIRole: Int, Comparable, Sendable, CaseIterable, CustomStringConvertible {
+    /// A node's agent: posts health reports (for one node when declared `agent:ID`), nothing else.
+    case agent = -1
     /// Read state and counters.
     case read
     /// Change zones, records, nodes.
@@ -16,6 +19,7 @@ public enum APIRole: Int, Comparable, Sendable, CaseIterable, CustomStringConver
 
     public var description: String {
         switch self {
+        case .agent: "agent"
         case .read: "read"
         case .write: "write"
         case .admin: "admin"
@@ -30,6 +34,7 @@ public enum APIRole: Int, Comparable, Sendable, CaseIterable, CustomStringConver
 ///     # who and why
 ///     read  6c0f0b9d8a3e4f1c9b7a2d5e8f1a3c6b
 ///     admin 0d4e1a7b9c2f5e8a3b6d9c1f4a7e2b5d
+///     agent:fra1 3b8e1d6a9c2f5b8e1a4d7c0f3a6e9b2d   # fra1's agent: its health reports only
 ///
 /// Without a valid token the API refuses everything but its liveness endpoint.
 public struct APITokens: Sendable {
@@ -38,6 +43,20 @@ public struct APITokens: Sendable {
         public var token: String
         /// Where it was declared, `file:line`, for logs of who did what.
         public var source: String
+        /// An agent token's node (`agent:ID`); nil: any node.
+        public var node: String?
+
+        public init(role: APIRole, token: String, source: String, node: String? = nil) {
+            self.role = role
+            self.token = token
+            self.source = source
+            self.node = node
+        }
+
+        /// Whether this token may post `node`'s health reports: its agent, or a write token.
+        public func mayReport(for node: String) -> Bool {
+            role == .agent ? self.node == nil || self.node == node : role >= .write
+        }
     }
 
     public var entries: [Entry]
@@ -60,8 +79,13 @@ public struct APITokens: Sendable {
                 fail("expected ROLE TOKEN (two fields), found \(fields.count)")
                 continue
             }
-            guard let role = APIRole(name: fields[0]) else {
-                fail("unknown role '\(fields[0])' (known: read, write, admin)")
+            let roleField = fields[0].split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard let role = APIRole(name: roleField[0]) else {
+                fail("unknown role '\(fields[0])' (known: read, write, admin, agent, agent:NODE)")
+                continue
+            }
+            if roleField.count == 2 && (role != .agent || roleField[1].isEmpty) {
+                fail("only an agent token names a node (agent:NODE), and the node id cannot be empty")
                 continue
             }
             let token = fields[1]
@@ -75,7 +99,7 @@ public struct APITokens: Sendable {
                 fail("this token is already listed")
                 continue
             }
-            entries.append(Entry(role: role, token: token, source: "\(fileName):\(i + 1)"))
+            entries.append(Entry(role: role, token: token, source: "\(fileName):\(i + 1)", node: roleField.count == 2 ? roleField[1] : nil))
         }
         if !problems.isEmpty { throw DiagnosticsError(problems) }
         return APITokens(entries: entries)

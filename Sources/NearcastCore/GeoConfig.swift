@@ -144,7 +144,9 @@ public struct GeoNameConfig: Sendable, Equatable {
 extension GeoConfig {
     static let keys = ["database", "nodes", "pools", "names"]
     static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial"]
-    static let checkKeys = ["type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall"]
+    static let checkKeys = [
+        "type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall", "stale-after",
+    ]
     static let poolKeys = ["id", "members", "min-ttl", "max-ttl", "settle"]
     static let nameKeys = [
         "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance", "depth",
@@ -264,7 +266,15 @@ extension GeoConfig {
         }
         if let n = m["checks"] {
             for item in list(n, "node \(id) checks", fail) {
-                if let c = NodeCheckConfig.parse(item, node: node, fail) { node.checks.append(c) } else { ok = false }
+                if let c = NodeCheckConfig.parse(item, node: node, fail) {
+                    if c.kind == .report, node.checks.contains(where: { $0.kind == .report }) {
+                        fail(item, "node \(id): one report check per node (its agent's reports)")
+                        ok = false
+                    }
+                    node.checks.append(c)
+                } else {
+                    ok = false
+                }
             }
         }
         return ok ? node : nil

@@ -8,11 +8,14 @@ import Yams
 ///   - { type: tcp, port: 443 }
 ///   - { type: http, port: 80, path: /health, status: 200-299, body: ok, interval: 5, timeout: 2, rise: 2, fall: 3 }
 ///   - { type: dns, port: 53, name: example.net., qtype: A, rcode: NOERROR }
+///   - { type: report, stale-after: 15, rise: 1, fall: 1 }
 /// ```
-/// The target host is the node's IPv4 address (else its IPv6) unless `host` says otherwise.
+/// The target host is the node's IPv4 address (else its IPv6) unless `host` says otherwise. A
+/// `report` check is passive: the node's agent posts reports to the management API, and each
+/// `stale-after` seconds without one counts as a failure.
 public struct NodeCheckConfig: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
-        case tcp, http, dns
+        case tcp, http, dns, report
     }
     public var kind: Kind
     public var host: String
@@ -28,15 +31,22 @@ public struct NodeCheckConfig: Sendable, Equatable {
     public var timeout: Double = 2
     public var rise = 2
     public var fall = 3
+    /// A report check: seconds without a report that count as one failure.
+    public var staleAfter: Double = 15
 
-    /// A name for the check in logs: its type and position.
-    public var label: String { "\(kind.rawValue) \(host):\(port)" }
+    /// A name for the check in logs: its type and target.
+    public var label: String { kind == .report ? "report" : "\(kind.rawValue) \(host):\(port)" }
 
     static func parse(_ item: Node, node: NodeConfig, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
         guard let m = GeoConfig.fields(item, "node \(node.id) checks", GeoConfig.checkKeys, fail) else { return nil }
         let owner = "node \(node.id) check"
         guard let t = m["type"]?.string, let kind = Kind(rawValue: t) else {
-            fail(m["type"] ?? item, "\(owner): type must be one of tcp, http, dns")
+            fail(m["type"] ?? item, "\(owner): type must be one of tcp, http, dns, report")
+            return nil
+        }
+        if kind == .report { return parseReport(m, item: item, owner: owner, fail) }
+        if m["stale-after"] != nil {
+            fail(m["stale-after"], "\(owner): stale-after goes with type report")
             return nil
         }
         let defaultHost = node.ipv4.map { $0.map(String.init).joined(separator: ".") } ?? node.ipv6.map { _ in "" }
@@ -59,7 +69,7 @@ public struct NodeCheckConfig: Sendable, Equatable {
             ok = false
         }
         switch kind {
-        case .tcp:
+        case .tcp, .report:
             break
         case .http:
             if let p = m["path"]?.string { c.path = p.hasPrefix("/") ? p : "/" + p }
@@ -92,6 +102,26 @@ public struct NodeCheckConfig: Sendable, Equatable {
                 }
             }
         }
+        return ok ? c : nil
+    }
+}
+
+extension NodeCheckConfig {
+    /// A passive check: no target, a staleness limit; a stale report takes the node down at once
+    /// unless `fall` says otherwise.
+    static func parseReport(_ m: Node.Mapping, item: Node, owner: String, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
+        let targetKeys = ["host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout"]
+        if let key = targetKeys.first(where: { m[$0] != nil }) {
+            fail(m[key], "\(owner): a report check has no \(key) (the node's agent posts to POST /v1/nodes/ID/report)")
+            return nil
+        }
+        var c = NodeCheckConfig(kind: .report, host: "", port: 0)
+        c.rise = 1
+        c.fall = 1
+        var ok = true
+        if let v = GeoConfig.number(m, "stale-after", 0.1...86400, owner: owner, ok: &ok, fail) { c.staleAfter = v }
+        if let v = GeoConfig.number(m, "rise", 1...100, owner: owner, ok: &ok, fail) { c.rise = Int(v) }
+        if let v = GeoConfig.number(m, "fall", 1...100, owner: owner, ok: &ok, fail) { c.fall = Int(v) }
         return ok ? c : nil
     }
 }

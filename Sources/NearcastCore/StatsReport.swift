@@ -51,6 +51,28 @@ public struct NodeStatus: Codable, Equatable, Sendable {
     }
 }
 
+/// What became of a node agent's health report.
+public enum NodeReportOutcome: Sendable, Equatable {
+    case recorded(NodeStatus)
+    case unknownNode
+    /// The node has no report check: reports are not expected from it.
+    case notExpected
+}
+
+/// A node agent's health report, as posted to `POST /v1/nodes/ID/report` (an empty body is a
+/// heartbeat: `ok` true).
+public struct NodeReport: Codable, Equatable, Sendable {
+    /// Whether the node is fit to serve.
+    public var ok: Bool
+    /// Words for the log (at most 200 characters are kept).
+    public var detail: String?
+
+    public init(ok: Bool = true, detail: String? = nil) {
+        self.ok = ok
+        self.detail = detail
+    }
+}
+
 /// A pool's TTL state, as the management API reports it.
 public struct PoolStatus: Codable, Equatable, Sendable {
     public var id: String

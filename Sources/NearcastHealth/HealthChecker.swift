@@ -2,18 +2,21 @@ import DNSWire
 import NIOCore
 import NIOPosix
 
-/// One active check of a node (DESIGN §6): a TCP connect, an HTTP GET expecting a status range
-/// (and, optionally, a string in the body), or a DNS query expecting an rcode.
+/// One check of a node (DESIGN §6): a TCP connect, an HTTP GET expecting a status range (and,
+/// optionally, a string in the body), or a DNS query expecting an rcode, run by HealthChecker; or
+/// the passive `report`, whose results are the reports the node's agent posts (HealthMonitor).
 public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
     case tcp(host: String, port: Int)
     case http(host: String, port: Int, path: String, status: ClosedRange<Int>, bodyContains: String?)
     case dns(host: String, port: Int, name: DNSName, type: RRType, rcode: RCode)
+    case report
 
     public var description: String {
         switch self {
         case .tcp(let h, let p): return "tcp \(h):\(p)"
         case .http(let h, let p, let path, let s, _): return "http \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
         case .dns(let h, let p, let n, let t, let r): return "dns \(h):\(p) \(n) \(t) \(r)"
+        case .report: return "report"
         }
     }
 }
@@ -42,6 +45,8 @@ public struct HealthChecker: Sendable {
             case .dns(let host, let port, let name, let type, let rcode):
                 let got = try await dns(host: host, port: port, name: name, type: type, timeout: timeout)
                 return got == rcode ? (true, "rcode \(got)") : (false, "rcode \(got), expected \(rcode)")
+            case .report:
+                return (false, "a report check is passive: its results are the node agent's reports")
             }
         } catch {
             return (false, "\(error)")

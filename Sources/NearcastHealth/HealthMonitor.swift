@@ -44,6 +44,8 @@ public actor HealthMonitor {
     /// Changes per node since start, and the last one's time and reason (counted and reported).
     var counts: [String: Int] = [:]
     var last: [String: (at: ContinuousClock.Instant, reason: String)] = [:]
+    /// Report checks: when each node's next report is due before it counts as a failure.
+    var reportDue: [String: ContinuousClock.Instant] = [:]
 
     /// `nodes`: node id -> its checks and its cold-start state. `pools`: the pools whose TTL cap
     /// follows their members' health; each change of a cap goes to `onPoolTTL`.
@@ -66,8 +68,36 @@ public actor HealthMonitor {
     public func start() {
         for (node, checks) in plan {
             for c in checks {
-                tasks.append(Task { [weak self] in await self?.loop(node, c) })
+                if case .report = c.check {
+                    reportDue[node] = .now + c.interval
+                    tasks.append(Task { [weak self] in await self?.staleLoop(node, c) })
+                } else {
+                    tasks.append(Task { [weak self] in await self?.loop(node, c) })
+                }
             }
+        }
+    }
+
+    /// A report from `node`'s agent (a heartbeat is one that passes): one result of its report
+    /// check, and its staleness clock starts again.
+    public func report(_ node: String, passed: Bool, detail: String?) -> NodeReportOutcome {
+        guard health[node] != nil else { return .unknownNode }
+        guard let c = plan[node]?.first(where: { if case .report = $0.check { true } else { false } }) else { return .notExpected }
+        reportDue[node] = .now + c.interval
+        record(node, c.name, passed, "\(c.name): " + (passed ? "reported up" : "reported failing") + (detail.map { " (\($0))" } ?? ""))
+        return .recorded(statuses().first { $0.id == node }!)
+    }
+
+    /// A report check's clock: each `interval` (its stale-after) without a report is a failure.
+    func staleLoop(_ node: String, _ c: Scheduled) async {
+        while !Task.isCancelled {
+            guard let due = reportDue[node] else { return }
+            try? await Task.sleep(until: due, clock: .continuous)
+            if Task.isCancelled { return }
+            let now = ContinuousClock.now
+            guard let stillDue = reportDue[node], now >= stillDue else { continue }  // a report came meanwhile
+            reportDue[node] = now + c.interval
+            record(node, c.name, false, "\(c.name): no report for \(Self.seconds(c.interval)) s")
         }
     }
 
@@ -205,9 +235,12 @@ extension HealthMonitor.Scheduled {
         case .tcp: check = .tcp(host: c.host, port: c.port)
         case .http: check = .http(host: c.host, port: c.port, path: c.path, status: c.status, bodyContains: c.body)
         case .dns: check = .dns(host: c.host, port: c.port, name: c.dnsName ?? .root, type: c.dnsType, rcode: c.rcode)
+        case .report: check = .report
         }
+        // A report check's interval is its stale-after: how long it waits for a report.
         self.init(
             name: "\(index + 1):\(c.label)", check: check, policy: CheckPolicy(rise: c.rise, fall: c.fall),
-            interval: .milliseconds(Int(c.interval * 1000)), timeout: .milliseconds(Int(c.timeout * 1000)))
+            interval: .milliseconds(Int((c.kind == .report ? c.staleAfter : c.interval) * 1000)),
+            timeout: .milliseconds(Int(c.timeout * 1000)))
     }
 }

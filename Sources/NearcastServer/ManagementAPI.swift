@@ -12,7 +12,8 @@ import ServiceLifecycle
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
 /// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
-/// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
+/// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
+/// agent, or write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
@@ -22,6 +23,8 @@ public final class ManagementAPI: Sendable {
         public var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
         /// The nodes' health; nil without geo names.
         public var nodes: (@Sendable () async -> [NodeStatus])?
+        /// Records a node agent's report (node id, the report); nil without geo names.
+        public var report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
         /// The pools' TTL state; nil without geo names.
         public var pools: (@Sendable () async -> [PoolStatus])?
         /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
@@ -33,12 +36,14 @@ public final class ManagementAPI: Sendable {
             explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil,
             nodes: (@Sendable () async -> [NodeStatus])? = nil,
             pools: (@Sendable () async -> [PoolStatus])? = nil,
+            report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
             setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil
         ) {
             self.stats = stats
             self.explain = explain
             self.nodes = nodes
             self.pools = pools
+            self.report = report
             self.setOverride = setOverride
         }
     }
@@ -69,6 +74,26 @@ public final class ManagementAPI: Sendable {
             try context.require(.read)
             guard let nodes = sources.nodes else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
             return try jsonResponse(await nodes())
+        }
+        v1.post("nodes/:id/report") { request, context -> Response in
+            let id = context.parameters.get("id") ?? ""
+            guard let caller = context.caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }
+            guard caller.mayReport(for: id) else {
+                throw HTTPError(.forbidden, message: "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
+            }
+            guard let record = sources.report else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+            let body = try await request.body.collect(upTo: 4096)
+            var report = NodeReport()
+            if body.readableBytes > 0 {
+                do { report = try JSONDecoder().decode(NodeReport.self, from: body) } catch {
+                    throw HTTPError(.badRequest, message: "the report must be JSON {\"ok\": true|false, \"detail\": \"...\"}: \(Self.decodingProblem(error))")
+                }
+            }
+            switch await record(id, NodeReport(ok: report.ok, detail: report.detail.map { String($0.prefix(200)) })) {
+            case .recorded(let status): return try jsonResponse(status)
+            case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
+            case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
+            }
         }
         v1.get("pools") { _, context -> Response in
             try context.require(.read)
@@ -133,6 +158,19 @@ public final class ManagementAPI: Sendable {
     public func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
+    }
+
+    /// A JSON decoding error in words that name the field.
+    static func decodingProblem(_ error: any Error) -> String {
+        switch error as? DecodingError {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c):
+            let path = c.codingPath.map(\.stringValue).joined(separator: ".")
+            return (path.isEmpty ? "" : "field \(path): ") + c.debugDescription
+        case .keyNotFound(let key, _):
+            return "field \(key.stringValue) is missing"
+        default:
+            return "\(error)"
+        }
     }
 
     static func jsonResponse(_ value: some Encodable) throws -> Response {

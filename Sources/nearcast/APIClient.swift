@@ -20,18 +20,22 @@ struct APIClient {
         try await call("GET", path, as: type)
     }
 
-    /// POSTs to `path` (no body) and decodes its JSON.
-    func post<T: Decodable>(_ path: String, as type: T.Type) async throws -> T {
-        try await call("POST", path, as: type)
+    /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON.
+    func post<T: Decodable>(_ path: String, body: (some Encodable)? = Optional<Int>.none, as type: T.Type) async throws -> T {
+        try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, as: type)
     }
 
-    func call<T: Decodable>(_ method: String, _ path: String, as type: T.Type) async throws -> T {
+    func call<T: Decodable>(_ method: String, _ path: String, body: Data? = nil, as type: T.Type) async throws -> T {
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         guard let url = URL(string: "http://\(host):\(address.port)\(path)") else {
             throw Failure(description: "bad API address \(address)")
         }
         var request = URLRequest(url: url, timeoutInterval: 5)
         request.httpMethod = method
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         let data: Data
         let response: URLResponse

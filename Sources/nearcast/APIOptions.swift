@@ -18,6 +18,12 @@ struct APIOptions: ParsableArguments {
 
     /// A client for calls that need at least `role`.
     func client(role: APIRole) throws -> APIClient {
+        try client(choosing: { $0.role >= role }, need: "of role \(role) or above")
+    }
+
+    /// A client whose token (from the file) is the first that `choose` accepts; `need` says which
+    /// one that is, when the file has none.
+    func client(choosing choose: (APITokens.Entry) -> Bool, need: String) throws -> APIClient {
         let env = ProcessInfo.processInfo.environment
         let text = api ?? env["NEARCAST_API"] ?? "127.0.0.1:8053"
         guard let address = ListenAddress(text) else { throw ValidationError("API address '\(text)' is not ADDR:PORT") }
@@ -29,8 +35,8 @@ struct APIOptions: ParsableArguments {
         }
         let tokens: APITokens
         do { tokens = try APITokens.load(path: path) } catch { throw APIClient.Failure(description: error.description) }
-        guard let entry = tokens.entries.first(where: { $0.role >= role }) else {
-            throw APIClient.Failure(description: "\(path) has no token of role \(role) or above")
+        guard let entry = tokens.entries.first(where: choose) else {
+            throw APIClient.Failure(description: "\(path) has no token \(need)")
         }
         return APIClient(address: address, token: entry.token)
     }

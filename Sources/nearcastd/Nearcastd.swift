@@ -205,10 +205,12 @@ struct Nearcastd: AsyncParsableCommand {
             let health = monitor
             var nodesSource: (@Sendable () async -> [NodeStatus])?
             var poolsSource: (@Sendable () async -> [PoolStatus])?
+            var reportSink: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
             var overrideSource: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
             if let health {
                 nodesSource = { await health.statuses() }
                 poolsSource = { await health.poolStatuses() }
+                reportSink = { id, r in await health.report(id, passed: r.ok, detail: r.detail) }
                 overrideSource = { id, kind, seconds in
                     let o = kind.flatMap(HealthOverride.Kind.init(rawValue:)).map {
                         HealthOverride($0, until: seconds.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) })
@@ -224,7 +226,8 @@ struct Nearcastd: AsyncParsableCommand {
                     return StatsReport(
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                         xdp: try deployment?.fastPath.statistics().counters)
-                }, explain: explain, nodes: nodesSource, pools: poolsSource, setOverride: overrideSource)
+                }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
+                setOverride: overrideSource)
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

@@ -31,7 +31,7 @@ struct APITokensTests {
         } catch {
             let d = error.diagnostics.map(\.description)
             #expect(d.count == 4, "\(d)")
-            #expect(d.contains("/etc/nearcast/tokens:2: unknown role 'root' (known: read, write, admin)"))
+            #expect(d.contains("/etc/nearcast/tokens:2: unknown role 'root' (known: read, write, admin, agent, agent:NODE)"))
             #expect(d.contains { $0.hasPrefix("/etc/nearcast/tokens:3: a token is at least 32 characters") })
             #expect(d.contains("/etc/nearcast/tokens:4: expected ROLE TOKEN (two fields), found 1"))
             #expect(d.contains("/etc/nearcast/tokens:5: this token is already listed"))
@@ -42,6 +42,24 @@ struct APITokensTests {
         #expect(throws: DiagnosticsError.self) { try APITokens.load(path: "/nonexistent/tokens") }
         do { _ = try APITokens.load(path: "/nonexistent/tokens") } catch {
             #expect(error.description == "/nonexistent/tokens: tokens file does not exist")
+        }
+    }
+
+    @Test func agentTokensPostReportsOnlyForTheirNode() throws {
+        let t = try APITokens.parse(
+            "agent:fra1 \(read)\nagent \(admin)\nwrite 11112222333344445555666677778888\nread 99990000aaaabbbbccccddddeeeeffff\n", fileName: "tokens")
+        let fra1 = try #require(t.match(read)), any = try #require(t.match(admin))
+        #expect(fra1.role == .agent && fra1.node == "fra1" && any.node == nil)
+        #expect(fra1.mayReport(for: "fra1") && !fra1.mayReport(for: "par1"))
+        #expect(any.mayReport(for: "par1"))
+        #expect(t.entries[2].mayReport(for: "par1") && !t.entries[3].mayReport(for: "par1"), "write may, read may not")
+        #expect(APIRole.agent < .read, "an agent reads nothing")
+        do {
+            _ = try APITokens.parse("read:fra1 \(read)\nagent: \(admin)\n", fileName: "tokens")
+            Issue.record("a node on a non-agent token must be refused")
+        } catch {
+            #expect(error.diagnostics.count == 2)
+            #expect(error.diagnostics.allSatisfy { $0.message.hasPrefix("only an agent token names a node") })
         }
     }
 }

@@ -87,4 +87,30 @@ import Testing
         #expect(d?.changes == 2 && d?.lastReason == "override removed" && (d?.secondsSinceChange ?? -1) >= 0)
         await monitor.stop()
     }
+
+    @Test func reportsDriveAReportCheckAndSilenceCountsAsFailure() async throws {
+        let changes = Changes()
+        let report = HealthMonitor.Scheduled(
+            name: "1:report", check: .report, policy: CheckPolicy(rise: 1, fall: 1), interval: .milliseconds(400), timeout: .seconds(1))
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["f": ([report], .up), "g": ([], .up)], onChange: { changes.add($0) })
+        await monitor.start()
+        #expect(await monitor.report("g", passed: true, detail: nil) == .notExpected)
+        #expect(await monitor.report("nosuch", passed: true, detail: nil) == .unknownNode)
+        // Heartbeats more often than stale-after keep it up.
+        for _ in 0..<4 {
+            try await Task.sleep(for: .milliseconds(200))
+            guard case .recorded(let s) = await monitor.report("f", passed: true, detail: nil) else { Issue.record("not recorded"); return }
+            #expect(s.state == "up")
+        }
+        #expect(changes.all.isEmpty, "\(changes.all.map(\.reason))")
+        guard case .recorded(let down) = await monitor.report("f", passed: false, detail: "disk full") else { Issue.record("not recorded"); return }
+        #expect(down.state == "down" && down.lastReason == "1:report: reported failing (disk full)")
+        #expect(await monitor.report("f", passed: true, detail: nil) != .unknownNode)
+        #expect(await monitor.state(of: "f") == .up)
+        // Silence: stale after 400 ms.
+        try await eventually("no report goes stale") { await monitor.state(of: "f") == .down }
+        #expect(changes.all.last?.reason.hasPrefix("1:report: no report for 0.4 s") == true, "\(changes.all.map(\.reason))")
+        await monitor.stop()
+    }
 }

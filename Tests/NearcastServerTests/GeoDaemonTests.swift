@@ -1,10 +1,16 @@
 import Foundation
+import NearcastCore
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Geo names end to end: the real nearcastd with the test City database, asked by the real dig and
 /// kdig with Client Subnet options (`+subnet`), as resolvers ask on behalf of their clients.
 @Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
-    static func start(extraArgs: [String] = []) throws -> (ServerProcess, Int, URL) {
+    /// `par1Checks`: par1's checks, as YAML (none by default).
+    static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (ServerProcess, Int, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
@@ -17,7 +23,7 @@ import Testing
               database: \(database)
               nodes:
                 - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
-                - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR }
+                - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR, checks: \(par1Checks) }
                 - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
               pools: [{ id: web, members: [fra1, par1, nyc1] }]
               names:
@@ -144,5 +150,69 @@ import Testing
         usleep(1_500_000)
         #expect(try paris().first == "192.0.2.20", "the drain ran out")
         #expect(try run(["node", "drain", "ghost"], tokens: writer).stderr.contains("answered 404: no node has the id 'ghost'"))
+    }
+
+    /// Passive health: par1's agent posts reports (with `nearcast report` and its agent token);
+    /// a failing report or silence longer than stale-after takes it out, a heartbeat brings it
+    /// back. Other tokens and nodes get 403, 404 and 409, and a bad body a 400 naming the field.
+    @Test func nodeAgentsReportHealthAndSilenceTakesANodeOut() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-report-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let par1Agent = "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4", fra1Agent = "f1f1f1f1e2e2e2e2d3d3d3d3c4c4c4c4"
+        let writeToken = "fedcba9876543210fedcba9876543210"
+        let all = dir.appendingPathComponent("tokens")
+        try "read \(ManagementAPITests.readToken)\nagent:par1 \(par1Agent)\nagent:fra1 \(fra1Agent)\nwrite \(writeToken)\n"
+            .write(to: all, atomically: true, encoding: .utf8)
+        let agentFile = dir.appendingPathComponent("agent")
+        try "agent:par1 \(par1Agent)\n".write(to: agentFile, atomically: true, encoding: .utf8)
+        let api = try TestSupport.freePort()
+        let (server, port, zdir) = try Self.start(
+            extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", all.path], par1Checks: "[{ type: report, stale-after: 1.5 }]")
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: zdir)
+        }
+        try server.waitUntilReady { server.log.contains("management API listening") }
+        let cli = try TestSupport.product("nearcast")
+        func report(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(cli, ["report"] + args + ["--api", "127.0.0.1:\(api)", "--token-file", agentFile.path])
+        }
+        func paris() throws -> Substring? {
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+                .stdout.split(separator: "\n").first
+        }
+        func post(_ node: String, _ body: String, token: String) async throws -> (Int, String) {
+            var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/nodes/\(node)/report")!)
+            r.httpMethod = "POST"
+            r.httpBody = Data(body.utf8)
+            r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: r)
+            return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+        }
+        #expect(try paris() == "192.0.2.20", "cold start: up")
+        let failing = try report(["par1", "--failing", "--detail", "disk full"])
+        #expect(failing.status == 0 && failing.stdout.contains("down"), "\(failing.stdout) \(failing.stderr)")
+        #expect(try paris() == "192.0.2.10", "a failing report takes par1 out")
+        #expect(server.log.contains("reported failing (disk full)"), "\(server.log)")
+        #expect(try report(["par1"]).stdout.contains("up"))
+        #expect(try paris() == "192.0.2.20", "a heartbeat brings it back")
+
+        let (readOnly, readBody) = try await post("par1", "", token: ManagementAPITests.readToken)
+        #expect(readOnly == 403 && readBody.contains("agent:par1"), "\(readBody)")
+        #expect(try await post("par1", "{}", token: fra1Agent).0 == 403, "another node's agent")
+        let (notExpected, body409) = try await post("fra1", "", token: fra1Agent)
+        #expect(notExpected == 409 && body409.contains("node fra1 has no report check"), "\(body409)")
+        #expect(try await post("ghost", "", token: writeToken).0 == 404)
+        let (bad, badBody) = try await post("par1", "{\"ok\": \"yes\"}", token: par1Agent)
+        #expect(bad == 400 && badBody.contains("field ok"), "\(badBody)")
+        #expect(try await post("par1", "{\"ok\": true}", token: writeToken).0 == 200, "a write token may report too")
+
+        // Silence: stale after 1.5 s, and the log says why.
+        let quiet = Date()
+        while try paris() == "192.0.2.20", Date().timeIntervalSince(quiet) < 4 { usleep(100_000) }
+        #expect(try paris() == "192.0.2.10", "a silent node is taken out")
+        #expect(Date().timeIntervalSince(quiet) >= 1.0, "not before stale-after")
+        #expect(server.log.contains("no report for 1.5 s"), "\(server.log)")
     }
 }

@@ -93,6 +93,6 @@ import FoundationNetworking
             ["--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:\(try TestSupport.freePort())",
              "--api", "127.0.0.1:\(try TestSupport.freePort())", "--api-tokens", tokens.path])
         #expect(out.status == 1)
-        #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin)"), "\(out.stderr)")
+        #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin, agent, agent:NODE)"), "\(out.stderr)")
     }
 }
