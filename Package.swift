@@ -11,6 +11,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
@@ -47,11 +48,12 @@ let package = Package(
                 "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Health: the state machine of a node's checks and overrides, and the checkers.
+        // Health: the state machine of a node's checks and overrides, and the checkers (NIOSSL for HTTPS checks).
         .target(
             name: "NearcastHealth",
             dependencies: [
                 "DNSWire", "NearcastCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API.
@@ -106,7 +108,10 @@ let package = Package(
         .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
         .testTarget(
             name: "NearcastHealthTests",
-            dependencies: ["NearcastHealth", "DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "NearcastHealth", "DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
         .testTarget(

@@ -10,6 +10,8 @@ PACKAGES=(
 	libmaxminddb-dev mmdb-bin libmaxmind-db-writer-perl
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool
+	# certificates for the HTTPS health-check tests
+	openssl
 	# reference servers for the differential tests and the benchmarks
 	nsd knot
 )

@@ -145,7 +145,8 @@ extension GeoConfig {
     static let keys = ["database", "nodes", "pools", "names"]
     static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial"]
     static let checkKeys = [
-        "type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall", "stale-after",
+        "type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall", "stale-after", "verify",
+        "server-name", "ca",
     ]
     static let poolKeys = ["id", "members", "min-ttl", "max-ttl", "settle"]
     static let nameKeys = [
@@ -173,7 +174,7 @@ extension GeoConfig {
                 }
                 geo.databasePath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
             case "nodes":
-                for item in list(v, "geo nodes", fail) { if let n = parseNode(item, fileName, fail) { geo.nodes.append(n) } }
+                for item in list(v, "geo nodes", fail) { if let n = parseNode(item, fileName, baseDirectory, fail) { geo.nodes.append(n) } }
             case "pools":
                 for item in list(v, "geo pools", fail) { if let p = parsePool(item, fileName, fail) { geo.pools.append(p) } }
             case "names":
@@ -207,7 +208,7 @@ extension GeoConfig {
         return m
     }
 
-    static func parseNode(_ item: Node, _ fileName: String, _ fail: (Node?, String) -> Void) -> NodeConfig? {
+    static func parseNode(_ item: Node, _ fileName: String, _ baseDirectory: String, _ fail: (Node?, String) -> Void) -> NodeConfig? {
         guard let m = fields(item, "geo nodes", nodeKeys, fail) else { return nil }
         guard let id = m["id"]?.string, Self.isIdentifier(id) else {
             fail(m["id"] ?? item, "a node needs an id of letters, digits, '-' and '_' (at most 32)")
@@ -266,7 +267,7 @@ extension GeoConfig {
         }
         if let n = m["checks"] {
             for item in list(n, "node \(id) checks", fail) {
-                if let c = NodeCheckConfig.parse(item, node: node, fail) {
+                if let c = NodeCheckConfig.parse(item, node: node, baseDirectory: baseDirectory, fail) {
                     if c.kind == .report, node.checks.contains(where: { $0.kind == .report }) {
                         fail(item, "node \(id): one report check per node (its agent's reports)")
                         ok = false

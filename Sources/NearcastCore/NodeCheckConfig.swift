@@ -1,3 +1,4 @@
+import Foundation
 import DNSWire
 import Yams
 
@@ -7,6 +8,7 @@ import Yams
 /// checks:
 ///   - { type: tcp, port: 443 }
 ///   - { type: http, port: 80, path: /health, status: 200-299, body: ok, interval: 5, timeout: 2, rise: 2, fall: 3 }
+///   - { type: https, port: 443, path: /health, server-name: fra1.example.net, ca: /etc/nearcast/ca.pem, verify: true }
 ///   - { type: dns, port: 53, name: example.net., qtype: A, rcode: NOERROR }
 ///   - { type: report, stale-after: 15, rise: 1, fall: 1 }
 /// ```
@@ -15,7 +17,7 @@ import Yams
 /// `stale-after` seconds without one counts as a failure.
 public struct NodeCheckConfig: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
-        case tcp, http, dns, report
+        case tcp, http, https, dns, report
     }
     public var kind: Kind
     public var host: String
@@ -33,20 +35,30 @@ public struct NodeCheckConfig: Sendable, Equatable {
     public var fall = 3
     /// A report check: seconds without a report that count as one failure.
     public var staleAfter: Double = 15
+    /// An HTTPS check: whether the certificate is verified, the name it must hold (and the SNI
+    /// sent; default: the host, when it is a name), and a PEM file of trusted CAs (default: the
+    /// system's).
+    public var verify = true
+    public var serverName: String?
+    public var caFile: String?
 
     /// A name for the check in logs: its type and target.
     public var label: String { kind == .report ? "report" : "\(kind.rawValue) \(host):\(port)" }
 
-    static func parse(_ item: Node, node: NodeConfig, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
+    static func parse(_ item: Node, node: NodeConfig, baseDirectory: String, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
         guard let m = GeoConfig.fields(item, "node \(node.id) checks", GeoConfig.checkKeys, fail) else { return nil }
         let owner = "node \(node.id) check"
         guard let t = m["type"]?.string, let kind = Kind(rawValue: t) else {
-            fail(m["type"] ?? item, "\(owner): type must be one of tcp, http, dns, report")
+            fail(m["type"] ?? item, "\(owner): type must be one of tcp, http, https, dns, report")
             return nil
         }
         if kind == .report { return parseReport(m, item: item, owner: owner, fail) }
         if m["stale-after"] != nil {
             fail(m["stale-after"], "\(owner): stale-after goes with type report")
+            return nil
+        }
+        if kind != .https, let key = ["verify", "server-name", "ca"].first(where: { m[$0] != nil }) {
+            fail(m[key], "\(owner): \(key) goes with type https")
             return nil
         }
         let defaultHost = node.ipv4.map { $0.map(String.init).joined(separator: ".") } ?? node.ipv6.map { _ in "" }
@@ -71,7 +83,8 @@ public struct NodeCheckConfig: Sendable, Equatable {
         switch kind {
         case .tcp, .report:
             break
-        case .http:
+        case .http, .https:
+            if kind == .https { parseTLS(m, into: &c, baseDirectory: baseDirectory, owner: owner, ok: &ok, fail) }
             if let p = m["path"]?.string { c.path = p.hasPrefix("/") ? p : "/" + p }
             if let n = m["status"] {
                 let parts = (n.string ?? n.int.map(String.init) ?? "").split(separator: "-").compactMap { Int($0) }
@@ -107,10 +120,55 @@ public struct NodeCheckConfig: Sendable, Equatable {
 }
 
 extension NodeCheckConfig {
+    /// An HTTPS check's `verify`, `server-name` and `ca`.
+    static func parseTLS(
+        _ m: Node.Mapping, into c: inout NodeCheckConfig, baseDirectory: String, owner: String, ok: inout Bool, _ fail: (Node?, String) -> Void
+    ) {
+        if let n = m["verify"] {
+            if let b = n.bool { c.verify = b } else {
+                fail(n, "\(owner): verify must be true or false")
+                ok = false
+            }
+        }
+        if let n = m["server-name"] {
+            if let s = n.string, isHostName(s) { c.serverName = s } else {
+                fail(n, "\(owner): server-name must be a host name (the name the certificate holds)")
+                ok = false
+            }
+        }
+        if let n = m["ca"] {
+            guard let s = n.string, !s.isEmpty else {
+                fail(n, "\(owner): ca must be the path of a PEM file of trusted certificates")
+                ok = false
+                return
+            }
+            let path = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+            if !FileManager.default.isReadableFile(atPath: path) {
+                fail(n, "\(owner): ca file \(path) does not exist or cannot be read")
+                ok = false
+            }
+            c.caFile = path
+        }
+        if !c.verify && (c.caFile != nil || c.serverName != nil) {
+            fail(m["verify"], "\(owner): verify: false checks no certificate, so ca and server-name would do nothing")
+            ok = false
+        }
+    }
+
+    /// Letters, digits and hyphens in dot-separated labels of 1 to 63, at most 253 in all.
+    static func isHostName(_ s: String) -> Bool {
+        let labels = s.split(separator: ".", omittingEmptySubsequences: false)
+        return !s.isEmpty && s.utf8.count <= 253
+            && labels.allSatisfy { l in
+                (1...63).contains(l.count) && l.first != "-" && l.last != "-"
+                    && l.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
+            }
+    }
+
     /// A passive check: no target, a staleness limit; a stale report takes the node down at once
     /// unless `fall` says otherwise.
     static func parseReport(_ m: Node.Mapping, item: Node, owner: String, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
-        let targetKeys = ["host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout"]
+        let targetKeys = ["host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "verify", "server-name", "ca"]
         if let key = targetKeys.first(where: { m[$0] != nil }) {
             fail(m[key], "\(owner): a report check has no \(key) (the node's agent posts to POST /v1/nodes/ID/report)")
             return nil

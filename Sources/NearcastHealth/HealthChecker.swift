@@ -1,6 +1,8 @@
 import DNSWire
 import NIOCore
 import NIOPosix
+import NIOSSL
+import Synchronization
 
 /// One check of a node (DESIGN §6): a TCP connect, an HTTP GET expecting a status range (and,
 /// optionally, a string in the body), or a DNS query expecting an rcode, run by HealthChecker; or
@@ -8,6 +10,7 @@ import NIOPosix
 public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
     case tcp(host: String, port: Int)
     case http(host: String, port: Int, path: String, status: ClosedRange<Int>, bodyContains: String?)
+    case https(host: String, port: Int, path: String, status: ClosedRange<Int>, bodyContains: String?, tls: TLSCheck)
     case dns(host: String, port: Int, name: DNSName, type: RRType, rcode: RCode)
     case report
 
@@ -15,9 +18,25 @@ public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .tcp(let h, let p): return "tcp \(h):\(p)"
         case .http(let h, let p, let path, let s, _): return "http \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
+        case .https(let h, let p, let path, let s, _, _): return "https \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
         case .dns(let h, let p, let n, let t, let r): return "dns \(h):\(p) \(n) \(t) \(r)"
         case .report: return "report"
         }
+    }
+}
+
+/// How an HTTPS check treats the server's certificate.
+public struct TLSCheck: Hashable, Sendable {
+    /// Verify the chain (against `caFile`, else the system's roots) and the name.
+    public var verify: Bool
+    /// The name the certificate must hold, sent as SNI; nil: the host when it is a name.
+    public var serverName: String?
+    public var caFile: String?
+
+    public init(verify: Bool = true, serverName: String? = nil, caFile: String? = nil) {
+        self.verify = verify
+        self.serverName = serverName
+        self.caFile = caFile
     }
 }
 
@@ -25,6 +44,8 @@ public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
 /// check that long and delays nothing else.
 public struct HealthChecker: Sendable {
     let group: any EventLoopGroup
+    /// TLS contexts, one per distinct TLSCheck: loading trust roots is not a per-check cost.
+    let contexts = TLSContexts()
 
     public init(group: any EventLoopGroup) { self.group = group }
 
@@ -38,10 +59,11 @@ public struct HealthChecker: Sendable {
                 try? await ch.close()
                 return (true, "connected")
             case .http(let host, let port, let path, let status, let body):
-                let (code, text) = try await http(host: host, port: port, path: path, timeout: timeout)
-                guard status.contains(code) else { return (false, "status \(code), expected \(status.lowerBound)-\(status.upperBound)") }
-                if let body, !text.contains(body) { return (false, "status \(code), body without '\(body)'") }
-                return (true, "status \(code)")
+                let (code, text) = try await http(host: host, port: port, path: path, tls: nil, timeout: timeout)
+                return Self.judge(code, text, status: status, body: body)
+            case .https(let host, let port, let path, let status, let body, let tls):
+                let (code, text) = try await http(host: host, port: port, path: path, tls: tls, timeout: timeout)
+                return Self.judge(code, text, status: status, body: body)
             case .dns(let host, let port, let name, let type, let rcode):
                 let got = try await dns(host: host, port: port, name: name, type: type, timeout: timeout)
                 return got == rcode ? (true, "rcode \(got)") : (false, "rcode \(got), expected \(rcode)")
@@ -53,15 +75,30 @@ public struct HealthChecker: Sendable {
         }
     }
 
-    /// A GET over HTTP/1.1 with `Connection: close`: the status code and up to 64 KiB of the reply.
-    func http(host: String, port: Int, path: String, timeout: TimeAmount) async throws -> (Int, String) {
+    /// Whether an HTTP reply's status and body are what the check expects.
+    static func judge(_ code: Int, _ text: String, status: ClosedRange<Int>, body: String?) -> (passed: Bool, reason: String) {
+        guard status.contains(code) else { return (false, "status \(code), expected \(status.lowerBound)-\(status.upperBound)") }
+        if let body, !text.contains(body) { return (false, "status \(code), body without '\(body)'") }
+        return (true, "status \(code)")
+    }
+
+    /// A GET over HTTP/1.1 (over TLS with `tls`) with `Connection: close`: the status code and up
+    /// to 64 KiB of the reply.
+    func http(host: String, port: Int, path: String, tls: TLSCheck?, timeout: TimeAmount) async throws -> (Int, String) {
         let collector = ReplyCollector<ByteBuffer>.stream(limit: 65536)
+        let ssl = try tls.map { try contexts.context(for: $0) }
+        let sni = tls.flatMap { $0.serverName ?? (Self.isAddress(host) ? nil : host) }
         let channel = try await ClientBootstrap(group: group).connectTimeout(timeout)
-            .channelInitializer { ch in ch.pipeline.addHandler(collector) }
+            .channelInitializer { ch in
+                ch.eventLoop.makeCompletedFuture {
+                    if let ssl { try ch.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: ssl, serverHostname: sni)) }
+                    try ch.pipeline.syncOperations.addHandler(collector)
+                }
+            }
             .connect(host: host, port: port).get()
         let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
         defer { deadline.cancel() }
-        let request = "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: nearcast-health\r\nConnection: close\r\n\r\n"
+        let request = "GET \(path) HTTP/1.1\r\nHost: \(sni ?? host)\r\nUser-Agent: nearcast-health\r\nConnection: close\r\n\r\n"
         try await channel.writeAndFlush(channel.allocator.buffer(string: request)).get()
         let bytes = try await collector.done.futureResult.get()
         let text = String(decoding: bytes, as: UTF8.self)
@@ -73,6 +110,8 @@ public struct HealthChecker: Sendable {
         }
         return (code, text)
     }
+
+    static func isAddress(_ host: String) -> Bool { (try? SocketAddress(ipAddress: host, port: 0)) != nil }
 
     /// One UDP query: the reply's rcode.
     func dns(host: String, port: Int, name: DNSName, type: RRType, timeout: TimeAmount) async throws -> RCode {
@@ -150,7 +189,12 @@ final class ReplyCollector<In>: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        finish(.failure(error))
+        // A server that closes after its reply without TLS's close_notify has still replied.
+        if case .uncleanShutdown? = error as? NIOSSLError, !bytes.isEmpty {
+            finish(.success(bytes))
+        } else {
+            finish(.failure(error))
+        }
         context.close(promise: nil)
     }
 
@@ -165,4 +209,22 @@ extension ReplyCollector where In == ByteBuffer {
 
 extension ReplyCollector where In == AddressedEnvelope<ByteBuffer> {
     static func datagram() -> ReplyCollector { ReplyCollector(limit: 65536) { (Array($0.data.readableBytesView), true) } }
+}
+
+/// The TLS client contexts of HTTPS checks, made once per distinct TLSCheck.
+/// `@unchecked Sendable`: NIOSSLContext is thread-safe; the dictionary is guarded by the mutex.
+final class TLSContexts: @unchecked Sendable {
+    private let cache = Mutex<[TLSCheck: NIOSSLContext]>([:])
+
+    func context(for tls: TLSCheck) throws -> NIOSSLContext {
+        try cache.withLock { (c: inout [TLSCheck: NIOSSLContext]) throws -> NIOSSLContext in
+            if let ctx = c[tls] { return ctx }
+            var config = TLSConfiguration.makeClientConfiguration()
+            config.certificateVerification = tls.verify ? .fullVerification : .none
+            if let ca = tls.caFile { config.trustRoots = .file(ca) }
+            let ctx = try NIOSSLContext(configuration: config)
+            c[tls] = ctx
+            return ctx
+        }
+    }
 }

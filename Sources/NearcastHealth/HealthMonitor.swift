@@ -234,6 +234,10 @@ extension HealthMonitor.Scheduled {
         switch c.kind {
         case .tcp: check = .tcp(host: c.host, port: c.port)
         case .http: check = .http(host: c.host, port: c.port, path: c.path, status: c.status, bodyContains: c.body)
+        case .https:
+            check = .https(
+                host: c.host, port: c.port, path: c.path, status: c.status, bodyContains: c.body,
+                tls: TLSCheck(verify: c.verify, serverName: c.serverName, caFile: c.caFile))
         case .dns: check = .dns(host: c.host, port: c.port, name: c.dnsName ?? .root, type: c.dnsType, rcode: c.rcode)
         case .report: check = .report
         }

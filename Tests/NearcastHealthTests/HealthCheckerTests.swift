@@ -1,6 +1,8 @@
 import DNSWire
 import NIOCore
+import Foundation
 import NIOPosix
+import NIOSSL
 import Testing
 
 @testable import NearcastHealth
@@ -77,6 +79,56 @@ import Testing
         #expect(await !http(gonePort).passed)
         let dnsGone = await checker.run(.dns(host: "127.0.0.1", port: gonePort, name: .root, type: .soa, rcode: .noError), timeout: .milliseconds(300))
         #expect(!dnsGone.passed)
+    }
+
+    /// A certificate for node.test (not for its address, as fog nodes' often are not), its own CA,
+    /// made by openssl for this run.
+    static func makeCertificate() throws -> (cert: String, key: String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=node.test",
+            "-addext", "subjectAltName=DNS:node.test", "-keyout", key, "-out", cert,
+        ]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw HealthCheckError("openssl req failed") }
+        return (cert, key)
+    }
+
+    @Test func httpsVerifiesTheCertificateAndItsName() async throws {
+        let (cert, key) = try Self.makeCertificate()
+        let context = try NIOSSLContext(
+            configuration: .makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) }, privateKey: .file(key)))
+        let server = try await ServerBootstrap(group: Self.group)
+            .childChannelInitializer { ch in
+                ch.eventLoop.makeCompletedFuture {
+                    try ch.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try ch.pipeline.syncOperations.addHandler(Canned("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nhealthy"))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { server.close(promise: nil) }
+        let port = server.localAddress!.port!
+        func https(_ tls: TLSCheck, body: String? = "healthy") async -> (passed: Bool, reason: String) {
+            await checker.run(.https(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: body, tls: tls), timeout: .seconds(3))
+        }
+        #expect(await https(TLSCheck(serverName: "node.test", caFile: cert)) == (true, "status 200"), "the name is in the certificate")
+        let byAddress = await https(TLSCheck(caFile: cert))
+        #expect(!byAddress.passed, "without server-name the address must be in it, and is not: \(byAddress.reason)")
+        let wrongName = await https(TLSCheck(serverName: "other.test", caFile: cert))
+        #expect(!wrongName.passed, "a name the certificate does not hold: \(wrongName.reason)")
+        let untrusted = await https(TLSCheck())
+        #expect(!untrusted.passed, "not signed by a CA the system trusts: \(untrusted.reason)")
+        #expect(await https(TLSCheck(verify: false)).passed, "verify: false takes any certificate")
+        // Plain HTTP to a TLS port is no pass.
+        #expect(await !checker.run(.http(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(1)).passed)
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: cert).deletingLastPathComponent().path)
     }
 
     @Test func dnsChecksTheRcode() async throws {

@@ -16,11 +16,11 @@ import Testing
     }
 
     func eventually(_ what: String, _ ok: () async -> Bool) async throws {
-        for _ in 0..<100 {
+        for _ in 0..<200 {
             if await ok() { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        Issue.record("not within 5 s: \(what)")
+        Issue.record("not within 10 s: \(what)")
     }
 
     @Test func nodesGoDownWhenTheirTargetsStopAndOnlyChangesAreReported() async throws {
@@ -71,7 +71,7 @@ import Testing
 
     @Test func aPoolsTTLDropsOnAChangeAndComesBackOnItsTimerAndChangesAreCounted() async throws {
         let caps = Mutex<[PoolTTL.Change]>([])
-        let pool = PoolConfig(id: "web", members: ["d", "e"], minTTL: 4, maxTTL: 60, settle: 0.3, declaredAt: "c.yaml:1")
+        let pool = PoolConfig(id: "web", members: ["d", "e"], minTTL: 4, maxTTL: 60, settle: 2, declaredAt: "c.yaml:1")
         let monitor = HealthMonitor(
             checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["d": ([], .up), "e": ([], .up)], pools: [pool],
             onChange: { _ in }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
@@ -91,15 +91,15 @@ import Testing
     @Test func reportsDriveAReportCheckAndSilenceCountsAsFailure() async throws {
         let changes = Changes()
         let report = HealthMonitor.Scheduled(
-            name: "1:report", check: .report, policy: CheckPolicy(rise: 1, fall: 1), interval: .milliseconds(400), timeout: .seconds(1))
+            name: "1:report", check: .report, policy: CheckPolicy(rise: 1, fall: 1), interval: .seconds(2), timeout: .seconds(1))
         let monitor = HealthMonitor(
             checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["f": ([report], .up), "g": ([], .up)], onChange: { changes.add($0) })
         await monitor.start()
         #expect(await monitor.report("g", passed: true, detail: nil) == .notExpected)
         #expect(await monitor.report("nosuch", passed: true, detail: nil) == .unknownNode)
-        // Heartbeats more often than stale-after keep it up.
+        // Heartbeats more often than stale-after keep it up (2 s, well above a loaded machine's delays).
         for _ in 0..<4 {
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(100))
             guard case .recorded(let s) = await monitor.report("f", passed: true, detail: nil) else { Issue.record("not recorded"); return }
             #expect(s.state == "up")
         }
@@ -108,9 +108,9 @@ import Testing
         #expect(down.state == "down" && down.lastReason == "1:report: reported failing (disk full)")
         #expect(await monitor.report("f", passed: true, detail: nil) != .unknownNode)
         #expect(await monitor.state(of: "f") == .up)
-        // Silence: stale after 400 ms.
+        // Silence: stale after 2 s.
         try await eventually("no report goes stale") { await monitor.state(of: "f") == .down }
-        #expect(changes.all.last?.reason.hasPrefix("1:report: no report for 0.4 s") == true, "\(changes.all.map(\.reason))")
+        #expect(changes.all.last?.reason.hasPrefix("1:report: no report for 2.0 s") == true, "\(changes.all.map(\.reason))")
         await monitor.stop()
     }
 }
