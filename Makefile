@@ -15,7 +15,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo verifier-stats clean
+.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats clean
 
 all: build
 
@@ -68,7 +68,7 @@ test: deps bpf $(GEO_DB)
 	$(SWIFT) test --skip-build
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath bench-geo
+bench: bench-xdp bench-slowpath bench-geo bench-health
 
 bench-xdp: build
 	tools/bench-xdp.sh
@@ -79,6 +79,9 @@ bench-slowpath: build
 
 bench-geo: build
 	tools/bench-geo.sh
+
+bench-health: build
+	tools/bench-health.sh
 
 clean:
 	rm -rf .build

@@ -16,10 +16,38 @@ public struct StatsReport: Codable, Equatable, Sendable {
     /// The XDP program's verdicts by reason, summed over CPUs, since the program's maps were
     /// created (they outlive daemon restarts); nil when the fast path is off.
     public var xdp: [Counter]?
+    /// How health changes reached the answers; nil without geo nodes.
+    public var health: HealthWrites?
 
-    public init(uptime: Double, xdp: [Counter]?) {
+    public init(uptime: Double, xdp: [Counter]?, health: HealthWrites? = nil) {
         self.uptime = uptime
         self.xdp = xdp
+        self.health = health
+    }
+}
+
+/// Health changes and the map writes they made since the daemon started, with the time from each
+/// node's state decision to its map write (DESIGN §6), over the most recent changes.
+public struct HealthWrites: Codable, Equatable, Sendable {
+    /// Changes of a node's state, and of a pool's TTL cap.
+    public var nodeChanges: Int
+    public var poolChanges: Int
+    /// Writes into the XDP maps they made (one per change: a node's or a pool's entry).
+    public var mapWrites: Int
+    /// Decision to map write, in microseconds: median, 99th percentile and most, over `samples`.
+    public var p50Micros: Double
+    public var p99Micros: Double
+    public var maxMicros: Double
+    public var samples: Int
+
+    public init(nodeChanges: Int, poolChanges: Int, mapWrites: Int, p50Micros: Double, p99Micros: Double, maxMicros: Double, samples: Int) {
+        self.nodeChanges = nodeChanges
+        self.poolChanges = poolChanges
+        self.mapWrites = mapWrites
+        self.p50Micros = p50Micros
+        self.p99Micros = p99Micros
+        self.maxMicros = maxMicros
+        self.samples = samples
     }
 }
 

@@ -30,6 +30,8 @@ public actor HealthMonitor {
         public var to: HealthState
         /// The check and its result that made it.
         public var reason: String
+        /// When the monitor decided it (the start of the way to the maps).
+        public var decidedAt = ContinuousClock.now
     }
 
     let checker: HealthChecker

@@ -55,7 +55,15 @@ struct Stats: AsyncParsableCommand {
 
     /// The counters as a table: reason, total, and per second when `rates` are known.
     static func render(_ report: StatsReport, rates: [String: Double]?) -> String {
-        guard let xdp = report.xdp else { return "XDP fast path: off (nearcastd runs without --xdp)\n" }
+        var health = ""
+        if let h = report.health {
+            health = "health: \(h.nodeChanges) node changes, \(h.poolChanges) pool TTL changes, \(h.mapWrites) map writes"
+            if h.samples > 0 {
+                health += String(format: "; decision to map write p50 %.1f us, p99 %.1f us, max %.1f us (last %d)", h.p50Micros, h.p99Micros, h.maxMicros, h.samples)
+            }
+            health += "\n"
+        }
+        guard let xdp = report.xdp else { return "XDP fast path: off (nearcastd runs without --xdp)\n" + health }
         let width = max(xdp.map(\.name.count).max() ?? 0, 6)
         var out = "XDP fast path: verdicts by reason, all CPUs, since its maps were created\n"
         out += "  " + "reason".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("total", 16)
@@ -65,7 +73,7 @@ struct Stats: AsyncParsableCommand {
             if let r = rates { out += "  " + Self.pad(String(format: "%.0f", r[c.name] ?? 0), 12) }
             out += "\n"
         }
-        return out
+        return out + health
     }
 
     static func pad(_ s: String, _ width: Int) -> String {

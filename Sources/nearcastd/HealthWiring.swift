@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import Synchronization
 import NearcastCore
 import NearcastDataPath
 import NearcastHealth
@@ -11,7 +12,7 @@ enum HealthWiring {
     /// Starts monitoring every geo node of `config`: those without checks are up unless an
     /// operator says otherwise (drain, force-down).
     static func start(
-        config: GeoConfig, table: GeoTable, fastPath: FastPath?, group: any EventLoopGroup, logger: Logger
+        config: GeoConfig, table: GeoTable, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
     ) async -> HealthMonitor {
         var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
         for n in config.nodes {
@@ -21,16 +22,21 @@ enum HealthWiring {
             checker: HealthChecker(group: group), nodes: nodes, pools: config.pools,
             onChange: { change in
                 table.board.set(change.node, up: change.to.isServing)
-                do { try fastPath?.setNodeHealth(change.node, up: change.to.isServing) } catch {
+                do {
+                    if try fastPath?.setNodeHealth(change.node, up: change.to.isServing) == true {
+                        writes.nodeWritten(after: change.decidedAt)
+                    }
+                } catch {
                     logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
                 }
+                writes.nodeChanged()
                 logger.notice(
                     "node health changed",
                     metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
             },
             onPoolTTL: { change in
                 table.board.setTTLCap(change.pool, change.cap)
-                do { try fastPath?.setPoolTTLCap(change.pool, change.cap) } catch {
+                do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.poolWritten() } } catch {
                     logger.error("pool TTL not written to the fast path", metadata: ["pool": "\(change.pool)", "error": "\(error)"])
                 }
                 logger.notice(
@@ -42,5 +48,47 @@ enum HealthWiring {
         await m.start()
         logger.info("health checks running", metadata: ["nodes": "\(nodes.count)", "checks": "\(nodes.values.map(\.checks.count).reduce(0, +))"])
         return m
+    }
+}
+
+/// Counts health changes and the map writes they make, and keeps the time from decision to write
+/// of the most recent node changes, for `GET /v1/stats`.
+final class HealthWriteLog: Sendable {
+    private struct State {
+        var nodeChanges = 0
+        var poolChanges = 0
+        var mapWrites = 0
+        var latencies: [Double] = []  // microseconds, a ring of `keep`
+        var next = 0
+    }
+    private let state = Mutex(State())
+    static let keep = 4096
+
+    func nodeChanged() { state.withLock { $0.nodeChanges += 1 } }
+
+    func nodeWritten(after decided: ContinuousClock.Instant) {
+        let d = ContinuousClock.now - decided
+        let micros = Double(d.components.seconds) * 1e6 + Double(d.components.attoseconds) / 1e12
+        state.withLock { s in
+            s.mapWrites += 1
+            if s.latencies.count < Self.keep { s.latencies.append(micros) } else { s.latencies[s.next] = micros }
+            s.next = (s.next + 1) % Self.keep
+        }
+    }
+
+    func poolWritten() {
+        state.withLock {
+            $0.poolChanges += 1
+            $0.mapWrites += 1
+        }
+    }
+
+    var report: HealthWrites {
+        let s = state.withLock { $0 }
+        let sorted = s.latencies.sorted()
+        func at(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        return HealthWrites(
+            nodeChanges: s.nodeChanges, poolChanges: s.poolChanges, mapWrites: s.mapWrites, p50Micros: at(0.5), p99Micros: at(0.99),
+            maxMicros: sorted.last ?? 0, samples: sorted.count)
     }
 }

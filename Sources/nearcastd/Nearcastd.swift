@@ -188,8 +188,10 @@ struct Nearcastd: AsyncParsableCommand {
             }
         }
         var monitor: HealthMonitor?
+        let healthWrites = HealthWriteLog()
         if let table = geo {
-            monitor = await HealthWiring.start(config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, logger: logger)
+            monitor = await HealthWiring.start(
+                config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
         }
         var api: ManagementAPI?
         if let address = cfg.api.listen {
@@ -225,7 +227,7 @@ struct Nearcastd: AsyncParsableCommand {
                     let uptime = ContinuousClock.now - startedAt
                     return StatsReport(
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
-                        xdp: try deployment?.fastPath.statistics().counters)
+                        xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
                 }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
                 setOverride: overrideSource)
             do {

@@ -333,6 +333,14 @@ import Glibc
         #expect(listing.stdout.contains("pool web") && listing.stdout.contains("unsettled, TTL at most 3 s"), "\(listing.stdout)")
         #expect(try cli(["node", "undrain", "par1"]).status == 0)
         #expect(try answer() == ["192.0.2.20"], "undrained: par1 again")
+        // Every change was counted, and each made one map write (a node's entry; a pool's too when
+        // its TTL cap moved), timed from its decision.
+        let stats = try cli(["stats"])
+        let health = try #require(stats.stdout.split(separator: "\n").first { $0.hasPrefix("health: ") }, "\(stats.stdout)")
+        let numbers = health.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        #expect(numbers.count >= 3 && numbers[0] == 4, "down, up, drain, undrain: \(health)")
+        #expect(numbers.count >= 3 && numbers[2] == numbers[0] + numbers[1], "one map write per change: \(health)")
+        #expect(health.contains("decision to map write p50"), "\(health)")
         let after = try Self.counters(t)
         #expect(after["answered_geo", default: 0] > before["answered_geo", default: 0], "answered by XDP throughout")
         #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
