@@ -114,7 +114,10 @@ int nearcast_xdp(struct xdp_md *ctx)
 	}
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
 	if (reason == NC_ANSWERED)
-		return nc_exit(truncated ? NC_LIMIT_TRUNCATED : geo ? NC_ANSWERED_GEO : NC_ANSWERED, XDP_TX);
+		return nc_exit(truncated ? NC_LIMIT_TRUNCATED
+				: geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
+					  : NC_ANSWERED,
+			       XDP_TX);
 	if (reason == NC_DROP_INTERNAL || truncated)
 		return nc_exit(reason == NC_DROP_INTERNAL ? reason : NC_LIMIT_DROPPED, XDP_DROP);
 	/* The frame could not grow (nothing was changed): the slow path answers, within the budget. */

@@ -21,6 +21,7 @@ _Static_assert(sizeof(struct nc_pool) == 4 && offsetof(struct nc_geo_name, pool)
 _Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
 _Static_assert(offsetof(struct nc_stats, limit_dropped) == NC_LIMIT_DROPPED * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64), "nc_stats in reason order");
+_Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16,
 	       "map names fit the kernel's 15 characters");

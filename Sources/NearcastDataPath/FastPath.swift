@@ -378,6 +378,7 @@ public final class FastPath: Sendable {
             total.limitDropped += s.limit_dropped
             total.answeredGeo += s.answered_geo
             total.passGeo += s.pass_geo
+            total.answeredGeoAllDown += s.answered_geo_all_down
         }
         return total
     }
@@ -400,6 +401,8 @@ public struct FastPathStats: Equatable, Sendable {
     public var limitDropped: UInt64 = 0
     public var answeredGeo: UInt64 = 0
     public var passGeo: UInt64 = 0
+    /// Geo answers given fail-open: every candidate of the client's class was down.
+    public var answeredGeoAllDown: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -410,6 +413,7 @@ public struct FastPathStats: Equatable, Sendable {
             ("pass_miss", passMiss), ("pass_too_big", passTooBig), ("pass_no_room", passNoRoom),
             ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
+            ("answered_geo_all_down", answeredGeoAllDown),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }

@@ -33,6 +33,22 @@ enum HealthWiring {
                 logger.notice(
                     "node health changed",
                     metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
+                // A pool with no member left to answer falls back on its names' all-down policy
+                // (DESIGN §5: always logged; XDP counts its fail-open answers).
+                if change.from.isServing != change.to.isServing {
+                    let down = table.board.down
+                    for pool in config.pools where pool.members.contains(change.node) {
+                        let othersDown = pool.members.allSatisfy { $0 == change.node || down.contains($0) }
+                        guard othersDown else { continue }
+                        if change.to.isServing {
+                            logger.notice("pool has a node up again", metadata: ["pool": "\(pool.id)", "node": "\(change.node)"])
+                        } else {
+                            logger.warning(
+                                "every node of the pool is down: its names answer by their all-down policy",
+                                metadata: ["pool": "\(pool.id)", "names": "\(config.names.filter { $0.pool == pool.id }.map { "\($0.name) \($0.type) \($0.allDown.rawValue)" })"])
+                        }
+                    }
+                }
             },
             onPoolTTL: { change in
                 table.board.setTTLCap(change.pool, change.cap)

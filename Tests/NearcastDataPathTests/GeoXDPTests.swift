@@ -117,12 +117,17 @@ import Testing
         try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7])
         let paris = try fp.program.testRun(Packet(payload: query("geo.example.test.", .a, ecs: nil)).bytes)
         #expect(paris.returnValue == XDPProgramTests.XDP_TX)
+        #expect(try fp.statistics().answeredGeoAllDown == 0, "a candidate is up: no fail-open")
 
         t.unhealthy = ["fra1", "par1", "nyc1", "tyo1"]
         fp = try Self.fastPath(t)
         r = Self.responder(t)
-        // fail-open (the default): the top ones anyway; servfail: left to the slow path.
+        // fail-open (the default): the top ones anyway, and counted as such; servfail: left to the
+        // slow path.
+        let allDown = try fp.statistics()
         #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+        let failOpen = try fp.statistics()
+        #expect(failOpen.answeredGeoAllDown - allDown.answeredGeoAllDown == 1 && failOpen.answeredGeo == allDown.answeredGeo)
         let before = try fp.statistics()
         #expect(try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_PASS)
         #expect(try fp.statistics().passGeo - before.passGeo == 1)

@@ -63,6 +63,7 @@ struct nc_scratch {
 	struct nc_answer geo; /* a geo name's answer, built for this client (geo.h) */
 	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
 	__u32 spill_weight[4];
+	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
 };
 
 struct {

@@ -205,6 +205,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	 * rather than once per count.
 	 */
 	out->ancount = 0;
+	s->geo_all_down = 0;
 	if (first < NC_GEO_DEPTH) {
 		__u32 id = c->node[first & (NC_GEO_DEPTH - 1)];
 		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
@@ -220,6 +221,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 			break;
 		if (pass == 1 && !g->fail_open)
 			return NC_PASS_GEO;
+		s->geo_all_down = pass;
 		for (__u32 i = 0; i < NC_GEO_DEPTH; i++) { /* bound: the candidates kept */
 			nc_barrier();
 			__u32 n = out->ancount;

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 7
+#define NC_ABI_VERSION 8
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -220,6 +220,7 @@ enum nc_reason {
 	NC_LIMIT_DROPPED,	/* above the pass budget: dropped instead of passed */
 	NC_ANSWERED_GEO,	/* a geo name answered from the geo maps (XDP_TX) */
 	NC_PASS_GEO,		/* a geo name XDP leaves to the slow path: every candidate down and no fail-open */
+	NC_ANSWERED_GEO_ALL_DOWN, /* a geo name answered fail-open: every candidate down, the top ones anyway */
 	NC_REASON_MAX,
 };
 
@@ -241,6 +242,7 @@ struct nc_stats {
 	__u64 limit_dropped;
 	__u64 answered_geo;
 	__u64 pass_geo;
+	__u64 answered_geo_all_down;
 };
 
 #endif /* NEARCAST_ABI_H */
