@@ -438,3 +438,14 @@ extension GeoConfig {
         return rc == 1 ? out : nil
     }
 }
+
+extension GeoConfig {
+    /// Whether `other` describes the same geo names, pools, nodes and database, wherever in the
+    /// file they are written (a reload keeps the compiled geo table when it does).
+    public func isEquivalent(to other: GeoConfig) -> Bool {
+        func nodes(_ g: GeoConfig) -> [NodeConfig] { g.nodes.map { var n = $0; n.declaredAt = ""; return n } }
+        func pools(_ g: GeoConfig) -> [PoolConfig] { g.pools.map { var p = $0; p.declaredAt = ""; return p } }
+        func names(_ g: GeoConfig) -> [GeoNameConfig] { g.names.map { var n = $0; n.declaredAt = ""; return n } }
+        return databasePath == other.databasePath && nodes(self) == nodes(other) && pools(self) == pools(other) && names(self) == names(other)
+    }
+}

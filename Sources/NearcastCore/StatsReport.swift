@@ -117,3 +117,39 @@ public struct PoolStatus: Codable, Equatable, Sendable {
         self.ttlCap = ttlCap
     }
 }
+
+/// What a reload did (`POST /v1/reload`, SIGHUP): the zones now served and the answers written.
+public struct ReloadReport: Codable, Equatable, Sendable {
+    public var zones: Int
+    public var records: Int
+    /// Answers in the XDP names table after the switch, and how many were written (changed).
+    public var fastPathAnswers: Int?
+    public var fastPathWritten: Int?
+    public var seconds: Double
+
+    public init(zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, seconds: Double) {
+        self.zones = zones
+        self.records = records
+        self.fastPathAnswers = fastPathAnswers
+        self.fastPathWritten = fastPathWritten
+        self.seconds = seconds
+    }
+}
+
+/// Why a reload was refused; the running state is untouched.
+public enum ReloadError: Error, CustomStringConvertible, Sendable {
+    /// The config or a zone has errors (each with file and line).
+    case invalid(DiagnosticsError)
+    /// Settings that only a restart applies changed.
+    case needsRestart([String])
+    /// Writing the fast path's maps failed (the live generation stays).
+    case fastPath(String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let d): return "the new config is not valid, nothing was changed:\n" + d.description
+        case .needsRestart(let what): return "\(what.joined(separator: ", ")) changed: those apply at a restart; nothing was changed"
+        case .fastPath(let e): return "the fast path's maps could not be written (\(e)); the old data is still served"
+        }
+    }
+}

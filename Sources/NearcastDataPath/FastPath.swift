@@ -166,14 +166,18 @@ public final class FastPath: Sendable {
     /// With `geo`, its maps are written first (nodes, candidates, prefixes: in place, then what is
     /// stale is deleted), and its names join the table, so a geo name is answered once its maps
     /// are there.
+    /// With `geoMapsWritten` (a reload whose geo table is the one already written), only the
+    /// names table is written.
     @discardableResult
-    public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
+    public func write(_ image: AnswerImage, geo: GeoTable? = nil, geoMapsWritten: Bool = false) throws(BPFError) -> TableWrite {
         var entries = image.entries.map(Self.encode)
         if let geo {
-            let written = try writeGeoMaps(geo)
-            state.withLock {
-                $0.nodes = written.nodes
-                $0.pools = written.pools
+            if !geoMapsWritten {
+                let written = try writeGeoMaps(geo)
+                state.withLock {
+                    $0.nodes = written.nodes
+                    $0.pools = written.pools
+                }
             }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map(Self.encodeGeo)

@@ -7,18 +7,23 @@ import NIOCore
 import NIOPosix
 import NearcastCore
 
-/// The slow path: UDP and TCP listeners on every configured address, answering from a `Responder`.
+/// The slow path: UDP and TCP listeners on every configured address, answering from the current
+/// `Responder` of its source (which a reload replaces).
 ///
 /// Each UDP address gets one socket per event loop (SO_REUSEPORT), so every core reads its own queue.
 public final class DNSServer: Sendable {
-    public let responder: Responder
+    public let responders: ResponderSource
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
     private let channels: NIOLockedValueBox<[any Channel]> = .init([])
 
-    public init(responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger) {
-        self.responder = responder
+    public convenience init(responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger) {
+        self.init(responders: ResponderSource(responder), group: group, tcpIdleTimeout: tcpIdleTimeout, logger: logger)
+    }
+
+    public init(responders: ResponderSource, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger) {
+        self.responders = responders
         self.group = group
         self.tcpIdleTimeout = tcpIdleTimeout
         self.logger = logger
@@ -38,7 +43,7 @@ public final class DNSServer: Sendable {
                 metadata: ["address": "\(address)"])
         }
         // TCP first, so that with port 0 the UDP sockets take the port TCP got.
-        let responder = self.responder
+        let responders = self.responders
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -50,7 +55,7 @@ public final class DNSServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(DNSTCPHandler(responder: responder))
+                    try channel.pipeline.syncOperations.addHandler(DNSTCPHandler(responders: responders))
                 }
             }
             .bind(to: target).get()
@@ -67,7 +72,7 @@ public final class DNSServer: Sendable {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DNSUDPHandler(responder: responder))
+                        try channel.pipeline.syncOperations.addHandler(DNSUDPHandler(responders: responders))
                     }
                 }
                 .bind(to: target).get()

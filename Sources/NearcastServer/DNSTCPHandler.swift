@@ -24,15 +24,15 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     /// No reply cache here: this handler lives as long as one connection, and a cache per
     /// connection would cost memory per client for the few queries a connection carries.
-    let responder: Responder
+    let responders: ResponderSource
 
-    init(responder: Responder) {
-        self.responder = responder
+    init(responders: ResponderSource) {
+        self.responders = responders
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard let reply = responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes) else { return }
+        guard let reply = responders.current.responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes) else { return }
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)

@@ -6,15 +6,22 @@ final class DNSUDPHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
-    let responder: Responder
-    /// This handler's own cache: a handler lives on one event loop, so it needs no lock.
+    let responders: ResponderSource
+    /// This handler's own cache: a handler lives on one event loop, so it needs no lock. It holds
+    /// replies of one responder generation, and is emptied when a reload brings another.
     var cache = ReplyCache()
+    var generation = 0
 
-    init(responder: Responder) {
-        self.responder = responder
+    init(responders: ResponderSource) {
+        self.responders = responders
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let (generation, responder) = responders.current
+        if generation != self.generation {
+            cache = ReplyCache()
+            self.generation = generation
+        }
         let envelope = Self.unwrapInboundIn(data)
         let query = Array(envelope.data.readableBytesView)
         let client = envelope.remoteAddress.addressBytes

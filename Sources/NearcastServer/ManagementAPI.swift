@@ -13,7 +13,7 @@ import ServiceLifecycle
 ///
 /// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
-/// agent, or write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
+/// agent, or write), `POST /v1/reload` (admin), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
@@ -30,6 +30,8 @@ public final class ManagementAPI: Sendable {
         /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
         /// (nil: until taken back); returns the node's status, nil for an unknown node.
         public var setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
+        /// Reloads the config and zone files (the argument says who asked, for the log).
+        public var reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
@@ -37,7 +39,8 @@ public final class ManagementAPI: Sendable {
             nodes: (@Sendable () async -> [NodeStatus])? = nil,
             pools: (@Sendable () async -> [PoolStatus])? = nil,
             report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
-            setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil
+            setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil,
+            reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil
         ) {
             self.stats = stats
             self.explain = explain
@@ -45,6 +48,7 @@ public final class ManagementAPI: Sendable {
             self.pools = pools
             self.report = report
             self.setOverride = setOverride
+            self.reload = reload
         }
     }
 
@@ -94,6 +98,21 @@ public final class ManagementAPI: Sendable {
             case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
             case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
+        }
+        v1.post("reload") { _, context -> Response in
+            try context.require(.admin)
+            guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
+            let report: ReloadReport
+            do throws(ReloadError) {
+                report = try await reload("API (\(context.caller?.source ?? "?"))")
+            } catch {
+                switch error {
+                case .invalid: throw HTTPError(.badRequest, message: error.description)
+                case .needsRestart: throw HTTPError(.conflict, message: error.description)
+                case .fastPath: throw HTTPError(.internalServerError, message: error.description)
+                }
+            }
+            return try jsonResponse(report)
         }
         v1.get("pools") { _, context -> Response in
             try context.require(.read)

@@ -156,9 +156,10 @@ struct Nearcastd: AsyncParsableCommand {
         }
 
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
+        let responders = ResponderSource(responder)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
-            responder: responder, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
+            responders: responders, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
         do {
             for address in cfg.listen { try await server.listen(on: address) }
         } catch {
@@ -193,6 +194,10 @@ struct Nearcastd: AsyncParsableCommand {
             monitor = await HealthWiring.start(
                 config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
         }
+        let command = self
+        let reloader = Reloader(
+            running: cfg, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
+            responders: responders, fastPath: fastPath?.fastPath, logger: logger)
         var api: ManagementAPI?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
@@ -229,7 +234,7 @@ struct Nearcastd: AsyncParsableCommand {
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                         xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
                 }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
-                setOverride: overrideSource)
+                setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) })
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {
@@ -240,7 +245,12 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let signal = await Self.waitForTermination()
+        let signal = await Self.waitForTermination(onHangup: {
+            Task {
+                // Refused reloads are logged by the reloader; the old data goes on being served.
+                _ = try? await reloader.reload(by: "SIGHUP")
+            }
+        })
         logger.info("stopping", metadata: ["signal": "\(signal)"])
         await monitor?.stop()
         await api?.stop()
@@ -257,11 +267,17 @@ struct Nearcastd: AsyncParsableCommand {
         }
     }
 
-    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
-    static func waitForTermination() async -> String {
+    /// Suspends until SIGTERM or SIGINT arrives; returns its name. Each SIGHUP meanwhile calls
+    /// `onHangup`.
+    static func waitForTermination(onHangup: @escaping @Sendable () -> Void) async -> String {
         await withCheckedContinuation { (cont: CheckedContinuation<String, Never>) in
             let queue = DispatchQueue(label: "nearcastd.signals")
             let once = SignalOnce(cont)
+            signal(SIGHUP, SIG_IGN)
+            let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+            hangup.setEventHandler(handler: onHangup)
+            hangup.resume()
+            once.keep(hangup)
             for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
                 signal(sig, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)

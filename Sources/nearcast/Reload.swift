@@ -1,0 +1,20 @@
+import ArgumentParser
+import NearcastCore
+
+/// `nearcast reload`: the daemon reads its config and zone files again (as on SIGHUP) and switches
+/// to them at once, or refuses and keeps serving what it has.
+struct Reload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Reload the config and zone files; on any error nothing changes and the error is printed.")
+
+    @OptionGroup var options: APIOptions
+
+    func run() async throws {
+        try await Nodes.reportingFailures {
+            let r = try await options.client(role: .admin).post("/v1/reload", as: ReloadReport.self)
+            var line = "reloaded: \(r.zones) zone\(r.zones == 1 ? "" : "s"), \(r.records) records"
+            if let n = r.fastPathAnswers, let w = r.fastPathWritten { line += "; XDP names table: \(n) answers, \(w) written" }
+            print(line + String(format: " (%.2f s)", r.seconds))
+        }
+    }
+}
