@@ -311,6 +311,12 @@ public final class FastPath: Sendable {
         return (written, poolIndex)
     }
 
+    /// Every map the control plane fills: its name, the entries written, and its kernel memory.
+    public func mapSizes(geo: GeoTable?) -> [(name: String, entries: Int, bytes: Int?)] {
+        let names = state.withLock { $0.live.count }
+        return ([(NC_MAP_NAMES, names)] + (geo.map(geoMapSizes) ?? [])).map { ($0.0, $0.1, memlock(of: $0.0)) }
+    }
+
     /// The geo maps' names and how many entries `geo` puts in each.
     public func geoMapSizes(_ geo: GeoTable) -> [(String, Int)] {
         [

@@ -13,6 +13,7 @@ import NearcastCore
 /// Each UDP address gets one socket per event loop (SO_REUSEPORT), so every core reads its own queue.
 public final class DNSServer: Sendable {
     public let responders: ResponderSource
+    let metrics: NearcastMetrics?
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
@@ -22,8 +23,13 @@ public final class DNSServer: Sendable {
         self.init(responders: ResponderSource(responder), group: group, tcpIdleTimeout: tcpIdleTimeout, logger: logger)
     }
 
-    public init(responders: ResponderSource, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger) {
+    /// `metrics`: where replies are counted (by transport and rcode), if anywhere.
+    public init(
+        responders: ResponderSource, metrics: NearcastMetrics? = nil, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10),
+        logger: Logger
+    ) {
         self.responders = responders
+        self.metrics = metrics
         self.group = group
         self.tcpIdleTimeout = tcpIdleTimeout
         self.logger = logger
@@ -44,6 +50,7 @@ public final class DNSServer: Sendable {
         }
         // TCP first, so that with port 0 the UDP sockets take the port TCP got.
         let responders = self.responders
+        let metrics = self.metrics
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -55,7 +62,7 @@ public final class DNSServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(DNSTCPHandler(responders: responders))
+                    try channel.pipeline.syncOperations.addHandler(DNSTCPHandler(responders: responders, metrics: metrics))
                 }
             }
             .bind(to: target).get()
@@ -72,7 +79,7 @@ public final class DNSServer: Sendable {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DNSUDPHandler(responders: responders))
+                        try channel.pipeline.syncOperations.addHandler(DNSUDPHandler(responders: responders, metrics: metrics))
                     }
                 }
                 .bind(to: target).get()

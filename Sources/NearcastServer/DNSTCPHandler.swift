@@ -26,13 +26,17 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
     /// connection would cost memory per client for the few queries a connection carries.
     let responders: ResponderSource
 
-    init(responders: ResponderSource) {
+    let metrics: NearcastMetrics?
+
+    init(responders: ResponderSource, metrics: NearcastMetrics?) {
         self.responders = responders
+        self.metrics = metrics
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
         guard let reply = responders.current.responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes) else { return }
+        metrics?.countReply(reply, transport: .tcp)
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)

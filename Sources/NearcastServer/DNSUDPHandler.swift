@@ -12,8 +12,11 @@ final class DNSUDPHandler: ChannelInboundHandler {
     var cache = ReplyCache()
     var generation = 0
 
-    init(responders: ResponderSource) {
+    let metrics: NearcastMetrics?
+
+    init(responders: ResponderSource, metrics: NearcastMetrics?) {
         self.responders = responders
+        self.metrics = metrics
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -26,6 +29,7 @@ final class DNSUDPHandler: ChannelInboundHandler {
         let query = Array(envelope.data.readableBytesView)
         let client = envelope.remoteAddress.addressBytes
         guard let reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
+        metrics?.countReply(reply, transport: .udp)
         let buffer = context.channel.allocator.buffer(bytes: reply)
         context.write(Self.wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
     }

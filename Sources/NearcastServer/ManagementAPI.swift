@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// but the liveness one, `GET /healthz`, needs a bearer token from the tokens file whose role is
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
-/// Routes so far: `GET /healthz`, `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
+/// Routes so far: `GET /healthz`, `GET /metrics` (read; Prometheus), `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
 /// agent, or write), `POST /v1/reload` (admin), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write).
@@ -30,6 +30,8 @@ public final class ManagementAPI: Sendable {
         /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
         /// (nil: until taken back); returns the node's status, nil for an unknown node.
         public var setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
+        /// The Prometheus text exposition of the daemon's metrics.
+        public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
         public var reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)?
 
@@ -40,7 +42,8 @@ public final class ManagementAPI: Sendable {
             pools: (@Sendable () async -> [PoolStatus])? = nil,
             report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
             setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil,
-            reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil
+            reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil,
+            metrics: (@Sendable () async throws -> [UInt8])? = nil
         ) {
             self.stats = stats
             self.explain = explain
@@ -49,6 +52,7 @@ public final class ManagementAPI: Sendable {
             self.report = report
             self.setOverride = setOverride
             self.reload = reload
+            self.metrics = metrics
         }
     }
 
@@ -69,6 +73,14 @@ public final class ManagementAPI: Sendable {
     ) async throws -> ManagementAPI {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
+        // Prometheus scrapes with a bearer token too (`authorization:` in its scrape config).
+        router.group("metrics").add(middleware: BearerAuth(tokens: tokens, logger: logger)).get { _, context -> Response in
+            try context.require(.read)
+            guard let metrics = sources.metrics else { throw HTTPError(.notFound, message: "no metrics") }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try await metrics())))
+        }
         let v1 = router.group("v1").add(middleware: BearerAuth(tokens: tokens, logger: logger))
         v1.get("stats") { _, context -> Response in
             try context.require(.read)

@@ -129,6 +129,7 @@ struct Nearcastd: AsyncParsableCommand {
         // blocking work for a whole GeoLite2-City).
         var geo: GeoTable?
         var geoDatabase: MaxMindDatabase?
+        var geoCompileSeconds: Double?
         if !cfg.geo.names.isEmpty {
             let started = ContinuousClock.now
             do {
@@ -145,6 +146,8 @@ struct Nearcastd: AsyncParsableCommand {
                 FileHandle.standardError.write("\(error)\n")
                 throw ExitCode(1)
             }
+            let compiled = ContinuousClock.now - started
+            geoCompileSeconds = Double(compiled.components.seconds) + Double(compiled.components.attoseconds) / 1e18
             let r = geo!.image.report
             logger.info(
                 "geo compiled",
@@ -157,9 +160,10 @@ struct Nearcastd: AsyncParsableCommand {
 
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
         let responders = ResponderSource(responder)
+        let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
-            responders: responders, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
+            responders: responders, metrics: metrics, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
         do {
             for address in cfg.listen { try await server.listen(on: address) }
         } catch {
@@ -197,14 +201,14 @@ struct Nearcastd: AsyncParsableCommand {
         let command = self
         let reloader = Reloader(
             running: cfg, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
-            responders: responders, fastPath: fastPath?.fastPath, logger: logger)
+            responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, logger: logger)
         var api: ManagementAPI?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
             let deployment = fastPath
-            let table = geo, database = geoDatabase
+            let table = geo, database = geoDatabase, compileSeconds = geoCompileSeconds
             var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
             if let table, let database {
                 explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
@@ -234,7 +238,16 @@ struct Nearcastd: AsyncParsableCommand {
                         uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                         xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
                 }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
-                setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) })
+                setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
+                metrics: {
+                    let uptime = ContinuousClock.now - startedAt
+                    let snapshot = MetricsSnapshot(
+                        uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        geoCompileSeconds: compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
+                        nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
+                        health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
+                    return metrics.render(snapshot)
+                })
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

@@ -16,17 +16,19 @@ actor Reloader {
     let geo: GeoTable?
     let responders: ResponderSource
     let fastPath: FastPath?
+    let metrics: NearcastMetrics?
     let logger: Logger
 
     init(
         running: NearcastConfig, load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, geo: GeoTable?,
-        responders: ResponderSource, fastPath: FastPath?, logger: Logger
+        responders: ResponderSource, fastPath: FastPath?, metrics: NearcastMetrics? = nil, logger: Logger
     ) {
         self.running = running
         self.load = load
         self.geo = geo
         self.responders = responders
         self.fastPath = fastPath
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -35,6 +37,7 @@ actor Reloader {
         let started = ContinuousClock.now
         do {
             let report = try apply()
+            metrics?.countReload(seconds: report.seconds)
             logger.notice(
                 "reloaded",
                 metadata: [
@@ -44,6 +47,7 @@ actor Reloader {
                 ])
             return report
         } catch {
+            metrics?.countReload(seconds: nil)
             logger.error("reload refused", metadata: ["by": "\(by)", "why": "\(error)"])
             throw error
         }

@@ -1,0 +1,131 @@
+import NIOConcurrencyHelpers
+import NearcastCore
+import Prometheus
+
+/// The daemon's Prometheus metrics (`GET /metrics`, swift-prometheus). The slow path counts its
+/// replies as it sends them; everything else is read when scraped, from a `MetricsSnapshot`.
+public final class NearcastMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    /// Slow-path replies by transport (0 UDP, 1 TCP) and rcode (0...15).
+    private let replies: [[Counter]]
+    /// Counters fed from monotonic totals read at scrape time: the last total each was brought to.
+    private let fed = NIOLockedValueBox<[String: UInt64]>([:])
+    private let reloads: [Bool: Counter]
+    private let reloadSeconds: Gauge
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
+        replies = ["udp", "tcp"].map { transport in
+            (0..<16).map { rcode in
+                registry.makeCounter(
+                    name: "nearcast_slowpath_replies_total",
+                    labels: [("transport", transport), ("rcode", rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)")],
+                    help: "Replies sent by the slow path (user space), by transport and rcode.")
+            }
+        }
+        reloads = [true: true, false: false].mapValues { ok in
+            registry.makeCounter(
+                name: "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")], help: "Reloads of the config and zone files.")
+        }
+        reloadSeconds = registry.makeGauge(name: "nearcast_reload_seconds", help: "How long the last reload that went through took.")
+    }
+
+    /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
+    public func countReply(_ reply: [UInt8], transport: Transport) {
+        guard reply.count >= 4 else { return }
+        replies[transport == .udp ? 0 : 1][Int(reply[3] & 0x0F)].increment()
+    }
+
+    /// Counts a reload.
+    public func countReload(seconds: Double?) {
+        reloads[seconds != nil]!.increment()
+        if let seconds { reloadSeconds.set(seconds) }
+    }
+
+    /// The text exposition, with the scrape-time metrics taken from `snapshot`.
+    public func render(_ snapshot: MetricsSnapshot) -> [UInt8] {
+        let help = MetricHelp()
+        registry.makeGauge(name: "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
+        if let g = snapshot.geoCompileSeconds { registry.makeGauge(name: "nearcast_geo_compile_seconds", help: help.compile).set(g) }
+        for c in snapshot.xdp ?? [] {
+            feed("nearcast_xdp_packets_total", [("reason", c.name)], help.xdp, to: c.value)
+        }
+        let states = ["up", "degraded", "down", "drained"]
+        for n in snapshot.nodes {
+            for s in states {
+                registry.makeGauge(name: "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState)
+                    .set(to: n.state == s ? 1.0 : 0.0)
+            }
+            feed("nearcast_node_changes_total", [("node", n.id)], help.nodeChanges, to: UInt64(n.changes))
+        }
+        for p in snapshot.pools {
+            registry.makeGauge(name: "nearcast_pool_settled", labels: [("pool", p.id)], help: help.poolSettled).set(to: p.settled ? 1.0 : 0.0)
+            registry.makeGauge(name: "nearcast_pool_ttl_cap_seconds", labels: [("pool", p.id)], help: help.poolCap)
+                .set(p.ttlCap.map(Double.init) ?? .infinity)
+        }
+        if let h = snapshot.health {
+            feed("nearcast_health_map_writes_total", [], help.writes, to: UInt64(h.mapWrites))
+            for (q, v) in [("0.5", h.p50Micros), ("0.99", h.p99Micros), ("1", h.maxMicros)] {
+                registry.makeGauge(name: "nearcast_health_write_seconds", labels: [("quantile", q)], help: help.writeTime).set(v / 1e6)
+            }
+        }
+        for m in snapshot.maps {
+            registry.makeGauge(name: "nearcast_map_entries", labels: [("map", m.name)], help: help.mapEntries).set(Double(m.entries))
+            if let b = m.bytes { registry.makeGauge(name: "nearcast_map_bytes", labels: [("map", m.name)], help: help.mapBytes).set(Double(b)) }
+        }
+        return registry.emitToBuffer()
+    }
+
+    /// Brings a counter up to `total` (a monotonic total read elsewhere: the XDP maps outlive the
+    /// daemon, so the first scrape brings the whole total).
+    private func feed(_ name: String, _ labels: [(String, String)], _ help: String, to total: UInt64) {
+        let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+        let delta = fed.withLockedValue { last -> UInt64 in
+            let d = total >= last[key, default: 0] ? total - last[key, default: 0] : 0
+            last[key] = total
+            return d
+        }
+        let counter = labels.isEmpty ? registry.makeCounter(name: name, help: help) : registry.makeCounter(name: name, labels: labels, help: help)
+        if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
+    }
+
+    struct MetricHelp {
+        let uptime = "Seconds since the daemon started."
+        let compile = "How long the geo compile took at start."
+        let xdp = "Packets the XDP program handled, by verdict reason (answered, passed to the slow path, limited, dropped)."
+        let nodeState = "1 for the node's current health state, 0 for the others."
+        let nodeChanges = "Changes of the node's health state."
+        let poolSettled = "1 while the pool is settled (its names answer with their own TTL)."
+        let poolCap = "The cap on the pool's names' TTLs (+Inf: none)."
+        let writes = "Map writes made by health changes (a node's entry, a pool's TTL state)."
+        let writeTime = "Time from a health decision to its map write, over the most recent changes."
+        let mapEntries = "Entries written into each BPF map."
+        let mapBytes = "Kernel memory each BPF map takes (memlock)."
+    }
+}
+
+/// What `/metrics` reads at scrape time.
+public struct MetricsSnapshot: Sendable {
+    public var uptime: Double
+    public var geoCompileSeconds: Double?
+    public var xdp: [StatsReport.Counter]?
+    public var nodes: [NodeStatus]
+    public var pools: [PoolStatus]
+    public var health: HealthWrites?
+    public var maps: [(name: String, entries: Int, bytes: Int?)]
+
+    public init(
+        uptime: Double, geoCompileSeconds: Double? = nil, xdp: [StatsReport.Counter]? = nil, nodes: [NodeStatus] = [], pools: [PoolStatus] = [],
+        health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = []
+    ) {
+        self.uptime = uptime
+        self.geoCompileSeconds = geoCompileSeconds
+        self.xdp = xdp
+        self.nodes = nodes
+        self.pools = pools
+        self.health = health
+        self.maps = maps
+    }
+}

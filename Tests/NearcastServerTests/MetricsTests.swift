@@ -1,0 +1,71 @@
+import Foundation
+import NearcastCore
+import Testing
+
+@testable import NearcastServer
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Prometheus metrics: the exposition from a snapshot, and `GET /metrics` of a running daemon.
+@Suite(.timeLimit(.minutes(2))) struct MetricsTests {
+    /// The value of the series `name{labels}` in an exposition, if present.
+    static func value(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test func snapshotsBecomeSeriesAndTotalsOnlyGrow() {
+        let m = NearcastMetrics()
+        m.countReply([0, 1, 0x84, 0x03], transport: .udp)
+        m.countReply([0, 1, 0x84, 0x00], transport: .tcp)
+        m.countReload(seconds: 0.25)
+        var snap = MetricsSnapshot(
+            uptime: 12, geoCompileSeconds: 3.5, xdp: [.init(name: "answered", value: 40), .init(name: "pass_miss", value: 2)],
+            nodes: [NodeStatus(id: "fra1", state: "drained", changes: 3)], pools: [PoolStatus(id: "web", members: ["fra1"], settled: false, ttlCap: 5)],
+            health: HealthWrites(nodeChanges: 3, poolChanges: 1, mapWrites: 4, p50Micros: 2, p99Micros: 9, maxMicros: 20, samples: 3),
+            maps: [("nc_names", 17, 4096)])
+        var text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NXDOMAIN"}"#) == 1, "\(text)")
+        #expect(Self.value(text, #"nearcast_slowpath_replies_total{transport="tcp",rcode="NOERROR"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_xdp_packets_total{reason="answered"}"#) == 40)
+        #expect(Self.value(text, #"nearcast_node_state{node="fra1",state="drained"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_node_state{node="fra1",state="up"}"#) == 0)
+        #expect(Self.value(text, #"nearcast_pool_ttl_cap_seconds{pool="web"}"#) == 5)
+        #expect(Self.value(text, #"nearcast_health_write_seconds{quantile="0.99"}"#) == 9e-6)
+        #expect(Self.value(text, #"nearcast_map_bytes{map="nc_names"}"#) == 4096)
+        #expect(Self.value(text, #"nearcast_reloads_total{result="done"}"#) == 1)
+        #expect(text.contains("# TYPE nearcast_xdp_packets_total counter"))
+        // The next scrape brings the counters to the new totals.
+        snap.xdp = [.init(name: "answered", value: 55), .init(name: "pass_miss", value: 2)]
+        text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_xdp_packets_total{reason="answered"}"#) == 55)
+        #expect(Self.value(text, #"nearcast_xdp_packets_total{reason="pass_miss"}"#) == 2)
+    }
+
+    @Test func theDaemonServesMetricsToReadTokensOnly() async throws {
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-metrics-tokens-\(UUID().uuidString)")
+        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let api = try TestSupport.freePort()
+        let (server, port, dir) = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        try server.waitUntilReady { server.log.contains("management API listening") }
+        for name in ["geo.example.test", "nope.example.test"] {
+            _ = try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"])
+        }
+        let (refused, _, _) = try await ManagementAPITests.get(api, "/metrics")
+        #expect(refused == 401)
+        let (status, headers, body) = try await ManagementAPITests.get(api, "/metrics", token: ManagementAPITests.readToken)
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(status == 200 && headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect((Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NOERROR"}"#) ?? 0) >= 1, "\(text)")
+        #expect((Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NXDOMAIN"}"#) ?? 0) >= 1)
+        #expect(Self.value(text, #"nearcast_node_state{node="par1",state="up"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_pool_settled{pool="web"}"#) == 1)
+        #expect(Self.value(text, "nearcast_geo_compile_seconds") != nil)
+    }
+}
