@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Pure Swift DNS wire format: names, messages, RRs, EDNS, ECS. No dependencies.
@@ -57,7 +58,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API with /metrics (swift-prometheus).
+        // The SwiftNIO UDP + TCP slow path, and the Hummingbird management API with /metrics (swift-prometheus),
+        // its audit log (SHA-256 digests from swift-crypto) and the state it keeps across restarts.
         .target(
             name: "NearcastServer",
             dependencies: [
@@ -69,6 +71,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

@@ -26,6 +26,7 @@ public struct ZoneSource: Hashable, Sendable {
 /// api:
 ///   listen: 127.0.0.1:8053
 ///   tokens: tokens                   # ROLE TOKEN lines (see APITokens)
+/// state-dir: /var/lib/nearcast       # overrides kept across restarts, and the audit log
 /// ```
 public struct NearcastConfig: Sendable {
     public var listen: [ListenAddress] = []
@@ -40,6 +41,11 @@ public struct NearcastConfig: Sendable {
     public var api = APISettings()
     /// Nodes, pools and geo names, and the MaxMind database (see GeoConfig).
     public var geo = GeoConfig()
+    /// Where the daemon keeps what must outlive it: operators' overrides (`overrides.json`) and
+    /// the audit log of changes (`audit.log`). None: changes through the API last until a restart.
+    public var stateDirectory: String?
+    /// The file this config was read from, if any.
+    public var sourcePath: String?
 
     public init() {}
 
@@ -50,10 +56,12 @@ public struct NearcastConfig: Sendable {
             throw DiagnosticsError([Diagnostic(file: path, line: 0, message: "config file \(why)")])
         }
         let dir = (path as NSString).deletingLastPathComponent
-        return try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
+        var config = try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
+        config.sourcePath = path
+        return config
     }
 
-    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo"]
+    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir"]
     static let knownAPIKeys = ["listen", "tokens"]
     static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
 
@@ -142,6 +150,12 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.tcpIdleTimeout = n
+            case "state-dir":
+                guard let d = v.string, !d.isEmpty else {
+                    fail(v, "state-dir must be a directory path (e.g. /var/lib/nearcast)")
+                    continue
+                }
+                config.stateDirectory = d.hasPrefix("/") || baseDirectory.isEmpty ? d : baseDirectory + "/" + d
             case "xdp":
                 guard let m = v.mapping else {
                     fail(v, "xdp must be a mapping (interfaces, pin-root, object, keep-on-exit)")

@@ -28,8 +28,9 @@ public final class ManagementAPI: Sendable {
         /// The pools' TTL state; nil without geo names.
         public var pools: (@Sendable () async -> [PoolStatus])?
         /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
-        /// (nil: until taken back); returns the node's status, nil for an unknown node.
-        public var setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
+        /// (nil: until taken back), by a caller (the last argument, for the audit log); returns the
+        /// node's status, nil for an unknown node; throws when the change cannot be made durable.
+        public var setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
         /// The Prometheus text exposition of the daemon's metrics.
         public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
@@ -41,7 +42,7 @@ public final class ManagementAPI: Sendable {
             nodes: (@Sendable () async -> [NodeStatus])? = nil,
             pools: (@Sendable () async -> [PoolStatus])? = nil,
             report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
-            setOverride: (@Sendable (String, String?, Double?) async -> NodeStatus?)? = nil,
+            setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)? = nil,
             reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil,
             metrics: (@Sendable () async throws -> [UInt8])? = nil
         ) {
@@ -143,7 +144,12 @@ public final class ManagementAPI: Sendable {
                     }
                     seconds = s
                 }
-                guard let status = await set(id, kind, seconds) else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
+                let who = context.caller.map { "\($0.role) \($0.source)" } ?? "?"
+                let result: NodeStatus?
+                do { result = try await set(id, kind, seconds, who) } catch {
+                    throw HTTPError(.internalServerError, message: "\(error)")
+                }
+                guard let status = result else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
                 context.logger.notice("node override", metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
                 return try jsonResponse(status)
             }

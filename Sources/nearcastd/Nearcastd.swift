@@ -56,6 +56,9 @@ struct Nearcastd: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The management API's tokens: ROLE TOKEN lines.", valueName: "FILE"))
     var apiTokens: String?
 
+    @Option(name: .long, help: ArgumentHelp("Keep operators' overrides and the audit log here (e.g. /var/lib/nearcast).", valueName: "DIR"))
+    var stateDir: String?
+
     @Option(name: .long, help: "Event-loop threads (default: one per core).")
     var threads: Int = System.coreCount
 
@@ -98,6 +101,7 @@ struct Nearcastd: AsyncParsableCommand {
         if keepXdp { cfg.xdp.keepOnExit = true }
         if let api { cfg.api.listen = ListenAddress(api) }
         if let apiTokens { cfg.api.tokensPath = apiTokens }
+        if let stateDir { cfg.stateDirectory = stateDir }
         if cfg.listen.isEmpty {
             throw DiagnosticsError([Diagnostic(file: config ?? "command line", line: 0, message: "no listen address: give --listen ADDR:PORT or 'listen:' in the config")])
         }
@@ -192,16 +196,47 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        // The state directory: kept overrides and the audit log.
+        var audit: AuditLog?
+        if let dir = cfg.stateDirectory {
+            do {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                logger.error("cannot create the state directory", metadata: ["state-dir": "\(dir)", "error": "\(error)"])
+                fastPath?.stop()
+                await server.stop()
+                try await group.shutdownGracefully()
+                throw ExitCode(1)
+            }
+            audit = AuditLog(path: dir + "/audit.log")
+        }
         var monitor: HealthMonitor?
+        var changes: OperatorChanges?
         let healthWrites = HealthWriteLog()
         if let table = geo {
-            monitor = await HealthWiring.start(
+            let m = await HealthWiring.start(
                 config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
+            monitor = m
+            do {
+                let desk = OperatorChanges(monitor: m, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger)
+                try await desk.restore()
+                changes = desk
+            } catch {
+                logger.error("cannot use the state directory", metadata: ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"])
+                await m.stop()
+                fastPath?.stop()
+                await server.stop()
+                try await group.shutdownGracefully()
+                throw ExitCode(1)
+            }
+        }
+        if cfg.stateDirectory == nil && cfg.api.listen != nil {
+            logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")
         }
         let command = self
         let reloader = Reloader(
             running: cfg, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
-            responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, logger: logger)
+            responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, audit: audit, logger: logger)
         var api: ManagementAPI?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
@@ -217,18 +252,13 @@ struct Nearcastd: AsyncParsableCommand {
             var nodesSource: (@Sendable () async -> [NodeStatus])?
             var poolsSource: (@Sendable () async -> [PoolStatus])?
             var reportSink: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
-            var overrideSource: (@Sendable (String, String?, Double?) async -> NodeStatus?)?
+            var overrideSource: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
             if let health {
                 nodesSource = { await health.statuses() }
                 poolsSource = { await health.poolStatuses() }
                 reportSink = { id, r in await health.report(id, passed: r.ok, detail: r.detail) }
-                overrideSource = { id, kind, seconds in
-                    let o = kind.flatMap(HealthOverride.Kind.init(rawValue:)).map {
-                        HealthOverride($0, until: seconds.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) })
-                    }
-                    guard await health.state(of: id) != nil else { return nil }
-                    await health.setOverride(id, o)
-                    return await health.statuses().first { $0.id == id }
+                if let desk = changes {
+                    overrideSource = { id, kind, seconds, who in try await desk.setOverride(id, kind: kind, seconds: seconds, who: who) }
                 }
             }
             let sources = ManagementAPI.Sources(

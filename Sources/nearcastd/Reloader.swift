@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NearcastCore
 import NearcastDataPath
@@ -17,11 +18,12 @@ actor Reloader {
     let responders: ResponderSource
     let fastPath: FastPath?
     let metrics: NearcastMetrics?
+    let audit: AuditLog?
     let logger: Logger
 
     init(
         running: NearcastConfig, load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, geo: GeoTable?,
-        responders: ResponderSource, fastPath: FastPath?, metrics: NearcastMetrics? = nil, logger: Logger
+        responders: ResponderSource, fastPath: FastPath?, metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
         self.running = running
         self.load = load
@@ -29,14 +31,26 @@ actor Reloader {
         self.responders = responders
         self.fastPath = fastPath
         self.metrics = metrics
+        self.audit = audit
         self.logger = logger
     }
 
-    /// Reloads; `by` says who asked, for the log.
+    /// Reloads; `by` says who asked, for the log and the audit log. A reload that cannot be
+    /// audited is refused.
     func reload(by: String) throws(ReloadError) -> ReloadReport {
         let started = ContinuousClock.now
         do {
-            let report = try apply()
+            let before = Self.digest(running)
+            let report = try apply(beforeSwitch: { (next) throws(ReloadError) in
+                do {
+                    try audit?.record(
+                        AuditLog.entry(
+                            who: by, action: "reload", target: "config and zones", detail: "\(next.zones.count) zone files",
+                            before: before, after: Self.digest(next)))
+                } catch {
+                    throw .fastPath("the audit log cannot be written (\(error))")
+                }
+            })
             metrics?.countReload(seconds: report.seconds)
             logger.notice(
                 "reloaded",
@@ -48,12 +62,26 @@ actor Reloader {
             return report
         } catch {
             metrics?.countReload(seconds: nil)
+            let unchanged = Self.digest(running)
+            try? audit?.record(
+                AuditLog.entry(
+                    who: by, action: "reload", target: "config and zones", detail: "\(error)", before: unchanged, after: unchanged,
+                    outcome: "refused"))
             logger.error("reload refused", metadata: ["by": "\(by)", "why": "\(error)"])
             throw error
         }
     }
 
-    func apply() throws(ReloadError) -> ReloadReport {
+    /// The SHA-256 of the files a config is made of (the config file, then each zone file).
+    static func digest(_ c: NearcastConfig) -> String {
+        var bytes: [UInt8] = []
+        for path in [c.sourcePath].compactMap({ $0 }) + c.zones.map(\.path) {
+            bytes += Array(path.utf8) + [0] + Array(FileManager.default.contents(atPath: path) ?? Data()) + [0]
+        }
+        return AuditLog.digest(bytes)
+    }
+
+    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) throws(ReloadError) -> ReloadReport {
         let started = ContinuousClock.now
         let next: NearcastConfig
         let zones: [Zone]
@@ -65,6 +93,7 @@ actor Reloader {
         }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
+        try beforeSwitch(next)
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: next.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
         if let fastPath {
@@ -87,6 +116,7 @@ actor Reloader {
         if a.api != b.api { out.append("api") }
         if a.maxUDPPayload != b.maxUDPPayload { out.append("max-udp-payload") }
         if a.tcpIdleTimeout != b.tcpIdleTimeout { out.append("tcp-idle-timeout") }
+        if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
         if !a.geo.isEquivalent(to: b.geo) { out.append("geo") }
         return out
     }

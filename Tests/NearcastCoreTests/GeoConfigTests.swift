@@ -7,6 +7,7 @@ import Testing
 struct GeoConfigTests {
     static let good = """
         listen: ["127.0.0.1:53"]
+        state-dir: state
         geo:
           database: GeoLite2-City.mmdb
           nodes:
@@ -29,6 +30,7 @@ struct GeoConfigTests {
         let cfg = try NearcastConfig.parse(yaml: Self.good, fileName: "c.yaml", baseDirectory: "/etc/nearcast")
         let geo = cfg.geo
         #expect(geo.databasePath == "/etc/nearcast/GeoLite2-City.mmdb")
+        #expect(cfg.stateDirectory == "/etc/nearcast/state", "relative to the config file, as other paths")
         #expect(geo.nodes.map(\.id) == ["fra1", "par1", "nyc1"])
         #expect(geo.nodes[0].ipv4 == [192, 0, 2, 10] && geo.nodes[0].ipv6?.first == 0x20 && geo.nodes[0].weight == 2)
         #expect(geo.nodes[0].geoNode == GeoNode(id: "fra1", latitude: 50.11, longitude: 8.68, country: "DE", region: "HE", weight: 2))

@@ -62,3 +62,74 @@ import Testing
         try server.waitUntilReady(timeout: 5) { server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") } }
     }
 }
+
+/// Changes through the API are durable (issue 6): audited before they are acknowledged, kept in
+/// the state directory, and applied again by a restarted daemon.
+@Suite(.timeLimit(.minutes(2))) struct DurableChangeTests {
+    struct AuditLine: Decodable {
+        var who: String
+        var action: String
+        var target: String
+        var before: String
+        var after: String
+        var outcome: String
+    }
+
+    @Test func overridesAreAuditedKeptAndRestoredAfterARestart() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-state-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-durable-tokens-\(UUID().uuidString)")
+        let writer = "fedcba9876543210fedcba9876543210", admin = "00112233445566778899aabbccddeeff"
+        try "write \(writer)\nadmin \(admin)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: tokens) }
+        let api = try TestSupport.freePort()
+        func start() throws -> (ServerProcess, Int, URL) {
+            let s = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path, "--state-dir", state.path])
+            try s.0.waitUntilReady { s.0.log.contains("management API listening") }
+            return s
+        }
+        func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
+            var env = ProcessInfo.processInfo.environment
+            env["NEARCAST_TOKEN"] = token
+            return try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
+        }
+        func paris(_ port: Int) throws -> Substring? {
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+                .stdout.split(separator: "\n").first
+        }
+        func audit() throws -> [AuditLine] {
+            try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
+                .map { try JSONDecoder().decode(AuditLine.self, from: Data($0.utf8)) }
+        }
+
+        var (server, port, dir) = try start()
+        #expect(try cli(["node", "drain", "par1"], writer).status == 0)
+        #expect(try cli(["node", "drain", "nyc1", "--for", "1h"], writer).status == 0)
+        #expect(try paris(port) == "192.0.2.10")
+        var lines = try audit()
+        #expect(lines.count == 2 && lines.map(\.action) == ["drain", "drain"] && lines.map(\.target) == ["par1", "nyc1"], "\(lines)")
+        #expect(lines.allSatisfy { $0.who.hasPrefix("write ") && $0.who.contains(tokens.path) && $0.outcome == "done" })
+        #expect(lines[0].after == lines[1].before && lines[0].before != lines[0].after, "digests chain from change to change")
+
+        // A restart keeps both, the timed one with its time.
+        server.stop()
+        try? FileManager.default.removeItem(at: dir)
+        (server, port, dir) = try start()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        #expect(server.log.contains("override restored") && server.log.contains("node=par1"), "\(server.log)")
+        #expect(try paris(port) == "192.0.2.10", "still drained after the restart")
+        let nodes = try cli(["nodes"], writer).stdout
+        #expect(nodes.contains("nyc1") && nodes.contains("(drain, 3") && nodes.contains("s left)"), "\(nodes)")
+        #expect(try cli(["node", "undrain", "par1"], writer).status == 0)
+        #expect(try paris(port) == "192.0.2.20")
+
+        // Reloads are audited too, refused ones included.
+        #expect(try cli(["reload"], admin).status == 0)
+        lines = try audit()
+        #expect(lines.last?.action == "reload" && lines.last?.outcome == "done" && lines.last?.who.hasPrefix("API (") == true, "\(lines)")
+        #expect(lines.last?.before == lines.last?.after, "the same files: the same digest")
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Files written so that a crash leaves either the old contents or the new, never a mix: a
+/// temporary file beside the target, fsync, rename over it, fsync of the directory; and an
+/// append-only log whose every line is on disk before the call returns.
+public enum DurableFile {
+    /// What failed, with the path and the system's word for it.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        init(_ what: String, _ path: String) { description = "\(what) \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    /// Replaces `path`'s contents with `data` atomically and durably.
+    public static func replace(_ path: String, with data: [UInt8]) throws(Failure) {
+        let tmp = path + ".tmp-\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure("cannot create", tmp) }
+        defer { close(fd) }
+        try writeAll(fd, data, tmp)
+        guard fsync(fd) == 0 else { throw Failure("cannot fsync", tmp) }
+        guard rename(tmp, path) == 0 else {
+            let failure = Failure("cannot rename onto", path)
+            unlink(tmp)
+            throw failure
+        }
+        try syncDirectory(of: path)
+    }
+
+    /// Appends `line` (a newline is added) to the log at `path` and waits for it to reach the disk.
+    public static func append(_ path: String, line: String) throws(Failure) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure("cannot open", path) }
+        defer { close(fd) }
+        try writeAll(fd, Array((line + "\n").utf8), path)
+        guard fdatasync(fd) == 0 else { throw Failure("cannot fsync", path) }
+    }
+
+    static func writeAll(_ fd: Int32, _ data: [UInt8], _ path: String) throws(Failure) {
+        var done = 0
+        while done < data.count {
+            let n = data[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw Failure("cannot write", path) }
+            done += n
+        }
+    }
+
+    static func syncDirectory(of path: String) throws(Failure) {
+        let dir = (path as NSString).deletingLastPathComponent
+        let fd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open directory", dir) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure("cannot fsync directory", dir) }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import NearcastCore
+import NearcastHealth
+import NearcastServer
+
+/// Operators' overrides (drain, force-up, force-down) made durable (issue 6): each is validated,
+/// written to the audit log and to the state directory's `overrides.json` (atomically, synced)
+/// before it is applied and acknowledged, and the overrides still running are applied again when
+/// the daemon starts. Without a state directory they last until a restart, as the log says.
+actor OperatorChanges {
+    /// An override as kept on disk: its end in wall-clock time (monotonic clocks restart with the host).
+    struct Kept: Codable, Equatable {
+        var node: String
+        var kind: String
+        var until: Double?
+    }
+
+    let monitor: HealthMonitor
+    let audit: AuditLog?
+    let storePath: String?
+    var kept: [String: Kept] = [:]
+    let logger: Logger
+
+    /// Why a change was not made; nothing changed.
+    struct Refused: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// `storePath`: the kept overrides' file (nil: not kept); `audit`: the audit log, if any.
+    init(monitor: HealthMonitor, storePath: String?, audit: AuditLog?, logger: Logger) {
+        self.monitor = monitor
+        self.storePath = storePath
+        self.audit = audit
+        self.logger = logger
+    }
+
+    /// Applies the overrides kept from before a restart that have not run out.
+    func restore() async throws {
+        guard let path = storePath, let data = FileManager.default.contents(atPath: path) else { return }
+        let list: [Kept]
+        do { list = try JSONDecoder().decode([Kept].self, from: data) } catch {
+            throw Refused(description: "\(path) cannot be read (\(error)); move it away to start without the kept overrides")
+        }
+        let now = Date().timeIntervalSince1970
+        for k in list where (k.until ?? .infinity) > now {
+            guard let kind = HealthOverride.Kind(rawValue: k.kind), await monitor.state(of: k.node) != nil else {
+                logger.warning("a kept override names no node of this config: dropped", metadata: ["node": "\(k.node)", "kind": "\(k.kind)"])
+                continue
+            }
+            kept[k.node] = k
+            await monitor.setOverride(k.node, HealthOverride(kind, until: k.until.map { .now + .milliseconds(Int64(($0 - now) * 1000)) }))
+            logger.notice("override restored", metadata: ["node": "\(k.node)", "kind": "\(k.kind)", "until": "\(k.until.map { "\(Date(timeIntervalSince1970: $0))" } ?? "undrained")"])
+        }
+    }
+
+    /// Sets (kind nil: takes back) `node`'s override for `seconds` (nil: until taken back), by
+    /// `who`. Returns the node's status, nil for an unknown node.
+    func setOverride(_ node: String, kind: String?, seconds: Double?, who: String) async throws -> NodeStatus? {
+        guard await monitor.state(of: node) != nil else { return nil }
+        let o = kind.flatMap(HealthOverride.Kind.init(rawValue:))
+        let now = Date().timeIntervalSince1970
+        var next = kept.filter { ($0.value.until ?? .infinity) > now }
+        next[node] = o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { now + $0 }) }
+        let before = await monitor.statuses().first { $0.id == node }
+        if let audit {
+            let detail = "\(before?.state ?? "?")\(before?.override.map { " (\($0))" } ?? "") -> " + (kind ?? "no override")
+                + (seconds.map { " for \($0) s" } ?? "")
+            do {
+                try audit.record(
+                    AuditLog.entry(
+                        who: who, action: kind ?? "undrain", target: node, detail: detail, before: Self.digest(kept),
+                        after: Self.digest(next)))
+            } catch {
+                throw Refused(description: "the audit log cannot be written (\(error)): nothing was changed")
+            }
+        }
+        if let storePath {
+            do { try DurableFile.replace(storePath, with: Self.encode(next)) } catch {
+                try? audit?.record(
+                    AuditLog.entry(
+                        who: who, action: kind ?? "undrain", target: node, detail: "not kept: \(error)", before: Self.digest(kept),
+                        after: Self.digest(kept), outcome: "failed"))
+                throw Refused(description: "the override cannot be kept (\(error)): nothing was changed")
+            }
+        }
+        kept = next
+        await monitor.setOverride(node, o.map { HealthOverride($0, until: seconds.map { .now + .milliseconds(Int64($0 * 1000)) }) })
+        return await monitor.statuses().first { $0.id == node }
+    }
+
+    static func encode(_ kept: [String: Kept]) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return Array((try? encoder.encode(kept.values.sorted { $0.node < $1.node })) ?? Data("[]".utf8))
+    }
+
+    static func digest(_ kept: [String: Kept]) -> String { AuditLog.digest(encode(kept)) }
+}
