@@ -15,7 +15,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats clean
+.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats install uninstall clean
 
 all: build
 
@@ -23,8 +23,9 @@ all: build
 deps:
 	@tools/install-deps.sh --check >/dev/null 2>&1 || tools/install-deps.sh
 
+# Release binaries with the Swift runtime linked in, so that they run where no toolchain is.
 build: deps bpf
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib
 	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
@@ -82,6 +83,33 @@ bench-geo: build
 
 bench-health: build
 	tools/bench-health.sh
+
+# Installs the binaries, the XDP program, the systemd unit and, where there are none yet, a
+# commented sample config, a sample zone and a tokens file with one new admin token. DESTDIR
+# stages it elsewhere (packaging); PREFIX, SYSCONFDIR and UNITDIR place it.
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= /lib/systemd/system
+BINDIR := $(PREFIX)/bin
+LIBDIR := $(PREFIX)/lib/nearcast
+ETC := $(DESTDIR)$(SYSCONFDIR)/nearcast
+
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(UNITDIR) $(ETC)/zones
+	install -m 755 $(BIN)/nearcastd $(BIN)/nearcast $(DESTDIR)$(BINDIR)/
+	install -m 644 $(BPF_OBJ) $(DESTDIR)$(LIBDIR)/nearcast.bpf.o
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' dist/nearcastd.service >$(DESTDIR)$(UNITDIR)/nearcastd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/nearcastd.service
+	@# An operator's own files are never overwritten.
+	[ -e $(ETC)/nearcast.yaml ] || install -m 644 dist/nearcast.yaml $(ETC)/nearcast.yaml
+	[ -e $(ETC)/zones/example.net.zone ] || install -m 644 dist/zones/example.net.zone $(ETC)/zones/example.net.zone
+	[ -e $(ETC)/tokens ] || { install -m 600 dist/tokens $(ETC)/tokens && echo "admin $$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >>$(ETC)/tokens; }
+	@echo "installed; next: edit $(SYSCONFDIR)/nearcast/nearcast.yaml, then systemctl daemon-reload && systemctl enable --now nearcastd"
+
+# Removes what install put in place, but the config, zones, tokens and state.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/nearcastd $(DESTDIR)$(BINDIR)/nearcast $(DESTDIR)$(LIBDIR)/nearcast.bpf.o $(DESTDIR)$(UNITDIR)/nearcastd.service
+	-rmdir $(DESTDIR)$(LIBDIR)
 
 clean:
 	rm -rf .build

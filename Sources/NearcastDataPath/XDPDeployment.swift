@@ -113,10 +113,14 @@ public final class XDPDeployment: Sendable {
         logger.info("XDP detached")
     }
 
-    /// The object file: the configured path, else next to the executable, else /usr/lib/nearcast.
+    /// The object file: the configured path, else next to the executable, else where `make install`
+    /// puts it (PREFIX/lib/nearcast beside PREFIX/bin), else /usr/lib/nearcast.
     static func locateObject(_ configured: String?) throws -> String {
         let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = configured.map { [$0] } ?? [exe.appendingPathComponent("nearcast.bpf.o").path, "/usr/lib/nearcast/nearcast.bpf.o"]
+        let candidates = configured.map { [$0] } ?? [
+            exe.appendingPathComponent("nearcast.bpf.o").path,
+            exe.deletingLastPathComponent().appendingPathComponent("lib/nearcast/nearcast.bpf.o").path, "/usr/lib/nearcast/nearcast.bpf.o",
+        ]
         for c in candidates where FileManager.default.fileExists(atPath: c) { return c }
         throw SetupError(description: "XDP program not found (looked at \(candidates.joined(separator: ", "))); build it with `make` or give --bpf-object PATH")
     }

@@ -146,6 +146,34 @@ import Glibc
         #expect(out.stdout.contains("ok: 1 zone, 36 records, 1 listen address"), "\(out.stdout)")
     }
 
+    /// What `make install` puts in /etc/nearcast is a working config, its commented-out geo
+    /// section too once uncommented (with the test City database in place of GeoLite2).
+    @Test func theInstalledSampleConfigIsValid() throws {
+        let dist = XDPEndToEndTests.root.appendingPathComponent("dist")
+        let cli = try TestSupport.product("nearcast")
+        let plain = try TestSupport.run(cli, ["check-config", dist.appendingPathComponent("nearcast.yaml").path])
+        #expect(plain.status == 0 && plain.stdout.contains("ok: 1 zone"), "\(plain.stdout) \(plain.stderr)")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-sample-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("zones"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(
+            at: dist.appendingPathComponent("zones/example.net.zone"), to: dir.appendingPathComponent("zones/example.net.zone"))
+        try FileManager.default.copyItem(at: dist.appendingPathComponent("tokens"), to: dir.appendingPathComponent("tokens"))
+        let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        var lines: [String] = []
+        var inGeo = false
+        for line in try String(contentsOf: dist.appendingPathComponent("nearcast.yaml"), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# geo:") { inGeo = true }
+            lines.append(inGeo && line.hasPrefix("# ") ? String(line.dropFirst(2)) : String(line))
+        }
+        let geo = lines.joined(separator: "\n").replacingOccurrences(of: "/var/lib/GeoIP/GeoLite2-City.mmdb", with: database)
+            .replacingOccurrences(of: "    - { name: www.example.net,", with: "    - { name: geo.example.net,")
+        try geo.write(to: dir.appendingPathComponent("nearcast.yaml"), atomically: true, encoding: .utf8)
+        let full = try TestSupport.run(cli, ["check-config", dir.appendingPathComponent("nearcast.yaml").path])
+        #expect(full.status == 0, "\(full.stdout) \(full.stderr)")
+    }
+
     @Test func theGeoSectionAndItsDatabaseAreChecked() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
