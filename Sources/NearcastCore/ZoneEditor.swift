@@ -1,0 +1,135 @@
+import DNSWire
+
+/// A record as the management API takes and gives it: presentation form, names relative to the
+/// zone's origin or absolute.
+public struct RecordInput: Codable, Equatable, Sendable {
+    public var name: String
+    public var type: String
+    /// Seconds; when absent, the RRset's TTL if it exists, else the SOA's.
+    public var ttl: UInt32?
+    /// The RDATA in presentation form, as in a zone file (e.g. `10 mail`, `"v=spf1 -all"`).
+    public var data: String
+
+    public init(name: String, type: String, ttl: UInt32? = nil, data: String) {
+        self.name = name
+        self.type = type
+        self.ttl = ttl
+        self.data = data
+    }
+}
+
+/// What a change did to a zone.
+public struct RecordChange: Codable, Equatable, Sendable {
+    public var zone: String
+    /// The zone's new SOA serial (bumped by one on every change).
+    public var serial: UInt32
+    /// Records added or removed, and the records the zone holds now.
+    public var changed: Int
+    public var records: Int
+
+    public init(zone: String, serial: UInt32, changed: Int, records: Int) {
+        self.zone = zone
+        self.serial = serial
+        self.changed = changed
+        self.records = records
+    }
+}
+
+/// Why a change to a zone was refused; nothing was changed.
+public enum ZoneEditError: Error, CustomStringConvertible, Sendable {
+    /// The request is not valid: the field at fault, and why.
+    case invalid(field: String, String)
+    /// The zone would not be valid (each problem with its line in the rewritten file).
+    case zone(DiagnosticsError)
+    case notFound(String)
+    /// The change cannot be made as asked (e.g. the record is already there).
+    case conflict(String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let field, let why): return "\(field): \(why)"
+        case .zone(let d): return "the zone would not be valid, nothing was changed:\n\(d.description)"
+        case .notFound(let why), .conflict(let why): return why
+        }
+    }
+}
+
+/// Changes a zone's records as the management API asks: the record is read as a zone file line
+/// would be, the change is applied, the SOA serial bumped, and the whole zone rendered and read
+/// back through the same parser and checks as at start, so a change the server would refuse at
+/// start is refused here.
+public enum ZoneEditor {
+    public enum Edit: Sendable {
+        case add(RecordInput)
+        /// Every record at name of type, or only the one with this data.
+        case delete(name: String, type: String, data: String?)
+    }
+
+    /// The zone's text after `edit`, the zone it makes, and the change, from the zone's records.
+    public static func apply(_ edit: Edit, to records: [ResourceRecord], origin: DNSName, fileName: String) throws(ZoneEditError)
+        -> (text: String, zone: Zone, change: RecordChange)
+    {
+        var next = records
+        var changed = 0
+        switch edit {
+        case .add(let input):
+            var r = try record(input, origin: origin, existing: records)
+            if records.contains(where: { $0.name == r.name && $0.type == r.type && $0.rdata == r.rdata }) {
+                throw .conflict("\(ZoneText.line(r)) is already in the zone")
+            }
+            if input.ttl == nil, let same = records.first(where: { $0.name == r.name && $0.type == r.type }) { r.ttl = same.ttl }
+            // One TTL per RRset (RFC 2181 §5.2): a new TTL applies to the whole set.
+            for i in next.indices where next[i].name == r.name && next[i].type == r.type { next[i].ttl = r.ttl }
+            next.append(r)
+            changed = 1
+        case .delete(let name, let typeText, let data):
+            let owner = try ownerName(name, origin: origin)
+            guard let type = RRType(mnemonic: typeText) else { throw .invalid(field: "type", "'\(typeText)' is not a record type") }
+            var match: RData?
+            if let data {
+                match = try record(RecordInput(name: name, type: typeText, ttl: 0, data: data), origin: origin, existing: records).rdata
+            }
+            next.removeAll { $0.name == owner && $0.type == type && (match == nil || $0.rdata == match) }
+            changed = records.count - next.count
+            guard changed > 0 else { throw .notFound("no \(type) record at \(owner)\(data.map { " with data \($0)" } ?? "")") }
+        }
+        guard let soaIndex = next.firstIndex(where: { $0.type == .soa }), case .soa(var soa) = next[soaIndex].rdata else {
+            throw .zone(DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "the zone would have no SOA record")]))
+        }
+        soa.serial &+= 1  // serial arithmetic (RFC 1982): one step forward
+        next[soaIndex].rdata = .soa(soa)
+        let text = ZoneText.render(origin: origin, records: next)
+        do {
+            let parsed = try ZoneFileParser.parse(text: text, fileName: fileName, origin: origin)
+            let zone = try Zone.build(origin: origin, records: parsed, sourceName: fileName)
+            return (text, zone, RecordChange(zone: origin.description, serial: soa.serial, changed: changed, records: zone.recordCount))
+        } catch {
+            throw .zone(error)
+        }
+    }
+
+    static func ownerName(_ text: String, origin: DNSName) throws(ZoneEditError) -> DNSName {
+        let name: DNSName
+        do { name = try DNSName(text == "@" ? origin.description : text, origin: origin) } catch {
+            throw .invalid(field: "name", "'\(text)' is not a domain name (\(error))")
+        }
+        guard name.isSubdomain(of: origin) else { throw .invalid(field: "name", "\(name) is not inside the zone \(origin)") }
+        return name
+    }
+
+    /// The record `input` describes, read as a zone file line.
+    static func record(_ input: RecordInput, origin: DNSName, existing: [ResourceRecord]) throws(ZoneEditError) -> ResourceRecord {
+        let owner = try ownerName(input.name, origin: origin)
+        guard let type = RRType(mnemonic: input.type) else { throw .invalid(field: "type", "'\(input.type)' is not a record type") }
+        guard !input.data.contains(where: { $0 == "\n" || $0 == "\r" }) else { throw .invalid(field: "data", "one line only") }
+        let ttl = input.ttl ?? existing.first(where: { $0.type == .soa })?.ttl ?? 3600
+        let line = "\(owner) \(ttl) IN \(type) \(input.data)\n"
+        let parsed: [SourcedRecord]
+        do { parsed = try ZoneFileParser.parse(text: line, fileName: "request", origin: origin) } catch {
+            // The field at fault is the data: name and type were checked above.
+            throw .invalid(field: "data", error.diagnostics.map(\.message).joined(separator: "; "))
+        }
+        guard parsed.count == 1 else { throw .invalid(field: "data", "one record at a time") }
+        return parsed[0].record
+    }
+}

@@ -1,0 +1,55 @@
+import DNSWire
+import Foundation
+
+/// Records back into master-file text (RFC 1035 §5; each type's presentation form; RFC 3597 for
+/// the others), such that ZoneFileParser reads the same records back: how a zone changed through
+/// the management API is written to its file.
+public enum ZoneText {
+    /// One record per line, absolute names, the SOA first, then in canonical order.
+    public static func render(origin: DNSName, records: [ResourceRecord]) -> String {
+        let soa = records.filter { $0.type == .soa }
+        let rest = records.filter { $0.type != .soa }.sorted { ($0.name, $0.type.rawValue) < ($1.name, $1.type.rawValue) }
+        var out = "; \(origin) — written by nearcast (changes through the management API); comments are not kept.\n"
+        out += "$ORIGIN \(origin)\n"
+        for r in soa + rest { out += line(r) + "\n" }
+        return out
+    }
+
+    /// `name TTL IN TYPE rdata`.
+    public static func line(_ r: ResourceRecord) -> String {
+        "\(r.name) \(r.ttl) IN \(r.type) \(rdata(r.rdata, type: r.type))"
+    }
+
+    /// The presentation form of `rdata`.
+    public static func rdata(_ rdata: RData, type: RRType) -> String {
+        switch rdata {
+        case .a(let a): return a.description
+        case .aaaa(let a): return a.description
+        case .ns(let n), .cname(let n), .ptr(let n): return n.description
+        case .soa(let s): return "\(s.mname) \(s.rname) \(s.serial) \(s.refresh) \(s.retry) \(s.expire) \(s.minimum)"
+        case .mx(let p, let n): return "\(p) \(n)"
+        case .txt(let strings): return strings.map(quoted).joined(separator: " ")
+        case .srv(let p, let w, let port, let t): return "\(p) \(w) \(port) \(t)"
+        case .caa(let flags, let tag, let value): return "\(flags) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
+        case .unknown(let bytes): return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + bytes.map { hex($0) }.joined())
+        }
+    }
+
+    /// A character-string in quotes: `"` and `\` escaped, bytes outside printable ASCII as \DDD.
+    static func quoted(_ bytes: [UInt8]) -> String {
+        var s = "\""
+        for b in bytes {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): s += "\\" + String(UnicodeScalar(b))
+            case 0x20...0x7E: s.append(Character(UnicodeScalar(b)))
+            default: s += "\\" + String(format: "%03d", Int(b))
+            }
+        }
+        return s + "\""
+    }
+
+    static func hex(_ b: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(b >> 4)], digits[Int(b & 0xF)]])
+    }
+}

@@ -1,0 +1,67 @@
+import DNSWire
+import Testing
+
+@testable import NearcastCore
+
+/// Zones changed through the API: rendered back to text that reads the same, and every change
+/// checked as a zone file is at start.
+struct ZoneEditorTests {
+    static let origin = try! DNSName("example.test.")
+    static let extra = """
+        caa      CAA   0 issue "ca.example; account=\\"x\\""
+        bin      TXT   "a\\009b\\255\\"q\\\\"
+        raw      TYPE65280 \\# 3 abcdef
+        empty    TYPE65281 \\# 0
+        ptr      PTR   host.other.test.
+        """
+    static let records = try! ZoneFileParser.parse(text: tableZoneText + "\n" + extra, fileName: "z.zone", origin: origin).map(\.record)
+
+    @Test func renderedZonesReadBackAsTheSameRecords() throws {
+        let text = ZoneText.render(origin: Self.origin, records: Self.records)
+        let back = try ZoneFileParser.parse(text: text, fileName: "rendered", origin: Self.origin).map(\.record)
+        #expect(Set(back) == Set(Self.records) && back.count == Self.records.count, "\(text)")
+        #expect(text.split(separator: "\n")[2].contains(" SOA "), "the SOA first")
+    }
+
+    func apply(_ e: ZoneEditor.Edit) throws(ZoneEditError) -> (text: String, zone: Zone, change: RecordChange) {
+        try ZoneEditor.apply(e, to: Self.records, origin: Self.origin, fileName: "z.zone")
+    }
+
+    @Test func addingARecordBumpsTheSerialAndTakesItsRRsetsTTL() throws {
+        let r = try apply(.add(RecordInput(name: "www", type: "A", data: "192.0.2.3")))
+        #expect(r.change.serial == 2026112202 && r.change.changed == 1 && r.change.records == Self.records.count + 1)
+        let www = try #require(r.zone.rrset(try DNSName("www.example.test."), .a))
+        #expect(www.rdatas.count == 3 && www.ttl == 300)
+        let n = try apply(.add(RecordInput(name: "new.example.test.", type: "txt", ttl: 60, data: "\"hello world\"")))
+        #expect(n.zone.rrset(try DNSName("new.example.test."), .txt)?.ttl == 60)
+        // A new TTL given for an RRset applies to all of it (one TTL per RRset).
+        let t = try apply(.add(RecordInput(name: "www", type: "A", ttl: 30, data: "192.0.2.4")))
+        #expect(t.zone.rrset(try DNSName("www.example.test."), .a)?.ttl == 30)
+    }
+
+    @Test func deletingTakesOneRecordOrTheRRset() throws {
+        let one = try apply(.delete(name: "www", type: "A", data: "192.0.2.1"))
+        let www = try DNSName("www.example.test.")
+        #expect(one.change.changed == 1 && one.zone.rrset(www, .a)?.rdatas.count == 1)
+        let all = try apply(.delete(name: "www.example.test.", type: "A", data: nil))
+        #expect(all.change.changed == 2 && all.zone.rrset(www, .a) == nil)
+    }
+
+    @Test func badChangesAreRefusedNamingWhatIsWrong() {
+        func refused(_ e: ZoneEditor.Edit) -> String? {
+            do {
+                _ = try apply(e)
+                return nil
+            } catch { return "\(error)" }
+        }
+        #expect(refused(.add(RecordInput(name: "www", type: "A", data: "192.0.2.1")))?.hasSuffix("is already in the zone") == true)
+        #expect(refused(.add(RecordInput(name: "www", type: "A", data: "300.1.1.1"))) == "data: A record for www.example.test.: '300.1.1.1' is not an IPv4 address")
+        #expect(refused(.add(RecordInput(name: "www", type: "BOGUS", data: "x"))) == "type: 'BOGUS' is not a record type")
+        #expect(refused(.add(RecordInput(name: "www.other.test.", type: "A", data: "192.0.2.1"))) == "name: www.other.test. is not inside the zone example.test.")
+        #expect(refused(.add(RecordInput(name: "x", type: "TXT", data: "\"a\"\nx A 1.2.3.4"))) == "data: one line only")
+        let cname = refused(.add(RecordInput(name: "www", type: "CNAME", data: "alias")))
+        #expect(cname?.hasPrefix("the zone would not be valid, nothing was changed:") == true && cname?.contains("CNAME") == true, "\(cname ?? "")")
+        #expect(refused(.delete(name: "nothere", type: "A", data: nil)) == "no A record at nothere.example.test.")
+        #expect(refused(.delete(name: "@", type: "SOA", data: nil))?.contains("the zone would") == true)
+    }
+}
