@@ -147,4 +147,7 @@ public struct Zone: Sendable {
 
     /// All owner names, in canonical order.
     public var names: [DNSName] { nodes.keys.sorted() }
+
+    /// The types that have records at `name`.
+    public func types(at name: DNSName) -> [RRType] { nodes[name].map { Array($0.keys) } ?? [] }
 }

@@ -18,6 +18,21 @@ public struct RecordInput: Codable, Equatable, Sendable {
     }
 }
 
+/// A zone as the management API lists it.
+public struct ZoneSummary: Codable, Equatable, Sendable {
+    public var origin: String
+    public var file: String
+    public var serial: UInt32
+    public var records: Int
+
+    public init(origin: String, file: String, serial: UInt32, records: Int) {
+        self.origin = origin
+        self.file = file
+        self.serial = serial
+        self.records = records
+    }
+}
+
 /// What a change did to a zone.
 public struct RecordChange: Codable, Equatable, Sendable {
     public var zone: String
@@ -44,12 +59,14 @@ public enum ZoneEditError: Error, CustomStringConvertible, Sendable {
     case notFound(String)
     /// The change cannot be made as asked (e.g. the record is already there).
     case conflict(String)
+    /// The server could not make it durable or apply it (the audit log, the file, the maps).
+    case failed(String)
 
     public var description: String {
         switch self {
         case .invalid(let field, let why): return "\(field): \(why)"
         case .zone(let d): return "the zone would not be valid, nothing was changed:\n\(d.description)"
-        case .notFound(let why), .conflict(let why): return why
+        case .notFound(let why), .conflict(let why), .failed(let why): return why
         }
     }
 }
@@ -108,7 +125,8 @@ public enum ZoneEditor {
         }
     }
 
-    static func ownerName(_ text: String, origin: DNSName) throws(ZoneEditError) -> DNSName {
+    /// A name as the API takes it (`@`, relative to the origin, or absolute) that must lie in the zone.
+    public static func ownerName(_ text: String, origin: DNSName) throws(ZoneEditError) -> DNSName {
         let name: DNSName
         do { name = try DNSName(text == "@" ? origin.description : text, origin: origin) } catch {
             throw .invalid(field: "name", "'\(text)' is not a domain name (\(error))")

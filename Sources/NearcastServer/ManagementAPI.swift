@@ -13,7 +13,8 @@ import ServiceLifecycle
 ///
 /// Routes so far: `GET /healthz`, `GET /metrics` (read; Prometheus), `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
-/// agent, or write), `POST /v1/reload` (admin), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
+/// agent, or write), `POST /v1/reload` (admin), `GET /v1/zones`, `GET /v1/zones/ORIGIN/records[?name=&type=]`
+/// (read), `POST /v1/zones/ORIGIN/records`, `DELETE /v1/zones/ORIGIN/records?name=&type=[&data=]` (write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
@@ -31,6 +32,12 @@ public final class ManagementAPI: Sendable {
         /// (nil: until taken back), by a caller (the last argument, for the audit log); returns the
         /// node's status, nil for an unknown node; throws when the change cannot be made durable.
         public var setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
+        /// The zones served.
+        public var zones: (@Sendable () async -> [ZoneSummary])?
+        /// A zone's records (zone origin, owner name, type; nil: all).
+        public var records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])?
+        /// Changes a zone's records (zone origin, the change, who).
+        public var editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)?
         /// The Prometheus text exposition of the daemon's metrics.
         public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
@@ -44,7 +51,10 @@ public final class ManagementAPI: Sendable {
             report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
             setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)? = nil,
             reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil,
-            metrics: (@Sendable () async throws -> [UInt8])? = nil
+            metrics: (@Sendable () async throws -> [UInt8])? = nil,
+            zones: (@Sendable () async -> [ZoneSummary])? = nil,
+            records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
+            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? = nil
         ) {
             self.stats = stats
             self.explain = explain
@@ -54,6 +64,9 @@ public final class ManagementAPI: Sendable {
             self.setOverride = setOverride
             self.reload = reload
             self.metrics = metrics
+            self.zones = zones
+            self.records = records
+            self.editRecords = editRecords
         }
     }
 
@@ -112,6 +125,49 @@ public final class ManagementAPI: Sendable {
             case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
         }
+        v1.get("zones") { _, context -> Response in
+            try context.require(.read)
+            guard let zones = sources.zones else { throw HTTPError(.notFound, message: "no zones") }
+            return try jsonResponse(await zones())
+        }
+        v1.get("zones/:origin/records") { request, context -> Response in
+            try context.require(.read)
+            guard let records = sources.records else { throw HTTPError(.notFound, message: "no zones") }
+            let q = request.uri.queryParameters
+            let list: [RecordInput]
+            do throws(ZoneEditError) {
+                list = try await records(context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(list)
+        }
+        v1.post("zones/:origin/records") { request, context -> Response in
+            try context.require(.write)
+            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            let body = try await request.body.collect(upTo: 65536)
+            let input: RecordInput
+            do { input = try JSONDecoder().decode(RecordInput.self, from: body) } catch {
+                throw HTTPError(
+                    .badRequest, message: "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))")
+            }
+            let change: RecordChange
+            do throws(ZoneEditError) {
+                change = try await edit(context.parameters.get("origin") ?? "", .add(input), Self.who(context))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(change)
+        }
+        v1.delete("zones/:origin/records") { request, context -> Response in
+            try context.require(.write)
+            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            let q = request.uri.queryParameters
+            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
+                throw HTTPError(.badRequest, message: "name and type are required (data is optional: without it, the whole RRset goes)")
+            }
+            let change: RecordChange
+            do throws(ZoneEditError) {
+                change = try await edit(context.parameters.get("origin") ?? "", .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(change)
+        }
         v1.post("reload") { _, context -> Response in
             try context.require(.admin)
             guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
@@ -144,7 +200,7 @@ public final class ManagementAPI: Sendable {
                     }
                     seconds = s
                 }
-                let who = context.caller.map { "\($0.role) \($0.source)" } ?? "?"
+                let who = Self.who(context)
                 let result: NodeStatus?
                 do { result = try await set(id, kind, seconds, who) } catch {
                     throw HTTPError(.internalServerError, message: "\(error)")
@@ -195,6 +251,19 @@ public final class ManagementAPI: Sendable {
     public func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
+    }
+
+    /// Who made a request, for logs and the audit log: the token's role and where it is declared.
+    static func who(_ context: APIRequestContext) -> String { context.caller.map { "\($0.role) \($0.source)" } ?? "?" }
+
+    /// A refused zone change as the status that says why.
+    static func httpError(_ e: ZoneEditError) -> HTTPError {
+        switch e {
+        case .invalid, .zone: return HTTPError(.badRequest, message: e.description)
+        case .notFound: return HTTPError(.notFound, message: e.description)
+        case .conflict: return HTTPError(.conflict, message: e.description)
+        case .failed: return HTTPError(.internalServerError, message: e.description)
+        }
     }
 
     /// A JSON decoding error in words that name the field.

@@ -15,10 +15,28 @@ struct APIClient {
         var description: String
     }
 
-    /// GETs `path` and decodes its JSON.
-    func get<T: Decodable>(_ path: String, as type: T.Type) async throws -> T {
-        try await call("GET", path, as: type)
+    /// GETs `path` (with `query` parameters, percent-encoded) and decodes its JSON.
+    func get<T: Decodable>(_ path: String, query: [(String, String?)] = [], as type: T.Type) async throws -> T {
+        try await call("GET", Self.withQuery(path, query), as: type)
     }
+
+    /// DELETEs `path` (with `query` parameters) and decodes its JSON.
+    func delete<T: Decodable>(_ path: String, query: [(String, String?)], as type: T.Type) async throws -> T {
+        try await call("DELETE", Self.withQuery(path, query), as: type)
+    }
+
+    /// `path?k=v&…` for the parameters that have values, each percent-encoded.
+    static func withQuery(_ path: String, _ query: [(String, String?)]) -> String {
+        let items = query.compactMap { k, v in v.map { URLQueryItem(name: k, value: $0) } }
+        guard !items.isEmpty else { return path }
+        var c = URLComponents()
+        c.queryItems = items
+        // `+` would read as a space: encode it too.
+        return path + "?" + (c.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+    }
+
+    /// A path segment percent-encoded (a zone origin).
+    static func segment(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? s }
 
     /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON.
     func post<T: Decodable>(_ path: String, body: (some Encodable)? = Optional<Int>.none, as type: T.Type) async throws -> T {

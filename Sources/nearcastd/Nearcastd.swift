@@ -235,7 +235,7 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let command = self
         let reloader = Reloader(
-            running: cfg, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
+            running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
             responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, audit: audit, logger: logger)
         var api: ManagementAPI?
         if let address = cfg.api.listen {
@@ -277,7 +277,10 @@ struct Nearcastd: AsyncParsableCommand {
                         nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
                         health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
                     return metrics.render(snapshot)
-                })
+                },
+                zones: { await reloader.zoneList() },
+                records: { origin, name, type throws(ZoneEditError) in try await reloader.records(origin, name: name, type: type) },
+                editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) })
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import DNSWire
 import Logging
 import NearcastCore
 import NearcastDataPath
@@ -14,6 +15,8 @@ import NearcastServer
 actor Reloader {
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
     var running: NearcastConfig
+    /// The zones served now, in the config's order.
+    var zones: [Zone]
     let geo: GeoTable?
     let responders: ResponderSource
     let fastPath: FastPath?
@@ -22,10 +25,11 @@ actor Reloader {
     let logger: Logger
 
     init(
-        running: NearcastConfig, load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, geo: GeoTable?,
+        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, geo: GeoTable?,
         responders: ResponderSource, fastPath: FastPath?, metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
         self.running = running
+        self.zones = zones
         self.load = load
         self.geo = geo
         self.responders = responders
@@ -94,18 +98,103 @@ actor Reloader {
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
         try beforeSwitch(next)
-        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: next.maxUDPPayload, geo: geo)
+        return try switchTo(next, zones, started: started)
+    }
+
+    /// Serves `zones` from now on: the names table as a new generation, then the slow path.
+    func switchTo(_ config: NearcastConfig, _ zones: [Zone], started: ContinuousClock.Instant) throws(ReloadError) -> ReloadReport {
+        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
         if let fastPath {
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
             do { written = try fastPath.write(image, geo: geo, geoMapsWritten: true) } catch { throw .fastPath("\(error)") }
         }
         responders.replace(with: responder)
-        running = next
+        running = config
+        self.zones = zones
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,
             fastPathWritten: written?.written, seconds: Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+
+    /// The zones served, for the API.
+    func zoneList() -> [ZoneSummary] {
+        zip(running.zones, zones).map { src, z in
+            var serial: UInt32 = 0
+            if case .soa(let s)? = z.soa.rdatas.first { serial = s.serial }
+            return ZoneSummary(origin: z.origin.description, file: src.path, serial: serial, records: z.recordCount)
+        }
+    }
+
+    /// The index of the zone `origin` names (with or without its final dot, any letter case).
+    func zoneIndex(_ origin: String) -> Int? {
+        guard let name = try? DNSName(origin.hasSuffix(".") ? origin : origin + ".") else { return nil }
+        return zones.firstIndex { $0.origin == name }
+    }
+
+    /// The records of zone `origin`, optionally of one name and type, as the API shows them.
+    func records(_ origin: String, name: String?, type: String?) throws(ZoneEditError) -> [RecordInput] {
+        guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
+        let z = zones[i]
+        let owner = try name.map { (n) throws(ZoneEditError) in try ZoneEditor.ownerName(n, origin: z.origin) }
+        let rrtype = try type.map { (t) throws(ZoneEditError) -> RRType in
+            guard let r = RRType(mnemonic: t) else { throw .invalid(field: "type", "'\(t)' is not a record type") }
+            return r
+        }
+        var out: [RecordInput] = []
+        for n in z.names where owner == nil || n == owner {
+            for t in [RRType.soa] + z.types(at: n).filter({ $0 != .soa }).sorted(by: { $0.rawValue < $1.rawValue }) where rrtype == nil || t == rrtype {
+                guard let set = z.rrset(n, t) else { continue }
+                for r in set.rdatas {
+                    out.append(RecordInput(name: n.description, type: t.description, ttl: set.ttl, data: ZoneText.rdata(r, type: t)))
+                }
+            }
+        }
+        return out
+    }
+
+    /// Changes zone `origin` as `edit` says, by `by`: checked as a zone file is at start, audited,
+    /// written to the zone's file (atomically, synced), then served as a new generation. A change
+    /// that fails at any step leaves the file and the served data as they were.
+    func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) throws(ZoneEditError) -> RecordChange {
+        let started = ContinuousClock.now
+        guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
+        let source = running.zones[i]
+        let records: [SourcedRecord]
+        do { records = try ZoneFileParser.parse(path: source.path, origin: source.origin) } catch {
+            throw .zone(error)
+        }
+        if records.contains(where: { $0.file != source.path }) {
+            throw .conflict("zone \(source.origin) is read from several files ($INCLUDE): change its files and reload")
+        }
+        let (text, zone, change) = try ZoneEditor.apply(edit, to: records.map(\.record), origin: source.origin, fileName: source.path)
+        var next = zones
+        next[i] = zone
+        do { try running.geo.check(against: next) } catch { throw .zone(error) }
+        let before = FileManager.default.contents(atPath: source.path) ?? Data()
+        let action: String
+        switch edit {
+        case .add(let r): action = "add \(r.name) \(r.type) \(r.data)"
+        case .delete(let n, let t, let d): action = "delete \(n) \(t)" + (d.map { " \($0)" } ?? "")
+        }
+        do {
+            try audit?.record(
+                AuditLog.entry(
+                    who: by, action: "record", target: source.origin.description, detail: action, before: AuditLog.digest(before),
+                    after: AuditLog.digest(Array(text.utf8))))
+        } catch { throw .failed("the audit log cannot be written (\(error)): nothing was changed") }
+        do { try DurableFile.replace(source.path, with: Array(text.utf8)) } catch {
+            throw .failed("the zone file cannot be written (\(error)): nothing was changed")
+        }
+        do {
+            _ = try switchTo(running, next, started: started)
+        } catch {
+            try? DurableFile.replace(source.path, with: Array(before))  // as it was: the old data is still served
+            throw .failed("\(error)")
+        }
+        logger.notice("zone changed", metadata: ["zone": "\(source.origin)", "by": "\(by)", "change": "\(action)", "serial": "\(change.serial)"])
+        return change
     }
 
     /// The settings, by config key, that differ and only a restart applies.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// Reloads that must be refused leave the running daemon as it was, and say why (issue 6).
 @Suite(.timeLimit(.minutes(2))) struct ReloadTests {
     @Test func aRefusedReloadChangesNothingAndSaysWhy() throws {
@@ -131,5 +135,80 @@ import Testing
         lines = try audit()
         #expect(lines.last?.action == "reload" && lines.last?.outcome == "done" && lines.last?.who.hasPrefix("API (") == true, "\(lines)")
         #expect(lines.last?.before == lines.last?.after, "the same files: the same digest")
+    }
+}
+
+/// Records changed through the API and the CLI while the zone is served (issue 6): checked,
+/// audited, written to the zone's file, served at once, and kept across a restart; refusals say
+/// why with the right status.
+@Suite(.timeLimit(.minutes(2))) struct RecordChangeTests {
+    @Test func recordsAreAddedAndDeletedWhileServed() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-records-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let zone = dir.appendingPathComponent("z.zone")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
+        let port = try TestSupport.freePort(), api = try TestSupport.freePort()
+        let reader = "11111111111111111111111111111111", writer = "22222222222222222222222222222222"
+        try "read \(reader)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        try """
+            listen: ["127.0.0.1:\(port)"]
+            zones: [{ origin: example.test., file: z.zone }]
+            api: { listen: "127.0.0.1:\(api)", tokens: tokens }
+            state-dir: state
+            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        func start() throws -> ServerProcess {
+            let s = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
+            try s.waitUntilReady { s.log.contains("management API listening") }
+            return s
+        }
+        var server = try start()
+        defer { server.stop() }
+        func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
+            var env = ProcessInfo.processInfo.environment
+            env["NEARCAST_TOKEN"] = token
+            return try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
+        }
+        func ask(_ name: String, _ type: String = "A") throws -> String {
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, type, "+short"]).stdout
+        }
+        let zones = try cli(["zones"], reader)
+        #expect(zones.stdout.contains("example.test.  serial 2026112201  36 records"), "\(zones.stdout) \(zones.stderr)")
+
+        let added = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200", "--ttl", "120"], writer)
+        #expect(added.status == 0 && added.stdout == "example.test.: added 1, serial 2026112202, 37 records\n", "\(added.stdout) \(added.stderr)")
+        #expect(try ask("api.example.test") == "192.0.2.200\n", "served at once")
+        #expect(try cli(["record", "add", "example.test.", "@", "TXT", "\"hello world\""], writer).status == 0)
+        #expect(try ask("example.test", "TXT").contains("\"hello world\""))
+        let listed = try cli(["records", "example.test.", "--name", "api"], reader)
+        #expect(listed.stdout == "api.example.test. 120 IN A 192.0.2.200\n", "\(listed.stdout) \(listed.stderr)")
+        #expect(try String(contentsOf: zone, encoding: .utf8).contains("api.example.test. 120 IN A 192.0.2.200"), "written to the file")
+
+        // Refusals, each with its status and the field or rule at fault; nothing changes.
+        let readOnly = try cli(["record", "add", "example.test.", "x", "A", "192.0.2.1"], reader)
+        #expect(readOnly.stderr.contains("has no token of role write") || readOnly.stderr.contains("403"), "\(readOnly.stderr)")
+        let bad = try cli(["record", "add", "example.test.", "x", "A", "not-an-address"], writer)
+        #expect(bad.stderr.contains("answered 400: data: A record for x.example.test.: 'not-an-address' is not an IPv4 address"), "\(bad.stderr)")
+        let cname = try cli(["record", "add", "example.test.", "api", "CNAME", "www"], writer)
+        #expect(cname.stderr.contains("answered 400: the zone would not be valid"), "\(cname.stderr)")
+        let twice = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200"], writer)
+        #expect(twice.stderr.contains("answered 409:") && twice.stderr.contains("already in the zone"), "\(twice.stderr)")
+        #expect(try cli(["record", "delete", "example.test.", "nothere", "A"], writer).stderr.contains("answered 404: no A record at nothere.example.test."))
+        #expect(try cli(["records", "other.test."], reader).stderr.contains("answered 404: no zone other.test. is served here"))
+        var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/zones/example.test./records")!)
+        r.httpMethod = "POST"
+        r.httpBody = Data(#"{"name": "x", "type": "A"}"#.utf8)
+        r.setValue("Bearer \(writer)", forHTTPHeaderField: "Authorization")
+        let (body, response) = try await URLSession.shared.data(for: r)
+        #expect((response as! HTTPURLResponse).statusCode == 400 && String(decoding: body, as: UTF8.self).contains("field data is missing"))
+
+        // A restart serves what was acknowledged; a delete takes it away again.
+        server.stop()
+        server = try start()
+        #expect(try ask("api.example.test") == "192.0.2.200\n", "kept across a restart")
+        #expect(try cli(["record", "delete", "example.test.", "api", "A", "192.0.2.200"], writer).stdout.contains("deleted 1, serial 2026112204"))
+        #expect(try ask("api.example.test").isEmpty)
+        let audit = try String(contentsOf: dir.appendingPathComponent("state/audit.log"), encoding: .utf8)
+        #expect(audit.split(separator: "\n").count == 3 && audit.contains(#""action":"record""#) && audit.contains("delete api A 192.0.2.200"), "\(audit)")
     }
 }

@@ -1,0 +1,79 @@
+import ArgumentParser
+import NearcastCore
+
+/// `nearcast zones`: the zones served, with their serials and sizes.
+struct Zones: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the zones served, with their SOA serials and record counts.")
+
+    @OptionGroup var options: APIOptions
+
+    func run() async throws {
+        try await Nodes.reportingFailures {
+            let zones = try await options.client(role: .read).get("/v1/zones", as: [ZoneSummary].self)
+            for z in zones { print("\(z.origin)  serial \(z.serial)  \(z.records) records  \(z.file)") }
+        }
+    }
+}
+
+/// `nearcast records ORIGIN [--name N] [--type T]`: a zone's records, one per line as in a zone file.
+struct Records: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a zone's records (all, or of one name and type), as zone file lines.")
+
+    @OptionGroup var options: APIOptions
+    @Argument(help: "The zone's origin, e.g. example.net.") var origin: String
+    @Option(help: "Only records of this name (relative to the origin, or absolute).") var name: String?
+    @Option(help: "Only records of this type.") var type: String?
+
+    func run() async throws {
+        try await Nodes.reportingFailures {
+            let list = try await options.client(role: .read).get(
+                "/v1/zones/\(APIClient.segment(origin))/records", query: [("name", name), ("type", type)], as: [RecordInput].self)
+            for r in list { print("\(r.name) \(r.ttl.map(String.init) ?? "") IN \(r.type) \(r.data)") }
+        }
+    }
+}
+
+/// `nearcast record add|delete ORIGIN NAME TYPE [DATA...]`: changes a zone while it is served.
+struct RecordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Add or delete a record in a served zone (checked as a zone file is, written to the zone's file, served at once).",
+        discussion: """
+            nearcast record add example.net. www A 192.0.2.10 --ttl 300
+            nearcast record add example.net. @ TXT '"v=spf1 -all"'
+            nearcast record delete example.net. www A 192.0.2.10      # one record
+            nearcast record delete example.net. old A                  # the whole RRset
+            The zone's file is rewritten in canonical form (comments are not kept) and its SOA serial goes up by one.
+            """)
+
+    enum Action: String, ExpressibleByArgument, CaseIterable { case add, delete }
+
+    @OptionGroup var options: APIOptions
+    @Argument(help: "add or delete.") var action: Action
+    @Argument(help: "The zone's origin, e.g. example.net.") var origin: String
+    @Argument(help: "The record's name: @, relative to the origin, or absolute.") var name: String
+    @Argument(help: "The record's type, e.g. A, MX, TXT.") var type: String
+    @Argument(help: "The record's data as in a zone file (delete: optional).") var data: [String] = []
+    @Option(help: "TTL in seconds (add; default: the RRset's, else the SOA's).") var ttl: UInt32?
+
+    func validate() throws {
+        if action == .add && data.isEmpty { throw ValidationError("add needs the record's data, e.g. 192.0.2.10") }
+        if action == .delete && ttl != nil { throw ValidationError("--ttl goes with add") }
+    }
+
+    func run() async throws {
+        try await Nodes.reportingFailures {
+            let client = try options.client(role: .write)
+            let path = "/v1/zones/\(APIClient.segment(origin))/records"
+            let text = data.joined(separator: " ")
+            let change: RecordChange
+            switch action {
+            case .add:
+                change = try await client.post(path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), as: RecordChange.self)
+            case .delete:
+                change = try await client.delete(path, query: [("name", name), ("type", type), ("data", text.isEmpty ? nil : text)], as: RecordChange.self)
+            }
+            print("\(change.zone): \(action == .add ? "added" : "deleted") \(change.changed), serial \(change.serial), \(change.records) records")
+        }
+    }
+}
