@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [
-                "NearcastServer", "NearcastCore", "DNSWire",
+                "NearcastServer", "NearcastCore", "DNSWire", .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -85,6 +85,31 @@ public final class ManagementAPI: Sendable {
     public static func start(
         on address: ListenAddress, tokens: APITokens, sources: Sources, logger: Logger
     ) async throws -> ManagementAPI {
+        let router = makeRouter(tokens: tokens, sources: sources, logger: logger)
+        let started = StartSignal()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "nearcast"),
+            onServerRunning: { channel in started.fire(.success(channel.localAddress?.port ?? address.port)) },
+            logger: logger)
+        // Its own service group, without signal handling (the daemon has its own): stop() asks it
+        // to shut down gracefully, letting requests in flight finish.
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let task = Task {
+            do {
+                try await group.run()
+            } catch {
+                started.fire(.failure(error))
+                throw error
+            }
+        }
+        let port = try await started.value
+        logger.info("management API listening", metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)"])
+        return ManagementAPI(port: port, group: group, task: task)
+    }
+
+    /// Every route, with its handler (docs/openapi.yaml documents each; a test holds them to it).
+    static func makeRouter(tokens: APITokens, sources: Sources, logger: Logger) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
         // Prometheus scrapes with a bearer token too (`authorization:` in its scrape config).
@@ -225,26 +250,7 @@ public final class ManagementAPI: Sendable {
                 throw HTTPError(.badRequest, message: e.description)
             }
         }
-        let started = StartSignal()
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "nearcast"),
-            onServerRunning: { channel in started.fire(.success(channel.localAddress?.port ?? address.port)) },
-            logger: logger)
-        // Its own service group, without signal handling (the daemon has its own): stop() asks it
-        // to shut down gracefully, letting requests in flight finish.
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        let task = Task {
-            do {
-                try await group.run()
-            } catch {
-                started.fire(.failure(error))
-                throw error
-            }
-        }
-        let port = try await started.value
-        logger.info("management API listening", metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)"])
-        return ManagementAPI(port: port, group: group, task: task)
+        return router
     }
 
     /// Stops listening and waits for requests in flight to finish.
