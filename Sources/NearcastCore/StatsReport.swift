@@ -153,3 +153,35 @@ public enum ReloadError: Error, CustomStringConvertible, Sendable {
         }
     }
 }
+
+/// The daemon at a glance (`GET /v1/status`, `nearcast status`).
+public struct StatusReport: Codable, Equatable, Sendable {
+    public var version: String
+    public var uptime: Double
+    public var zones: [ZoneSummary]
+    /// The interfaces XDP is attached to (empty: the fast path is off) and the answers its names table holds.
+    public var xdpInterfaces: [String]
+    public var fastPathAnswers: Int?
+    /// Geo names, and the nodes by health state (state -> count).
+    public var geoNames: Int
+    public var nodes: [String: Int]
+    /// Pools whose TTL is lowered now.
+    public var unsettledPools: [String]
+    /// Where overrides and the audit log are kept (nil: changes last until a restart).
+    public var stateDirectory: String?
+
+    public init(
+        version: String, uptime: Double, zones: [ZoneSummary], xdpInterfaces: [String], fastPathAnswers: Int?, geoNames: Int,
+        nodes: [String: Int], unsettledPools: [String], stateDirectory: String?
+    ) {
+        self.version = version
+        self.uptime = uptime
+        self.zones = zones
+        self.xdpInterfaces = xdpInterfaces
+        self.fastPathAnswers = fastPathAnswers
+        self.geoNames = geoNames
+        self.nodes = nodes
+        self.unsettledPools = unsettledPools
+        self.stateDirectory = stateDirectory
+    }
+}

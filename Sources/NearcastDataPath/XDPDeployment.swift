@@ -96,6 +96,9 @@ public final class XDPDeployment: Sendable {
         self.attached = done
     }
 
+    /// The interfaces the program is attached to, with their modes (`eth0:native`).
+    public var interfaceNames: [String] { attached.map { "\($0.name):\($0.mode.rawValue)" } }
+
     /// Detaches the program and removes the pins, unless `keepOnExit`.
     public func stop() {
         if settings.keepOnExit {

@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// but the liveness one, `GET /healthz`, needs a bearer token from the tokens file whose role is
 /// high enough: 401 without a valid token, 403 with one of too low a role.
 ///
-/// Routes so far: `GET /healthz`, `GET /metrics` (read; Prometheus), `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
+/// Routes so far: `GET /healthz`, `GET /metrics` (read; Prometheus), `GET /v1/status` (read), `GET /v1/stats` (read), `GET /v1/explain?name=&type=&client=[&ecs=]`
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
 /// agent, or write), `POST /v1/reload` (admin), `GET /v1/zones`, `GET /v1/zones/ORIGIN/records[?name=&type=]`
 /// (read), `POST /v1/zones/ORIGIN/records`, `DELETE /v1/zones/ORIGIN/records?name=&type=[&data=]` (write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
@@ -32,6 +32,8 @@ public final class ManagementAPI: Sendable {
         /// (nil: until taken back), by a caller (the last argument, for the audit log); returns the
         /// node's status, nil for an unknown node; throws when the change cannot be made durable.
         public var setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
+        /// The daemon at a glance.
+        public var status: (@Sendable () async throws -> StatusReport)?
         /// The zones served.
         public var zones: (@Sendable () async -> [ZoneSummary])?
         /// A zone's records (zone origin, owner name, type; nil: all).
@@ -54,7 +56,8 @@ public final class ManagementAPI: Sendable {
             metrics: (@Sendable () async throws -> [UInt8])? = nil,
             zones: (@Sendable () async -> [ZoneSummary])? = nil,
             records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
-            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? = nil
+            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? = nil,
+            status: (@Sendable () async throws -> StatusReport)? = nil
         ) {
             self.stats = stats
             self.explain = explain
@@ -67,6 +70,7 @@ public final class ManagementAPI: Sendable {
             self.zones = zones
             self.records = records
             self.editRecords = editRecords
+            self.status = status
         }
     }
 
@@ -149,6 +153,11 @@ public final class ManagementAPI: Sendable {
             case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
             case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
+        }
+        v1.get("status") { _, context -> Response in
+            try context.require(.read)
+            guard let status = sources.status else { throw HTTPError(.notFound, message: "no status") }
+            return try jsonResponse(try await status())
         }
         v1.get("zones") { _, context -> Response in
             try context.require(.read)

@@ -8,7 +8,7 @@ struct Nearcast: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nearcast",
         abstract: "Operate a nearcast GeoDNS server.",
-        subcommands: [CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self, Reload.self, Zones.self, Records.self, RecordCommand.self]
+        subcommands: [Status.self, CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self, Reload.self, Zones.self, Records.self, RecordCommand.self]
     )
 }
 

@@ -18,6 +18,9 @@ import Glibc
 /// `nearcastd`: the nearcast DNS daemon.
 @main
 struct Nearcastd: AsyncParsableCommand {
+    /// This build's version, reported by `nearcast status`.
+    static let version = "0.6.0"
+
     static let configuration = CommandConfiguration(
         commandName: "nearcastd",
         abstract: "nearcast authoritative GeoDNS server.",
@@ -26,7 +29,8 @@ struct Nearcastd: AsyncParsableCommand {
               nearcastd --zone example.net=example.net.zone --listen 127.0.0.1:53 --listen [::1]:53
             or from a YAML config:
               nearcastd --config /etc/nearcast/nearcast.yaml
-            """
+            """,
+        version: version
     )
 
     @Option(name: .long, help: ArgumentHelp("YAML configuration file.", valueName: "FILE"))
@@ -243,7 +247,7 @@ struct Nearcastd: AsyncParsableCommand {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
             let deployment = fastPath
-            let table = geo, database = geoDatabase, compileSeconds = geoCompileSeconds
+            let table = geo, database = geoDatabase, compileSeconds = geoCompileSeconds, stateDirectory = cfg.stateDirectory
             var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
             if let table, let database {
                 explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
@@ -280,7 +284,17 @@ struct Nearcastd: AsyncParsableCommand {
                 },
                 zones: { await reloader.zoneList() },
                 records: { origin, name, type throws(ZoneEditError) in try await reloader.records(origin, name: name, type: type) },
-                editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) })
+                editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) },
+                status: {
+                    let uptime = ContinuousClock.now - startedAt
+                    let nodes = await health?.statuses() ?? []
+                    return StatusReport(
+                        version: Self.version, uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
+                        fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: table?.allNames.count ?? 0,
+                        nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
+                        unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
+                })
             do {
                 api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
             } catch {

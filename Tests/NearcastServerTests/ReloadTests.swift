@@ -127,6 +127,8 @@ import FoundationNetworking
         #expect(try paris(port) == "192.0.2.10", "still drained after the restart")
         let nodes = try cli(["nodes"], writer).stdout
         #expect(nodes.contains("nyc1") && nodes.contains("(drain, 3") && nodes.contains("s left)"), "\(nodes)")
+        let status = try cli(["status"], writer).stdout
+        #expect(status.contains("nodes 1 up, 2 drained") && status.contains("state:     \(state.path) (overrides and audit log kept)"), "\(status)")
         #expect(try cli(["node", "undrain", "par1"], writer).status == 0)
         #expect(try paris(port) == "192.0.2.20")
 

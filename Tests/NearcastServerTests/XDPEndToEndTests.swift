@@ -478,6 +478,10 @@ import Glibc
             #expect(printed(reason) != nil, "\(reason) is listed: \(out.stdout)")
         }
 
+        let status = try TestSupport.run(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "status", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+        #expect(status.stdout.contains("fast path: XDP on \(Self.serverIf):native,") && status.stdout.contains("zones:     example.test. (serial"), "\(status.stdout) \(status.stderr)")
         let watch = try stats(["--watch", "--interval", "0.3", "--count", "2"])
         #expect(watch.status == 0, "\(watch.stderr)")
         #expect(watch.stdout.components(separatedBy: "per second").count - 1 == 2, "two refreshes with rates: \(watch.stdout)")
