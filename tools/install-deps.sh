@@ -11,7 +11,7 @@ PACKAGES=(
 	# the release binaries link the Swift runtime statically; the CLI's URLSession needs libcurl
 	libcurl4-openssl-dev
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
-	dnsutils knot-dnsutils dnsperf iproute2 ethtool
+	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl
 	# certificates for the HTTPS health-check tests
 	openssl
 	# reference servers for the differential tests and the benchmarks

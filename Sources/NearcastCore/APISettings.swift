@@ -6,10 +6,16 @@ public struct APISettings: Hashable, Sendable {
     /// The tokens file (`ROLE TOKEN` lines); nil: no token is valid, so only the liveness
     /// endpoint answers.
     public var tokensPath: String?
+    /// TLS (`tls: { certificate: PEM, key: PEM }`): the server's certificate chain and private key
+    /// files; nil: plain HTTP (fine on 127.0.0.1, the default address).
+    public var tlsCertificate: String?
+    public var tlsKey: String?
 
-    public init(listen: ListenAddress? = nil, tokensPath: String? = nil) {
+    public init(listen: ListenAddress? = nil, tokensPath: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil) {
         self.listen = listen
         self.tokensPath = tokensPath
+        self.tlsCertificate = tlsCertificate
+        self.tlsKey = tlsKey
     }
 
     /// Loads the tokens this configuration names (none without a file).

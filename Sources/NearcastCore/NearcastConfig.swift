@@ -62,7 +62,7 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir"]
-    static let knownAPIKeys = ["listen", "tokens"]
+    static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
@@ -232,6 +232,21 @@ public struct NearcastConfig: Sendable {
                             continue
                         }
                         config.api.tokensPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                    case "tls":
+                        guard let tm = av.mapping, let cert = tm["certificate"]?.string, let key = tm["key"]?.string, tm.count == 2 else {
+                            fail(av, "api tls must be { certificate: PEM file, key: PEM file }")
+                            continue
+                        }
+                        var paths: [String] = []
+                        for (what, f) in [("certificate", cert), ("key", key)] {
+                            let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                            if !FileManager.default.isReadableFile(atPath: path) {
+                                fail(tm[what], "api tls \(what) \(path) does not exist or cannot be read")
+                            }
+                            paths.append(path)
+                        }
+                        config.api.tlsCertificate = paths[0]
+                        config.api.tlsKey = paths[1]
                     default:
                         fail(ak, "unknown api key '\(ak.string ?? "?")' (known: \(knownAPIKeys.joined(separator: ", ")))")
                     }

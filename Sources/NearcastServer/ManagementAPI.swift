@@ -1,5 +1,8 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import Logging
 import NIOCore
 import NIOPosix
@@ -86,13 +89,19 @@ public final class ManagementAPI: Sendable {
     }
 
     /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
+    /// With `tls` (certificate chain and key, PEM files), over HTTPS.
     public static func start(
-        on address: ListenAddress, tokens: APITokens, sources: Sources, logger: Logger
+        on address: ListenAddress, tokens: APITokens, sources: Sources, tls: (certificate: String, key: String)? = nil, logger: Logger
     ) async throws -> ManagementAPI {
         let router = makeRouter(tokens: tokens, sources: sources, logger: logger)
+        var server = HTTPServerBuilder.http1()
+        if let tls {
+            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
+            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .file(tls.key)))
+        }
         let started = StartSignal()
         let app = Application(
-            router: router,
+            router: router, server: server,
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "nearcast"),
             onServerRunning: { channel in started.fire(.success(channel.localAddress?.port ?? address.port)) },
             logger: logger)
@@ -108,7 +117,9 @@ public final class ManagementAPI: Sendable {
             }
         }
         let port = try await started.value
-        logger.info("management API listening", metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)"])
+        logger.info(
+            "management API listening",
+            metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)", "tls": "\(tls != nil)"])
         return ManagementAPI(port: port, group: group, task: task)
     }
 

@@ -9,6 +9,8 @@ import FoundationNetworking
 struct APIClient {
     var address: ListenAddress
     var token: String?
+    /// HTTPS (the server's certificate is checked against the system's CAs).
+    var tls = false
 
     /// What went wrong, said as the operator should read it.
     struct Failure: Error, CustomStringConvertible {
@@ -45,7 +47,7 @@ struct APIClient {
 
     func call<T: Decodable>(_ method: String, _ path: String, body: Data? = nil, as type: T.Type) async throws -> T {
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
-        guard let url = URL(string: "http://\(host):\(address.port)\(path)") else {
+        guard let url = URL(string: "\(tls ? "https" : "http")://\(host):\(address.port)\(path)") else {
             throw Failure(description: "bad API address \(address)")
         }
         var request = URLRequest(url: url, timeoutInterval: 5)
@@ -60,7 +62,11 @@ struct APIClient {
         do {
             (data, response) = try await URLSession.shared.data(for: request)
         } catch {
-            throw Failure(description: "cannot reach the management API at \(address) (\(error.localizedDescription)); is nearcastd running with --api \(address)?")
+            let why = error.localizedDescription
+            if tls && (why.contains("SSL") || why.contains("certificate")) {
+                throw Failure(description: "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates)")
+            }
+            throw Failure(description: "cannot reach the management API at \(address) (\(why)); is nearcastd running with --api \(address)?")
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {

@@ -6,14 +6,19 @@ import NearcastCore
 /// NEARCAST_API, then 127.0.0.1:8053; NEARCAST_TOKEN, else the first token of the right role in
 /// `--token-file` (default /etc/nearcast/tokens, the daemon's own file, readable by root).
 struct APIOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The management API (default: $NEARCAST_API, else 127.0.0.1:8053).", valueName: "ADDR:PORT"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The management API, https:// when it has TLS (default: $NEARCAST_API, else 127.0.0.1:8053).", valueName: "[https://]ADDR:PORT"))
     var api: String?
 
     @Option(name: .long, help: ArgumentHelp("A tokens file (ROLE TOKEN lines; default /etc/nearcast/tokens); $NEARCAST_TOKEN wins.", valueName: "FILE"))
     var tokenFile: String?
 
     func validate() throws {
-        if let a = api, ListenAddress(a) == nil { throw ValidationError("--api '\(a)' is not ADDR:PORT (e.g. 127.0.0.1:8053)") }
+        if let a = api, ListenAddress(a.hasPrefix("https://") ? String(a.dropFirst(8)) : a) == nil {
+            throw ValidationError("--api '\(a)' is not [https://]ADDR:PORT (e.g. 127.0.0.1:8053)")
+        }
     }
 
     /// A client for calls that need at least `role`.
@@ -25,19 +30,21 @@ struct APIOptions: ParsableArguments {
     /// one that is, when the file has none.
     func client(choosing choose: (APITokens.Entry) -> Bool, need: String) throws -> APIClient {
         let env = ProcessInfo.processInfo.environment
-        let text = api ?? env["NEARCAST_API"] ?? "127.0.0.1:8053"
-        guard let address = ListenAddress(text) else { throw ValidationError("API address '\(text)' is not ADDR:PORT") }
-        if let t = env["NEARCAST_TOKEN"], !t.isEmpty { return APIClient(address: address, token: t) }
+        var text = api ?? env["NEARCAST_API"] ?? "127.0.0.1:8053"
+        let tls = text.hasPrefix("https://")
+        if tls { text.removeFirst("https://".count) }
+        guard let address = ListenAddress(text) else { throw ValidationError("API address '\(text)' is not [https://]ADDR:PORT") }
+        if let t = env["NEARCAST_TOKEN"], !t.isEmpty { return APIClient(address: address, token: t, tls: tls) }
         let path = tokenFile ?? "/etc/nearcast/tokens"
         guard FileManager.default.fileExists(atPath: path) else {
             if tokenFile != nil { throw APIClient.Failure(description: "\(path): no such tokens file") }
-            return APIClient(address: address, token: nil)  // the API will say what it needs
+            return APIClient(address: address, token: nil, tls: tls)  // the API will say what it needs
         }
         let tokens: APITokens
         do { tokens = try APITokens.load(path: path) } catch { throw APIClient.Failure(description: error.description) }
         guard let entry = tokens.entries.first(where: choose) else {
             throw APIClient.Failure(description: "\(path) has no token \(need)")
         }
-        return APIClient(address: address, token: entry.token)
+        return APIClient(address: address, token: entry.token, tls: tls)
     }
 }

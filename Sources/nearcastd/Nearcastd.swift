@@ -296,7 +296,8 @@ struct Nearcastd: AsyncParsableCommand {
                         unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
                 })
             do {
-                api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, logger: logger)
+                let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
+                api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
             } catch {
                 logger.error("cannot start the management API", metadata: ["address": "\(address)", "error": "\(error)"])
                 fastPath?.stop()

@@ -96,3 +96,43 @@ import FoundationNetworking
         #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin, agent, agent:NODE)"), "\(out.stderr)")
     }
 }
+
+/// The management API over TLS (`api: tls:`): HTTPS with the configured certificate, nothing in
+/// the clear; the CLI checks the certificate against the system's CAs.
+@Suite(.timeLimit(.minutes(2))) struct ManagementAPITLSTests {
+    @Test func theAPIServesHTTPSWithItsCertificate() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-apitls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        let openssl = try TestSupport.run(
+            try TestSupport.tool("openssl"),
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert])
+        #expect(openssl.status == 0, "\(openssl.stderr)")
+        try "read \(ManagementAPITests.readToken)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        let port = try TestSupport.freePort(), api = try TestSupport.freePort()
+        try """
+            listen: ["127.0.0.1:\(port)"]
+            zones: [{ origin: example.test., file: \(DaemonTests.zone) }]
+            api: { listen: "127.0.0.1:\(api)", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
+            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
+        defer { server.stop() }
+        try server.waitUntilReady { server.log.contains("management API listening") && server.log.contains("tls=true") }
+        let curl = try TestSupport.tool("curl")
+        let ok = try TestSupport.run(
+            curl, ["-s", "--cacert", cert, "-H", "Authorization: Bearer \(ManagementAPITests.readToken)", "https://127.0.0.1:\(api)/v1/stats"])
+        #expect(ok.status == 0 && ok.stdout.contains("\"uptime\""), "\(ok.stdout) \(ok.stderr)")
+        let clear = try TestSupport.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(api)/healthz"])
+        #expect(clear.stdout == "000", "nothing in the clear: \(clear.stdout)")
+        let untrusted = try TestSupport.run(
+            try TestSupport.product("nearcast"), ["stats", "--api", "https://127.0.0.1:\(api)", "--token-file", dir.appendingPathComponent("tokens").path])
+        #expect(untrusted.status == 1 && untrusted.stderr.contains("is not trusted"), "\(untrusted.stderr)")
+
+        // A missing key is a config error with its line.
+        try FileManager.default.removeItem(atPath: key)
+        let check = try TestSupport.run(try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
+        #expect(check.status == 1 && check.stderr.contains("c.yaml:3: api tls key \(key) does not exist or cannot be read"), "\(check.stderr)")
+    }
+}
