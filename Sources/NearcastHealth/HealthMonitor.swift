@@ -99,7 +99,7 @@ public actor HealthMonitor {
             let now = ContinuousClock.now
             guard let stillDue = reportDue[node], now >= stillDue else { continue }  // a report came meanwhile
             reportDue[node] = now + c.interval
-            record(node, c.name, false, "\(c.name): no report for \(Self.seconds(c.interval)) s")
+            record(node, c.name, false, "\(c.name): no report for \(c.interval.seconds) s")
         }
     }
 
@@ -125,8 +125,8 @@ public actor HealthMonitor {
             let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
             return NodeStatus(
                 id: id, state: h.state(at: now).rawValue, override: o?.kind.rawValue,
-                overrideSecondsLeft: o?.until.map { Self.seconds($0 - now) }, changes: counts[id] ?? 0,
-                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { Self.seconds(now - $0.at) })
+                overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
+                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds })
         }
     }
 
@@ -223,8 +223,6 @@ public actor HealthMonitor {
         let after = h.state(at: now)
         if before != after { changed(Change(node: node, from: before, to: after, reason: reason)) }
     }
-
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     static func nanos(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
 }

@@ -51,14 +51,14 @@ struct GeoBench: ParsableCommand {
         print("")
         print("| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging |")
         print("|---:|---:|---:|---:|---:|---:|---:|")
-        print(String(format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", Self.seconds(elapsed), usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
+        print(String(format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", elapsed.seconds, usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
 
         guard let maps else { return }
         let fast = try FastPath(objectPath: maps)
         let empty = AnswerImage.build(responder: Responder(authority: Authority(zones: [])), maxSections: FastPath.sectionsCapacity)
         let writeStart = ContinuousClock.now
         try fast.write(empty, geo: table)
-        let writeTime = Self.seconds(ContinuousClock.now - writeStart)
+        let writeTime = (ContinuousClock.now - writeStart).seconds
         print("")
         print("| geo map | entries | kernel memory (MiB, memlock) |")
         print("|---|---:|---:|")
@@ -69,5 +69,4 @@ struct GeoBench: ParsableCommand {
         print(String(format: "maps written in %.1f s (LPM tries entry by entry: no batch updates for them)", writeTime))
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

@@ -84,7 +84,7 @@ final class HealthWriteLog: Sendable {
 
     func nodeWritten(after decided: ContinuousClock.Instant) {
         let d = ContinuousClock.now - decided
-        let micros = Double(d.components.seconds) * 1e6 + Double(d.components.attoseconds) / 1e12
+        let micros = d.seconds * 1e6
         state.withLock { s in
             s.mapWrites += 1
             if s.latencies.count < Self.keep { s.latencies.append(micros) } else { s.latencies[s.next] = micros }

@@ -155,7 +155,7 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             let compiled = ContinuousClock.now - started
-            geoCompileSeconds = Double(compiled.components.seconds) + Double(compiled.components.attoseconds) / 1e18
+            geoCompileSeconds = compiled.seconds
             let r = geo!.image.report
             logger.info(
                 "geo compiled",
@@ -172,13 +172,13 @@ struct Nearcastd: AsyncParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
             responders: responders, metrics: metrics, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
+        let started = StartedServices()
+        await started.add("event loops") { try await group.shutdownGracefully() }
+        await started.add("DNS listeners") { await server.stop() }
         do {
             for address in cfg.listen { try await server.listen(on: address) }
         } catch {
-            logger.error("cannot listen", metadata: ["error": "\(error)"])
-            await server.stop()
-            try await group.shutdownGracefully()
-            throw ExitCode(1)
+            try await started.giveUp("cannot listen", ["error": "\(error)"], logger: logger)
         }
         // The fast path answers only what the slow path would; it is started once the slow path
         // listens, so nothing it passes up finds no listener.
@@ -194,11 +194,9 @@ struct Nearcastd: AsyncParsableCommand {
                     settings: cfg.xdp, image: image, geo: geo, dnsPort: UInt16(cfg.listen[0].port),
                     udpPayload: cfg.maxUDPPayload, logger: logger)
             } catch {
-                logger.error("cannot start the XDP fast path", metadata: ["error": "\(error)"])
-                await server.stop()
-                try await group.shutdownGracefully()
-                throw ExitCode(1)
+                try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
             }
+            if let deployment = fastPath { await started.add("XDP fast path") { deployment.stop() } }
         }
         // The state directory: kept overrides and the audit log.
         var audit: AuditLog?
@@ -206,11 +204,7 @@ struct Nearcastd: AsyncParsableCommand {
             do {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                logger.error("cannot create the state directory", metadata: ["state-dir": "\(dir)", "error": "\(error)"])
-                fastPath?.stop()
-                await server.stop()
-                try await group.shutdownGracefully()
-                throw ExitCode(1)
+                try await started.giveUp("cannot create the state directory", ["state-dir": "\(dir)", "error": "\(error)"], logger: logger)
             }
             audit = AuditLog(path: dir + "/audit.log")
         }
@@ -221,17 +215,14 @@ struct Nearcastd: AsyncParsableCommand {
             let m = await HealthWiring.start(
                 config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
             monitor = m
+            await started.add("health checks") { await m.stop() }
             do {
                 let desk = OperatorChanges(monitor: m, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger)
                 try await desk.restore()
                 changes = desk
             } catch {
-                logger.error("cannot use the state directory", metadata: ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"])
-                await m.stop()
-                fastPath?.stop()
-                await server.stop()
-                try await group.shutdownGracefully()
-                throw ExitCode(1)
+                try await started.giveUp(
+                    "cannot use the state directory", ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"], logger: logger)
             }
         }
         if cfg.stateDirectory == nil && cfg.api.listen != nil {
@@ -241,7 +232,6 @@ struct Nearcastd: AsyncParsableCommand {
         let reloader = Reloader(
             running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
             responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, audit: audit, logger: logger)
-        var api: ManagementAPI?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
@@ -269,14 +259,14 @@ struct Nearcastd: AsyncParsableCommand {
                 stats: {
                     let uptime = ContinuousClock.now - startedAt
                     return StatsReport(
-                        uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        uptime: uptime.seconds,
                         xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
                 }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
                 setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
                 metrics: {
                     let uptime = ContinuousClock.now - startedAt
                     let snapshot = MetricsSnapshot(
-                        uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        uptime: uptime.seconds,
                         geoCompileSeconds: compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
                         nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
                         health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
@@ -289,7 +279,7 @@ struct Nearcastd: AsyncParsableCommand {
                     let uptime = ContinuousClock.now - startedAt
                     let nodes = await health?.statuses() ?? []
                     return StatusReport(
-                        version: Self.version, uptime: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                        version: Self.version, uptime: uptime.seconds,
                         zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
                         fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: table?.allNames.count ?? 0,
                         nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
@@ -297,13 +287,10 @@ struct Nearcastd: AsyncParsableCommand {
                 })
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
-                api = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
+                let running = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
+                await started.add("management API") { await running.stop() }
             } catch {
-                logger.error("cannot start the management API", metadata: ["address": "\(address)", "error": "\(error)"])
-                fastPath?.stop()
-                await server.stop()
-                try await group.shutdownGracefully()
-                throw ExitCode(1)
+                try await started.giveUp("cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
         let signal = await Self.waitForTermination(onHangup: {
@@ -313,11 +300,7 @@ struct Nearcastd: AsyncParsableCommand {
             }
         })
         logger.info("stopping", metadata: ["signal": "\(signal)"])
-        await monitor?.stop()
-        await api?.stop()
-        fastPath?.stop()
-        await server.stop()
-        try await group.shutdownGracefully()
+        await started.stopAll(logger: logger)
     }
 
     /// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's

@@ -85,6 +85,26 @@ import Glibc
 
     /// With --keep-xdp the program stays attached and the maps pinned after SIGTERM; the next
     /// daemon takes them over.
+    /// A start-up that fails after XDP is attached (here the API cannot bind) leaves nothing behind:
+    /// the program is detached and the pins are gone, and the daemon says why and exits 1.
+    @Test func aFailedStartDetachesWhatItAttached() throws {
+        let t = try Topology()
+        let d = try ServerProcess(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.srv, try TestSupport.product("nearcastd"),
+             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+             "--listen", "\(Self.server):53", "--threads", "1", "--xdp", "\(Self.serverIf):native", "--pin-root", t.pinRoot,
+             "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path, "--api", "192.0.2.99:8053"])
+        let deadline = Date().addingTimeInterval(20)
+        while d.process.isRunning && Date() < deadline { usleep(50_000) }
+        let log = d.log
+        #expect(d.stop() == 1, "\(log)")
+        #expect(log.contains("fast path ready") && log.contains("cannot start the management API"), "\(log)")
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf])
+        #expect(!link.stdout.contains("prog/xdp"), "detached: \(link.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_names"), "unpinned")
+    }
+
     @Test func keepXDPLeavesTheFastPathRunning() throws {
         let t = try Topology()
         var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])
