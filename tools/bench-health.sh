@@ -16,28 +16,9 @@ SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
 P=nch
-SRV=$P-srv CLI=$P-cli SIF=$P-s CIF=$P-c
-ADDR=198.18.0.1
 TOKEN=0123456789abcdef0123456789abcdef
-work=$(mktemp -d)
-server_pid=""
+. tools/bench-netns.sh
 
-cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-	umount "$work/bpffs" 2>/dev/null || true
-	tools/netns.sh down "$P"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-tools/netns.sh up "$P"
-mkdir -p "$work/bpffs"
-mount -t bpf bpf "$work/bpffs"
-
-pin_napi() { # namespace interface cpu (see bench-xdp-throughput.sh)
-	ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded" 2>/dev/null || true
-	local pid
-	for pid in $(pgrep -f "napi/$2-" || true); do taskset -pc "$3" "$pid" >/dev/null; done
-}
 counters() { # the XDP verdicts summed over CPUs, as "name=value" lines
 	bpftool -j map dump pinned "$work/bpffs/nearcast/nc_stats" |
 		python3 -c 'import json,sys

@@ -20,19 +20,8 @@ CLIENT_CPU=${CLIENT_CPU:-0}
 ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
 NEARCASTD=$PWD/.build/release/nearcastd
 P=ncb
-SRV=$P-srv CLI=$P-cli CIF=$P-c
-ADDR=198.18.0.1
-
 [ -x "$NEARCASTD" ] || { echo "build first: make build" >&2; exit 1; }
-work=$(mktemp -d)
-server_pid=""
-cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-	tools/netns.sh down "$P"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-tools/netns.sh up "$P"
+. tools/bench-netns.sh
 
 # The query mix: hot positive answers, a CNAME chain, a wildcard, NODATA and NXDOMAIN.
 cat >"$work/queries" <<'Q'

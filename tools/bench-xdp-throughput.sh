@@ -18,39 +18,12 @@ SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
 P=ncx
-SRV=$P-srv CLI=$P-cli SIF=$P-s CIF=$P-c
-ADDR=198.18.0.1
-work=$(mktemp -d)
-server_pid=""
-
-cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-	umount "$work/bpffs" 2>/dev/null || true
-	tools/netns.sh down "$P"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-tools/netns.sh up "$P"
-mkdir -p "$work/bpffs"
-mount -t bpf bpf "$work/bpffs"
+. tools/bench-netns.sh
 
 # Hot names every target answers from memory.
 printf '%s\n' "www.example.test A" "www.example.test AAAA" "mail.example.test A" "example.test MX" \
 	"ns1.example.test A" "alias.example.test A" >"$work/queries"
 
-# Threaded NAPI on one end of the veth, its kthread pinned to a CPU. The flag can be set only while
-# the veth has NAPI (an XDP program attached) and it persists across re-attachments, each of which
-# starts a new kthread, so pinning is done again after each attachment.
-pin_napi() { # namespace interface cpu
-	ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded" 2>/dev/null || true
-	local pid
-	for pid in $(pgrep -f "napi/$2-" || true); do taskset -pc "$3" "$pid" >/dev/null; done
-}
-wait_xdp() {
-	for _ in $(seq 100); do ip -n "$SRV" link show "$SIF" | grep -q "prog/xdp" && return 0; sleep 0.1; done
-	echo "no XDP program on $SIF" >&2
-	exit 1
-}
 # CPU time of the server's work, in ns: its NAPI kthreads (where XDP runs, threaded and pinned)
 # and the server process's threads if any (Knot's XDP workers answer in user space), from
 # schedstat (nanoseconds on the CPU), so neither other tenants of the machine (steal) nor the
