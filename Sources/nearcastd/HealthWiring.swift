@@ -52,9 +52,10 @@ enum HealthWiring {
             },
             onPoolTTL: { change in
                 table.board.setTTLCap(change.pool, change.cap)
-                do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.poolWritten() } } catch {
+                do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch {
                     logger.error("pool TTL not written to the fast path", metadata: ["pool": "\(change.pool)", "error": "\(error)"])
                 }
+                writes.poolChanged()
                 logger.notice(
                     "pool TTL changed",
                     metadata: [
@@ -92,12 +93,9 @@ final class HealthWriteLog: Sendable {
         }
     }
 
-    func poolWritten() {
-        state.withLock {
-            $0.poolChanges += 1
-            $0.mapWrites += 1
-        }
-    }
+    func poolChanged() { state.withLock { $0.poolChanges += 1 } }
+
+    func mapWritten() { state.withLock { $0.mapWrites += 1 } }
 
     var report: HealthWrites {
         let s = state.withLock { $0 }

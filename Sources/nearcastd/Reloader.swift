@@ -168,7 +168,9 @@ actor Reloader {
         if records.contains(where: { $0.file != source.path }) {
             throw .conflict("zone \(source.origin) is read from several files ($INCLUDE): change its files and reload")
         }
-        let (text, zone, change) = try ZoneEditor.apply(edit, to: records.map(\.record), origin: source.origin, fileName: source.path)
+        // Problems are reported against the zone as it would be after the change (not yet written).
+        let (text, zone, change) = try ZoneEditor.apply(
+            edit, to: records.map(\.record), origin: source.origin, fileName: "\(source.path) as changed")
         var next = zones
         next[i] = zone
         do { try running.geo.check(against: next) } catch { throw .zone(error) }

@@ -158,6 +158,9 @@ import FoundationNetworking
         try server.waitUntilReady(timeout: 5) { server.log.contains("every node of the pool is down") && server.log.contains("pool=web") }
         #expect(try run(["node", "undrain", "fra1"], tokens: writer).status == 0)
         try server.waitUntilReady(timeout: 5) { server.log.contains("pool has a node up again") }
+        // Counted without a fast path too: changes happen, no map is written.
+        let stats = try run(["stats"], tokens: readOnly).stdout
+        #expect(stats.contains("pool TTL changes, 0 map writes") && !stats.contains(" 0 pool TTL changes"), "\(stats)")
         #expect(try paris().first == "192.0.2.10")
     }
 

@@ -193,6 +193,7 @@ import FoundationNetworking
         #expect(bad.stderr.contains("answered 400: data: A record for x.example.test.: 'not-an-address' is not an IPv4 address"), "\(bad.stderr)")
         let cname = try cli(["record", "add", "example.test.", "api", "CNAME", "www"], writer)
         #expect(cname.stderr.contains("answered 400: the zone would not be valid"), "\(cname.stderr)")
+        #expect(cname.stderr.contains("z.zone as changed:") && cname.stderr.contains("has a CNAME and other data"), "\(cname.stderr)")
         let twice = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200"], writer)
         #expect(twice.stderr.contains("answered 409:") && twice.stderr.contains("already in the zone"), "\(twice.stderr)")
         #expect(try cli(["record", "delete", "example.test.", "nothere", "A"], writer).stderr.contains("answered 404: no A record at nothere.example.test."))
