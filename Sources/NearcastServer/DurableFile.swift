@@ -14,12 +14,16 @@ public enum DurableFile {
         init(_ what: String, _ path: String) { description = "\(what) \(path): \(String(cString: strerror(errno)))" }
     }
 
-    /// Replaces `path`'s contents with `data` atomically and durably.
+    /// Replaces `path`'s contents with `data` atomically and durably. The file keeps its mode (a
+    /// new one is readable by its owner only).
     public static func replace(_ path: String, with data: [UInt8]) throws(Failure) {
         let tmp = path + ".tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        var st = stat()
+        let mode: mode_t = stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Failure("cannot create", tmp) }
         defer { close(fd) }
+        fchmod(fd, mode)  // whatever the umask
         try writeAll(fd, data, tmp)
         guard fsync(fd) == 0 else { throw Failure("cannot fsync", tmp) }
         guard rename(tmp, path) == 0 else {

@@ -150,6 +150,7 @@ import FoundationNetworking
         defer { try? FileManager.default.removeItem(at: dir) }
         let zone = dir.appendingPathComponent("z.zone")
         try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: zone.path)
         let port = try TestSupport.freePort(), api = try TestSupport.freePort()
         let reader = "11111111111111111111111111111111", writer = "22222222222222222222222222222222"
         try "read \(reader)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
@@ -185,6 +186,8 @@ import FoundationNetworking
         let listed = try cli(["records", "example.test.", "--name", "api"], reader)
         #expect(listed.stdout == "api.example.test. 120 IN A 192.0.2.200\n", "\(listed.stdout) \(listed.stderr)")
         #expect(try String(contentsOf: zone, encoding: .utf8).contains("api.example.test. 120 IN A 192.0.2.200"), "written to the file")
+        let mode = try FileManager.default.attributesOfItem(atPath: zone.path)[.posixPermissions] as? Int
+        #expect(mode == 0o644, "the zone file keeps its mode: \(String(mode ?? 0, radix: 8))")
 
         // Refusals, each with its status and the field or rule at fault; nothing changes.
         let readOnly = try cli(["record", "add", "example.test.", "x", "A", "192.0.2.1"], reader)
