@@ -2,8 +2,8 @@
 /*
  * Geo names on the fast path (layouts in nearcast_abi.h): the client's location class from the LPM
  * map of its address family, the candidates of (ranking, class), the first nodes that are up,
- * written as an answer into the scratch map for the reply writer, and the ECS scope put into the
- * echo. What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
+ * written as an answer into the scratch map for the reply writer with the TTL its pool's health
+ * allows (nc_pools), and the ECS scope put into the echo. What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
  * which answers from the same table.
  */
 #ifndef NC_GEO_H
