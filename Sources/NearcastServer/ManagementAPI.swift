@@ -97,7 +97,7 @@ public final class ManagementAPI: Sendable {
         var server = HTTPServerBuilder.http1()
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
-            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .file(tls.key)))
+            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem))))
         }
         let started = StartSignal()
         let app = Application(

@@ -19,17 +19,15 @@ public final class NearcastMetrics: Sendable {
         let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
         replies = ["udp", "tcp"].map { transport in
             (0..<16).map { rcode in
-                registry.makeCounter(
-                    name: "nearcast_slowpath_replies_total",
+                Self.counter(registry, "nearcast_slowpath_replies_total",
                     labels: [("transport", transport), ("rcode", rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)")],
                     help: "Replies sent by the slow path (user space), by transport and rcode.")
             }
         }
         reloads = [true: true, false: false].mapValues { ok in
-            registry.makeCounter(
-                name: "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")], help: "Reloads of the config and zone files.")
+            Self.counter(registry, "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")], help: "Reloads of the config and zone files.")
         }
-        reloadSeconds = registry.makeGauge(name: "nearcast_reload_seconds", help: "How long the last reload that went through took.")
+        reloadSeconds = Self.gauge(registry, "nearcast_reload_seconds", help: "How long the last reload that went through took.")
     }
 
     /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
@@ -47,33 +45,33 @@ public final class NearcastMetrics: Sendable {
     /// The text exposition, with the scrape-time metrics taken from `snapshot`.
     public func render(_ snapshot: MetricsSnapshot) -> [UInt8] {
         let help = MetricHelp()
-        registry.makeGauge(name: "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
-        if let g = snapshot.geoCompileSeconds { registry.makeGauge(name: "nearcast_geo_compile_seconds", help: help.compile).set(g) }
+        Self.gauge(registry, "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
+        if let g = snapshot.geoCompileSeconds { Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g) }
         for c in snapshot.xdp ?? [] {
             feed("nearcast_xdp_packets_total", [("reason", c.name)], help.xdp, to: c.value)
         }
         let states = ["up", "degraded", "down", "drained"]
         for n in snapshot.nodes {
             for s in states {
-                registry.makeGauge(name: "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState)
+                Self.gauge(registry, "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState)
                     .set(to: n.state == s ? 1.0 : 0.0)
             }
             feed("nearcast_node_changes_total", [("node", n.id)], help.nodeChanges, to: UInt64(n.changes))
         }
         for p in snapshot.pools {
-            registry.makeGauge(name: "nearcast_pool_settled", labels: [("pool", p.id)], help: help.poolSettled).set(to: p.settled ? 1.0 : 0.0)
-            registry.makeGauge(name: "nearcast_pool_ttl_cap_seconds", labels: [("pool", p.id)], help: help.poolCap)
+            Self.gauge(registry, "nearcast_pool_settled", labels: [("pool", p.id)], help: help.poolSettled).set(to: p.settled ? 1.0 : 0.0)
+            Self.gauge(registry, "nearcast_pool_ttl_cap_seconds", labels: [("pool", p.id)], help: help.poolCap)
                 .set(p.ttlCap.map(Double.init) ?? .infinity)
         }
         if let h = snapshot.health {
             feed("nearcast_health_map_writes_total", [], help.writes, to: UInt64(h.mapWrites))
             for (q, v) in [("0.5", h.p50Micros), ("0.99", h.p99Micros), ("1", h.maxMicros)] {
-                registry.makeGauge(name: "nearcast_health_write_seconds", labels: [("quantile", q)], help: help.writeTime).set(v / 1e6)
+                Self.gauge(registry, "nearcast_health_write_seconds", labels: [("quantile", q)], help: help.writeTime).set(v / 1e6)
             }
         }
         for m in snapshot.maps {
-            registry.makeGauge(name: "nearcast_map_entries", labels: [("map", m.name)], help: help.mapEntries).set(Double(m.entries))
-            if let b = m.bytes { registry.makeGauge(name: "nearcast_map_bytes", labels: [("map", m.name)], help: help.mapBytes).set(Double(b)) }
+            Self.gauge(registry, "nearcast_map_entries", labels: [("map", m.name)], help: help.mapEntries).set(Double(m.entries))
+            if let b = m.bytes { Self.gauge(registry, "nearcast_map_bytes", labels: [("map", m.name)], help: help.mapBytes).set(Double(b)) }
         }
         return registry.emitToBuffer()
     }
@@ -87,8 +85,17 @@ public final class NearcastMetrics: Sendable {
             last[key] = total
             return d
         }
-        let counter = labels.isEmpty ? registry.makeCounter(name: name, help: help) : registry.makeCounter(name: name, labels: labels, help: help)
+        let counter = Self.counter(registry, name, labels: labels, help: help)
         if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
+    }
+
+    /// A counter or gauge of `registry` by its full name (no namespace or unit split).
+    static func counter(_ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String) -> Counter {
+        registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    static func gauge(_ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String) -> Gauge {
+        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
     struct MetricHelp {

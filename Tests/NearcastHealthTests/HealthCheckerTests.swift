@@ -104,7 +104,7 @@ import Testing
         let (cert, key) = try Self.makeCertificate()
         let context = try NIOSSLContext(
             configuration: .makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) }, privateKey: .file(key)))
+                certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) }, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         let server = try await ServerBootstrap(group: Self.group)
             .childChannelInitializer { ch in
                 ch.eventLoop.makeCompletedFuture {
