@@ -140,120 +140,12 @@ public final class ManagementAPI: Sendable {
             try context.require(.read)
             return try jsonResponse(try sources.stats())
         }
-        v1.get("nodes") { _, context -> Response in
-            try context.require(.read)
-            guard let nodes = sources.nodes else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
-            return try jsonResponse(await nodes())
-        }
-        v1.post("nodes/:id/report") { request, context -> Response in
-            let id = context.parameters.get("id") ?? ""
-            guard let caller = context.caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }
-            guard caller.mayReport(for: id) else {
-                throw HTTPError(.forbidden, message: "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
-            }
-            guard let record = sources.report else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
-            let body = try await request.body.collect(upTo: 4096)
-            var report = NodeReport()
-            if body.readableBytes > 0 {
-                do { report = try JSONDecoder().decode(NodeReport.self, from: body) } catch {
-                    throw HTTPError(.badRequest, message: "the report must be JSON {\"ok\": true|false, \"detail\": \"...\"}: \(Self.decodingProblem(error))")
-                }
-            }
-            switch await record(id, NodeReport(ok: report.ok, detail: report.detail.map { String($0.prefix(200)) })) {
-            case .recorded(let status): return try jsonResponse(status)
-            case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
-            case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
-            }
-        }
+        addHealthRoutes(to: v1, sources: sources)
+        addZoneRoutes(to: v1, sources: sources)
         v1.get("status") { _, context -> Response in
             try context.require(.read)
             guard let status = sources.status else { throw HTTPError(.notFound, message: "no status") }
             return try jsonResponse(try await status())
-        }
-        v1.get("zones") { _, context -> Response in
-            try context.require(.read)
-            guard let zones = sources.zones else { throw HTTPError(.notFound, message: "no zones") }
-            return try jsonResponse(await zones())
-        }
-        v1.get("zones/:origin/records") { request, context -> Response in
-            try context.require(.read)
-            guard let records = sources.records else { throw HTTPError(.notFound, message: "no zones") }
-            let q = request.uri.queryParameters
-            let list: [RecordInput]
-            do throws(ZoneEditError) {
-                list = try await records(context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
-            } catch { throw Self.httpError(error) }
-            return try jsonResponse(list)
-        }
-        v1.post("zones/:origin/records") { request, context -> Response in
-            try context.require(.write)
-            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
-            let body = try await request.body.collect(upTo: 65536)
-            let input: RecordInput
-            do { input = try JSONDecoder().decode(RecordInput.self, from: body) } catch {
-                throw HTTPError(
-                    .badRequest, message: "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))")
-            }
-            let change: RecordChange
-            do throws(ZoneEditError) {
-                change = try await edit(context.parameters.get("origin") ?? "", .add(input), Self.who(context))
-            } catch { throw Self.httpError(error) }
-            return try jsonResponse(change)
-        }
-        v1.delete("zones/:origin/records") { request, context -> Response in
-            try context.require(.write)
-            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
-            let q = request.uri.queryParameters
-            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
-                throw HTTPError(.badRequest, message: "name and type are required (data is optional: without it, the whole RRset goes)")
-            }
-            let change: RecordChange
-            do throws(ZoneEditError) {
-                change = try await edit(context.parameters.get("origin") ?? "", .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
-            } catch { throw Self.httpError(error) }
-            return try jsonResponse(change)
-        }
-        v1.post("reload") { _, context -> Response in
-            try context.require(.admin)
-            guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
-            let report: ReloadReport
-            do throws(ReloadError) {
-                report = try await reload("API (\(context.caller?.source ?? "?"))")
-            } catch {
-                switch error {
-                case .invalid: throw HTTPError(.badRequest, message: error.description)
-                case .needsRestart: throw HTTPError(.conflict, message: error.description)
-                case .fastPath: throw HTTPError(.internalServerError, message: error.description)
-                }
-            }
-            return try jsonResponse(report)
-        }
-        v1.get("pools") { _, context -> Response in
-            try context.require(.read)
-            guard let pools = sources.pools else { throw HTTPError(.notFound, message: "no geo pools are configured") }
-            return try jsonResponse(await pools())
-        }
-        for (action, kind) in [("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil)] {
-            v1.post("nodes/:id/\(action)") { request, context -> Response in
-                try context.require(.write)
-                guard let set = sources.setOverride else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
-                let id = context.parameters.get("id") ?? ""
-                var seconds: Double?
-                if let text = request.uri.queryParameters["for"] {
-                    guard let s = Double(String(text)), s > 0, s <= 365 * 86400 else {
-                        throw HTTPError(.badRequest, message: "for must be a number of seconds, more than 0")
-                    }
-                    seconds = s
-                }
-                let who = Self.who(context)
-                let result: NodeStatus?
-                do { result = try await set(id, kind, seconds, who) } catch {
-                    throw HTTPError(.internalServerError, message: "\(error)")
-                }
-                guard let status = result else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
-                context.logger.notice("node override", metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
-                return try jsonResponse(status)
-            }
         }
         v1.get("explain") { request, context -> Response in
             try context.require(.read)

@@ -1,0 +1,67 @@
+import Foundation
+import Hummingbird
+import NearcastCore
+
+extension ManagementAPI {
+    /// Zones and records (read, and write to change records), and reloads (admin).
+    static func addZoneRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
+        v1.get("zones") { _, context -> Response in
+            try context.require(.read)
+            guard let zones = sources.zones else { throw HTTPError(.notFound, message: "no zones") }
+            return try jsonResponse(await zones())
+        }
+        v1.get("zones/:origin/records") { request, context -> Response in
+            try context.require(.read)
+            guard let records = sources.records else { throw HTTPError(.notFound, message: "no zones") }
+            let q = request.uri.queryParameters
+            let list: [RecordInput]
+            do throws(ZoneEditError) {
+                list = try await records(context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(list)
+        }
+        v1.post("zones/:origin/records") { request, context -> Response in
+            try context.require(.write)
+            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            let body = try await request.body.collect(upTo: 65536)
+            let input: RecordInput
+            do { input = try JSONDecoder().decode(RecordInput.self, from: body) } catch {
+                throw HTTPError(
+                    .badRequest, message: "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))")
+            }
+            let change: RecordChange
+            do throws(ZoneEditError) {
+                change = try await edit(context.parameters.get("origin") ?? "", .add(input), Self.who(context))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(change)
+        }
+        v1.delete("zones/:origin/records") { request, context -> Response in
+            try context.require(.write)
+            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            let q = request.uri.queryParameters
+            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
+                throw HTTPError(.badRequest, message: "name and type are required (data is optional: without it, the whole RRset goes)")
+            }
+            let change: RecordChange
+            do throws(ZoneEditError) {
+                change = try await edit(context.parameters.get("origin") ?? "", .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(change)
+        }
+        v1.post("reload") { _, context -> Response in
+            try context.require(.admin)
+            guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
+            let report: ReloadReport
+            do throws(ReloadError) {
+                report = try await reload("API (\(context.caller?.source ?? "?"))")
+            } catch {
+                switch error {
+                case .invalid: throw HTTPError(.badRequest, message: error.description)
+                case .needsRestart: throw HTTPError(.conflict, message: error.description)
+                case .fastPath: throw HTTPError(.internalServerError, message: error.description)
+                }
+            }
+            return try jsonResponse(report)
+        }
+    }
+}
