@@ -236,55 +236,11 @@ struct Nearcastd: AsyncParsableCommand {
             if tokens.entries.isEmpty {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
-            let deployment = fastPath
-            let table = geo, database = geoDatabase, compileSeconds = geoCompileSeconds, stateDirectory = cfg.stateDirectory
-            var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
-            if let table, let database {
-                explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
-            }
-            let health = monitor
-            var nodesSource: (@Sendable () async -> [NodeStatus])?
-            var poolsSource: (@Sendable () async -> [PoolStatus])?
-            var reportSink: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
-            var overrideSource: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
-            if let health {
-                nodesSource = { await health.statuses() }
-                poolsSource = { await health.poolStatuses() }
-                reportSink = { id, r in await health.report(id, passed: r.ok, detail: r.detail) }
-                if let desk = changes {
-                    overrideSource = { id, kind, seconds, who in try await desk.setOverride(id, kind: kind, seconds: seconds, who: who) }
-                }
-            }
-            let sources = ManagementAPI.Sources(
-                stats: {
-                    let uptime = ContinuousClock.now - startedAt
-                    return StatsReport(
-                        uptime: uptime.seconds,
-                        xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
-                }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
-                setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
-                metrics: {
-                    let uptime = ContinuousClock.now - startedAt
-                    let snapshot = MetricsSnapshot(
-                        uptime: uptime.seconds,
-                        geoCompileSeconds: compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
-                        nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
-                        health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
-                    return metrics.render(snapshot)
-                },
-                zones: { await reloader.zoneList() },
-                records: { origin, name, type throws(ZoneEditError) in try await reloader.records(origin, name: name, type: type) },
-                editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) },
-                status: {
-                    let uptime = ContinuousClock.now - startedAt
-                    let nodes = await health?.statuses() ?? []
-                    return StatusReport(
-                        version: Self.version, uptime: uptime.seconds,
-                        zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
-                        fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: table?.allNames.count ?? 0,
-                        nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
-                        unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
-                })
+            let parts = DaemonParts(
+                startedAt: startedAt, deployment: fastPath, geo: geo, database: geoDatabase, geoCompileSeconds: geoCompileSeconds,
+                stateDirectory: cfg.stateDirectory, monitor: monitor, changes: changes, healthWrites: healthWrites, reloader: reloader,
+                metrics: metrics)
+            let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
                 let running = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)

@@ -1,0 +1,75 @@
+import MaxMindDB
+import NearcastCore
+import NearcastDataPath
+import NearcastHealth
+import NearcastServer
+
+/// The daemon's running parts, and the management API wired to them: what each route reads or
+/// changes (ManagementAPI.Sources). Parts that are off (no XDP, no geo names, no state
+/// directory) leave their routes answering 404, or their fields empty.
+struct DaemonParts: Sendable {
+    var startedAt: ContinuousClock.Instant
+    var deployment: XDPDeployment?
+    var geo: GeoTable?
+    var database: MaxMindDatabase?
+    var geoCompileSeconds: Double?
+    var stateDirectory: String?
+    var monitor: HealthMonitor?
+    var changes: OperatorChanges?
+    var healthWrites: HealthWriteLog
+    var reloader: Reloader
+    var metrics: NearcastMetrics
+
+    func apiSources() -> ManagementAPI.Sources {
+        let startedAt = startedAt, deployment = deployment, database = database, stateDirectory = stateDirectory
+        let changes = changes, healthWrites = healthWrites, reloader = reloader, metrics = metrics
+        let table = geo, compileSeconds = geoCompileSeconds
+        var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
+        if let table, let database {
+            explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
+        }
+        let health = monitor
+        var nodesSource: (@Sendable () async -> [NodeStatus])?
+        var poolsSource: (@Sendable () async -> [PoolStatus])?
+        var reportSink: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
+        var overrideSource: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
+        if let health {
+            nodesSource = { await health.statuses() }
+            poolsSource = { await health.poolStatuses() }
+            reportSink = { id, r in await health.report(id, passed: r.ok, detail: r.detail) }
+            if let desk = changes {
+                overrideSource = { id, kind, seconds, who in try await desk.setOverride(id, kind: kind, seconds: seconds, who: who) }
+            }
+        }
+        return ManagementAPI.Sources(
+            stats: {
+                let uptime = ContinuousClock.now - startedAt
+                return StatsReport(
+                    uptime: uptime.seconds,
+                    xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
+            }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
+            setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
+            metrics: {
+                let uptime = ContinuousClock.now - startedAt
+                let snapshot = MetricsSnapshot(
+                    uptime: uptime.seconds,
+                    geoCompileSeconds: compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
+                    nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
+                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
+                return metrics.render(snapshot)
+            },
+            zones: { await reloader.zoneList() },
+            records: { origin, name, type throws(ZoneEditError) in try await reloader.records(origin, name: name, type: type) },
+            editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) },
+            status: {
+                let uptime = ContinuousClock.now - startedAt
+                let nodes = await health?.statuses() ?? []
+                return StatusReport(
+                    version: Nearcastd.version, uptime: uptime.seconds,
+                    zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
+                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: table?.allNames.count ?? 0,
+                    nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
+                    unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
+            })
+    }
+}
