@@ -61,25 +61,14 @@ done
 echo \$n \$bad
 F
 
-# The client, 198.18.0.2, is in Strasbourg in the test City database: fra1 is its nearest node.
+# The geo name of bench_geo_yaml, whose client's nearest node is fra1, and the API to flip it by.
 echo "write $TOKEN" >"$work/tokens"
-cat >"$work/geo.yaml" <<C
-api: { listen: "127.0.0.1:8053", tokens: $work/tokens }
-geo:
-  database: $PWD/.build/geo/test-city.mmdb
-  nodes:
-    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
-    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-  names: [{ name: geo.example.test, type: A, pool: web, answers: 2 }]
-C
+{
+	echo "api: { listen: \"127.0.0.1:8053\", tokens: $work/tokens }"
+	bench_geo_yaml
+} >"$work/geo.yaml"
 echo "geo.example.test A" >"$work/queries"
-ip netns exec "$SRV" taskset -c "$SERVER_CPU" .build/release/nearcastd --config "$work/geo.yaml" --zone "example.test=$ZONE" \
-	--listen "$ADDR:53" --threads 1 --xdp "$SIF:native" --pin-root "$work/bpffs/nearcast" \
-	--bpf-object .build/bpf/nearcast.bpf.o --log-level notice 2>"$work/nearcastd.log" &
-server_pid=$!
+start_nearcastd "$work/nearcastd.log" --config "$work/geo.yaml"
 for _ in $(seq 100); do nc stats >/dev/null 2>&1 && break; sleep 0.1; done
 pin_napi "$SRV" "$SIF" "$SERVER_CPU"
 

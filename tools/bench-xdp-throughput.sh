@@ -113,10 +113,7 @@ measure reflect
 ip -n "$SRV" link set dev "$SIF" xdpdrv off
 
 # 2. nearcast.
-ip netns exec "$SRV" taskset -c "$SERVER_CPU" .build/release/nearcastd --zone "example.test=$ZONE" \
-	--listen "$ADDR:53" --threads 1 --xdp "$SIF:native" --pin-root "$work/bpffs/nearcast" \
-	--bpf-object .build/bpf/nearcast.bpf.o --log-level notice 2>"$work/nearcastd.log" &
-server_pid=$!
+start_nearcastd "$work/nearcastd.log"
 wait_xdp
 pin_napi "$SRV" "$SIF" "$SERVER_CPU"
 measure nearcast
@@ -124,24 +121,10 @@ kill "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
 
-# 2b. nearcast answering a geo name (four nodes; the client, 198.18.0.2, is in Strasbourg in the
-# test City database).
-cat >"$work/geo.yaml" <<C
-geo:
-  database: $PWD/.build/geo/test-city.mmdb
-  nodes:
-    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
-    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-  names: [{ name: geo.example.test, type: A, pool: web, answers: 2 }]
-C
+# 2b. nearcast answering a geo name (bench_geo_yaml).
+bench_geo_yaml >"$work/geo.yaml"
 echo "geo.example.test A" >"$work/queries-geo"
-ip netns exec "$SRV" taskset -c "$SERVER_CPU" .build/release/nearcastd --config "$work/geo.yaml" --zone "example.test=$ZONE" \
-	--listen "$ADDR:53" --threads 1 --xdp "$SIF:native" --pin-root "$work/bpffs/nearcast" \
-	--bpf-object .build/bpf/nearcast.bpf.o --log-level notice 2>"$work/nearcastd-geo.log" &
-server_pid=$!
+start_nearcastd "$work/nearcastd-geo.log" --config "$work/geo.yaml"
 wait_xdp
 pin_napi "$SRV" "$SIF" "$SERVER_CPU"
 QUERIES="$work/queries-geo" measure geo
