@@ -244,7 +244,6 @@ extension HealthMonitor.Scheduled {
         // A report check's interval is its stale-after: how long it waits for a report.
         self.init(
             name: "\(index + 1):\(c.label)", check: check, policy: CheckPolicy(rise: c.rise, fall: c.fall),
-            interval: .milliseconds(Int((c.kind == .report ? c.staleAfter : c.interval) * 1000)),
-            timeout: .milliseconds(Int(c.timeout * 1000)))
+            interval: .seconds(c.kind == .report ? c.staleAfter : c.interval), timeout: .seconds(c.timeout))
     }
 }

@@ -53,7 +53,7 @@ public struct PoolTTL: Sendable {
 
     /// When the next unsettled pool may settle (nil: none is waiting on time).
     public func nextSettle(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-        pools.values.compactMap { p in p.lastChange.map { $0 + Self.duration(p.config.settle) } }.filter { $0 > now }.min()
+        pools.values.compactMap { p in p.lastChange.map { $0 + .seconds(p.config.settle) } }.filter { $0 > now }.min()
     }
 
     /// Every pool's cap now, by id.
@@ -66,7 +66,7 @@ public struct PoolTTL: Sendable {
         var out: [Change] = []
         for id in ids {
             guard var p = pools[id] else { continue }
-            let recent = p.lastChange.map { now - $0 < Self.duration(p.config.settle) } ?? false
+            let recent = p.lastChange.map { now - $0 < .seconds(p.config.settle) } ?? false
             let settled = !recent && !Self.faulty(p.config.members.map { states[$0] ?? .up })
             let cap = p.config.ttlCap(settled: settled)
             let before = p.cap
@@ -78,6 +78,4 @@ public struct PoolTTL: Sendable {
         }
         return out
     }
-
-    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
 }

@@ -49,7 +49,7 @@ actor OperatorChanges {
                 continue
             }
             kept[k.node] = k
-            await monitor.setOverride(k.node, HealthOverride(kind, until: k.until.map { .now + .milliseconds(Int64(($0 - now) * 1000)) }))
+            await monitor.setOverride(k.node, HealthOverride(kind, until: k.until.map { .now + .seconds($0 - now) }))
             logger.notice("override restored", metadata: ["node": "\(k.node)", "kind": "\(k.kind)", "until": "\(k.until.map { "\(Date(timeIntervalSince1970: $0))" } ?? "undrained")"])
         }
     }
@@ -85,7 +85,7 @@ actor OperatorChanges {
             }
         }
         kept = next
-        await monitor.setOverride(node, o.map { HealthOverride($0, until: seconds.map { .now + .milliseconds(Int64($0 * 1000)) }) })
+        await monitor.setOverride(node, o.map { HealthOverride($0, until: seconds.map { .now + .seconds($0) }) })
         return await monitor.statuses().first { $0.id == node }
     }
 
