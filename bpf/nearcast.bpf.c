@@ -86,8 +86,13 @@ int nearcast_xdp(struct xdp_md *ctx)
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
 	if (question_read) {
+		/*
+		 * The generation is read once: the names entry and the geo maps it leads to are of the
+		 * same generation even while the control plane switches (nearcast_abi.h).
+		 */
+		scratch->gen = cfg->generation & 1;
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
-		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg);
+		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg, scratch->gen);
 		if (ans && ans->kind == NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
 			geo = 1;

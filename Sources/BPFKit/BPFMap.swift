@@ -79,6 +79,11 @@ public struct BPFMap: Sendable {
         }
     }
 
+    /// Puts `inner` in slot `index` of this map-in-map (the kernel keeps a reference to it).
+    public func setInner(_ index: UInt32, to inner: BPFMap) throws(BPFError) {
+        try update(key: withUnsafeBytes(of: index) { Array($0) }, value: withUnsafeBytes(of: UInt32(bitPattern: inner.fd)) { Array($0) })
+    }
+
     /// Deletes one key; a missing key is not an error.
     public func delete(key: [UInt8]) throws(BPFError) {
         try check(key, "delete")

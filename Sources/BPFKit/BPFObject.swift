@@ -13,6 +13,9 @@ public final class BPFObject: @unchecked Sendable {
     private let object: OpaquePointer
     /// The verifier's log of the last program loaded, at log level 1 (statistics only).
     public let verifierLog: String
+    /// The inner-map templates of the map-in-maps, by outer map name (libbpf drops them once the
+    /// outer maps exist, so they are read before loading).
+    let innerTemplates: [String: BPFMapTemplate]
 
     /// Opens `path` and loads it. The verifier's statistics are kept in `verifierLog`.
     ///
@@ -52,6 +55,17 @@ public final class BPFObject: @unchecked Sendable {
                 m = bpf_object__next_map(obj, map)
             }
         }
+        var templates: [String: BPFMapTemplate] = [:]
+        var m: OpaquePointer? = bpf_object__next_map(obj, nil)
+        while let map = m {
+            if let inner = bpf_map__inner_map(map) {
+                templates[String(cString: bpf_map__name(map))] = BPFMapTemplate(
+                    type: bpf_map__type(inner), keySize: Int(bpf_map__key_size(inner)), valueSize: Int(bpf_map__value_size(inner)),
+                    flags: bpf_map__map_flags(inner))
+            }
+            m = bpf_object__next_map(obj, map)
+        }
+        innerTemplates = templates
         var logBuffer = [CChar](repeating: 0, count: 1 << 16)
         let log: String = logBuffer.withUnsafeMutableBufferPointer { buf in
             var prog: OpaquePointer? = bpf_object__next_program(obj, nil)
@@ -105,6 +119,18 @@ public final class BPFObject: @unchecked Sendable {
         return BPFMap(
             name: name, fd: bpf_map__fd(m), keySize: k, valueSize: v, maxEntries: Int(bpf_map__max_entries(m)),
             perCPU: Self.isPerCPU(bpf_map__type(m)))
+    }
+
+    /// The template of the inner maps of map-in-map `name` (declared with `__array(values, …)`),
+    /// checked to have the given key and value sizes.
+    public func innerMapTemplate(_ name: String, keySize: Int, valueSize: Int) throws(BPFError) -> BPFMapTemplate {
+        guard let t = innerTemplates[name] else { throw BPFError("find inner map template", "\(name) is not a map-in-map", errno: EINVAL) }
+        guard t.keySize == keySize, t.valueSize == valueSize else {
+            throw BPFError(
+                "inner maps of \(name) have key/value sizes \(t.keySize)/\(t.valueSize), expected \(keySize)/\(valueSize):", "ABI mismatch",
+                errno: EINVAL)
+        }
+        return t
     }
 
     /// The program named `name` (its C function name).

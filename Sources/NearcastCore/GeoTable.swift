@@ -22,6 +22,9 @@ public struct GeoTable: Sendable {
         var type: UInt16
     }
 
+    /// Which compile this is: each `build` gives a new one. Copies share it (health is not part of
+    /// it), so the fast path rewrites its geo maps only for a new compile.
+    public let serial: UInt64
     public let image: GeoImage
     /// The rankings the image's candidate lists come from, in its order.
     public let rankings: [GeoPool]
@@ -72,7 +75,7 @@ public struct GeoTable: Sendable {
         let owners = Set(names.keys.map(\.name))
         let down = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
         return GeoTable(
-            image: image, rankings: rankings, pools: config.pools, names: names, owners: owners,
+            serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings, pools: config.pools, names: names, owners: owners,
             ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes,
             board: HealthBoard(down, ttlCaps: coldStartCaps(config.pools, down: down)))
     }
@@ -162,6 +165,9 @@ public struct GeoTable: Sendable {
     /// A node's weight as spill-over counts it (and the nodes map holds it): x 100, 1...65535.
     public static func spillWeight(_ n: NodeConfig) -> UInt32 { UInt32(max(1, min(65535, (n.weight * 100).rounded()))) }
 }
+
+/// The serial of the last compile (GeoTable.serial).
+private let nextSerial = Atomic<UInt64>(0)
 
 /// The nodes that are down or drained and each pool's TTL cap (pool id -> cap; none: no cap), read
 /// by every responder and written by the health monitor.

@@ -18,12 +18,19 @@ public final class FastPath: Sendable {
     let slots: BPFMap
     let config: BPFMap
     let stats: BPFMap
-    /// The geo maps: LPM per family, candidates per (ranking, class), nodes.
+    /// The geo maps, one generation per slot or half (NC_GEO_GENERATIONS): LPM per family,
+    /// candidates per (ranking, class) and nodes as map-in-maps, with the templates of their inner
+    /// maps; each pool's TTL state as an array of two halves.
     let geo4: BPFMap
     let geo6: BPFMap
     let cands: BPFMap
     let nodes: BPFMap
-    /// Each pool's TTL state, by pool index.
+    let geo4Inner: BPFMapTemplate
+    let geo6Inner: BPFMapTemplate
+    let candsInner: BPFMapTemplate
+    /// Each generation's nodes map (made by this process; a slot may still hold a previous
+    /// instance's until this one writes that generation).
+    let nodeMaps: [BPFOwnedMap]
     let pools: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
@@ -33,10 +40,33 @@ public final class FastPath: Sendable {
     struct State {
         var settings: nc_config
         var live: [NamesTable.Entry: UInt32]
-        /// The geo nodes: index in the nodes map and the value written there.
+        /// The live generation's geo maps (nil: no geo names).
+        var geo: GeoMaps?
+        /// The geo nodes: index within a half of the nodes map and the value written there.
         var nodes: [String: (index: UInt32, value: nc_node)] = [:]
-        /// The pools: index in the pools map, by id.
-        var pools: [String: UInt32] = [:]
+        /// The pools: index within a half of the pools map and the TTL cap written there.
+        var pools: [String: (index: UInt32, cap: UInt32)] = [:]
+    }
+
+    /// The prefix and candidate maps written for one geo compile (`GeoTable.serial`), held while a
+    /// generation slot refers to them; the kernel frees them once neither slot does.
+    final class GeoMaps: Sendable {
+        let serial: UInt64
+        let geo4: BPFOwnedMap
+        let geo6: BPFOwnedMap
+        let cands: BPFOwnedMap
+        /// Node and pool indexes within a half, by id.
+        let nodeIndex: [String: UInt32]
+        let poolIndex: [String: UInt32]
+
+        init(serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32], poolIndex: [String: UInt32]) {
+            self.serial = serial
+            self.geo4 = geo4
+            self.geo6 = geo6
+            self.cands = cands
+            self.nodeIndex = nodeIndex
+            self.poolIndex = poolIndex
+        }
     }
 
     /// The most section bytes one names-table entry holds.
@@ -68,10 +98,18 @@ public final class FastPath: Sendable {
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
-        geo4 = try object.map(NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
-        geo6 = try object.map(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
-        cands = try object.map(NC_MAP_CANDS, keySize: MemoryLayout<nc_cands_key>.size, valueSize: MemoryLayout<nc_cands>.size)
-        nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
+        geo4 = try object.map(NC_MAP_GEO4, keySize: 4, valueSize: 4)
+        geo6 = try object.map(NC_MAP_GEO6, keySize: 4, valueSize: 4)
+        cands = try object.map(NC_MAP_CANDS, keySize: 4, valueSize: 4)
+        geo4Inner = try object.innerMapTemplate(NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        geo6Inner = try object.innerMapTemplate(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: MemoryLayout<nc_cands_key>.size, valueSize: MemoryLayout<nc_cands>.size)
+        nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: 4)
+        let nodesInner = try object.innerMapTemplate(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
+        // Arrays are inlined by the verifier at the template's size: each must have exactly it.
+        nodeMaps = try (0..<Int(NC_GEO_GENERATIONS)).map { _ throws(BPFError) in
+            try BPFOwnedMap(like: nodesInner, name: NC_MAP_NODES, maxEntries: Int(NC_NODES_MAX))
+        }
         pools = try object.map(NC_MAP_POOLS, keySize: 4, valueSize: MemoryLayout<nc_pool>.size)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
@@ -158,27 +196,22 @@ public final class FastPath: Sendable {
         public var collisions = 0
     }
 
-    /// Makes the names table hold `image`, atomically: new and changed answers are written at
-    /// indexes the live generation does not use, the other generation's slots are written whole,
-    /// and one write of the settings switches generations. Once every program run that could
-    /// still read the old generation has ended, its indexes are free for the next write.
+    /// Makes the names table and the geo maps hold `image` and `geo`, atomically: new and changed
+    /// answers are written at indexes the live generation does not use, the other generation's
+    /// slots, geo map slots and node and pool halves are written whole, and one write of the
+    /// settings switches generations. Once every program run that could still read the old
+    /// generation has ended, what it alone used is freed or free for the next write.
     ///
-    /// With `geo`, its maps are written first (nodes, candidates, prefixes: in place, then what is
-    /// stale is deleted), and its names join the table, so a geo name is answered once its maps
-    /// are there.
-    /// With `geoMapsWritten` (a reload whose geo table is the one already written), only the
-    /// names table is written.
+    /// The geo prefix and candidate maps are built anew (beside the live ones, which go on
+    /// answering meanwhile) only for a geo table of a compile not yet written; otherwise the new
+    /// generation shares the live ones. Nodes and pools that stay keep the health and TTL cap last
+    /// written for them (`setNodeHealth`, `setPoolTTLCap`); new ones start as `geo`'s board says.
     @discardableResult
-    public func write(_ image: AnswerImage, geo: GeoTable? = nil, geoMapsWritten: Bool = false) throws(BPFError) -> TableWrite {
+    public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
         var entries = image.entries.map(Self.encode)
+        var fresh: GeoMaps?
         if let geo {
-            if !geoMapsWritten {
-                let written = try writeGeoMaps(geo)
-                state.withLock {
-                    $0.nodes = written.nodes
-                    $0.pools = written.pools
-                }
-            }
+            if state.withLock({ $0.geo?.serial }) != geo.serial { fresh = try buildGeoMaps(geo) }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map(Self.encodeGeo)
         }
@@ -191,6 +224,8 @@ public final class FastPath: Sendable {
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
             next.generation = s.settings.generation == 0 ? 1 : 0
+            let maps = geo == nil ? nil : fresh ?? s.geo
+            let (nodeValues, poolCaps) = try writeGeoGeneration(next.generation, maps, geo, carrying: s)
             let base = Int(next.generation) * table.slotCount
             try slots.updateBatch(
                 keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
@@ -198,9 +233,63 @@ public final class FastPath: Sendable {
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
             s.live = plan.live
+            s.geo = maps
+            s.nodes = nodeValues
+            s.pools = poolCaps
             // The old generation's indexes are reused by the next write: no run may still read them.
             try BPFGracePeriod.wait()
+            // Its geo slots now take the live maps too, which frees maps no generation uses.
+            try setGeoSlots(next.generation == 0 ? 1 : 0, maps)
             return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
+        }
+    }
+
+    /// Writes generation `gen`'s geo part: its slots of the prefix and candidate maps, and its
+    /// halves of the nodes and pools maps. Returns the nodes and pools as written.
+    func writeGeoGeneration(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?, carrying s: State) throws(BPFError) -> (
+        [String: (index: UInt32, value: nc_node)], [String: (index: UInt32, cap: UInt32)]
+    ) {
+        guard let maps, let geo else {
+            try setGeoSlots(gen, nil)
+            return ([:], [:])
+        }
+        var nodeValues: [String: (index: UInt32, value: nc_node)] = [:]
+        for n in geo.allNodes {
+            guard let i = maps.nodeIndex[n.id] else { continue }
+            var v = Self.nodeValue(n)
+            v.up = s.nodes[n.id].map { $0.value.up } ?? (geo.unhealthy.contains(n.id) ? 0 : 1)
+            nodeValues[n.id] = (i, v)
+        }
+        let caps = geo.board.ttlCaps
+        var poolCaps: [String: (index: UInt32, cap: UInt32)] = [:]
+        for p in geo.pools {
+            guard let i = maps.poolIndex[p.id] else { continue }
+            poolCaps[p.id] = (i, s.pools[p.id]?.cap ?? caps[p.id] ?? .max)
+        }
+        let poolBase = gen * UInt32(NC_POOLS_MAX)
+        if !nodeValues.isEmpty {
+            let list = Array(nodeValues.values)
+            try nodeMaps[Int(gen)].map.updateBatch(keys: list.map { Self.bytes(of: $0.index) }, values: list.map { Self.bytes(of: $0.value) })
+        }
+        if !poolCaps.isEmpty {
+            let list = Array(poolCaps.values)
+            try pools.updateBatch(
+                keys: list.map { Self.bytes(of: poolBase + $0.index) }, values: list.map { Self.bytes(of: nc_pool(ttl_cap: $0.cap)) })
+        }
+        try setGeoSlots(gen, maps)
+        return (nodeValues, poolCaps)
+    }
+
+    /// Points generation `gen`'s slots at `maps`' prefix and candidate maps and at its own nodes
+    /// map, or empties them.
+    func setGeoSlots(_ gen: UInt32, _ maps: GeoMaps?) throws(BPFError) {
+        if let maps {
+            try geo4.setInner(gen, to: maps.geo4.map)
+            try geo6.setInner(gen, to: maps.geo6.map)
+            try cands.setInner(gen, to: maps.cands.map)
+            try nodes.setInner(gen, to: nodeMaps[Int(gen)].map)
+        } else {
+            for m in [geo4, geo6, cands, nodes] { try m.delete(key: Self.bytes(of: gen)) }
         }
     }
 
@@ -231,7 +320,7 @@ public final class FastPath: Sendable {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
             guard var n = s.nodes[id] else { return false }
             n.value.up = up ? 1 : 0
-            try nodes.update(key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
+            try nodeMaps[Int(s.settings.generation & 1)].map.update(key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
             s.nodes[id] = n
             return true
         }
@@ -242,15 +331,15 @@ public final class FastPath: Sendable {
     @discardableResult
     public func setPoolTTLCap(_ id: String, _ cap: UInt32) throws(BPFError) -> Bool {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
-            guard let index = s.pools[id] else { return false }
-            try pools.update(key: Self.bytes(of: index), value: Self.bytes(of: nc_pool(ttl_cap: cap)))
+            guard let p = s.pools[id] else { return false }
+            try pools.update(key: Self.bytes(of: s.settings.generation * UInt32(NC_POOLS_MAX) + p.index), value: Self.bytes(of: nc_pool(ttl_cap: cap)))
+            s.pools[id] = (p.index, cap)
             return true
         }
     }
 
-    /// Writes the geo maps for `geo`: every entry in place, then the stale ones deleted. Returns
-    /// the nodes and pools as written.
-    func writeGeoMaps(_ geo: GeoTable) throws(BPFError) -> (nodes: [String: (index: UInt32, value: nc_node)], pools: [String: UInt32]) {
+    /// New prefix and candidate maps for `geo`, filled and not yet in any slot.
+    func buildGeoMaps(_ geo: GeoTable) throws(BPFError) -> GeoMaps {
         let nodeList = geo.allNodes
         guard nodeList.count <= Int(NC_NODES_MAX) else {
             throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
@@ -258,46 +347,29 @@ public final class FastPath: Sendable {
         guard geo.pools.count <= Int(NC_POOLS_MAX) else {
             throw BPFError("write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
         }
-        // The pools' TTL state first: a name answered once the table switches finds its pool's.
-        let caps = geo.board.ttlCaps
+        var nodeIndex: [String: UInt32] = [:]
+        for (i, n) in nodeList.enumerated() { nodeIndex[n.id] = UInt32(i) }
         var poolIndex: [String: UInt32] = [:]
         for (i, p) in geo.pools.enumerated() { poolIndex[p.id] = UInt32(i) }
-        if !geo.pools.isEmpty {
-            try pools.updateBatch(
-                keys: geo.pools.indices.map { Self.bytes(of: UInt32($0)) },
-                values: geo.pools.map { Self.bytes(of: nc_pool(ttl_cap: caps[$0.id] ?? .max)) })
-        }
-        var index: [String: UInt16] = [:]
-        var nodeValues: [[UInt8]] = []
-        var written: [String: (index: UInt32, value: nc_node)] = [:]
-        for (i, n) in nodeList.enumerated() {
-            index[n.id] = UInt16(i)
-            var v = nc_node()
-            defer { written[n.id] = (UInt32(i), v) }
-            v.up = geo.unhealthy.contains(n.id) ? 0 : 1
-            v.weight = UInt16(GeoTable.spillWeight(n))
-            withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
-            withUnsafeMutableBytes(of: &v.v6) { b in for (k, x) in (n.ipv6 ?? []).enumerated() { b[k] = x } }
-            nodeValues.append(Self.bytes(of: v))
-        }
-        try nodes.updateBatch(keys: (0..<nodeValues.count).map { Self.bytes(of: UInt32($0)) }, values: nodeValues)
 
         var candKeys: [[UInt8]] = [], candValues: [[UInt8]] = []
         for c in geo.image.classes.indices {
             for r in geo.rankings.indices {
                 var v = nc_cands()
-                let ids = geo.image.classes[c][r].prefix(Int(NC_GEO_DEPTH)).compactMap { index[$0] }
+                let ids = geo.image.classes[c][r].prefix(Int(NC_GEO_DEPTH)).compactMap { nodeIndex[$0] }
                 v.count = UInt16(ids.count)
                 withUnsafeMutableBytes(of: &v.node) { b in
-                    for (k, id) in ids.enumerated() { b.storeBytes(of: id, toByteOffset: 2 * k, as: UInt16.self) }
+                    for (k, id) in ids.enumerated() { b.storeBytes(of: UInt16(id), toByteOffset: 2 * k, as: UInt16.self) }
                 }
                 candKeys.append(Self.bytes(of: nc_cands_key(ranking: UInt32(r), cls: UInt32(c))))
                 candValues.append(Self.bytes(of: v))
             }
         }
-        try replace(cands, keys: candKeys, values: candValues)
+        let cands = try BPFOwnedMap(like: candsInner, name: NC_MAP_CANDS, maxEntries: candKeys.count)
+        try cands.map.updateBatch(keys: candKeys, values: candValues)
 
-        for (map, prefixes, v4) in [(geo4, geo.image.ipv4, true), (geo6, geo.image.ipv6, false)] {
+        var lpm: [BPFOwnedMap] = []
+        for (template, name, prefixes, v4) in [(geo4Inner, NC_MAP_GEO4, geo.image.ipv4, true), (geo6Inner, NC_MAP_GEO6, geo.image.ipv6, false)] {
             var keys: [[UInt8]] = [], values: [[UInt8]] = []
             keys.reserveCapacity(prefixes.count)
             values.reserveCapacity(prefixes.count)
@@ -306,9 +378,21 @@ public final class FastPath: Sendable {
                 keys.append(Self.bytes(of: UInt32(p.length)) + addr)
                 values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
             }
-            try replace(map, keys: keys, values: values)
+            let m = try BPFOwnedMap(like: template, name: name, maxEntries: keys.count)
+            try m.map.updateBatch(keys: keys, values: values)
+            lpm.append(m)
         }
-        return (written, poolIndex)
+        return GeoMaps(serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex)
+    }
+
+    /// A node's nodes-map value (up, until health says otherwise).
+    static func nodeValue(_ n: NodeConfig) -> nc_node {
+        var v = nc_node()
+        v.up = 1
+        v.weight = UInt16(GeoTable.spillWeight(n))
+        withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
+        withUnsafeMutableBytes(of: &v.v6) { b in for (k, x) in (n.ipv6 ?? []).enumerated() { b[k] = x } }
+        return v
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.
@@ -326,20 +410,15 @@ public final class FastPath: Sendable {
         ]
     }
 
-    /// The kernel memory a map of this object takes, as its fdinfo reports it (`memlock`).
+    /// The kernel memory a map of this object takes, as its fdinfo reports it (`memlock`); for
+    /// the map-in-maps, the live generation's inner map.
     public func memlock(of name: String) -> Int? {
-        let fd = [names, slots, config, stats, geo4, geo6, cands, nodes, pools].first { $0.name == name }?.fd
+        let live = state.withLock { $0.geo }.map { [$0.geo4.map, $0.geo6.map, $0.cands.map] } ?? []
+        let generation = state.withLock { $0.settings.generation & 1 }
+        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools]).first { $0.name == name }?.fd
         guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else { return nil }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
-    }
-
-    /// Makes `map` hold exactly these entries: written in place first, so a key that stays is never
-    /// missing, then the keys no longer wanted deleted.
-    func replace(_ map: BPFMap, keys: [[UInt8]], values: [[UInt8]]) throws(BPFError) {
-        try map.updateBatch(keys: keys, values: values)
-        let wanted = Set(keys)
-        for key in try map.keys() where !wanted.contains(key) { try map.delete(key: key) }
     }
 
     /// The names-table key of a lower-cased wire name and a type (the name zero padded).

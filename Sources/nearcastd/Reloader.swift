@@ -107,7 +107,7 @@ actor Reloader {
         var written: FastPath.TableWrite?
         if let fastPath {
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-            do { written = try fastPath.write(image, geo: geo, geoMapsWritten: true) } catch { throw .fastPath("\(error)") }
+            do { written = try fastPath.write(image, geo: geo) } catch { throw .fastPath("\(error)") }
         }
         responders.replace(with: responder)
         running = config

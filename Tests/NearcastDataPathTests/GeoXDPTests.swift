@@ -189,4 +189,69 @@ import Testing
         }
         #expect(answered > 800, "most geo queries are answered in XDP (\(answered))")
     }
+
+    /// The inner map each generation's slot of a map-in-map holds (its kernel id), or nil.
+    static func slotIDs(_ outer: BPFMap) throws -> [UInt32?] {
+        try (0..<2).map { (g: UInt32) in try outer.lookup(key: FastPath.bytes(of: g))?.first.map { $0.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) } } }
+    }
+
+    /// Issue 6 (nodes changed while serving): a new geo table (a node moved, one gone, one new) is
+    /// written beside the live maps and switched in with the names table. XDP then answers exactly
+    /// as the new table's slow path, a node that stays keeps the health last written for it,
+    /// health writes reach the new generation, and the old maps are let go.
+    @Test func aChangedGeoTableIsSwitchedInWholeAndKeepsHealth() throws {
+        var t = Self.table
+        t.unhealthy = ["par1"]
+        let fp = try Self.fastPath(t)
+        #expect(try fp.setNodeHealth("par1", up: false))
+        let before = try Self.slotIDs(fp.geo4)
+        #expect(before[0] != nil && before[0] == before[1], "both generations share the one compile's maps")
+        let nodeMaps = try Self.slotIDs(fp.nodes)
+        #expect(nodeMaps[0] != nil && nodeMaps[1] != nil && nodeMaps[0] != nodeMaps[1], "each generation has its own health")
+
+        let changed = Self.configText.replacingOccurrences(of: "DB", with: Self.databasePath)
+            .replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
+            .replacingOccurrences(of: "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
+                with: "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }")
+            .replacingOccurrences(of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [lon1, fra1, par1, tyo1]")
+        let config = try NearcastConfig.parse(yaml: changed, fileName: "c.yaml", baseDirectory: "")
+        var next = try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath))
+        next.unhealthy = ["par1"]  // as the daemon carries health over
+        try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity), geo: next)
+        let after = try Self.slotIDs(fp.geo4)
+        #expect(after[0] != nil && after[0] == after[1] && after[0] != before[0], "the new maps in both slots, the old ones let go")
+
+        var r = Self.responder(next)
+        for c in Self.clients4 + Self.clients6 {
+            for type in [RRType.a, .aaaa] {
+                #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            }
+        }
+        // A Paris client: par1 (down) is skipped, spill-over picks among lon1, fra1 and tyo1 by
+        // weight, and nyc1 is gone.
+        var p = Packet(payload: query("geo.example.test.", .a, ecs: nil))
+        p.source4 = [198, 51, 100, 7]
+        let reply = try #require(p.parseReply(try fp.program.testRun(p.bytes).data))
+        let got = Set(try DNSMessage(wire: reply.payload).answers.map { "\($0.rdata)" })
+        #expect(got.count == 2 && got.isSubset(of: ["a(192.0.2.50)", "a(192.0.2.10)", "a(192.0.2.40)"]), "\(got)")
+
+        // Health writes go to the live generation: the new node, and not the one that is gone.
+        #expect(try fp.setNodeHealth("lon1", up: false))
+        #expect(try fp.setNodeHealth("nyc1", up: false) == false)
+        next.unhealthy = ["par1", "lon1"]
+        r = Self.responder(next)
+        for c in Self.clients4 {
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+        }
+
+        // A write of the same compile (a record change) keeps the maps and the health.
+        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: next)
+        #expect(try Self.slotIDs(fp.geo4) == after)
+        for c in Self.clients4 {
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+        }
+        // And without geo names, the slots are emptied.
+        try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity))
+        #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
+    }
 }

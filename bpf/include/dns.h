@@ -64,6 +64,7 @@ struct nc_scratch {
 	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
 	__u32 spill_weight[4];
 	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
+	__u32 gen; /* the generation this packet reads (names table and geo maps), read once from nc_config */
 };
 
 struct {

@@ -13,48 +13,90 @@
 
 #define NC_SPILL_MASK 3 /* NC_SPILL (3) rounded up to a power of two, less one: bounds for the verifier */
 
-struct {
+/*
+ * The prefix and candidate maps of each generation (NC_GEO_GENERATIONS, see nearcast_abi.h): an
+ * outer array indexed by the names table's live generation holds the inner map the program reads.
+ * The control plane creates inner maps like these templates (sized to what they hold) and puts
+ * them in the slot of the generation it writes. Sizes rather than types: inner maps made by the
+ * control plane carry no BTF.
+ */
+struct nc_geo4_inner {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, NC_GEO4_CAPACITY);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct nc_geo4_key);
-	__type(value, struct nc_geo_class);
-} nc_geo4 SEC(".maps");
+	__uint(key_size, sizeof(struct nc_geo4_key));
+	__uint(value_size, sizeof(struct nc_geo_class));
+};
 
-struct {
+struct nc_geo6_inner {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, NC_GEO6_CAPACITY);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct nc_geo6_key);
-	__type(value, struct nc_geo_class);
-} nc_geo6 SEC(".maps");
+	__uint(key_size, sizeof(struct nc_geo6_key));
+	__uint(value_size, sizeof(struct nc_geo_class));
+};
 
-struct {
+struct nc_cands_inner {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NC_CANDS_CAPACITY);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct nc_cands_key);
-	__type(value, struct nc_cands);
+	__uint(key_size, sizeof(struct nc_cands_key));
+	__uint(value_size, sizeof(struct nc_cands));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NC_GEO_GENERATIONS);
+	__type(key, __u32);
+	__array(values, struct nc_geo4_inner);
+} nc_geo4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NC_GEO_GENERATIONS);
+	__type(key, __u32);
+	__array(values, struct nc_geo6_inner);
+} nc_geo6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NC_GEO_GENERATIONS);
+	__type(key, __u32);
+	__array(values, struct nc_cands_inner);
 } nc_cands SEC(".maps");
 
-struct {
+struct nc_nodes_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NC_NODES_MAX);
-	__type(key, __u32);
-	__type(value, struct nc_node);
-} nc_nodes SEC(".maps");
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nc_node));
+};
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NC_GEO_GENERATIONS);
+	__type(key, __u32);
+	__array(values, struct nc_nodes_inner);
+} nc_nodes SEC(".maps");
+
+/* Pools: one half per generation, pool i of generation g at g * NC_POOLS_MAX + i. */
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NC_POOLS_MAX);
+	__uint(max_entries, NC_GEO_GENERATIONS * NC_POOLS_MAX);
 	__type(key, __u32);
 	__type(value, struct nc_pool);
 } nc_pools SEC(".maps");
 
-/* The TTL a geo name answers with: its own, lowered to its pool's cap while the pool is unsettled. */
-static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g)
+/* Node `i` of a candidate list, in the generation's nodes map. */
+static __always_inline struct nc_node *nc_geo_node(void *nodes, __u32 i)
 {
-	__u32 id = g->pool;
+	return bpf_map_lookup_elem(nodes, &i);
+}
+
+/* The TTL a geo name answers with: its own, lowered to its pool's cap while the pool is unsettled. */
+static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g, __u32 gen)
+{
+	__u32 id = (gen & 1) * NC_POOLS_MAX + (g->pool & (NC_POOLS_MAX - 1));
 	struct nc_pool *p = bpf_map_lookup_elem(&nc_pools, &id);
 
 	return p && p->ttl_cap < g->ttl ? p->ttl_cap : g->ttl;
@@ -66,7 +108,7 @@ static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g)
  * prefix matched, or the source prefix when none did), else the packet's source.
  */
 static __always_inline __u32 nc_geo_class(void *data, void *data_end, const struct nc_packet *pkt, struct nc_query *q,
-					    __u32 *seed)
+					    const struct nc_scratch *s, __u32 *seed)
 {
 	struct nc_geo6_key k6 = { .prefixlen = 128 };
 	struct nc_geo4_key k4 = { .prefixlen = 32 };
@@ -105,7 +147,10 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 		__builtin_memcpy(k4.addr, &ip->saddr, 4);
 		v6 = 0;
 	}
-	gc = v6 ? bpf_map_lookup_elem(&nc_geo6, &k6) : bpf_map_lookup_elem(&nc_geo4, &k4);
+	__u32 gen = s->gen;
+	void *lpm = v6 ? bpf_map_lookup_elem(&nc_geo6, &gen) : bpf_map_lookup_elem(&nc_geo4, &gen);
+
+	gc = !lpm ? NULL : v6 ? bpf_map_lookup_elem(lpm, &k6) : bpf_map_lookup_elem(lpm, &k4);
 	if (source)
 		q->ecs[7] = gc ? gc->plen : source;
 	*seed = gc ? gc->seed : 0;
@@ -117,15 +162,14 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
  * one of the next NC_SPILL that are up, picked by the prefix's seed in proportion to weight; or
  * NC_GEO_DEPTH when the top one is up (rank order) or none is.
  */
-static __always_inline __u32 nc_spill_first(const struct nc_cands *c, __u32 seed, struct nc_scratch *s)
+static __always_inline __u32 nc_spill_first(const struct nc_cands *c, void *nodes, __u32 seed, struct nc_scratch *s)
 {
 	__u32 seen = 0, total = 0;
 
 	for (__u32 i = 0; i < NC_GEO_DEPTH; i++) { /* bound: the candidates kept */
 		if (i >= c->count || seen >= NC_SPILL)
 			break;
-		__u32 id = c->node[i];
-		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
+		struct nc_node *node = nc_geo_node(nodes, c->node[i]);
 
 		if (!node || !node->up)
 			continue;
@@ -190,15 +234,18 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	__u32 rrsize = g->qtype == 28 ? 28 : 16;
 	__u32 want = g->answers;
 	__u32 seed = 0;
-	__u32 ttl = nc_geo_ttl(g);
+	__u32 gen = s->gen;
+	__u32 ttl = nc_geo_ttl(g, gen);
 	struct nc_cands_key ck = { .ranking = g->ranking };
 
-	ck.cls = nc_geo_class(data, data_end, pkt, q, &seed);
-	struct nc_cands *c = bpf_map_lookup_elem(&nc_cands, &ck);
+	ck.cls = nc_geo_class(data, data_end, pkt, q, s, &seed);
+	void *cands = bpf_map_lookup_elem(&nc_cands, &gen);
+	void *nodes = bpf_map_lookup_elem(&nc_nodes, &gen);
+	struct nc_cands *c = cands && nodes ? bpf_map_lookup_elem(cands, &ck) : NULL;
 
 	if (!c || want == 0 || want > NC_GEO_ANSWERS_MAX)
 		return NC_PASS_GEO;
-	__u32 first = nc_spill_first(c, seed, s);
+	__u32 first = nc_spill_first(c, nodes, seed, s);
 	/*
 	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count
 	 * lives in the scratch map and is read back each step, so the verifier checks a step once
@@ -207,8 +254,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	out->ancount = 0;
 	s->geo_all_down = 0;
 	if (first < NC_GEO_DEPTH) {
-		__u32 id = c->node[first & (NC_GEO_DEPTH - 1)];
-		struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &id);
+		struct nc_node *node = nc_geo_node(nodes, c->node[first & (NC_GEO_DEPTH - 1)]);
 
 		if (node) {
 			nc_geo_rr(out->sections, g, ttl, node);
@@ -228,8 +274,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 
 			if (i >= c->count || n >= want)
 				break;
-			__u32 idx = c->node[i];
-			struct nc_node *node = bpf_map_lookup_elem(&nc_nodes, &idx);
+			struct nc_node *node = nc_geo_node(nodes, c->node[i]);
 
 			if (!node || (pass == 0 && (!node->up || i == first)))
 				continue;

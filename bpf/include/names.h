@@ -32,15 +32,15 @@ static __always_inline __u64 nc_hash_finish(__u64 h, __u16 qtype)
 }
 
 /*
- * The answer for `key` (whose hash is `hash`) in the live generation of the names table, or NULL.
+ * The answer for `key` (whose hash is `hash`) in generation `gen` of the names table, or NULL.
  * The first slot in the probe sequence whose tag matches names the only candidate (the control
  * plane places nothing behind a slot of the same tag), so at most one entry is compared.
  */
 static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key *key, __u64 hash,
-							 const struct nc_config *cfg)
+							 const struct nc_config *cfg, __u32 gen)
 {
 	__u32 mask = cfg->slot_mask;
-	__u32 base = cfg->generation ? mask + 1 : 0;
+	__u32 base = gen ? mask + 1 : 0;
 	__u32 tag = hash >> 32;
 	__u32 entry = 0;
 

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 8
+#define NC_ABI_VERSION 9
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -102,7 +102,16 @@ enum nc_answer_kind {
  * family: its location class, and the prefix length matched (the ECS scope). The candidates of
  * (ranking, class) are node indexes in rank order; the first `answers` whose node is up are the
  * answer. An address no prefix covers is in class 0 (unknown location), scope = source prefix.
+ *
+ * Generations: every map a geo answer reads belongs to the names table's generation, so one
+ * write of nc_config switches names and geo maps together (a reload that changes nodes, pools or
+ * the database is atomic too). The prefix, candidate and node maps are ARRAY_OF_MAPS indexed by
+ * the generation; both slots hold the same prefix and candidate maps when the geo data did not
+ * change, while each generation has a nodes map of its own (NC_NODES_MAX entries), so health
+ * written to the live one never reaches a generation being built. Pools are an ARRAY of
+ * NC_GEO_GENERATIONS halves: pool i of generation g at g * NC_POOLS_MAX + i.
  */
+#define NC_GEO_GENERATIONS 2
 #define NC_GEO_DEPTH 16	      /* candidates kept per (ranking, class) */
 /*
  * Spill-over: when the top candidate is down, the first answer is one of the next NC_SPILL
@@ -112,8 +121,8 @@ enum nc_answer_kind {
  */
 #define NC_SPILL 3
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
-#define NC_NODES_MAX 4096
-#define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools) */
+#define NC_NODES_MAX 4096 /* entries of a generation's nodes map */
+#define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools), per generation; a power of two */
 #define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
 #define NC_GEO6_CAPACITY (2 << 20)
 #define NC_CANDS_CAPACITY (1 << 20)
@@ -141,7 +150,7 @@ struct nc_cands_key {
 
 struct nc_cands {
 	__u16 count;
-	__u16 node[NC_GEO_DEPTH]; /* indexes into nc_nodes, best first */
+	__u16 node[NC_GEO_DEPTH]; /* indexes into the generation's nodes map, best first */
 	__u16 pad;
 };
 
@@ -159,12 +168,12 @@ struct nc_geo_name {
 	__u8 answers;  /* 1..NC_GEO_ANSWERS_MAX */
 	__u8 fail_open; /* all candidates down: 1 answers the top ones anyway, 0 passes to the slow path */
 	__u16 qtype;   /* 1 (A) or 28 (AAAA), host order */
-	__u16 pool;    /* index into nc_pools: the TTL answered is min(ttl, the pool's ttl_cap) */
+	__u16 pool;    /* index within a half of nc_pools: the TTL answered is min(ttl, the pool's ttl_cap) */
 	__u32 ttl;
 };
 
 /*
- * A pool's TTL state (ARRAY nc_pools, NC_POOLS_MAX entries): TTL follows health (DESIGN §6). The
+ * A pool's TTL state (ARRAY nc_pools, NC_POOLS_MAX entries a generation): TTL follows health (DESIGN §6). The
  * control plane writes one entry when the pool's state changes: its low TTL while a member is
  * down or degraded or has changed state lately, its cap (or 0xffffffff) once it has settled.
  */
@@ -193,7 +202,7 @@ struct nc_config {
 	__u32 pass_rate;     /* DNS queries per second each CPU may pass to the slow path; 0 = no limit */
 	__u32 pass_burst;    /* queries a CPU may pass at once above the rate (bucket size) */
 	__u32 over_budget;   /* enum nc_over_budget */
-	__u32 generation;    /* the live slot generation of the names table: 0 or 1 */
+	__u32 generation;    /* the live generation of the names table and the geo maps: 0 or 1 */
 	__u32 slot_mask;     /* slots per generation - 1 (a power of two - 1); 0 before the first fill */
 };
 
