@@ -7,7 +7,7 @@ import NearcastCore
 /// up only its own check.
 public actor HealthMonitor {
     /// One check of one node, with its schedule.
-    public struct Scheduled: Sendable {
+    public struct Scheduled: Sendable, Equatable {
         public var name: String
         public var check: HealthCheck
         public var policy: CheckPolicy
@@ -35,11 +35,13 @@ public actor HealthMonitor {
     }
 
     let checker: HealthChecker
-    let plan: [String: [Scheduled]]
+    var plan: [String: [Scheduled]]
     var health: [String: NodeHealth]
     let onChange: @Sendable (Change) -> Void
     let onPoolTTL: @Sendable (PoolTTL.Change) -> Void
-    var tasks: [Task<Void, Never>] = []
+    /// Each node's running loops (checks, report clocks, override timers).
+    var tasks: [String: [Task<Void, Never>]] = [:]
+    var started = false
     var settleTimer: Task<Void, Never>?
     /// The pools' TTL state, fed with every change.
     var poolTTL: PoolTTL
@@ -68,16 +70,60 @@ public actor HealthMonitor {
 
     /// Starts every check's loop.
     public func start() {
-        for (node, checks) in plan {
-            for c in checks {
-                if case .report = c.check {
-                    reportDue[node] = .now + c.interval
-                    tasks.append(Task { [weak self] in await self?.staleLoop(node, c) })
-                } else {
-                    tasks.append(Task { [weak self] in await self?.loop(node, c) })
-                }
+        started = true
+        for node in plan.keys { startChecks(node) }
+    }
+
+    /// Starts `node`'s check loops.
+    func startChecks(_ node: String) {
+        for c in plan[node] ?? [] {
+            if case .report = c.check {
+                reportDue[node] = .now + c.interval
+                tasks[node, default: []].append(Task { [weak self] in await self?.staleLoop(node, c) })
+            } else {
+                tasks[node, default: []].append(Task { [weak self] in await self?.loop(node, c) })
             }
         }
+    }
+
+    /// Stops `node`'s loops.
+    func stopChecks(_ node: String) {
+        for t in tasks[node] ?? [] { t.cancel() }
+        tasks[node] = nil
+        reportDue[node] = nil
+    }
+
+    /// Follows a new set of nodes and pools (a reload that changed the geo section): a node that is
+    /// gone stops being checked and is forgotten; a new one starts as at cold start; one that
+    /// stays keeps its state, override and counts, and its checks start again only if they
+    /// changed (their run of results then starts from its state now). Pools follow (PoolTTL), and
+    /// each cap that changes goes to `onPoolTTL`.
+    public func reconfigure(nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig]) {
+        let now = ContinuousClock.now
+        for id in health.keys where nodes[id] == nil {
+            stopChecks(id)
+            health[id] = nil
+            plan[id] = nil
+            counts[id] = nil
+            last[id] = nil
+        }
+        for (id, n) in nodes {
+            let policies = Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a })
+            if let h = health[id] {
+                guard plan[id] != n.checks else { continue }
+                stopChecks(id)
+                var fresh = NodeHealth(checks: policies, initial: h.state(at: now).isServing ? .up : .down)
+                fresh.setOverride(h.override)
+                health[id] = fresh
+                if let until = h.override?.until { scheduleExpiry(id, at: until) }
+            } else {
+                health[id] = NodeHealth(checks: policies, initial: n.initial)
+            }
+            plan[id] = n.checks
+            if started { startChecks(id) }
+        }
+        for c in poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        scheduleSettle(after: now)
     }
 
     /// A report from `node`'s agent (a heartbeat is one that passes): one result of its report
@@ -105,8 +151,9 @@ public actor HealthMonitor {
 
     /// Stops every loop (checks in flight end at their timeout at most).
     public func stop() {
-        for t in tasks { t.cancel() }
-        tasks = []
+        for t in tasks.values.joined() { t.cancel() }
+        tasks = [:]
+        started = false
         settleTimer?.cancel()
         settleTimer = nil
     }
@@ -177,16 +224,18 @@ public actor HealthMonitor {
         health[node] = h
         let after = h.state(at: .now)
         guard before != after else { return nil }
-        if let until = o?.until {
-            // The override's end is a change too, checks or not: a timer reports it.
-            tasks.append(Task { [weak self] in
-                try? await Task.sleep(until: until, clock: .continuous)
-                await self?.expire(node)
-            })
-        }
+        if let until = o?.until { scheduleExpiry(node, at: until) }
         let change = Change(node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
         changed(change)
         return change
+    }
+
+    /// The override's end is a change too, checks or not: a timer reports it.
+    func scheduleExpiry(_ node: String, at until: ContinuousClock.Instant) {
+        tasks[node, default: []].append(Task { [weak self] in
+            try? await Task.sleep(until: until, clock: .continuous)
+            await self?.expire(node)
+        })
     }
 
     /// Ends `node`'s override if it has expired, reporting the change it makes.

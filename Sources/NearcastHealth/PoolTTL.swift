@@ -29,6 +29,25 @@ public struct PoolTTL: Sendable {
         }
     }
 
+    /// Follows a new set of pools (a reload), given every node's state now: a pool that stays
+    /// keeps its time of last change, or starts one now when its members changed; a new pool
+    /// starts as at cold start. Returns the caps that changed for the pools that stay, and every
+    /// new pool's cap (whoever writes caps has not written it yet).
+    public mutating func reconfigure(pools configs: [PoolConfig], states: [String: HealthState], at now: ContinuousClock.Instant) -> [Change] {
+        let old = pools
+        var next = PoolTTL(pools: configs, states: states)
+        for (id, p) in old {
+            guard var q = next.pools[id] else { continue }
+            q.lastChange = p.config.members == q.config.members ? p.lastChange : now
+            q.cap = p.cap
+            q.settled = p.settled
+            next.pools[id] = q
+        }
+        self = next
+        let added = next.pools.keys.filter { old[$0] == nil }.sorted().map { Change(pool: $0, cap: next.pools[$0]!.cap, settled: next.pools[$0]!.settled) }
+        return reevaluate(states: states, at: now, only: old.keys.filter { next.pools[$0] != nil }.sorted()) + added
+    }
+
     /// A change of one pool's cap.
     public struct Change: Sendable, Equatable {
         public var pool: String

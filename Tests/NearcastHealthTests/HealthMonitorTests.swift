@@ -113,4 +113,53 @@ import Testing
         #expect(changes.all.last?.reason.hasPrefix("1:report: no report for 2.0 s") == true, "\(changes.all.map(\.reason))")
         await monitor.stop()
     }
+
+    /// A reload: a node that stays keeps its state, override and counts (its checks restart only
+    /// when they changed, from its state now); a node that is gone is forgotten and its checks
+    /// stop; a new node starts as at cold start and is checked.
+    @Test func aReloadKeepsTheNodesThatStayAndChecksTheNewOnes() async throws {
+        let group = HealthCheckerTests.group
+        let closed = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let closedPort = closed.localAddress!.port!
+        try await closed.close()
+        let failing = HealthMonitor.Scheduled(
+            name: "tcp", check: .tcp(host: "127.0.0.1", port: closedPort), policy: CheckPolicy(rise: 1, fall: 1),
+            interval: .milliseconds(100), timeout: .seconds(1))
+        let changes = Changes()
+        let caps = Mutex<[PoolTTL.Change]>([])
+        let web = PoolConfig(id: "web", members: ["a", "b"], minTTL: 4, declaredAt: "c.yaml:1")
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: group), nodes: ["a": ([], .up), "b": ([failing], .up), "gone": ([failing], .up)],
+            pools: [web], onChange: { changes.add($0) }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
+        await monitor.start()
+        try await eventually("b and gone go down") {
+            let (b, gone) = (await monitor.state(of: "b"), await monitor.state(of: "gone"))
+            return b == .down && gone == .down
+        }
+        await monitor.setOverride("a", HealthOverride(.drain))
+        let countA = await monitor.statuses().first { $0.id == "a" }?.changes
+
+        let cdn = PoolConfig(id: "cdn", members: ["new"], declaredAt: "c.yaml:2")
+        await monitor.reconfigure(nodes: ["a": ([], .up), "b": ([failing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        #expect(await monitor.state(of: "a") == .drained)
+        #expect(await monitor.statuses().first { $0.id == "a" }?.changes == countA, "kept as it was, counts too")
+        #expect(await monitor.state(of: "b") == .down, "unchanged checks: not restarted, still down")
+        #expect(await monitor.state(of: "gone") == nil)
+        #expect(await monitor.statuses().map(\.id) == ["a", "b", "new"])
+        #expect(await monitor.state(of: "new") == .down, "a cold start as configured")
+        #expect(caps.withLock { $0.last } == PoolTTL.Change(pool: "cdn", cap: cdn.ttlCap(settled: false), settled: false), "the new pool's cap is reported")
+        #expect(await monitor.poolStatuses().map(\.id) == ["cdn", "web"])
+
+        // b's check changes to one that passes: it starts again from b's state now and comes up.
+        let listener = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        var passing = failing
+        passing.check = .tcp(host: "127.0.0.1", port: listener.localAddress!.port!)
+        let before = changes.all.count
+        await monitor.reconfigure(nodes: ["a": ([], .up), "b": ([passing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        try await eventually("b comes up on its new check") { await monitor.state(of: "b") == .up }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" }, "the gone node's checks stopped")
+        await monitor.stop()
+        try await listener.close()
+    }
 }

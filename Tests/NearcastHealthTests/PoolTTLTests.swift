@@ -54,4 +54,32 @@ struct PoolTTLTests {
         #expect(p.settle(states: states, at: at(31)) == [PoolTTL.Change(pool: "api", cap: .max, settled: true)], "a drain is no fault")
         #expect(p.nodeChanged("unknown", states: states, at: at(40)).isEmpty)
     }
+
+    /// A reload: a pool that stays keeps its cap and its settle clock unless its members changed
+    /// (then it is a change now); a new pool starts as at cold start and is reported; one that is
+    /// gone is forgotten.
+    @Test func aReloadKeepsThePoolsThatStayAndReportsTheNewOnes() {
+        var states: [String: HealthState] = ["fra1": .up, "par1": .up, "nyc1": .up]
+        var p = PoolTTL(pools: [Self.web, Self.api], states: states)
+        states["fra1"] = .down
+        _ = p.nodeChanged("fra1", states: states, at: at(0))
+        states["fra1"] = .up
+        _ = p.nodeChanged("fra1", states: states, at: at(10))
+        #expect(p.caps["web"] == 5 && p.nextSettle(after: at(10)) == at(40))
+
+        // Same members: the settle clock runs on; a new pool with a member down starts low.
+        let cdn = PoolConfig(id: "cdn", members: ["lon1"], minTTL: 3, declaredAt: "c.yaml:3")
+        states["lon1"] = .down
+        #expect(p.reconfigure(pools: [Self.web, cdn], states: states, at: at(20)) == [PoolTTL.Change(pool: "cdn", cap: 3, settled: false)])
+        #expect(p.caps == ["web": 5, "cdn": 3], "api is gone")
+        #expect(p.nextSettle(after: at(20)) == at(40))
+        #expect(p.settle(states: states, at: at(40)) == [PoolTTL.Change(pool: "web", cap: 120, settled: true)])
+
+        // New members: a change now, so the pool waits for its settle time again.
+        var bigger = Self.web
+        bigger.members.append("ams1")
+        #expect(p.reconfigure(pools: [bigger, cdn], states: states, at: at(50)) == [PoolTTL.Change(pool: "web", cap: 5, settled: false)])
+        #expect(p.nextSettle(after: at(50)) == at(80))
+        #expect(p.nodeChanged("ams1", states: states, at: at(60)).isEmpty && p.nextSettle(after: at(60)) == at(90), "the new member counts")
+    }
 }
