@@ -86,6 +86,9 @@ public struct GeoTable: Sendable {
     /// Every node, by id.
     public var allNodes: [NodeConfig] { nodes.values.sorted { $0.id < $1.id } }
 
+    /// Whether a node of this id is in the table.
+    public func hasNode(_ id: String) -> Bool { nodes[id] != nil }
+
     /// The geo name for a question, if it is one.
     public func name(_ qname: DNSName, _ type: RRType) -> Name? {
         names[Key(name: qname, type: type.rawValue)]

@@ -125,13 +125,16 @@ public struct ReloadReport: Codable, Equatable, Sendable {
     /// Answers in the XDP names table after the switch, and how many were written (changed).
     public var fastPathAnswers: Int?
     public var fastPathWritten: Int?
+    /// Whether the geo section changed and was compiled anew (nodes, pools, names, database).
+    public var geoCompiled: Bool
     public var seconds: Double
 
-    public init(zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, seconds: Double) {
+    public init(zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, geoCompiled: Bool = false, seconds: Double) {
         self.zones = zones
         self.records = records
         self.fastPathAnswers = fastPathAnswers
         self.fastPathWritten = fastPathWritten
+        self.geoCompiled = geoCompiled
         self.seconds = seconds
     }
 }

@@ -10,9 +10,8 @@ import NearcastServer
 struct DaemonParts: Sendable {
     var startedAt: ContinuousClock.Instant
     var deployment: XDPDeployment?
-    var geo: GeoTable?
-    var database: MaxMindDatabase?
-    var geoCompileSeconds: Double?
+    /// The geo data live now (a reload may replace it): read at each request.
+    var live: LiveGeo?
     var stateDirectory: String?
     var monitor: HealthMonitor?
     var changes: OperatorChanges?
@@ -21,12 +20,15 @@ struct DaemonParts: Sendable {
     var metrics: NearcastMetrics
 
     func apiSources() -> ManagementAPI.Sources {
-        let startedAt = startedAt, deployment = deployment, database = database, stateDirectory = stateDirectory
+        let startedAt = startedAt, deployment = deployment, stateDirectory = stateDirectory
         let changes = changes, healthWrites = healthWrites, reloader = reloader, metrics = metrics
-        let table = geo, compileSeconds = geoCompileSeconds
+        let live = live
         var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
-        if let table, let database {
-            explain = { name, type, client, ecs in try table.explain(name: name, type: type, client: client, ecs: ecs, database: database) }
+        if let live {
+            explain = { name, type, client, ecs in
+                let c = live.current
+                return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
+            }
         }
         let health = monitor
         var nodesSource: (@Sendable () async -> [NodeStatus])?
@@ -53,9 +55,9 @@ struct DaemonParts: Sendable {
                 let uptime = ContinuousClock.now - startedAt
                 let snapshot = MetricsSnapshot(
                     uptime: uptime.seconds,
-                    geoCompileSeconds: compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
+                    geoCompileSeconds: live?.current.compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
                     nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
-                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: table) ?? [])
+                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: live?.current.table) ?? [])
                 return metrics.render(snapshot)
             },
             zones: { await reloader.zoneList() },
@@ -67,7 +69,7 @@ struct DaemonParts: Sendable {
                 return StatusReport(
                     version: Nearcastd.version, uptime: uptime.seconds,
                     zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
-                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: table?.allNames.count ?? 0,
+                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: live?.current.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
                     unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
             })

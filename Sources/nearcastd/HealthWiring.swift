@@ -8,26 +8,35 @@ import NearcastHealth
 /// Connects the health monitor to what answers (DESIGN §2, §6): each change of a node's state is
 /// one write of the board the responders read and one write of the node's entry in the XDP nodes
 /// map; each change of a pool's TTL cap the same, for the pool. Both are logged with the reason.
+/// They go to the geo data live at the time (LiveGeo), which a reload may replace.
 enum HealthWiring {
-    /// Starts monitoring every geo node of `config`: those without checks are up unless an
-    /// operator says otherwise (drain, force-down).
-    static func start(
-        config: GeoConfig, table: GeoTable, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
-    ) async -> HealthMonitor {
+    /// What the monitor checks for `config`: each node's checks and its cold-start state.
+    static func plan(_ config: GeoConfig) -> [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] {
         var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
         for n in config.nodes {
             nodes[n.id] = (n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) }, n.initiallyUp ? .up : .down)
         }
+        return nodes
+    }
+
+    /// Starts monitoring every geo node: those without checks are up unless an operator says
+    /// otherwise (drain, force-down).
+    static func start(
+        live: LiveGeo, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
+    ) async -> HealthMonitor {
+        let config = live.current.config
+        let nodes = plan(config)
         let m = HealthMonitor(
             checker: HealthChecker(group: group), nodes: nodes, pools: config.pools,
             onChange: { change in
-                table.board.set(change.node, up: change.to.isServing)
-                do {
-                    if try fastPath?.setNodeHealth(change.node, up: change.to.isServing) == true {
-                        writes.nodeWritten(after: change.decidedAt)
+                live.nodeChanged(change.node, up: change.to.isServing) {
+                    do {
+                        if try fastPath?.setNodeHealth(change.node, up: change.to.isServing) == true {
+                            writes.nodeWritten(after: change.decidedAt)
+                        }
+                    } catch {
+                        logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
                     }
-                } catch {
-                    logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
                 }
                 writes.nodeChanged()
                 logger.notice(
@@ -36,7 +45,9 @@ enum HealthWiring {
                 // A pool with no member left to answer falls back on its names' all-down policy
                 // (DESIGN §5: always logged; XDP counts its fail-open answers).
                 if change.from.isServing != change.to.isServing {
-                    let down = table.board.down
+                    let current = live.current
+                    let config = current.config
+                    let down = current.table.board.down
                     for pool in config.pools where pool.members.contains(change.node) {
                         let othersDown = pool.members.allSatisfy { $0 == change.node || down.contains($0) }
                         guard othersDown else { continue }
@@ -51,9 +62,10 @@ enum HealthWiring {
                 }
             },
             onPoolTTL: { change in
-                table.board.setTTLCap(change.pool, change.cap)
-                do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch {
-                    logger.error("pool TTL not written to the fast path", metadata: ["pool": "\(change.pool)", "error": "\(error)"])
+                live.poolCapChanged(change.pool, cap: change.cap) {
+                    do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch {
+                        logger.error("pool TTL not written to the fast path", metadata: ["pool": "\(change.pool)", "error": "\(error)"])
+                    }
                 }
                 writes.poolChanged()
                 logger.notice(

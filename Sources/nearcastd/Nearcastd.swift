@@ -133,38 +133,19 @@ struct Nearcastd: AsyncParsableCommand {
         }
         for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
 
-        // Geo names: the MaxMind database compiled for them, on a thread of its own (seconds of
-        // blocking work for a whole GeoLite2-City).
-        var geo: GeoTable?
-        var geoDatabase: MaxMindDatabase?
-        var geoCompileSeconds: Double?
+        // Geo names: the MaxMind database compiled for them.
+        var live: LiveGeo?
         if !cfg.geo.names.isEmpty {
-            let started = ContinuousClock.now
             do {
-                let geoConfig = cfg.geo
-                (geo, geoDatabase) = try await Self.onOwnThread { () throws -> (GeoTable, MaxMindDatabase) in
-                    guard let db = try geoConfig.openDatabase() else { throw DiagnosticsError([]) }
-                    // Networks are about as many as search-tree nodes: the bar's estimate.
-                    let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
-                    let table = try GeoTable.build(geoConfig, database: db, progress: bar.update)
-                    bar.finish(table.image.report.networks)
-                    return (table, db)
-                }
+                let compiled = try await LiveGeo.compile(cfg.geo)
+                live = LiveGeo(compiled)
+                Self.logCompiled(compiled, logger: logger)
             } catch {
                 FileHandle.standardError.write("\(error)\n")
                 throw ExitCode(1)
             }
-            let compiled = ContinuousClock.now - started
-            geoCompileSeconds = compiled.seconds
-            let r = geo!.image.report
-            logger.info(
-                "geo compiled",
-                metadata: [
-                    "names": "\(cfg.geo.names.count)", "networks": "\(r.networks)", "locations": "\(r.locations)",
-                    "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)", "ipv6-prefixes": "\(r.ipv6After)",
-                    "seconds": "\(ContinuousClock.now - started)",
-                ])
         }
+        let geo = live?.current.table
 
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
         let responders = ResponderSource(responder)
@@ -211,9 +192,8 @@ struct Nearcastd: AsyncParsableCommand {
         var monitor: HealthMonitor?
         var changes: OperatorChanges?
         let healthWrites = HealthWriteLog()
-        if let table = geo {
-            let m = await HealthWiring.start(
-                config: cfg.geo, table: table, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
+        if let live {
+            let m = await HealthWiring.start(live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
             monitor = m
             await started.add("health checks") { await m.stop() }
             do {
@@ -230,16 +210,16 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let command = self
         let reloader = Reloader(
-            running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, geo: geo,
-            responders: responders, fastPath: fastPath?.fastPath, metrics: metrics, audit: audit, logger: logger)
+            running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
+            responders: responders, fastPath: fastPath?.fastPath, monitor: monitor, changes: changes, metrics: metrics, audit: audit,
+            logger: logger)
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
                 logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
             let parts = DaemonParts(
-                startedAt: startedAt, deployment: fastPath, geo: geo, database: geoDatabase, geoCompileSeconds: geoCompileSeconds,
-                stateDirectory: cfg.stateDirectory, monitor: monitor, changes: changes, healthWrites: healthWrites, reloader: reloader,
-                metrics: metrics)
+                startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory, monitor: monitor, changes: changes,
+                healthWrites: healthWrites, reloader: reloader, metrics: metrics)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
@@ -257,6 +237,18 @@ struct Nearcastd: AsyncParsableCommand {
         })
         logger.info("stopping", metadata: ["signal": "\(signal)"])
         await started.stopAll(logger: logger)
+    }
+
+    /// Logs what a geo compile made.
+    static func logCompiled(_ c: LiveGeo.Compiled, logger: Logger) {
+        let r = c.table.image.report
+        logger.info(
+            "geo compiled",
+            metadata: [
+                "names": "\(c.config.names.count)", "nodes": "\(c.config.nodes.count)", "networks": "\(r.networks)",
+                "locations": "\(r.locations)", "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)",
+                "ipv6-prefixes": "\(r.ipv6After)", "seconds": "\(c.compileSeconds)",
+            ])
     }
 
     /// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's

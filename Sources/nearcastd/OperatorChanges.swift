@@ -89,6 +89,21 @@ actor OperatorChanges {
         return await monitor.statuses().first { $0.id == node }
     }
 
+    /// A reload left only `nodes`: overrides of the others are no longer kept (the monitor has
+    /// already forgotten them), so a node of that id added later starts without one.
+    func keepOnly(nodes: Set<String>) {
+        let next = kept.filter { nodes.contains($0.key) }
+        guard next.count != kept.count else { return }
+        if let storePath {
+            do { try DurableFile.replace(storePath, with: Self.encode(next)) } catch {
+                logger.error("kept overrides not updated after a reload", metadata: ["error": "\(error)"])
+                return
+            }
+        }
+        logger.notice("overrides of removed nodes dropped", metadata: ["nodes": "\(kept.keys.filter { !nodes.contains($0) }.sorted())"])
+        kept = next
+    }
+
     static func encode(_ kept: [String: Kept]) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]

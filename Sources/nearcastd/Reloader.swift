@@ -3,49 +3,80 @@ import DNSWire
 import Logging
 import NearcastCore
 import NearcastDataPath
+import NearcastHealth
 import NearcastServer
 
 /// Reloads the config and zone files (SIGHUP, `POST /v1/reload`) the way DESIGN §2 asks: the new
 /// files are read and checked first, and a rejected reload leaves everything as it was; then the
-/// fast path's names table is written as a new generation switched in with one write, and the
-/// slow path's responder is replaced whole. Each answer is the old data or the new, never a mix.
+/// fast path's names table (and geo maps) are written as a new generation switched in with one
+/// write, and the slow path's responder is replaced whole. Each answer is the old data or the
+/// new, never a mix.
 ///
-/// What only a restart applies (listen addresses, XDP, the API, UDP size, the geo section, whose
-/// compile takes seconds) must be unchanged, or the reload is refused.
+/// A changed geo section (nodes, pools, geo names, the database or its file) is compiled anew,
+/// off the actor's thread, before anything changes; nodes and pools that stay keep their health,
+/// new ones start as at cold start, and the health monitor follows. What only a restart applies
+/// (listen addresses, XDP, the API, UDP size, the state directory, geo names where there were
+/// none or none where there were some) must be unchanged, or the reload is refused.
+///
+/// Reloads and record changes take turns (an await inside one, such as a geo compile, lets no
+/// other change in).
 actor Reloader {
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
     var running: NearcastConfig
     /// The zones served now, in the config's order.
     var zones: [Zone]
-    let geo: GeoTable?
+    let live: LiveGeo?
     let responders: ResponderSource
     let fastPath: FastPath?
+    let monitor: HealthMonitor?
+    let changes: OperatorChanges?
     let metrics: NearcastMetrics?
     let audit: AuditLog?
     let logger: Logger
+    /// Turns: whether a change is under way, and the changes waiting for theirs.
+    var busy = false
+    var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(
-        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, geo: GeoTable?,
-        responders: ResponderSource, fastPath: FastPath?, metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
+        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, live: LiveGeo?,
+        responders: ResponderSource, fastPath: FastPath?, monitor: HealthMonitor? = nil, changes: OperatorChanges? = nil,
+        metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
         self.running = running
         self.zones = zones
         self.load = load
-        self.geo = geo
+        self.live = live
         self.responders = responders
         self.fastPath = fastPath
+        self.monitor = monitor
+        self.changes = changes
         self.metrics = metrics
         self.audit = audit
         self.logger = logger
     }
 
+    /// Waits until no other change is under way; `endTurn` lets the next one in.
+    func takeTurn() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func endTurn() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+
     /// Reloads; `by` says who asked, for the log and the audit log. A reload that cannot be
     /// audited is refused.
-    func reload(by: String) throws(ReloadError) -> ReloadReport {
+    func reload(by: String) async throws(ReloadError) -> ReloadReport {
+        await takeTurn()
+        defer { endTurn() }
         let started = ContinuousClock.now
         do {
             let before = Self.digest(running)
-            let report = try apply(beforeSwitch: { (next) throws(ReloadError) in
+            let report = try await apply(beforeSwitch: { (next) throws(ReloadError) in
                 do {
                     try audit?.record(
                         AuditLog.entry(
@@ -60,7 +91,7 @@ actor Reloader {
                 "reloaded",
                 metadata: [
                     "by": "\(by)", "zones": "\(report.zones)", "records": "\(report.records)",
-                    "fast-path-written": "\(report.fastPathWritten.map(String.init) ?? "-")",
+                    "fast-path-written": "\(report.fastPathWritten.map(String.init) ?? "-")", "geo-compiled": "\(report.geoCompiled)",
                     "seconds": "\(ContinuousClock.now - started)",
                 ])
             return report
@@ -85,7 +116,7 @@ actor Reloader {
         return AuditLog.digest(bytes)
     }
 
-    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) throws(ReloadError) -> ReloadReport {
+    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) async throws(ReloadError) -> ReloadReport {
         let started = ContinuousClock.now
         let next: NearcastConfig
         let zones: [Zone]
@@ -97,25 +128,47 @@ actor Reloader {
         }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
+        var compiled: LiveGeo.Compiled?
+        if let live, !live.isCurrent(next.geo) {
+            do { compiled = try await LiveGeo.compile(next.geo) } catch let e as DiagnosticsError { throw .invalid(e) } catch {
+                let file = next.geo.databasePath ?? "geo"
+                throw .invalid(DiagnosticsError([Diagnostic(file: file, line: 0, message: "geo compile: \(error)")]))
+            }
+        }
         try beforeSwitch(next)
-        return try switchTo(next, zones, started: started)
+        let report = try switchTo(next, zones, geo: compiled, started: started)
+        if let compiled { await followGeo(compiled) }
+        return report
     }
 
-    /// Serves `zones` from now on: the names table as a new generation, then the slow path.
-    func switchTo(_ config: NearcastConfig, _ zones: [Zone], started: ContinuousClock.Instant) throws(ReloadError) -> ReloadReport {
+    /// Serves `zones` (and `geo`, a new compile) from now on: the names table and geo maps as a
+    /// new generation, then the slow path.
+    func switchTo(_ config: NearcastConfig, _ zones: [Zone], geo compiled: LiveGeo.Compiled? = nil, started: ContinuousClock.Instant)
+        throws(ReloadError) -> ReloadReport
+    {
+        let geo = compiled?.table ?? live?.current.table
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
         if let fastPath {
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
             do { written = try fastPath.write(image, geo: geo) } catch { throw .fastPath("\(error)") }
         }
+        if let compiled { live?.switchTo(compiled) }
         responders.replace(with: responder)
         running = config
         self.zones = zones
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,
-            fastPathWritten: written?.written, seconds: d.seconds)
+            fastPathWritten: written?.written, geoCompiled: compiled != nil, seconds: d.seconds)
+    }
+
+    /// After a new geo compile is served: the health monitor checks its nodes and pools, and
+    /// operators' overrides of nodes that are gone are no longer kept.
+    func followGeo(_ compiled: LiveGeo.Compiled) async {
+        Nearcastd.logCompiled(compiled, logger: logger)
+        await monitor?.reconfigure(nodes: HealthWiring.plan(compiled.config), pools: compiled.config.pools)
+        await changes?.keepOnly(nodes: Set(compiled.config.nodes.map(\.id)))
     }
 
     /// The zones served, for the API.
@@ -157,7 +210,9 @@ actor Reloader {
     /// Changes zone `origin` as `edit` says, by `by`: checked as a zone file is at start, audited,
     /// written to the zone's file (atomically, synced), then served as a new generation. A change
     /// that fails at any step leaves the file and the served data as they were.
-    func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) throws(ZoneEditError) -> RecordChange {
+    func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange {
+        await takeTurn()
+        defer { endTurn() }
         let started = ContinuousClock.now
         guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
         let source = running.zones[i]
@@ -208,7 +263,7 @@ actor Reloader {
         if a.maxUDPPayload != b.maxUDPPayload { out.append("max-udp-payload") }
         if a.tcpIdleTimeout != b.tcpIdleTimeout { out.append("tcp-idle-timeout") }
         if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
-        if !a.geo.isEquivalent(to: b.geo) { out.append("geo") }
+        if a.geo.names.isEmpty != b.geo.names.isEmpty { out.append("geo (the first geo names, or none left)") }
         return out
     }
 }

@@ -164,6 +164,74 @@ import FoundationNetworking
         #expect(try paris().first == "192.0.2.10")
     }
 
+    /// Nodes and pools change by editing the config and reloading (issue 6), without XDP: the new
+    /// geo section is compiled and served whole, nodes that stay keep their overrides (kept on
+    /// disk too, those of removed nodes dropped), explain follows; a geo section with an error, or
+    /// one that removes every geo name, is refused and nothing changes.
+    @Test func geoSectionChangesAreReloadedWholeOrRefused() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-georeload-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let tokens = state.appendingPathComponent("tokens")
+        try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let api = try TestSupport.freePort()
+        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path, "--state-dir", state.path])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        try server.waitUntilReady { server.log.contains("management API listening") }
+        let configFile = dir.appendingPathComponent("c.yaml")
+        let original = try String(contentsOf: configFile, encoding: .utf8)
+        func cli(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
+        }
+        func paris() throws -> [Substring] {
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+                .stdout.split(separator: "\n")
+        }
+        #expect(try paris() == ["192.0.2.20", "192.0.2.10"])
+        #expect(try cli(["node", "drain", "par1"]).status == 0 && cli(["node", "drain", "nyc1"]).status == 0)
+
+        // par1 moves, nyc1 leaves, lon1 joins.
+        let changed = original.replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
+            .replacingOccurrences(
+                of: "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
+                with: "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }")
+            .replacingOccurrences(of: "members: [fra1, par1, nyc1]", with: "members: [fra1, par1, lon1]")
+        #expect(changed.contains("lon1") && changed.contains("192.0.2.21"))
+        try changed.write(to: configFile, atomically: true, encoding: .utf8)
+        let ok = try cli(["reload"])
+        #expect(ok.status == 0 && ok.stdout.contains("geo section changed: compiled and switched in"), "\(ok.stdout) \(ok.stderr)")
+        #expect(Set(try paris()) == ["192.0.2.10", "192.0.2.50"], "par1 is still drained: Frankfurt and London, spilled over by weight")
+        let nodes = try cli(["nodes"]).stdout
+        #expect(nodes.contains("lon1") && !nodes.contains("nyc1"), "\(nodes)")
+        #expect(nodes.split(separator: "\n").contains { $0.hasPrefix("par1") && $0.contains("drain") }, "\(nodes)")
+        let kept = try String(contentsOf: state.appendingPathComponent("overrides.json"), encoding: .utf8)
+        #expect(kept.contains("par1") && !kept.contains("nyc1"), "only overrides of nodes that exist are kept: \(kept)")
+        let explain = try cli(["explain", "geo.example.test", "A", "--client", "198.51.100.7"]).stdout
+        let answer = try paris().joined(separator: " ")
+        #expect(explain.contains("lon1 192.0.2.50") && explain.contains("answer:    \(answer)  "), "as dig got it (\(answer)): \(explain)")
+        #expect(try cli(["node", "undrain", "par1"]).status == 0)
+        #expect(try paris().first == "192.0.2.21", "par1 back, at its new address")
+
+        // A pool naming a node that does not exist: 400 with the file and line, nothing changed.
+        try changed.replacingOccurrences(of: "members: [fra1, par1, lon1]", with: "members: [fra1, par1, ghost]")
+            .write(to: configFile, atomically: true, encoding: .utf8)
+        let bad = try cli(["reload"])
+        #expect(bad.status == 1 && bad.stderr.contains("answered 400") && bad.stderr.contains("c.yaml:") && bad.stderr.contains("ghost"), "\(bad.stderr)")
+        #expect(try paris().first == "192.0.2.21")
+        // No geo names left: that takes a restart.
+        try changed.replacingOccurrences(of: "- { name: geo.example.test, type: AAAA, pool: web }", with: "")
+            .replacingOccurrences(of: "- { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }", with: "[]")
+            .write(to: configFile, atomically: true, encoding: .utf8)
+        let none = try cli(["reload"])
+        #expect(none.status == 1 && none.stderr.contains("answered 409: geo (the first geo names, or none left) changed"), "\(none.stderr)")
+        #expect(try paris() == ["192.0.2.21", "192.0.2.50"], "the geo section as reloaded last: par1, then London (nearer than Frankfurt)")
+        let audit = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
+        #expect(audit.filter { $0.contains("\"action\":\"reload\"") }.count == 3, "every reload audited, refused ones too")
+    }
+
     /// Passive health: par1's agent posts reports (with `nearcast report` and its agent token);
     /// a failing report or silence longer than stale-after takes it out, a heartbeat brings it
     /// back. Other tokens and nodes get 403, 404 and 409, and a bad body a 400 naming the field.

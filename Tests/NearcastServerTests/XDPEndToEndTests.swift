@@ -83,6 +83,51 @@ import Glibc
         return total
     }
 
+    /// What kxdpgun reported, and the XDP counters before and after it ran.
+    struct Load {
+        var sent: Int
+        var replies: Int
+        var output: String
+        var before: [String: Int]
+        var after: [String: Int]
+
+        /// How much a counter grew while the load ran.
+        func delta(_ reason: String) -> Int { after[reason, default: 0] - before[reason, default: 0] }
+    }
+
+    /// Runs kxdpgun from the client namespace for `seconds` at `rate` queries per second over
+    /// `queries` ("NAME TYPE" lines), and `meanwhile` once it is under way. kxdpgun brings its own
+    /// XDP program for the client end (it takes every reply to its ports, dig's too): the
+    /// pass-through one comes off meanwhile and goes back after.
+    static func underLoad(_ t: Topology, queries: String, seconds: Int, rate: Int, meanwhile: () throws -> Void = {}) throws -> Load {
+        let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-load-\(getpid()).txt")
+        try queries.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let ip = try TestSupport.tool("ip")
+        let clientIf = "\(prefix)-c"
+        #expect(try TestSupport.run(ip, ["-n", cli, "link", "set", "dev", clientIf, "xdpdrv", "off"]).status == 0)
+        let before = try counters(t)
+        let load = try ServerProcess(
+            ip,
+            ["netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i", file.path, "-I", clientIf, server])
+        usleep(500_000)
+        try meanwhile()
+        let deadline = Date().addingTimeInterval(Double(seconds) + 10)
+        while load.process.isRunning && Date() < deadline { usleep(50_000) }
+        let output = load.log
+        load.stop()
+        let after = try counters(t)
+        let pass = root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
+        let restore = try TestSupport.run(ip, ["-force", "-n", cli, "link", "set", "dev", clientIf, "xdpdrv", "obj", pass, "sec", "xdp"])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        // kxdpgun: "total queries: N (...)", "total replies: N (...)".
+        func total(_ what: String) -> Int {
+            guard let line = output.split(separator: "\n").first(where: { $0.contains("total \(what):") }) else { return 0 }
+            return Int(line.split(separator: " ").dropFirst(2).first ?? "") ?? 0
+        }
+        return Load(sent: total("queries"), replies: total("replies"), output: output, before: before, after: after)
+    }
+
     /// With --keep-xdp the program stays attached and the maps pinned after SIGTERM; the next
     /// daemon takes them over.
     /// A start-up that fails after XDP is attached (here the API cannot bind) leaves nothing behind:
@@ -156,46 +201,21 @@ import Glibc
             t, config: "xdp:\n  pass-rate: 200\n  pass-burst: 50\n  over-budget: truncate\n  names-capacity: 256\n")
         defer { daemon.stop() }
         #expect(daemon.log.contains("capacity=256"), "names-capacity reaches the table: \(daemon.log)")
-        let queries = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-flood-\(getpid()).txt")
         // Hot: an A and an MX whose reply (with the mail server's addresses) outgrows the frame's
         // tailroom on this path (an skb from kxdpgun's AF_XDP copy mode): XDP grows it at the head.
         let lines = (0..<500).map {
             $0 % 10 == 0 ? "www.example.test A\nexample.test MX\nmiss\($0).example.test A" : "miss\($0).example.test A"
         }
-        try lines.joined(separator: "\n").write(to: queries, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: queries) }
-        // kxdpgun brings its own XDP program for the client end (it takes every reply to its
-        // ports, dig's too): the pass-through one comes off meanwhile and goes back after.
-        let ip = try TestSupport.tool("ip")
-        let clientIf = "\(Self.prefix)-c"
-        let pass = Self.root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
-        #expect(try TestSupport.run(ip, ["-n", Self.cli, "link", "set", "dev", clientIf, "xdpdrv", "off"]).status == 0)
-
-        let before = try Self.counters(t)
         let seconds = 3
-        let flood = try TestSupport.run(
-            ip,
-            ["netns", "exec", Self.cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "200000", "-i", queries.path,
-             "-I", clientIf, Self.server])
-        let after = try Self.counters(t)
-        let restore = try TestSupport.run(ip, ["-force", "-n", Self.cli, "link", "set", "dev", clientIf, "xdpdrv", "obj", pass, "sec", "xdp"])
-        #expect(restore.status == 0, "\(restore.stderr)")
-
-        // kxdpgun: "total queries: N (...)", "total replies: N (...)".
-        func total(_ what: String) -> UInt64 {
-            guard let line = flood.stdout.split(separator: "\n").first(where: { $0.contains("total \(what):") }) else { return 0 }
-            return UInt64(line.split(separator: " ").dropFirst(2).first ?? "") ?? 0
-        }
-        let sent = total("queries"), replies = total("replies")
-        #expect(sent > 100_000, "kxdpgun ran: \(flood.stdout) \(flood.stderr)")
-        let answered = after["answered", default: 0] - before["answered", default: 0]
-        let passed = after["pass_miss", default: 0] - before["pass_miss", default: 0]
-        let truncated = after["limit_truncated", default: 0] - before["limit_truncated", default: 0]
+        let flood = try Self.underLoad(t, queries: lines.joined(separator: "\n"), seconds: seconds, rate: 200_000)
+        let sent = flood.sent, replies = flood.replies
+        #expect(sent > 100_000, "kxdpgun ran: \(flood.output)")
+        let answered = flood.delta("answered"), passed = flood.delta("pass_miss"), truncated = flood.delta("limit_truncated")
         let cpus = ProcessInfo.processInfo.activeProcessorCount
         print("flood: kxdpgun sent \(sent), got \(replies) replies; XDP answered \(answered), truncated \(truncated), passed \(passed)")
         // Two queries in twelve are hot; all of them are answered by XDP, the flood notwithstanding.
         #expect(Double(answered) >= Double(sent) * 2 / 12 * 0.95, "hot answered \(answered) of \(sent) sent")
-        #expect(after["pass_no_room", default: 0] == before["pass_no_room", default: 0], "every reply found room")
+        #expect(flood.delta("pass_no_room") == 0, "every reply found room")
         #expect(Double(truncated) >= Double(sent) * 10 / 12 * 0.9, "above the budget, misses are answered TC=1 (\(truncated))")
         #expect(passed <= cpus * (200 * (seconds + 2) + 50), "the slow path gets no more than its budget (\(passed))")
         #expect(Double(replies) >= Double(sent) * 0.95, "kxdpgun got its replies (\(replies) of \(sent))")
@@ -408,49 +428,31 @@ import Glibc
         }
         #expect(try Self.dig(["reload.example.test", "A", "+short"]) == "192.0.2.100\n")
 
-        // Under kxdpgun's load (its XDP program takes the client end meanwhile, as in the flood test).
-        let clientIf = "\(Self.prefix)-c"
-        let pass = Self.root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
-        #expect(try TestSupport.run(ip, ["-n", Self.cli, "link", "set", "dev", clientIf, "xdpdrv", "off"]).status == 0)
-        let queries = dir.appendingPathComponent("queries")
-        try "reload.example.test A\nwww.example.test A\n".write(to: queries, atomically: true, encoding: .utf8)
-        let before = try Self.counters(t)
-        let load = try ServerProcess(
-            ip, ["netns", "exec", Self.cli, try TestSupport.tool("kxdpgun"), "-t", "4", "-Q", "50000", "-i", queries.path, "-I", clientIf, Self.server])
-        usleep(500_000)
+        // Under kxdpgun's load.
         var reloads = 0
-        for i in 1...6 {
-            try writeZone(i)
-            let r = try reload()
-            #expect(r.status == 0 && r.stdout.contains("reloaded: 1 zone") && r.stdout.contains(" written") && !r.stdout.contains(" 0 written"), "\(r.stdout) \(r.stderr)")
-            reloads += 1
-            // And a burst of record changes through the API, each a generation of its own.
-            for k in 0..<3 {
-                let add = try TestSupport.run(
-                    ip,
-                    ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "record", "add", "example.test.", "burst\(i)-\(k)", "A",
-                     "192.0.2.\(k + 1)", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
-                #expect(add.status == 0, "\(add.stderr)")
+        let load = try Self.underLoad(t, queries: "reload.example.test A\nwww.example.test A\n", seconds: 4, rate: 50_000) {
+            for i in 1...6 {
+                try writeZone(i)
+                let r = try reload()
+                #expect(r.status == 0 && r.stdout.contains("reloaded: 1 zone") && r.stdout.contains(" written") && !r.stdout.contains(" 0 written"), "\(r.stdout) \(r.stderr)")
                 reloads += 1
+                // And a burst of record changes through the API, each a generation of its own.
+                for k in 0..<3 {
+                    let add = try TestSupport.run(
+                        ip,
+                        ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "record", "add", "example.test.", "burst\(i)-\(k)", "A",
+                         "192.0.2.\(k + 1)", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+                    #expect(add.status == 0, "\(add.stderr)")
+                    reloads += 1
+                }
+                usleep(200_000)
             }
-            usleep(200_000)
         }
-        let deadline = Date().addingTimeInterval(10)
-        while load.process.isRunning && Date() < deadline { usleep(50_000) }
-        let out = load.log
-        load.stop()
-        let after = try Self.counters(t)
-        let restore = try TestSupport.run(ip, ["-force", "-n", Self.cli, "link", "set", "dev", clientIf, "xdpdrv", "obj", pass, "sec", "xdp"])
-        #expect(restore.status == 0, "\(restore.stderr)")
-        func total(_ what: String) -> Int {
-            guard let line = out.split(separator: "\n").first(where: { $0.contains("total \(what):") }) else { return 0 }
-            return Int(line.split(separator: " ").dropFirst(2).first ?? "") ?? 0
-        }
-        let sent = total("queries"), answered = after["answered", default: 0] - before["answered", default: 0]
-        #expect(sent > 50_000, "kxdpgun ran: \(out)")
-        #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0], "no query fell through a switch as a miss")
+        let sent = load.sent, answered = load.delta("answered")
+        #expect(sent > 50_000, "kxdpgun ran: \(load.output)")
+        #expect(load.delta("pass_miss") == 0, "no query fell through a switch as a miss")
         #expect(Double(answered) >= Double(sent) * 0.99, "XDP answered \(answered) of \(sent) across \(reloads) switches")
-        #expect(Double(total("replies")) >= Double(sent) * 0.99, "\(out)")
+        #expect(Double(load.replies) >= Double(sent) * 0.99, "\(load.output)")
 
         // dig through XDP while reloads go on: only values that were written, never nothing.
         let written = Mutex<Set<String>>(["192.0.2.106"])
@@ -474,6 +476,119 @@ import Glibc
         try daemon.waitUntilReady(timeout: 10) { (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n" }
         #expect(daemon.log.contains("reloaded") && daemon.log.contains("by=SIGHUP"), "\(daemon.log)")
         print("reloads under load: kxdpgun sent \(sent), XDP answered \(answered); dig saw \(Set(seen).sorted())")
+    }
+
+    /// Nodes and pools changed while serving (issue 6): the config's geo section alternates between
+    /// two versions (par1 moves to a new address, nyc1 leaves, lon1 joins) and `nearcast reload`
+    /// compiles and switches each in while kxdpgun floods the geo name. XDP answers every query
+    /// (no miss, nothing passed as a geo name it could not answer); dig meanwhile only ever sees a
+    /// whole version's answer; a node an operator drained stays drained across reloads; and the
+    /// API lists the new nodes.
+    @Test func nodesAndPoolsChangeWhileServingUnderLoad() throws {
+        let t = try Topology()
+        let dir = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-georeload-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tokens = dir.appendingPathComponent("tokens")
+        try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        @Sendable func config(_ version: Int) -> String {
+            let nodes =
+                version == 0
+                ? """
+                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
+                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
+                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
+                  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+                """
+                : """
+                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
+                    - { id: par1, ipv4: 192.0.2.21, latitude: 48.86, longitude: 2.35 }
+                    - { id: lon1, ipv4: 192.0.2.50, latitude: 51.51, longitude: -0.13 }
+                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
+                  pools: [{ id: web, members: [fra1, par1, lon1, tyo1] }]
+                """
+            return """
+                api: { listen: "127.0.0.1:8053", tokens: \(tokens.path) }
+                geo:
+                  database: \(database)
+                  nodes:
+                \(nodes)
+                  names: [{ name: geo.example.test, type: A, pool: web }]
+                """
+        }
+        var daemon = try Self.startDaemon(t, config: config(0))
+        defer { daemon.stop() }
+        let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-\(getpid()).yaml")
+        let ip = try TestSupport.tool("ip")
+        @Sendable func cli(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(
+                ip, ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + ["--api", "127.0.0.1:8053", "--token-file", tokens.path])
+        }
+        @Sendable func switchTo(_ version: Int) throws -> TestSupport.Output {
+            // Through a temporary file and a rename, as an operator's tools should write configs.
+            let tmp = file.appendingPathExtension("tmp")
+            try config(version).write(to: tmp, atomically: false, encoding: .utf8)
+            _ = rename(tmp.path, file.path)
+            return try cli(["reload"])
+        }
+        for a in ["198.51.100.7", "198.18.1.9"] {
+            #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status == 0)
+        }
+        func paris() throws -> String { try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(try paris() == "192.0.2.20")
+        // An operator drains Tokyo's node: Tokyo's clients go elsewhere, across every reload below.
+        #expect(try cli(["node", "drain", "tyo1"]).status == 0)
+
+        let load = try Self.underLoad(t, queries: "geo.example.test A\n", seconds: 4, rate: 50_000) {
+            for i in 1...6 {
+                let r = try switchTo(i % 2)
+                #expect(r.status == 0 && r.stdout.contains("geo section changed"), "\(r.stdout) \(r.stderr)")
+                usleep(200_000)
+            }
+        }
+        let sent = load.sent, answered = load.delta("answered_geo")
+        #expect(sent > 50_000, "kxdpgun ran: \(load.output)")
+        for reason in ["pass_miss", "pass_geo"] {
+            #expect(load.delta(reason) == 0, "no query fell through a switch (\(reason))")
+        }
+        #expect(Double(answered) >= Double(sent) * 0.99, "XDP answered \(answered) of \(sent) geo queries across 6 geo switches")
+
+        // The first version is live again; then the second: par1's new address, lon1 in and nyc1
+        // out, tyo1 still drained.
+        #expect(try paris() == "192.0.2.20")
+        #expect(try switchTo(1).status == 0)
+        #expect(try paris() == "192.0.2.21")
+        let nodes = try cli(["nodes"])
+        #expect(nodes.stdout.contains("lon1") && !nodes.stdout.contains("nyc1"), "\(nodes.stdout)")
+        #expect(nodes.stdout.split(separator: "\n").contains { $0.contains("tyo1") && $0.contains("drain") }, "\(nodes.stdout)")
+        let tokyo = try Self.dig(["-b", "198.18.1.9", "geo.example.test", "A", "+short"])
+        #expect(!tokyo.isEmpty && !tokyo.contains("192.0.2.40"), "tyo1 stays drained: \(tokyo)")
+
+        // dig through XDP while the versions alternate: one version's answer or the other's.
+        let finished = Mutex(false)
+        let reloader = Thread {
+            for i in 0..<6 { _ = try? switchTo(i % 2) }
+            finished.withLock { $0 = true }
+        }
+        reloader.start()
+        var seen: Set<String> = []
+        for _ in 0..<30 {
+            let a = try paris()
+            #expect(a == "192.0.2.20" || a == "192.0.2.21", "an answer of neither version: '\(a)'")
+            seen.insert(a)
+        }
+        while !finished.withLock({ $0 }) { usleep(50_000) }
+
+        // The geo fast path outlives a killed daemon, and a new one takes it over: its own maps
+        // go into the other generation, switched in with its names table.
+        daemon.stop(signal: SIGKILL)
+        #expect(try paris() == "192.0.2.21", "XDP answers the last version with no daemon")
+        daemon = try Self.startDaemon(t, config: config(0))
+        #expect(try paris() == "192.0.2.20")
+        #expect(!daemon.log.contains("replaced-program=none"), "taken over, not attached anew")
+        print("geo reloads under load: kxdpgun sent \(sent), XDP answered \(answered); dig saw \(seen.sorted())")
     }
 
     /// `nearcast stats` prints what the program counted, as bpftool reads it from the pinned map;

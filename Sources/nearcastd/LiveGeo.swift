@@ -1,0 +1,104 @@
+import Foundation
+import MaxMindDB
+import NearcastCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The geo data answered from now: the geo section, the table compiled from it and the database it
+/// was compiled from. A reload that changes any of them replaces them whole (`switchTo`, issue 6).
+/// Health changes are written to the board of the table in place at that moment, under the same
+/// lock as a switch, so none is lost across one: a switch carries the health of the nodes and
+/// pools that stay into the new table's board.
+final class LiveGeo: Sendable {
+    /// One compile of a geo section.
+    struct Compiled: Sendable {
+        var config: GeoConfig
+        var table: GeoTable
+        var database: MaxMindDatabase
+        var compileSeconds: Double
+        /// The database file as compiled: a new file at the same path is a change too.
+        var databaseStamp: FileStamp?
+    }
+
+    private let state: Mutex<Compiled>
+
+    init(_ compiled: Compiled) { state = Mutex(compiled) }
+
+    var current: Compiled { state.withLock { $0 } }
+
+    /// Compiles `config`'s geo names on a thread of its own (seconds of blocking work for a whole
+    /// GeoLite2-City), with a progress bar on a terminal.
+    static func compile(_ config: GeoConfig) async throws -> Compiled {
+        let started = ContinuousClock.now
+        var compiled = try await Nearcastd.onOwnThread { () throws -> Compiled in
+            guard let path = config.databasePath, let db = try config.openDatabase() else {
+                throw DiagnosticsError([Diagnostic(file: "geo", line: 0, message: "geo names need a database")])
+            }
+            // Networks are about as many as search-tree nodes: the bar's estimate.
+            let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
+            let table = try GeoTable.build(config, database: db, progress: bar.update)
+            bar.finish(table.image.report.networks)
+            return Compiled(config: config, table: table, database: db, compileSeconds: 0, databaseStamp: FileStamp(path))
+        }
+        compiled.compileSeconds = (ContinuousClock.now - started).seconds
+        return compiled
+    }
+
+    /// Whether `config` compiles to what is served now (same geo section, same database file).
+    func isCurrent(_ config: GeoConfig) -> Bool {
+        let c = current
+        return c.config.isEquivalent(to: config) && c.databaseStamp == config.databasePath.flatMap(FileStamp.init)
+    }
+
+    /// A node's health changed: its entry on the board, then `write` (the fast path's map), with no
+    /// switch between them.
+    func nodeChanged(_ node: String, up: Bool, then write: () -> Void) {
+        state.withLock { c in
+            if c.table.hasNode(node) { c.table.board.set(node, up: up) }
+            write()
+        }
+    }
+
+    /// A pool's TTL cap changed: the board, then `write`, with no switch between them.
+    func poolCapChanged(_ pool: String, cap: UInt32, then write: () -> Void) {
+        state.withLock { c in
+            if c.table.pools.contains(where: { $0.id == pool }) { c.table.board.setTTLCap(pool, cap) }
+            write()
+        }
+    }
+
+    /// Serves `next` from now on. Nodes and pools that stay keep the health and TTL cap they have
+    /// now; new ones keep what `next`'s board says (cold start).
+    func switchTo(_ next: Compiled) {
+        state.withLock { c in
+            let (down, caps) = c.table.board.snapshot
+            for n in next.table.allNodes where c.table.hasNode(n.id) { next.table.board.set(n.id, up: !down.contains(n.id)) }
+            for p in next.table.pools {
+                if let cap = caps[p.id], c.table.pools.contains(where: { $0.id == p.id }) { next.table.board.setTTLCap(p.id, cap) }
+            }
+            c = next
+        }
+    }
+}
+
+/// A file's identity and version as stat(2) tells them: device, inode, size and modification time.
+struct FileStamp: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: Int64
+    var modifiedNanos: Int
+
+    init?(_ path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modified = Int64(st.st_mtim.tv_sec)
+        modifiedNanos = Int(st.st_mtim.tv_nsec)
+    }
+}
