@@ -11,7 +11,7 @@ block=$(
 	cat <<T
 <!-- bench-xdp:start (written by tools/bench-xdp.sh; do not edit by hand) -->
 Measured $(date -u +%Y-%m-%d), kernel $(uname -r), $(clang --version | head -1); $RUNS single runs per cell,
-median of the kernel's per-run duration. Command: \`make bench\` (or \`tools/bench-xdp.sh\`).
+interquartile mean (the middle half) of the kernel's per-run durations. Command: \`make bench\` (or \`tools/bench-xdp.sh\`).
 
 $(echo "$out" | grep '^|')
 

@@ -186,16 +186,34 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 			opt[k] = o[k];
 			sum = nc_csum_byte(sum, o[k], qpos_opt + k);
 		}
-		/* The Client Subnet option, echoed as the query had it (scope 0: static data). */
-		__u8 *ecs = opt + NC_OPT_LEN;
+		/*
+		 * The Client Subnet option, echoed as the query had it (scope 0 for static data, the
+		 * matched prefix for geo), a word at a time: it ends the reply, so its last 8 bytes go
+		 * first, then the whole words over them (the first holds the scope).
+		 */
+		if (ecs_len) {
+			__u8 *ecs = opt + NC_OPT_LEN;
+			__u8 *end8 = ecs + ((ecs_len - 8) & 0x1f);
+			const nc_u64a *w = (const nc_u64a *)q->ecs;
 
-		for (__u32 k = 0; k < NC_ECS_MAX; k++) { /* bound: the largest option */
-			if (k >= ecs_len)
-				break;
-			if ((void *)(ecs + k + 1) > data_end)
+			if (ecs_len < 8 || (void *)(end8 + 8) > data_end || (void *)(ecs + 8) > data_end)
 				return NC_DROP_INTERNAL;
-			ecs[k] = q->ecs[k];
-			sum = nc_csum_byte(sum, q->ecs[k], qpos_opt + NC_OPT_LEN + k);
+			*(nc_u64a *)end8 = q->ecs_tail;
+			*(nc_u64a *)ecs = w[0];
+			if (ecs_len >= 16) {
+				if ((void *)(ecs + 16) > data_end)
+					return NC_DROP_INTERNAL;
+				*(nc_u64a *)(ecs + 8) = w[1];
+			}
+			if (ecs_len >= 24) {
+				if ((void *)(ecs + 24) > data_end)
+					return NC_DROP_INTERNAL;
+				*(nc_u64a *)(ecs + 16) = w[2];
+			}
+			/* Its sum from the zero-padded copy: little-endian halves, byte-swapped at an even position. */
+			__u16 le = nc_csum_fold(nc_csum_word_le(w[0]) + nc_csum_word_le(w[1]) + nc_csum_word_le(w[2]));
+
+			sum += ((qpos_opt + NC_OPT_LEN) & 1) ? le : nc_csum_swap(le);
 		}
 	}
 	/* Leaving the loop pinned the lengths to its step: read the reply's length back (nc_scratch). */
