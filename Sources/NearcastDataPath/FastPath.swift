@@ -103,7 +103,7 @@ public final class FastPath: Sendable {
         cands = try object.map(NC_MAP_CANDS, keySize: 4, valueSize: 4)
         geo4Inner = try object.innerMapTemplate(NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
         geo6Inner = try object.innerMapTemplate(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
-        candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: MemoryLayout<nc_cands_key>.size, valueSize: MemoryLayout<nc_cands>.size)
+        candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: 4, valueSize: MemoryLayout<nc_cands>.size)
         nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: 4)
         let nodesInner = try object.innerMapTemplate(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
         // Arrays are inlined by the verifier at the template's size: each must have exactly it.
@@ -213,7 +213,7 @@ public final class FastPath: Sendable {
         if let geo {
             if state.withLock({ $0.geo?.serial }) != geo.serial { fresh = try buildGeoMaps(geo) }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
-                .map(Self.encodeGeo)
+                .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
         }
         return try state.withLock { (s: inout State) throws(BPFError) -> TableWrite in
             let plan = table.plan(entries, live: s.live)
@@ -294,7 +294,8 @@ public final class FastPath: Sendable {
     }
 
     /// A geo name as an nc_name_entry (kind NC_KIND_GEO, an nc_geo_name in its sections).
-    static func encodeGeo(_ g: GeoTable.Name) -> NamesTable.Entry {
+    /// `rankings`: the compile's count, the stride of its candidates map.
+    static func encodeGeo(_ g: GeoTable.Name, rankings: Int) -> NamesTable.Entry {
         var entry = nc_name_entry()
         let wire = g.config.name.lowercased().wire
         entry.key = key(name: wire, qtype: g.config.type.rawValue)
@@ -306,6 +307,7 @@ public final class FastPath: Sendable {
         n.qtype = g.config.type.rawValue
         n.pool = UInt16(g.pool)
         n.ttl = g.config.ttl
+        n.rankings = UInt16(rankings)
         entry.answer.len = UInt16(MemoryLayout<nc_geo_name>.size)
         withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
             withUnsafeBytes(of: n) { for (i, b) in $0.enumerated() { buf[i] = b } }
@@ -361,7 +363,7 @@ public final class FastPath: Sendable {
                 withUnsafeMutableBytes(of: &v.node) { b in
                     for (k, id) in ids.enumerated() { b.storeBytes(of: UInt16(id), toByteOffset: 2 * k, as: UInt16.self) }
                 }
-                candKeys.append(Self.bytes(of: nc_cands_key(ranking: UInt32(r), cls: UInt32(c))))
+                candKeys.append(Self.bytes(of: UInt32(c * geo.rankings.count + r)))
                 candValues.append(Self.bytes(of: v))
             }
         }

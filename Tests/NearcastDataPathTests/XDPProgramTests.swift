@@ -81,7 +81,7 @@ import Testing
         #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
         #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)
         #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 8)
-        #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 12)
+        #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
     }
 

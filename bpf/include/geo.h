@@ -36,11 +36,12 @@ struct nc_geo6_inner {
 	__uint(value_size, sizeof(struct nc_geo_class));
 };
 
+/* BPF_F_INNER_MAP: each generation's array has the size of its compile. */
 struct nc_cands_inner {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NC_CANDS_CAPACITY);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct nc_cands_key));
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct nc_cands));
 };
 
@@ -120,15 +121,12 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 		source = q->ecs[6];
 		v6 = q->ecs[5] == 2;
 		/*
-		 * The address bytes, ceil(source / 8) of them, read as two words from the scratch copy of
-		 * the option (always 24 bytes: in bounds) and masked, since bytes past them are stale.
+		 * The address bytes, ceil(source / 8) of them, as two words of the zero-padded copy of
+		 * the option (nc_read_ecs: no bits are set past the source prefix).
 		 */
 		nc_barrier();
-		__u32 n = (q->ecs_len - 8) & 31;
 		__u64 lo = *(nc_u64a *)&q->ecs[8], hi = *(nc_u64a *)&q->ecs[16];
 
-		lo &= n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1;
-		hi &= n >= 16 ? ~0ULL : n <= 8 ? 0 : (1ULL << (8 * (n - 8))) - 1;
 		*(nc_u64a *)&k6.addr[0] = lo;
 		*(nc_u64a *)&k6.addr[8] = hi;
 		*(nc_u32a *)&k4.addr[0] = (__u32)lo;
@@ -236,12 +234,10 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	__u32 seed = 0;
 	__u32 gen = s->gen;
 	__u32 ttl = nc_geo_ttl(g, gen);
-	struct nc_cands_key ck = { .ranking = g->ranking };
-
-	ck.cls = nc_geo_class(data, data_end, pkt, q, s, &seed);
+	__u32 at = nc_geo_class(data, data_end, pkt, q, s, &seed) * g->rankings + g->ranking;
 	void *cands = bpf_map_lookup_elem(&nc_cands, &gen);
 	void *nodes = bpf_map_lookup_elem(&nc_nodes, &gen);
-	struct nc_cands *c = cands && nodes ? bpf_map_lookup_elem(cands, &ck) : NULL;
+	struct nc_cands *c = cands && nodes ? bpf_map_lookup_elem(cands, &at) : NULL;
 
 	if (!c || want == 0 || want > NC_GEO_ANSWERS_MAX)
 		return NC_PASS_GEO;

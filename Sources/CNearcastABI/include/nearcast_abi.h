@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 9
+#define NC_ABI_VERSION 10
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -125,7 +125,7 @@ enum nc_answer_kind {
 #define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools), per generation; a power of two */
 #define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
 #define NC_GEO6_CAPACITY (2 << 20)
-#define NC_CANDS_CAPACITY (1 << 20)
+#define NC_CANDS_CAPACITY (1 << 20) /* candidate lists (classes x rankings) of one generation */
 
 struct nc_geo4_key {
 	__u32 prefixlen; /* always 32 in lookups */
@@ -143,11 +143,11 @@ struct nc_geo_class {
 	__u32 seed; /* picks the spill-over node for this prefix (see NC_SPILL) */
 };
 
-struct nc_cands_key {
-	__u32 ranking;
-	__u32 cls;
-};
-
+/*
+ * The candidates of (ranking r, class c): entry c * rankings + r of the generation's candidates
+ * map, an ARRAY sized to the compile (so its lookups are a bounds check and a multiply, not a
+ * hash), where `rankings` is the compile's count (struct nc_geo_name).
+ */
 struct nc_cands {
 	__u16 count;
 	__u16 node[NC_GEO_DEPTH]; /* indexes into the generation's nodes map, best first */
@@ -170,6 +170,8 @@ struct nc_geo_name {
 	__u16 qtype;   /* 1 (A) or 28 (AAAA), host order */
 	__u16 pool;    /* index within a half of nc_pools: the TTL answered is min(ttl, the pool's ttl_cap) */
 	__u32 ttl;
+	__u16 rankings; /* rankings in the compile: the stride of the candidates map */
+	__u16 pad;
 };
 
 /*
