@@ -244,28 +244,35 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 
 	if ((void *)(hdr + 1) > data_end)
 		return NC_DROP_INTERNAL;
-	hdr->flags = bpf_htons(ans->flags | (bpf_ntohs(hdr->flags) & NC_FLAGS_RD_CD));
+	/*
+	 * The headers' sums are taken from the values written, never by reading back what was just
+	 * stored: a wide load over narrower stores still in flight cannot be forwarded from them and
+	 * waits for them to reach the cache.
+	 */
+	__u16 flags = ans->flags | (bpf_ntohs(hdr->flags) & NC_FLAGS_RD_CD);
+	__u16 arcount = ans->arcount + (q->edns ? 1 : 0);
+
+	sum += bpf_ntohs(hdr->id) + flags + 1 + ans->ancount + ans->nscount + arcount;
+	hdr->flags = bpf_htons(flags);
 	hdr->qdcount = bpf_htons(1);
 	hdr->ancount = bpf_htons(ans->ancount);
 	hdr->nscount = bpf_htons(ans->nscount);
-	hdr->arcount = bpf_htons(ans->arcount + (q->edns ? 1 : 0));
-	/* The headers are summed a 32-bit word at a time in the machine's order, converted at the end. */
-	__u64 native = nc_csum_native(hdr, 3, 0);
+	hdr->arcount = bpf_htons(arcount);
 
 	/* UDP: back to the client's port; the checksum covers the pseudo-header added below. */
 	struct udphdr *udp = data + (pkt->l4_off & 0xff);
 
 	if ((void *)(udp + 1) > data_end)
 		return NC_DROP_INTERNAL;
-	__be16 port = udp->source;
+	__be16 sport = udp->source, dport = udp->dest;
 	__u16 udp_len = sizeof(*udp) + dns_len;
 
-	udp->source = udp->dest;
-	udp->dest = port;
+	udp->source = dport;
+	udp->dest = sport;
 	udp->len = bpf_htons(udp_len);
 	udp->check = 0;
-	native = nc_csum_native(udp, 2, native);
-	sum += IPPROTO_UDP + udp_len;
+	sum += bpf_ntohs(sport) + bpf_ntohs(dport) + udp_len; /* the header */
+	sum += IPPROTO_UDP + udp_len;			       /* the pseudo-header, less the addresses */
 
 	struct ethhdr *eth = data;
 
@@ -285,30 +292,27 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 		ip6->payload_len = bpf_htons(udp_len);
 		ip6->hop_limit = NC_REPLY_TTL;
 		/* The pseudo-header sum does not depend on the order of the addresses. */
-		native = nc_csum_native(&src, 4, native);
-		native = nc_csum_native(&dst, 4, native);
+		sum += nc_csum_native_to_net(nc_csum_native(&dst, 4, nc_csum_native(&src, 4, 0)));
 	} else {
 		struct iphdr *ip = data + (pkt->l3_off & 0xff);
 
 		if ((void *)(ip + 1) > data_end)
 			return NC_DROP_INTERNAL;
-		/* Rewritten on the stack and stored back whole: the checksums read only the copy. */
-		struct iphdr h = *ip;
-		__be32 src = h.saddr;
+		__u32 saddr = bpf_ntohl(ip->saddr), daddr = bpf_ntohl(ip->daddr);
+		__u16 tot_len = sizeof(*ip) + udp_len;
+		__u32 addrs = (saddr >> 16) + (saddr & 0xffff) + (daddr >> 16) + (daddr & 0xffff);
+		/* Version, IHL and TOS as the query had them; ID 0, DF (as the kernel sends UDP), TTL, UDP. */
+		__u32 ipsum = ((__u32)(*(__u8 *)ip) << 8) + ip->tos + tot_len + 0x4000 + ((NC_REPLY_TTL << 8) | IPPROTO_UDP) + addrs;
 
-		h.saddr = h.daddr;
-		h.daddr = src;
-		h.tot_len = bpf_htons(sizeof(h) + udp_len);
-		h.ttl = NC_REPLY_TTL;
-		h.id = 0;
-		h.frag_off = bpf_htons(0x4000); /* DF, as the kernel sends UDP */
-		h.check = 0;
-		/* Summed and stored in the machine's order, as the kernel's ip_fast_csum does. */
-		h.check = (__u16)~nc_csum_fold_native(nc_csum_native(&h, 5, 0));
-		*ip = h;
-		native = nc_csum_native(&h.saddr, 2, native);
+		ip->saddr = bpf_htonl(daddr);
+		ip->daddr = bpf_htonl(saddr);
+		ip->tot_len = bpf_htons(tot_len);
+		ip->id = 0;
+		ip->frag_off = bpf_htons(0x4000);
+		ip->ttl = NC_REPLY_TTL;
+		ip->check = bpf_htons((__u16)~nc_csum_fold(ipsum));
+		sum += addrs;
 	}
-	sum += nc_csum_native_to_net(native);
 	udp->check = bpf_htons(nc_csum_finish_udp(sum));
 	return NC_ANSWERED;
 }
