@@ -33,6 +33,9 @@ actor Reloader {
     let metrics: NearcastMetrics?
     let audit: AuditLog?
     let logger: Logger
+    /// The digest of the config and zone files as they were when what is served was read from them
+    /// (the audit log's "before"; the files on disk may have been edited since).
+    var servedDigest: String
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -53,6 +56,7 @@ actor Reloader {
         self.metrics = metrics
         self.audit = audit
         self.logger = logger
+        servedDigest = Self.digest(running)
     }
 
     /// Waits until no other change is under way; `endTurn` lets the next one in.
@@ -75,17 +79,20 @@ actor Reloader {
         defer { endTurn() }
         let started = ContinuousClock.now
         do {
-            let before = Self.digest(running)
+            let before = servedDigest
+            var after = before
             let report = try await apply(beforeSwitch: { (next) throws(ReloadError) in
+                after = Self.digest(next)
                 do {
                     try audit?.record(
                         AuditLog.entry(
                             who: by, action: "reload", target: "config and zones", detail: "\(next.zones.count) zone files",
-                            before: before, after: Self.digest(next)))
+                            before: before, after: after))
                 } catch {
                     throw .fastPath("the audit log cannot be written (\(error))")
                 }
             })
+            servedDigest = after
             metrics?.countReload(seconds: report.seconds)
             logger.notice(
                 "reloaded",
@@ -97,7 +104,7 @@ actor Reloader {
             return report
         } catch {
             metrics?.countReload(seconds: nil)
-            let unchanged = Self.digest(running)
+            let unchanged = servedDigest
             try? audit?.record(
                 AuditLog.entry(
                     who: by, action: "reload", target: "config and zones", detail: "\(error)", before: unchanged, after: unchanged,
@@ -246,6 +253,7 @@ actor Reloader {
         }
         do {
             _ = try switchTo(running, next, started: started)
+            servedDigest = Self.digest(running)
         } catch {
             try? DurableFile.replace(source.path, with: Array(before))  // as it was: the old data is still served
             throw .failed("\(error)")

@@ -228,8 +228,13 @@ import FoundationNetworking
         let none = try cli(["reload"])
         #expect(none.status == 1 && none.stderr.contains("answered 409: geo (the first geo names, or none left) changed"), "\(none.stderr)")
         #expect(try paris() == ["192.0.2.21", "192.0.2.50"], "the geo section as reloaded last: par1, then London (nearer than Frankfurt)")
-        let audit = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
-        #expect(audit.filter { $0.contains("\"action\":\"reload\"") }.count == 3, "every reload audited, refused ones too")
+        // Every reload audited, refused ones too: "before" is what was served (not the file as
+        // edited since), so the accepted one changes the digest and the refused ones do not.
+        let reloads = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
+            .map { try JSONDecoder().decode(DurableChangeTests.AuditLine.self, from: Data($0.utf8)) }.filter { $0.action == "reload" }
+        #expect(reloads.map(\.outcome) == ["done", "refused", "refused"], "\(reloads)")
+        #expect(reloads.count == 3 && reloads[0].before != reloads[0].after, "\(reloads)")
+        #expect(reloads.dropFirst().allSatisfy { $0.before == reloads[0].after && $0.after == reloads[0].after }, "\(reloads)")
     }
 
     /// Passive health: par1's agent posts reports (with `nearcast report` and its agent token);
