@@ -1,0 +1,193 @@
+import BPFKit
+import CNearcastABI
+import NearcastCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The geo half of the fast path (DESIGN §2, §5): the maps one geo compile is written into, each
+/// generation's slots of them, and the one-entry writes health changes make.
+extension FastPath {
+    /// The prefix and candidate maps written for one geo compile (`GeoTable.serial`), held while a
+    /// generation slot refers to them; the kernel frees them once neither slot does.
+    final class GeoMaps: Sendable {
+        let serial: UInt64
+        let geo4: BPFOwnedMap
+        let geo6: BPFOwnedMap
+        let cands: BPFOwnedMap
+        /// Node and pool indexes within a half, by id.
+        let nodeIndex: [String: UInt32]
+        let poolIndex: [String: UInt32]
+
+        init(serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32], poolIndex: [String: UInt32]) {
+            self.serial = serial
+            self.geo4 = geo4
+            self.geo6 = geo6
+            self.cands = cands
+            self.nodeIndex = nodeIndex
+            self.poolIndex = poolIndex
+        }
+    }
+
+    /// Writes generation `gen`'s geo part: its slots of the prefix and candidate maps, its nodes
+    /// map and its half of the pools map. Returns the nodes and pools as written.
+    func writeGeoGeneration(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?, carrying s: State) throws(BPFError) -> (
+        [String: (index: UInt32, value: nc_node)], [String: (index: UInt32, cap: UInt32)]
+    ) {
+        guard let maps, let geo else {
+            try setGeoSlots(gen, nil)
+            return ([:], [:])
+        }
+        var nodeValues: [String: (index: UInt32, value: nc_node)] = [:]
+        for n in geo.allNodes {
+            guard let i = maps.nodeIndex[n.id] else { continue }
+            var v = Self.nodeValue(n)
+            v.up = s.nodes[n.id].map { $0.value.up } ?? (geo.unhealthy.contains(n.id) ? 0 : 1)
+            nodeValues[n.id] = (i, v)
+        }
+        let caps = geo.board.ttlCaps
+        var poolCaps: [String: (index: UInt32, cap: UInt32)] = [:]
+        for p in geo.pools {
+            guard let i = maps.poolIndex[p.id] else { continue }
+            poolCaps[p.id] = (i, s.pools[p.id]?.cap ?? caps[p.id] ?? .max)
+        }
+        let poolBase = gen * UInt32(NC_POOLS_MAX)
+        if !nodeValues.isEmpty {
+            let list = Array(nodeValues.values)
+            try nodeMaps[Int(gen)].map.updateBatch(keys: list.map { Self.bytes(of: $0.index) }, values: list.map { Self.bytes(of: $0.value) })
+        }
+        if !poolCaps.isEmpty {
+            let list = Array(poolCaps.values)
+            try pools.updateBatch(
+                keys: list.map { Self.bytes(of: poolBase + $0.index) }, values: list.map { Self.bytes(of: nc_pool(ttl_cap: $0.cap)) })
+        }
+        try setGeoSlots(gen, maps)
+        return (nodeValues, poolCaps)
+    }
+
+    /// Points generation `gen`'s slots at `maps`' prefix and candidate maps and at its own nodes
+    /// map, or empties them.
+    func setGeoSlots(_ gen: UInt32, _ maps: GeoMaps?) throws(BPFError) {
+        if let maps {
+            try geo4.setInner(gen, to: maps.geo4.map)
+            try geo6.setInner(gen, to: maps.geo6.map)
+            try cands.setInner(gen, to: maps.cands.map)
+            try nodes.setInner(gen, to: nodeMaps[Int(gen)].map)
+        } else {
+            for m in [geo4, geo6, cands, nodes] { try m.delete(key: Self.bytes(of: gen)) }
+        }
+    }
+
+    /// A geo name as an nc_name_entry (kind NC_KIND_GEO, an nc_geo_name in its sections).
+    /// `rankings`: the compile's count, the stride of its candidates map.
+    static func encodeGeo(_ g: GeoTable.Name, rankings: Int) -> NamesTable.Entry {
+        var entry = nc_name_entry()
+        let wire = g.config.name.lowercased().wire
+        entry.key = key(name: wire, qtype: g.config.type.rawValue)
+        entry.answer.kind = UInt8(NC_KIND_GEO.rawValue)
+        var n = nc_geo_name()
+        n.ranking = UInt16(g.ranking)
+        n.answers = UInt8(g.config.answers)
+        n.fail_open = g.config.allDown == .failOpen ? 1 : 0
+        n.qtype = g.config.type.rawValue
+        n.pool = UInt16(g.pool)
+        n.ttl = g.config.ttl
+        n.rankings = UInt16(rankings)
+        entry.answer.len = UInt16(MemoryLayout<nc_geo_name>.size)
+        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
+            withUnsafeBytes(of: n) { for (i, b) in $0.enumerated() { buf[i] = b } }
+        }
+        return NamesTable.Entry(hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
+    }
+
+    /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (DESIGN
+    /// §2: a health change never recomputes the prefix maps). Returns false for an unknown node.
+    @discardableResult
+    public func setNodeHealth(_ id: String, up: Bool) throws(BPFError) -> Bool {
+        try state.withLock { (s: inout State) throws(BPFError) -> Bool in
+            guard var n = s.nodes[id] else { return false }
+            n.value.up = up ? 1 : 0
+            try nodeMaps[Int(s.settings.generation & 1)].map.update(key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
+            s.nodes[id] = n
+            return true
+        }
+    }
+
+    /// Sets a pool's TTL cap for the XDP program: one write of its pools-map entry. Returns false
+    /// for an unknown pool.
+    @discardableResult
+    public func setPoolTTLCap(_ id: String, _ cap: UInt32) throws(BPFError) -> Bool {
+        try state.withLock { (s: inout State) throws(BPFError) -> Bool in
+            guard let p = s.pools[id] else { return false }
+            try pools.update(key: Self.bytes(of: s.settings.generation * UInt32(NC_POOLS_MAX) + p.index), value: Self.bytes(of: nc_pool(ttl_cap: cap)))
+            s.pools[id] = (p.index, cap)
+            return true
+        }
+    }
+
+    /// New prefix and candidate maps for `geo`, filled and not yet in any slot.
+    func buildGeoMaps(_ geo: GeoTable) throws(BPFError) -> GeoMaps {
+        let nodeList = geo.allNodes
+        guard nodeList.count <= Int(NC_NODES_MAX) else {
+            throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
+        }
+        guard geo.pools.count <= Int(NC_POOLS_MAX) else {
+            throw BPFError("write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
+        }
+        var nodeIndex: [String: UInt32] = [:]
+        for (i, n) in nodeList.enumerated() { nodeIndex[n.id] = UInt32(i) }
+        var poolIndex: [String: UInt32] = [:]
+        for (i, p) in geo.pools.enumerated() { poolIndex[p.id] = UInt32(i) }
+
+        var candKeys: [[UInt8]] = [], candValues: [[UInt8]] = []
+        for c in geo.image.classes.indices {
+            for r in geo.rankings.indices {
+                var v = nc_cands()
+                let ids = geo.image.classes[c][r].prefix(Int(NC_GEO_DEPTH)).compactMap { nodeIndex[$0] }
+                v.count = UInt16(ids.count)
+                withUnsafeMutableBytes(of: &v.node) { b in
+                    for (k, id) in ids.enumerated() { b.storeBytes(of: UInt16(id), toByteOffset: 2 * k, as: UInt16.self) }
+                }
+                candKeys.append(Self.bytes(of: UInt32(c * geo.rankings.count + r)))
+                candValues.append(Self.bytes(of: v))
+            }
+        }
+        let cands = try BPFOwnedMap(like: candsInner, name: NC_MAP_CANDS, maxEntries: candKeys.count)
+        try cands.map.updateBatch(keys: candKeys, values: candValues)
+
+        var lpm: [BPFOwnedMap] = []
+        for (template, name, prefixes, v4) in [(geo4Inner, NC_MAP_GEO4, geo.image.ipv4, true), (geo6Inner, NC_MAP_GEO6, geo.image.ipv6, false)] {
+            var keys: [[UInt8]] = [], values: [[UInt8]] = []
+            keys.reserveCapacity(prefixes.count)
+            values.reserveCapacity(prefixes.count)
+            for p in prefixes {
+                let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
+                keys.append(Self.bytes(of: UInt32(p.length)) + addr)
+                values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
+            }
+            let m = try BPFOwnedMap(like: template, name: name, maxEntries: keys.count)
+            try m.map.updateBatch(keys: keys, values: values)
+            lpm.append(m)
+        }
+        return GeoMaps(serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex)
+    }
+
+    /// A node's nodes-map value (up, until health says otherwise).
+    static func nodeValue(_ n: NodeConfig) -> nc_node {
+        var v = nc_node()
+        v.up = 1
+        v.weight = UInt16(GeoTable.spillWeight(n))
+        withUnsafeMutableBytes(of: &v.v4) { b in for (k, x) in (n.ipv4 ?? []).enumerated() { b[k] = x } }
+        withUnsafeMutableBytes(of: &v.v6) { b in for (k, x) in (n.ipv6 ?? []).enumerated() { b[k] = x } }
+        return v
+    }
+
+    /// The geo maps' names and how many entries `geo` puts in each.
+    public func geoMapSizes(_ geo: GeoTable) -> [(String, Int)] {
+        [
+            (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO6, geo.image.ipv6.count),
+            (NC_MAP_CANDS, geo.image.classes.count * geo.rankings.count), (NC_MAP_NODES, geo.allNodes.count),
+            (NC_MAP_POOLS, geo.pools.count),
+        ]
+    }
+}
