@@ -45,6 +45,13 @@ public struct GeoExplanation: Codable, Equatable, Sendable {
 /// Why an explanation cannot be given.
 public struct GeoExplainError: Error, CustomStringConvertible, Sendable {
     public var description: String
+    /// There are no geo names to explain (the API's 404), rather than a bad question (400).
+    public var notConfigured = false
+
+    public init(description: String, notConfigured: Bool = false) {
+        self.description = description
+        self.notConfigured = notConfigured
+    }
 }
 
 extension GeoTable {

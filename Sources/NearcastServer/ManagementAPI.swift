@@ -157,7 +157,7 @@ public final class ManagementAPI: Sendable {
             do {
                 return try jsonResponse(try explain(name, type, client, q["ecs"].map(String.init)))
             } catch let e as GeoExplainError {
-                throw HTTPError(.badRequest, message: e.description)
+                throw HTTPError(e.notConfigured ? .notFound : .badRequest, message: e.description)
             } catch let e as MaxMindError {
                 throw HTTPError(.badRequest, message: e.description)
             }

@@ -11,7 +11,7 @@ struct DaemonParts: Sendable {
     var startedAt: ContinuousClock.Instant
     var deployment: XDPDeployment?
     /// The geo data live now (a reload may replace it): read at each request.
-    var live: LiveGeo?
+    var live: LiveGeo
     var stateDirectory: String?
     var monitor: HealthMonitor?
     var changes: OperatorChanges?
@@ -23,12 +23,9 @@ struct DaemonParts: Sendable {
         let startedAt = startedAt, deployment = deployment, stateDirectory = stateDirectory
         let changes = changes, healthWrites = healthWrites, reloader = reloader, metrics = metrics
         let live = live
-        var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
-        if let live {
-            explain = { name, type, client, ecs in
-                let c = live.current
-                return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
-            }
+        let explain: @Sendable (String, String, String, String?) throws -> GeoExplanation = { name, type, client, ecs in
+            guard let c = live.current else { throw GeoExplainError(description: "no geo names are configured", notConfigured: true) }
+            return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
         }
         let health = monitor
         var nodesSource: (@Sendable () async -> [NodeStatus])?
@@ -55,9 +52,9 @@ struct DaemonParts: Sendable {
                 let uptime = ContinuousClock.now - startedAt
                 let snapshot = MetricsSnapshot(
                     uptime: uptime.seconds,
-                    geoCompileSeconds: live?.current.compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
+                    geoCompileSeconds: live.current?.compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
                     nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
-                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: live?.current.table) ?? [])
+                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [])
                 return metrics.render(snapshot)
             },
             zones: { await reloader.zoneList() },
@@ -69,7 +66,7 @@ struct DaemonParts: Sendable {
                 return StatusReport(
                     version: Nearcastd.version, uptime: uptime.seconds,
                     zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
-                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: live?.current.table.allNames.count ?? 0,
+                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: live.current?.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
                     unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
             })

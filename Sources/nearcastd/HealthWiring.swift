@@ -19,12 +19,12 @@ enum HealthWiring {
         return nodes
     }
 
-    /// Starts monitoring every geo node: those without checks are up unless an operator says
-    /// otherwise (drain, force-down).
+    /// Starts monitoring every geo node (none while there are no geo names: a reload may add
+    /// them): those without checks are up unless an operator says otherwise (drain, force-down).
     static func start(
         live: LiveGeo, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
     ) async -> HealthMonitor {
-        let config = live.current.config
+        let config = live.current?.config ?? GeoConfig()
         let nodes = plan(config)
         let m = HealthMonitor(
             checker: HealthChecker(group: group), nodes: nodes, pools: config.pools,
@@ -44,8 +44,7 @@ enum HealthWiring {
                     metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
                 // A pool with no member left to answer falls back on its names' all-down policy
                 // (DESIGN §5: always logged; XDP counts its fail-open answers).
-                if change.from.isServing != change.to.isServing {
-                    let current = live.current
+                if change.from.isServing != change.to.isServing, let current = live.current {
                     let config = current.config
                     let down = current.table.board.down
                     for pool in config.pools where pool.members.contains(change.node) {

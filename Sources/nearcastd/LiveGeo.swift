@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// The geo data answered from now: the geo section, the table compiled from it and the database it
-/// was compiled from. A reload that changes any of them replaces them whole (`switchTo`, issue 6).
+/// was compiled from, or nothing while the config has no geo names. A reload that changes any of
+/// them replaces them whole (`switchTo`, issue 6), geo names added or all removed included.
 /// Health changes are written to the board of the table in place at that moment, under the same
 /// lock as a switch, so none is lost across one: a switch carries the health of the nodes and
 /// pools that stay into the new table's board.
@@ -23,11 +24,12 @@ final class LiveGeo: Sendable {
         var databaseStamp: FileStamp?
     }
 
-    private let state: Mutex<Compiled>
+    private let state: Mutex<Compiled?>
 
-    init(_ compiled: Compiled) { state = Mutex(compiled) }
+    init(_ compiled: Compiled?) { state = Mutex(compiled) }
 
-    var current: Compiled { state.withLock { $0 } }
+    /// What is served now; nil: no geo names.
+    var current: Compiled? { state.withLock { $0 } }
 
     /// Compiles `config`'s geo names on a thread of its own (seconds of blocking work for a whole
     /// GeoLite2-City), with a progress bar on a terminal.
@@ -47,17 +49,19 @@ final class LiveGeo: Sendable {
         return compiled
     }
 
-    /// Whether `config` compiles to what is served now (same geo section, same database file).
+    /// Whether `config` compiles to what is served now (same geo section, same database file; or
+    /// no geo names, as now).
     func isCurrent(_ config: GeoConfig) -> Bool {
-        let c = current
-        return c.config.isEquivalent(to: config) && c.databaseStamp == config.databasePath.flatMap(FileStamp.init)
+        guard let c = current else { return config.names.isEmpty }
+        return !config.names.isEmpty && c.config.isEquivalent(to: config)
+            && c.databaseStamp == config.databasePath.flatMap(FileStamp.init)
     }
 
     /// A node's health changed: its entry on the board, then `write` (the fast path's map), with no
     /// switch between them.
     func nodeChanged(_ node: String, up: Bool, then write: () -> Void) {
         state.withLock { c in
-            if c.table.hasNode(node) { c.table.board.set(node, up: up) }
+            if let c, c.table.hasNode(node) { c.table.board.set(node, up: up) }
             write()
         }
     }
@@ -65,19 +69,21 @@ final class LiveGeo: Sendable {
     /// A pool's TTL cap changed: the board, then `write`, with no switch between them.
     func poolCapChanged(_ pool: String, cap: UInt32, then write: () -> Void) {
         state.withLock { c in
-            if c.table.pools.contains(where: { $0.id == pool }) { c.table.board.setTTLCap(pool, cap) }
+            if let c, c.table.pools.contains(where: { $0.id == pool }) { c.table.board.setTTLCap(pool, cap) }
             write()
         }
     }
 
     /// Serves `next` from now on. Nodes and pools that stay keep the health and TTL cap they have
     /// now; new ones keep what `next`'s board says (cold start).
-    func switchTo(_ next: Compiled) {
+    func switchTo(_ next: Compiled?) {
         state.withLock { c in
-            let (down, caps) = c.table.board.snapshot
-            for n in next.table.allNodes where c.table.hasNode(n.id) { next.table.board.set(n.id, up: !down.contains(n.id)) }
-            for p in next.table.pools {
-                if let cap = caps[p.id], c.table.pools.contains(where: { $0.id == p.id }) { next.table.board.setTTLCap(p.id, cap) }
+            if let old = c, let next {
+                let (down, caps) = old.table.board.snapshot
+                for n in next.table.allNodes where old.table.hasNode(n.id) { next.table.board.set(n.id, up: !down.contains(n.id)) }
+                for p in next.table.pools {
+                    if let cap = caps[p.id], old.table.pools.contains(where: { $0.id == p.id }) { next.table.board.setTTLCap(p.id, cap) }
+                }
             }
             c = next
         }

@@ -133,19 +133,19 @@ struct Nearcastd: AsyncParsableCommand {
         }
         for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
 
-        // Geo names: the MaxMind database compiled for them.
-        var live: LiveGeo?
+        // Geo names: the MaxMind database compiled for them (a reload may add or remove them).
+        let live = LiveGeo(nil)
         if !cfg.geo.names.isEmpty {
             do {
                 let compiled = try await LiveGeo.compile(cfg.geo)
-                live = LiveGeo(compiled)
+                live.switchTo(compiled)
                 Self.logCompiled(compiled, logger: logger)
             } catch {
                 FileHandle.standardError.write("\(error)\n")
                 throw ExitCode(1)
             }
         }
-        let geo = live?.current.table
+        let geo = live.current?.table
 
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
         let responders = ResponderSource(responder)
@@ -189,21 +189,16 @@ struct Nearcastd: AsyncParsableCommand {
             }
             audit = AuditLog(path: dir + "/audit.log")
         }
-        var monitor: HealthMonitor?
-        var changes: OperatorChanges?
+        // Health: the geo nodes' checks (none while there are no geo names) and operators' overrides.
         let healthWrites = HealthWriteLog()
-        if let live {
-            let m = await HealthWiring.start(live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
-            monitor = m
-            await started.add("health checks") { await m.stop() }
-            do {
-                let desk = OperatorChanges(monitor: m, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger)
-                try await desk.restore()
-                changes = desk
-            } catch {
-                try await started.giveUp(
-                    "cannot use the state directory", ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"], logger: logger)
-            }
+        let monitor = await HealthWiring.start(live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
+        await started.add("health checks") { await monitor.stop() }
+        let changes = OperatorChanges(monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger)
+        do {
+            try await changes.restore()
+        } catch {
+            try await started.giveUp(
+                "cannot use the state directory", ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"], logger: logger)
         }
         if cfg.stateDirectory == nil && cfg.api.listen != nil {
             logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")

@@ -14,9 +14,9 @@ import NearcastServer
 ///
 /// A changed geo section (nodes, pools, geo names, the database or its file) is compiled anew,
 /// off the actor's thread, before anything changes; nodes and pools that stay keep their health,
-/// new ones start as at cold start, and the health monitor follows. What only a restart applies
-/// (listen addresses, XDP, the API, UDP size, the state directory, geo names where there were
-/// none or none where there were some) must be unchanged, or the reload is refused.
+/// new ones start as at cold start, and the health monitor follows (geo names may be added where
+/// there were none, or all removed). What only a restart applies (listen addresses, XDP, the API,
+/// UDP size, the state directory) must be unchanged, or the reload is refused.
 ///
 /// Reloads and record changes take turns (an await inside one, such as a geo compile, lets no
 /// other change in).
@@ -25,7 +25,7 @@ actor Reloader {
     var running: NearcastConfig
     /// The zones served now, in the config's order.
     var zones: [Zone]
-    let live: LiveGeo?
+    let live: LiveGeo
     let responders: ResponderSource
     let fastPath: FastPath?
     let monitor: HealthMonitor?
@@ -41,7 +41,7 @@ actor Reloader {
     var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(
-        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, live: LiveGeo?,
+        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, live: LiveGeo,
         responders: ResponderSource, fastPath: FastPath?, monitor: HealthMonitor? = nil, changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
@@ -135,47 +135,59 @@ actor Reloader {
         }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
-        var compiled: LiveGeo.Compiled?
-        if let live, !live.isCurrent(next.geo) {
-            do { compiled = try await LiveGeo.compile(next.geo) } catch let e as DiagnosticsError { throw .invalid(e) } catch {
-                let file = next.geo.databasePath ?? "geo"
-                throw .invalid(DiagnosticsError([Diagnostic(file: file, line: 0, message: "geo compile: \(error)")]))
+        var geo = GeoChange.none
+        if !live.isCurrent(next.geo) {
+            if next.geo.names.isEmpty {
+                geo = .to(nil)
+            } else {
+                do { geo = .to(try await LiveGeo.compile(next.geo)) } catch let e as DiagnosticsError { throw .invalid(e) } catch {
+                    let file = next.geo.databasePath ?? "geo"
+                    throw .invalid(DiagnosticsError([Diagnostic(file: file, line: 0, message: "geo compile: \(error)")]))
+                }
             }
         }
         try beforeSwitch(next)
-        let report = try switchTo(next, zones, geo: compiled, started: started)
-        if let compiled { await followGeo(compiled) }
+        let report = try switchTo(next, zones, geo: geo, started: started)
+        if case .to(let compiled) = geo { await followGeo(compiled) }
         return report
     }
 
-    /// Serves `zones` (and `geo`, a new compile) from now on: the names table and geo maps as a
-    /// new generation, then the slow path.
-    func switchTo(_ config: NearcastConfig, _ zones: [Zone], geo compiled: LiveGeo.Compiled? = nil, started: ContinuousClock.Instant)
+    /// What a reload does to the geo data: nothing, or serve a new compile (nil: no geo names).
+    enum GeoChange {
+        case none
+        case to(LiveGeo.Compiled?)
+    }
+
+    /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
+    /// generation, then the slow path.
+    func switchTo(_ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant)
         throws(ReloadError) -> ReloadReport
     {
-        let geo = compiled?.table ?? live?.current.table
+        var geo = live.current?.table
+        if case .to(let compiled) = change { geo = compiled?.table }
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
         if let fastPath {
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
             do { written = try fastPath.write(image, geo: geo) } catch { throw .fastPath("\(error)") }
         }
-        if let compiled { live?.switchTo(compiled) }
+        if case .to(let compiled) = change { live.switchTo(compiled) }
         responders.replace(with: responder)
         running = config
         self.zones = zones
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,
-            fastPathWritten: written?.written, geoCompiled: compiled != nil, seconds: d.seconds)
+            fastPathWritten: written?.written, geoCompiled: { if case .to = change { true } else { false } }(), seconds: d.seconds)
     }
 
-    /// After a new geo compile is served: the health monitor checks its nodes and pools, and
-    /// operators' overrides of nodes that are gone are no longer kept.
-    func followGeo(_ compiled: LiveGeo.Compiled) async {
-        Nearcastd.logCompiled(compiled, logger: logger)
-        await monitor?.reconfigure(nodes: HealthWiring.plan(compiled.config), pools: compiled.config.pools)
-        await changes?.keepOnly(nodes: Set(compiled.config.nodes.map(\.id)))
+    /// After a new geo compile (or none) is served: the health monitor checks its nodes and
+    /// pools, and operators' overrides of nodes that are gone are no longer kept.
+    func followGeo(_ compiled: LiveGeo.Compiled?) async {
+        let config = compiled?.config ?? GeoConfig()
+        if let compiled { Nearcastd.logCompiled(compiled, logger: logger) } else { logger.notice("no geo names any more") }
+        await monitor?.reconfigure(nodes: HealthWiring.plan(config), pools: config.pools)
+        await changes?.keepOnly(nodes: Set(config.nodes.map(\.id)))
     }
 
     /// The zones served, for the API.
@@ -271,7 +283,6 @@ actor Reloader {
         if a.maxUDPPayload != b.maxUDPPayload { out.append("max-udp-payload") }
         if a.tcpIdleTimeout != b.tcpIdleTimeout { out.append("tcp-idle-timeout") }
         if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
-        if a.geo.names.isEmpty != b.geo.names.isEmpty { out.append("geo (the first geo names, or none left)") }
         return out
     }
 }
