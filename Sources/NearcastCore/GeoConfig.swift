@@ -440,8 +440,24 @@ extension GeoConfig {
 }
 
 extension GeoConfig {
+    /// Whether `other` differs from this at most in what only the health monitor uses (nodes'
+    /// checks and cold-start state) and where things are declared: one compile serves both.
+    public func compilesLike(_ other: GeoConfig) -> Bool {
+        func strip(_ g: GeoConfig) -> GeoConfig {
+            var g = g
+            g.nodes = g.nodes.map {
+                var n = $0
+                n.checks = []
+                n.initiallyUp = true
+                return n
+            }
+            return g
+        }
+        return strip(self).isEquivalent(to: strip(other))
+    }
+
     /// Whether `other` describes the same geo names, pools, nodes and database, wherever in the
-    /// file they are written (a reload keeps the compiled geo table when it does).
+    /// file they are written.
     public func isEquivalent(to other: GeoConfig) -> Bool {
         func nodes(_ g: GeoConfig) -> [NodeConfig] { g.nodes.map { var n = $0; n.declaredAt = ""; return n } }
         func pools(_ g: GeoConfig) -> [PoolConfig] { g.pools.map { var p = $0; p.declaredAt = ""; return p } }

@@ -57,6 +57,18 @@ final class LiveGeo: Sendable {
             && c.databaseStamp == config.databasePath.flatMap(FileStamp.init)
     }
 
+    /// Whether `config` differs from what is served only in what the health monitor alone uses
+    /// (nodes' checks): the compile served now serves it too.
+    func compilesLike(_ config: GeoConfig) -> Bool {
+        guard let c = current, !config.names.isEmpty else { return false }
+        return c.config.compilesLike(config) && c.databaseStamp == config.databasePath.flatMap(FileStamp.init)
+    }
+
+    /// Keeps the compile served now for `config`, which differs only in nodes' checks.
+    func keepCompile(for config: GeoConfig) {
+        state.withLock { c in c?.config = config }
+    }
+
     /// A node's health changed: its entry on the board, then `write` (the fast path's map), with no
     /// switch between them.
     func nodeChanged(_ node: String, up: Bool, then write: () -> Void) {

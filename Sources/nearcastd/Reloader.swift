@@ -139,6 +139,8 @@ actor Reloader {
         if !live.isCurrent(next.geo) {
             if next.geo.names.isEmpty {
                 geo = .to(nil)
+            } else if live.compilesLike(next.geo) {
+                geo = .checks(next.geo)  // only nodes' checks changed: no compile
             } else {
                 do { geo = .to(try await LiveGeo.compile(next.geo)) } catch let e as DiagnosticsError { throw .invalid(e) } catch {
                     let file = next.geo.databasePath ?? "geo"
@@ -148,14 +150,20 @@ actor Reloader {
         }
         try beforeSwitch(next)
         let report = try switchTo(next, zones, geo: geo, started: started)
-        if case .to(let compiled) = geo { await followGeo(compiled) }
+        switch geo {
+        case .none: break
+        case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)
+        case .checks(let config): await followGeo(config, compiled: nil)
+        }
         return report
     }
 
-    /// What a reload does to the geo data: nothing, or serve a new compile (nil: no geo names).
+    /// What a reload does to the geo data: nothing; serve a new compile (nil: no geo names); or
+    /// keep the compile for a geo section whose nodes' checks alone changed.
     enum GeoChange {
         case none
         case to(LiveGeo.Compiled?)
+        case checks(GeoConfig)
     }
 
     /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
@@ -171,7 +179,11 @@ actor Reloader {
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
             do { written = try fastPath.write(image, geo: geo) } catch { throw .fastPath("\(error)") }
         }
-        if case .to(let compiled) = change { live.switchTo(compiled) }
+        switch change {
+        case .none: break
+        case .to(let compiled): live.switchTo(compiled)
+        case .checks(let config): live.keepCompile(for: config)
+        }
         responders.replace(with: responder)
         running = config
         self.zones = zones
@@ -181,11 +193,12 @@ actor Reloader {
             fastPathWritten: written?.written, geoCompiled: { if case .to = change { true } else { false } }(), seconds: d.seconds)
     }
 
-    /// After a new geo compile (or none) is served: the health monitor checks its nodes and
-    /// pools, and operators' overrides of nodes that are gone are no longer kept.
-    func followGeo(_ compiled: LiveGeo.Compiled?) async {
-        let config = compiled?.config ?? GeoConfig()
-        if let compiled { Nearcastd.logCompiled(compiled, logger: logger) } else { logger.notice("no geo names any more") }
+    /// After a changed geo section (`config`; nil: no geo names) is served, from a new compile or
+    /// the one before: the health monitor checks its nodes and pools, and operators' overrides of
+    /// nodes that are gone are no longer kept.
+    func followGeo(_ config: GeoConfig?, compiled: LiveGeo.Compiled?) async {
+        if let compiled { Nearcastd.logCompiled(compiled, logger: logger) } else if config == nil { logger.notice("no geo names any more") }
+        let config = config ?? GeoConfig()
         await monitor?.reconfigure(nodes: HealthWiring.plan(config), pools: config.pools)
         await changes?.keepOnly(nodes: Set(config.nodes.map(\.id)))
     }

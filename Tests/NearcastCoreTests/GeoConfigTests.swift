@@ -47,6 +47,23 @@ struct GeoConfigTests {
         #expect(aaaa.policy.maxDistanceKm == 3000 && aaaa.policy.sameCountryBonus == 0.05 && aaaa.policy.strategy == .linear)
     }
 
+    /// What a reload compares: the same section written elsewhere in the file is equivalent; a
+    /// change of checks alone needs no compile; a node's place, weight or address does.
+    @Test func aReloadTellsACompileFromAChangeOfChecks() throws {
+        func geo(_ yaml: String) throws -> GeoConfig { try NearcastConfig.parse(yaml: yaml, fileName: "c.yaml", baseDirectory: "/etc").geo }
+        let base = try geo(Self.good)
+        let moved = try geo("# a comment moves every line\n" + Self.good)
+        #expect(base.isEquivalent(to: moved) && base.compilesLike(moved))
+        let checked = try geo(
+            Self.good.replacingOccurrences(of: "bias: -20 }", with: "bias: -20, checks: [{ type: tcp, port: 443 }] }"))
+        #expect(!base.isEquivalent(to: checked) && base.compilesLike(checked), "checks alone: the same compile")
+        for change in [("latitude: 48.86", "latitude: 48.9"), ("weight: 2 }", "weight: 3 }"), ("ipv4: 192.0.2.20", "ipv4: 192.0.2.21"),
+                       ("members: [fra1, par1, nyc1] }", "members: [fra1, par1] }"), ("answers: 2", "answers: 3")] {
+            let other = try geo(Self.good.replacingOccurrences(of: change.0, with: change.1))
+            #expect(!base.compilesLike(other), "\(change.1) needs a compile")
+        }
+    }
+
     @Test func everyMistakeIsReportedWithItsLine() {
         let bad = """
             listen: ["127.0.0.1:53"]

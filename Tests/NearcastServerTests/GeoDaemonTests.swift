@@ -221,6 +221,25 @@ import FoundationNetworking
         let bad = try cli(["reload"])
         #expect(bad.status == 1 && bad.stderr.contains("answered 400") && bad.stderr.contains("c.yaml:") && bad.stderr.contains("ghost"), "\(bad.stderr)")
         #expect(try paris().first == "192.0.2.21")
+        // Only a node's checks change: no compile, the monitor runs the new check (fra1's target is
+        // a closed port, so it goes down).
+        let compiles = server.log.components(separatedBy: "geo compiled").count
+        let closedPort = try TestSupport.freePort()
+        let checked = changed.replacingOccurrences(
+            of: "longitude: 8.68, country: DE }",
+            with: "longitude: 8.68, country: DE, checks: [{ type: tcp, host: 127.0.0.1, port: \(closedPort), interval: 0.2, timeout: 0.2, fall: 1 }] }")
+        #expect(checked != changed)
+        try checked.write(to: configFile, atomically: true, encoding: .utf8)
+        let checksOnly = try cli(["reload"])
+        #expect(checksOnly.status == 0 && !checksOnly.stdout.contains("geo section changed"), "\(checksOnly.stdout) \(checksOnly.stderr)")
+        try server.waitUntilReady(timeout: 10) {
+            (try? cli(["nodes"]).stdout.split(separator: "\n").contains { $0.hasPrefix("fra1") && $0.contains("down") }) == true
+        }
+        #expect(server.log.components(separatedBy: "geo compiled").count == compiles, "no compile for a change of checks")
+        #expect(try paris() == ["192.0.2.21", "192.0.2.50"])
+        try changed.write(to: configFile, atomically: true, encoding: .utf8)
+        #expect(try cli(["reload"]).status == 0)
+
         // No geo names left: served as plain zones (nothing at the geo name), no nodes, explain 404;
         // then the geo names back, the nodes checked again.
         try changed.replacingOccurrences(of: "- { name: geo.example.test, type: AAAA, pool: web }", with: "")
@@ -241,10 +260,10 @@ import FoundationNetworking
         // edited since), so the accepted one changes the digest and the refused ones do not.
         let reloads = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
             .map { try JSONDecoder().decode(DurableChangeTests.AuditLine.self, from: Data($0.utf8)) }.filter { $0.action == "reload" }
-        #expect(reloads.map(\.outcome) == ["done", "refused", "done", "done"], "\(reloads)")
-        #expect(reloads.count == 4 && reloads[0].before != reloads[0].after, "\(reloads)")
-        #expect(reloads.count == 4 && reloads[1].before == reloads[0].after && reloads[1].after == reloads[0].after, "\(reloads)")
-        #expect(reloads.count == 4 && reloads[2].before == reloads[0].after && reloads[3].after == reloads[0].after, "\(reloads)")
+        #expect(reloads.map(\.outcome) == ["done", "refused", "done", "done", "done", "done"], "\(reloads)")
+        #expect(reloads.count == 6 && reloads[0].before != reloads[0].after, "\(reloads)")
+        #expect(reloads.count == 6 && reloads[1].before == reloads[0].after && reloads[1].after == reloads[0].after, "\(reloads)")
+        #expect(reloads.count == 6 && reloads[2].before == reloads[0].after && reloads[5].after == reloads[0].after, "\(reloads)")
     }
 
     /// Passive health: par1's agent posts reports (with `nearcast report` and its agent token);
