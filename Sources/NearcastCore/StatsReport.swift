@@ -125,7 +125,8 @@ public struct ReloadReport: Codable, Equatable, Sendable {
     /// Answers in the XDP names table after the switch, and how many were written (changed).
     public var fastPathAnswers: Int?
     public var fastPathWritten: Int?
-    /// Whether the geo section changed and was compiled anew (nodes, pools, names, database).
+    /// Whether the geo section changed and was compiled anew (nodes, pools, names, database), or
+    /// removed with the last geo name, and switched in (not for a change of nodes' checks alone).
     public var geoCompiled: Bool
     public var seconds: Double
 

@@ -112,10 +112,14 @@ public actor HealthMonitor {
             if let h = health[id] {
                 guard plan[id] != n.checks else { continue }
                 stopChecks(id)
-                var fresh = NodeHealth(checks: policies, initial: h.state(at: now).isServing ? .up : .down)
+                // The new checks start from what the old ones said (the override aside), and any
+                // change that makes (checks removed: always up) is reported like any other.
+                var fresh = NodeHealth(checks: policies, initial: h.checkState.isServing ? .up : .down)
                 fresh.setOverride(h.override)
                 health[id] = fresh
                 if let until = h.override?.until { scheduleExpiry(id, at: until) }
+                let (before, after) = (h.state(at: now), fresh.state(at: now))
+                if before != after { changed(Change(node: id, from: before, to: after, reason: "checks changed by a reload")) }
             } else {
                 health[id] = NodeHealth(checks: policies, initial: n.initial)
             }

@@ -151,14 +151,26 @@ import Testing
         #expect(await monitor.poolStatuses().map(\.id) == ["cdn", "web"])
 
         // b's check changes to one that passes: it starts again from b's state now and comes up.
+        // a (drained) gets a check too: it starts from what a's checks said (up), not from the drain.
         let listener = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
         var passing = failing
         passing.check = .tcp(host: "127.0.0.1", port: listener.localAddress!.port!)
+        passing.interval = .seconds(60)  // its first result comes late: a's state is the carried one
+        var slowPassing = passing
+        slowPassing.interval = .milliseconds(100)
         let before = changes.all.count
-        await monitor.reconfigure(nodes: ["a": ([], .up), "b": ([passing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        await monitor.reconfigure(nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        #expect(await monitor.state(of: "a") == .drained)
+        await monitor.setOverride("a", nil)
+        #expect(await monitor.state(of: "a") == .up, "undrained: up at once, as its checks were")
         try await eventually("b comes up on its new check") { await monitor.state(of: "b") == .up }
         try await Task.sleep(for: .milliseconds(300))
         #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" }, "the gone node's checks stopped")
+
+        // new (down on a failing check) loses its checks: always up now, and the change is reported.
+        await monitor.reconfigure(nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([], .down)], pools: [web, cdn])
+        #expect(await monitor.state(of: "new") == .up)
+        #expect(changes.all.last.map { "\($0.node) \($0.from) -> \($0.to): \($0.reason)" } == "new down -> up: checks changed by a reload")
         await monitor.stop()
         try await listener.close()
     }
