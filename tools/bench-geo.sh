@@ -4,6 +4,8 @@
 # into the kernel with their memory (root). Writes BENCHMARKS.md between the bench-geo markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run alone (not from make), build first: a stale program or binary would be measured otherwise.
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 db=$(tools/fetch-geolite2.sh)
 out=$(.build/release/geobench --database "$db" --maps .build/bpf/nearcast.bpf.o)
 echo "$out"

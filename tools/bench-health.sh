@@ -8,6 +8,8 @@
 # <= 1 ms). Writes BENCHMARKS.md between the bench-health markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run alone (not from make), build first: a stale program or binary would be measured otherwise.
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 
 RATE=${RATE:-100000}
 DURATION=${DURATION:-10}

@@ -11,6 +11,8 @@
 # Results go to stdout and into BENCHMARKS.md between the bench-slowpath markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run alone (not from make), build first: a stale program or binary would be measured otherwise.
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 
 DURATION=${DURATION:-10}
 KX_DURATION=${KX_DURATION:-5}

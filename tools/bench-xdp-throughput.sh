@@ -9,6 +9,8 @@
 # then dnsperf. Writes BENCHMARKS.md between the bench-xdp-throughput markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run alone (not from make), build first: a stale program or binary would be measured otherwise.
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 
 KX_DURATION=${KX_DURATION:-5}
 KX_RATES=${KX_RATES:-"100000 200000 300000 400000 500000 600000 650000 700000 750000 800000 1000000"}

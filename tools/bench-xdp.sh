@@ -4,6 +4,8 @@
 # verifier's instruction count. Writes the table into BENCHMARKS.md between the bench-xdp markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Run alone (not from make), build first: a stale program or binary would be measured otherwise.
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 RUNS=${RUNS:-200000}
 out=$(.build/release/xdpbench --runs "$RUNS")
 echo "$out"
