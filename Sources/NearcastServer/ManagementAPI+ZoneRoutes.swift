@@ -53,7 +53,7 @@ extension ManagementAPI {
             guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
             let report: ReloadReport
             do throws(ReloadError) {
-                report = try await reload("API (\(context.caller?.source ?? "?"))")
+                report = try await reload(Self.who(context))
             } catch {
                 switch error {
                 case .invalid: throw HTTPError(.badRequest, message: error.description)

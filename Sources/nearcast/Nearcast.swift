@@ -32,7 +32,7 @@ struct CheckConfig: ParsableCommand {
             _ = try cfg.api.loadTokens()
             let database = try cfg.geo.openDatabase()
             let records = zones.map(\.recordCount).reduce(0, +)
-            var summary = "\(file): ok: \(zones.count) zone\(zones.count == 1 ? "" : "s"), \(records) records, \(cfg.listen.count) listen address\(cfg.listen.count == 1 ? "" : "es")"
+            var summary = "\(file): ok: \(counted(zones.count, "zone")), \(counted(records, "record")), \(counted(cfg.listen.count, "listen address", plural: "listen addresses"))"
             if let db = database, !cfg.geo.names.isEmpty {
                 // The compile nearcastd will do at start, so its figures (and time) are known now.
                 let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
@@ -42,12 +42,12 @@ struct CheckConfig: ParsableCommand {
                 }
                 bar.finish(table.image.report.networks)
                 let r = table.image.report
-                summary += ", \(cfg.geo.names.count) geo name\(cfg.geo.names.count == 1 ? "" : "s") over \(cfg.geo.nodes.count) node\(cfg.geo.nodes.count == 1 ? "" : "s") (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
+                summary += ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
             }
             print(summary)
         } catch {
             for d in error.diagnostics { FileHandle.standardError.write((d.description + "\n").data(using: .utf8)!) }
-            FileHandle.standardError.write("\(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s")\n".data(using: .utf8)!)
+            FileHandle.standardError.write("\(counted(error.diagnostics.count, "error"))\n".data(using: .utf8)!)
             throw ExitCode(1)
         }
     }

@@ -70,7 +70,7 @@ struct NodeCommand: AsyncParsableCommand {
         var s = n.id.padding(toLength: max(12, n.id.count), withPad: " ", startingAt: 0) + "  " + n.state
         if let o = n.override { s += "  (\(o)" + (n.overrideSecondsLeft.map { String(format: ", %.0f s left", $0) } ?? "") + ")" }
         if let r = n.lastReason, let age = n.secondsSinceChange {
-            s += String(format: "  %d change%@, last %.0f s ago: ", n.changes, n.changes == 1 ? "" : "s", age) + r
+            s += "  \(counted(n.changes, "change")), " + String(format: "last %.0f s ago: ", age) + r
         }
         return s
     }

@@ -57,7 +57,7 @@ struct Stats: AsyncParsableCommand {
     static func render(_ report: StatsReport, rates: [String: Double]?) -> String {
         var health = ""
         if let h = report.health {
-            health = "health: \(h.nodeChanges) node changes, \(h.poolChanges) pool TTL changes, \(h.mapWrites) map writes"
+            health = "health: \(counted(h.nodeChanges, "node change")), \(counted(h.poolChanges, "pool TTL change")), \(counted(h.mapWrites, "map write"))"
             if h.samples > 0 {
                 health += String(format: "; decision to map write p50 %.1f us, p99 %.1f us, max %.1f us (last %d)", h.p50Micros, h.p99Micros, h.maxMicros, h.samples)
             }

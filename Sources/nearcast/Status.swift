@@ -22,7 +22,7 @@ struct Status: AsyncParsableCommand {
         out += "fast path: " + (s.xdpInterfaces.isEmpty ? "off" : "XDP on \(s.xdpInterfaces.joined(separator: ", ")), \(s.fastPathAnswers ?? 0) answers") + "\n"
         if s.geoNames > 0 {
             let order = ["up", "degraded", "down", "drained"]
-            out += "geo:       \(s.geoNames) name\(s.geoNames == 1 ? "" : "s"); nodes " + order.compactMap { k in s.nodes[k].map { "\($0) \(k)" } }.joined(separator: ", ") + "\n"
+            out += "geo:       \(counted(s.geoNames, "name")); nodes " + order.compactMap { k in s.nodes[k].map { "\($0) \(k)" } }.joined(separator: ", ") + "\n"
             out += "pools:     " + (s.unsettledPools.isEmpty ? "all settled" : "unsettled (low TTL): " + s.unsettledPools.joined(separator: ", ")) + "\n"
         }
         out += "state:     " + (s.stateDirectory.map { "\($0) (overrides and audit log kept)" } ?? "none: API changes last until a restart") + "\n"
