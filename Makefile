@@ -5,6 +5,7 @@ CLANG ?= clang
 BPF_OBJ := .build/bpf/nearcast.bpf.o
 PASS_OBJ := .build/bpf/xdp_pass.bpf.o
 REFLECT_OBJ := .build/bpf/reflect.bpf.o
+REFLECT_GROW_OBJ := .build/bpf/reflect_grow.bpf.o
 KIT_OBJ := .build/bpf/kit_maps.bpf.o
 # nearcast's program with replies always grown at the head (see NC_TAILROOM_FIRST), for tests.
 HEAD_OBJ := .build/bpf/nearcast-headroom.bpf.o
@@ -29,7 +30,7 @@ build: deps bpf
 	cp $(BPF_OBJ) $(BIN)/nearcast.bpf.o
 
 # The XDP program, with BTF (-g) so maps and counters carry field names for bpftool.
-bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ) $(KIT_OBJ) $(HEAD_OBJ)
+bpf: $(BPF_OBJ) $(PASS_OBJ) $(REFLECT_OBJ) $(REFLECT_GROW_OBJ) $(KIT_OBJ) $(HEAD_OBJ)
 
 $(BPF_OBJ): $(BPF_SRC)
 	@mkdir -p $(dir $@)
@@ -40,10 +41,12 @@ $(HEAD_OBJ): $(BPF_SRC)
 	$(CLANG) $(BPF_CFLAGS) -DNC_TAILROOM_FIRST=0 -c $< -o $@
 
 # Programs for tests and benchmarks only: the pass-through one a test veth's client end needs,
-# the reflect ceiling, and maps for BPFKit's tests.
+# the reflect ceiling (and the same growing the frame as a reply must), and maps for BPFKit's tests.
 .build/bpf/%.bpf.o: tools/bpf/%.bpf.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(REFLECT_GROW_OBJ): tools/bpf/reflect.bpf.c
 
 $(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl
 	@mkdir -p $(dir $@)
