@@ -86,7 +86,7 @@ actor Reloader {
                 do {
                     try audit?.record(
                         AuditLog.entry(
-                            who: by, action: "reload", target: "config and zones", detail: "\(next.zones.count) zone files",
+                            who: by, action: "reload", target: "config and zones", detail: "\(next.zones.count) zone file\(next.zones.count == 1 ? "" : "s")",
                             before: before, after: after))
                 } catch {
                     throw .fastPath("the audit log cannot be written (\(error))")
