@@ -11,6 +11,14 @@ public final class NearcastMetrics: Sendable {
     /// Counters fed from monotonic totals read at scrape time: the last total each was brought to.
     private let fed = NIOLockedValueBox<[String: UInt64]>([:])
     private let reloads: [Bool: Counter]
+    /// The nodes, pools and maps the last scrape showed: the series of those a reload removed since
+    /// are dropped, not left at their last values.
+    private let shown = NIOLockedValueBox<Shown>(Shown())
+    private struct Shown {
+        var nodes: Set<String> = []
+        var pools: Set<String> = []
+        var maps: Set<String> = []
+    }
     private let reloadSeconds: Gauge
 
     public init() {
@@ -45,14 +53,14 @@ public final class NearcastMetrics: Sendable {
     /// The text exposition, with the scrape-time metrics taken from `snapshot`.
     public func render(_ snapshot: MetricsSnapshot) -> [UInt8] {
         let help = MetricHelp()
+        dropGone(snapshot, help)
         Self.gauge(registry, "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
         if let g = snapshot.geoCompileSeconds { Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g) }
         for c in snapshot.xdp ?? [] {
             feed("nearcast_xdp_packets_total", [("reason", c.name)], help.xdp, to: c.value)
         }
-        let states = ["up", "degraded", "down", "drained"]
         for n in snapshot.nodes {
-            for s in states {
+            for s in Self.states {
                 Self.gauge(registry, "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState)
                     .set(to: n.state == s ? 1.0 : 0.0)
             }
@@ -76,10 +84,39 @@ public final class NearcastMetrics: Sendable {
         return registry.emitToBuffer()
     }
 
+    static let states = ["up", "degraded", "down", "drained"]
+
+    /// Unregisters the series of nodes, pools and maps the last scrape showed and `snapshot` has
+    /// not (a reload removed them); a node of that id added later starts its series anew.
+    private func dropGone(_ snapshot: MetricsSnapshot, _ help: MetricHelp) {
+        let now = Shown(nodes: Set(snapshot.nodes.map(\.id)), pools: Set(snapshot.pools.map(\.id)), maps: Set(snapshot.maps.map(\.name)))
+        let gone = shown.withLockedValue { last -> Shown in
+            defer { last = now }
+            return Shown(nodes: last.nodes.subtracting(now.nodes), pools: last.pools.subtracting(now.pools), maps: last.maps.subtracting(now.maps))
+        }
+        func drop(_ name: String, _ labels: [(String, String)], _ help: String) {
+            registry.unregisterGauge(Self.gauge(registry, name, labels: labels, help: help))
+        }
+        for id in gone.nodes {
+            for s in Self.states { drop("nearcast_node_state", [("node", id), ("state", s)], help.nodeState) }
+            let labels = [("node", id)]
+            registry.unregisterCounter(Self.counter(registry, "nearcast_node_changes_total", labels: labels, help: help.nodeChanges))
+            fed.withLockedValue { $0[Self.fedKey("nearcast_node_changes_total", labels)] = nil }
+        }
+        for id in gone.pools {
+            drop("nearcast_pool_settled", [("pool", id)], help.poolSettled)
+            drop("nearcast_pool_ttl_cap_seconds", [("pool", id)], help.poolCap)
+        }
+        for name in gone.maps {
+            drop("nearcast_map_entries", [("map", name)], help.mapEntries)
+            drop("nearcast_map_bytes", [("map", name)], help.mapBytes)
+        }
+    }
+
     /// Brings a counter up to `total` (a monotonic total read elsewhere: the XDP maps outlive the
     /// daemon, so the first scrape brings the whole total).
     private func feed(_ name: String, _ labels: [(String, String)], _ help: String, to total: UInt64) {
-        let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+        let key = Self.fedKey(name, labels)
         let delta = fed.withLockedValue { last -> UInt64 in
             let d = total >= last[key, default: 0] ? total - last[key, default: 0] : 0
             last[key] = total
@@ -88,6 +125,9 @@ public final class NearcastMetrics: Sendable {
         let counter = Self.counter(registry, name, labels: labels, help: help)
         if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
     }
+
+    /// The key of a fed counter's last total: its name and labels.
+    static func fedKey(_ name: String, _ labels: [(String, String)]) -> String { name + labels.map { "|\($0.0)=\($0.1)" }.joined() }
 
     /// A counter or gauge of `registry` by its full name (no namespace or unit split).
     static func counter(_ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String) -> Counter {
@@ -100,7 +140,7 @@ public final class NearcastMetrics: Sendable {
 
     struct MetricHelp {
         let uptime = "Seconds since the daemon started."
-        let compile = "How long the geo compile took at start."
+        let compile = "How long the geo compile served now took (at start or by a reload)."
         let xdp = "Packets the XDP program handled, by verdict reason (answered, passed to the slow path, limited, dropped)."
         let nodeState = "1 for the node's current health state, 0 for the others."
         let nodeChanges = "Changes of the node's health state."

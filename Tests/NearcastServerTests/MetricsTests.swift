@@ -43,6 +43,34 @@ import FoundationNetworking
         #expect(Self.value(text, #"nearcast_xdp_packets_total{reason="pass_miss"}"#) == 2)
     }
 
+    /// A reload that removes a node, a pool or a map takes their series away, rather than leaving
+    /// a ghost at its last value; a node added again starts its series anew.
+    @Test func seriesOfWhatAReloadRemovedAreDropped() {
+        let m = NearcastMetrics()
+        var snap = MetricsSnapshot(
+            uptime: 1, geoCompileSeconds: 1, xdp: nil,
+            nodes: [NodeStatus(id: "fra1", state: "up", changes: 2), NodeStatus(id: "par1", state: "down", changes: 5)],
+            pools: [PoolStatus(id: "web", members: ["fra1", "par1"], settled: true, ttlCap: nil), PoolStatus(id: "old", members: ["par1"], settled: false, ttlCap: 5)],
+            health: nil, maps: [("nc_names", 17, 4096), ("nc_geo4", 9, 8192)])
+        var text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_node_state{node="par1",state="down"}"#) == 1, "\(text)")
+        #expect(Self.value(text, #"nearcast_node_changes_total{node="par1"}"#) == 5)
+        snap.nodes = [NodeStatus(id: "fra1", state: "up", changes: 2)]
+        snap.pools = [PoolStatus(id: "web", members: ["fra1"], settled: true, ttlCap: nil)]
+        snap.maps = [("nc_names", 17, 4096)]
+        text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(!text.contains(#"node="par1""#) && !text.contains(#"pool="old""#) && !text.contains(#"map="nc_geo4""#), "\(text)")
+        #expect(Self.value(text, #"nearcast_node_state{node="fra1",state="up"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_pool_settled{pool="web"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_map_entries{map="nc_names"}"#) == 17)
+        // par1 back, by a later reload: its own count from its new start.
+        snap.nodes.append(NodeStatus(id: "par1", state: "up", changes: 1))
+        text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_node_state{node="par1",state="up"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_node_state{node="par1",state="down"}"#) == 0)
+        #expect(Self.value(text, #"nearcast_node_changes_total{node="par1"}"#) == 1)
+    }
+
     @Test func theDaemonServesMetricsToReadTokensOnly() async throws {
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-metrics-tokens-\(UUID().uuidString)")
         try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
