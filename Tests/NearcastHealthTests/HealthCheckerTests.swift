@@ -19,7 +19,8 @@ import Testing
         init(_ reply: String?) { self.reply = reply }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard let reply else { return }
-            context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: reply))).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(NIOAny(channel.allocator.buffer(string: reply))).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 
