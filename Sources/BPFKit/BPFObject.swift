@@ -90,6 +90,19 @@ public final class BPFObject: @unchecked Sendable {
 
     deinit { bpf_object__close(object) }
 
+    /// Records that the directory the maps were pinned under has been renamed to `directory` (the
+    /// pins are the same files), so that `unpinMaps(under: directory)` finds them.
+    public func pinsMoved(to directory: String) throws(BPFError) {
+        var m: OpaquePointer? = bpf_object__next_map(object, nil)
+        while let map = m {
+            m = bpf_object__next_map(object, map)
+            if bpf_map__is_internal(map) { continue }  // never pinned (see init)
+            let path = directory + "/" + String(cString: bpf_map__name(map))
+            let rc = bpf_map__set_pin_path(map, path)
+            if rc != 0 { throw BPFError("set pin path", path, errno: rc) }
+        }
+    }
+
     /// Removes the pins of every map under `directory` (the maps live on while anything uses them).
     public func unpinMaps(under directory: String) throws(BPFError) {
         var m: OpaquePointer? = bpf_object__next_map(object, nil)

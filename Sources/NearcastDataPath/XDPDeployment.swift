@@ -28,30 +28,38 @@ public final class XDPDeployment: Sendable {
         self.settings = settings
         self.logger = logger
         let objectPath = try Self.locateObject(settings.objectPath)
-        try Self.preparePinRoot(settings.pinRoot)
+        try PinRoot.prepare(settings.pinRoot)
         var interfaces: [(Int32, XDPAttachment.Mode, String)] = []
         for i in settings.interfaces {
             let index = try XDPAttachment.interfaceIndex(i.name)
             interfaces.append((index, XDPAttachment.Mode(rawValue: i.mode) ?? .native, i.name))
         }
-        // Maps pinned by an instance of another ABI would be misread: refuse to take them over.
+        // Maps pinned by another ABI version would be misread: a new set is made beside them and
+        // switched in with the program (PinRoot), and theirs are let go.
+        let otherABI = try PinRoot.otherABIVersion(settings.pinRoot)
+        let pinDirectory = otherABI == nil ? settings.pinRoot : try PinRoot.staging(for: settings.pinRoot)
+        let fp: FastPath
         do {
-            if let pinned = try FastPath.pinnedABIVersion(pinDirectory: settings.pinRoot), pinned != FastPath.abiVersion {
-                throw SetupError(description: "the maps pinned under \(settings.pinRoot) were written by ABI version \(pinned), this nearcastd uses \(FastPath.abiVersion): stop the other instance and remove \(settings.pinRoot), or use another --pin-root")
-            }
-        } catch let e as BPFError {
-            throw SetupError(description: "the maps pinned under \(settings.pinRoot) cannot be taken over (\(e)): stop the other instance and remove \(settings.pinRoot), or use another --pin-root")
+            fp = try FastPath(
+                objectPath: objectPath, pinDirectory: pinDirectory, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
+        } catch {
+            if otherABI != nil { PinRoot.remove(pinDirectory) }
+            throw error
         }
-        let fp = try FastPath(
-            objectPath: objectPath, pinDirectory: settings.pinRoot, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
                 metadata: ["pinned-capacity": "\(fp.capacity)", "configured": "\(wanted)", "pin-root": "\(settings.pinRoot)"])
         }
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
-        try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
-        let table = try fp.write(image, geo: geo)
+        let table: FastPath.TableWrite
+        do {
+            try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
+            table = try fp.write(image, geo: geo)
+        } catch {
+            if otherABI != nil { PinRoot.remove(pinDirectory) }
+            throw error
+        }
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {
@@ -68,13 +76,22 @@ public final class XDPDeployment: Sendable {
         } catch {
             // A failed start leaves nothing behind: detach from the interfaces done so far.
             for (index, mode, _) in done { try? XDPAttachment.detach(fp.program, ifindex: index, mode: mode) }
-            try? fp.object.unpinMaps(under: settings.pinRoot)
+            try? fp.object.unpinMaps(under: pinDirectory)
+            if otherABI != nil { PinRoot.remove(pinDirectory) }
             if error.errno == EOPNOTSUPP, let failed = interfaces.dropFirst(done.count).first,
                 failed.1 == .native
             {
                 throw SetupError(description: "\(failed.2) has no native XDP support in its driver: use --xdp \(failed.2):generic (or `\(failed.2):generic` in the config)")
             }
             throw error
+        }
+        if let version = otherABI {
+            // The program reading the new maps answers now: the new set takes the root's name.
+            try PinRoot.switchIn(staging: pinDirectory, as: settings.pinRoot)
+            try fp.object.pinsMoved(to: settings.pinRoot)
+            logger.notice(
+                "maps pinned by another ABI version replaced: the new program and maps were switched in together; counters start anew",
+                metadata: ["pinned-abi": "\(version)", "abi": "\(FastPath.abiVersion)", "pin-root": "\(settings.pinRoot)"])
         }
         if table.full + table.collisions > 0 {
             logger.warning(
@@ -126,19 +143,5 @@ public final class XDPDeployment: Sendable {
         ]
         for c in candidates where FileManager.default.fileExists(atPath: c) { return c }
         throw SetupError(description: "XDP program not found (looked at \(candidates.joined(separator: ", "))); build it with `make` or give --bpf-object PATH")
-    }
-
-    /// Makes sure the pin directory exists on a bpffs.
-    static func preparePinRoot(_ root: String) throws {
-        let parent = (root as NSString).deletingLastPathComponent
-        if !FileManager.default.fileExists(atPath: root) {
-            guard BPFFileSystem.isBPFFS(parent) else {
-                throw SetupError(description: "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)")
-            }
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
-        }
-        guard BPFFileSystem.isBPFFS(root) else {
-            throw SetupError(description: "pin root \(root) is not on a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs")
-        }
     }
 }

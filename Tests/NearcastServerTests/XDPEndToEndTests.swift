@@ -45,7 +45,10 @@ import Glibc
         }
     }
 
-    static func startDaemon(_ t: Topology, config: String? = nil, zone: String? = nil, extraArgs: [String] = []) throws -> ServerProcess {
+    /// Starts nearcastd with XDP on the server end and waits until the fast path is ready and the
+    /// slow path answers dig (`digReady: false`: only the former, e.g. while kxdpgun holds the
+    /// client end and takes dig's replies).
+    static func startDaemon(_ t: Topology, config: String? = nil, zone: String? = nil, extraArgs: [String] = [], digReady: Bool = true) throws -> ServerProcess {
         var args = [
             "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(zone ?? TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
@@ -61,7 +64,7 @@ import Glibc
         let d = try ServerProcess(try TestSupport.tool("ip"), args)
         // The slow path listens first; the fast path is attached after it. Wait for both.
         try d.waitUntilReady { d.log.contains("fast path ready") }
-        try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true }
+        if digReady { try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true } }
         return d
     }
 
@@ -164,31 +167,48 @@ import Glibc
         #expect(daemon.stop(signal: SIGTERM) == 0)
     }
 
-    /// Maps pinned by another ABI version are not taken over: the daemon says what to do.
-    @Test func pinnedMapsOfAnotherABIAreRefused() throws {
+    /// An upgrade across ABI versions (issue 3's takeover, when the map layout changed): maps pinned
+    /// by another version cannot be taken over, so a new daemon pins a new set beside them,
+    /// attaches the program that reads it in the old program's place and only then lets the old
+    /// pins go. XDP answers throughout; the new pins are where the old ones were.
+    @Test func pinnedMapsOfAnotherABIAreReplacedWithoutAGap() throws {
         let t = try Topology()
         var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])
         defer { daemon.stop(signal: SIGKILL) }
         #expect(daemon.stop(signal: SIGTERM) == 0)
-        // Rewrite the pinned config as if an instance of ABI version 99 had written it.
-        let value = ["63", "00", "00", "00"] + Array(repeating: "00", count: 28)
-        let update = try TestSupport.run(
-            try TestSupport.tool("bpftool"),
-            ["map", "update", "pinned", t.pinRoot + "/nc_config", "key", "hex", "00", "00", "00", "00", "value", "hex"] + value)
+        // The pinned config as an instance of ABI version 99 would have written it (the first
+        // field); the program left attached goes on answering from it.
+        let bpftool = try TestSupport.tool("bpftool")
+        let config = t.pinRoot + "/nc_config"
+        let zero = ["00", "00", "00", "00"]
+        let lookup = try TestSupport.run(bpftool, ["-j", "map", "lookup", "pinned", config, "key", "hex"] + zero)
+        let entry = try JSONSerialization.jsonObject(with: Data(lookup.stdout.utf8)) as? [String: Any]
+        let bytes = try #require(entry?["value"] as? [String], "\(lookup.stdout) \(lookup.stderr)")
+        let value = ["63", "00", "00", "00"] + bytes.dropFirst(4).map { $0.replacingOccurrences(of: "0x", with: "") }
+        let update = try TestSupport.run(bpftool, ["map", "update", "pinned", config, "key", "hex"] + zero + ["value", "hex"] + value)
         #expect(update.status == 0, "\(update.stderr)")
-        let refused = try TestSupport.run(
-            try TestSupport.tool("ip"),
-            ["netns", "exec", Self.srv, try TestSupport.product("nearcastd"),
-             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
-             "--listen", "\(Self.server):53", "--xdp", "\(Self.serverIf)", "--pin-root", t.pinRoot,
-             "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path])
-        #expect(refused.status == 1)
-        #expect(refused.stderr.contains("written by ABI version 99"), "\(refused.stderr)")
-        // Once the pins are gone, a daemon starts afresh and replaces the program left attached.
-        for f in try FileManager.default.contentsOfDirectory(atPath: t.pinRoot) { unlink(t.pinRoot + "/" + f) }
-        daemon = try Self.startDaemon(t)
-        #expect(!daemon.log.contains("replaced-program=none"))
+        func programID() throws -> String? {
+            let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+            return link.firstRange(of: "prog/xdp id ").map { String(link[$0.upperBound...].prefix { $0.isNumber }) }
+        }
+        let old = try #require(try programID())
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"), "the old program answers")
+
+        let load = try Self.underLoad(t, queries: "www.example.test A", seconds: 5, rate: 20_000) {
+            daemon = try Self.startDaemon(t, digReady: false)
+        }
+        #expect(load.sent > 50_000 && load.replies >= load.sent * 99 / 100, "answered throughout: \(load.output)")
+        #expect(daemon.log.contains("maps pinned by another ABI version replaced") && daemon.log.contains("pinned-abi=99"), "\(daemon.log)")
+        let new = try #require(try programID())
+        #expect(new != old, "the new program is attached")
+        let after = try TestSupport.run(bpftool, ["-j", "map", "lookup", "pinned", config, "key", "hex"] + zero).stdout
+        #expect(!after.contains("\"abi_version\": 99") && after.contains("\"abi_version\":"), "the new config under the pin root: \(after)")
+        #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "-next") && !FileManager.default.fileExists(atPath: t.pinRoot + "-old"))
+        let answered = try Self.counters(t)["answered", default: 0]
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
+        #expect(try Self.counters(t)["answered", default: 0] > answered, "answered by the new program, counted in the new maps")
         #expect(daemon.stop(signal: SIGTERM) == 0)
+        #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_stats"), "unpinned at the stop")
     }
 
     /// A flood from kxdpgun (AF_XDP, open loop, far beyond what the slow path answers), five misses

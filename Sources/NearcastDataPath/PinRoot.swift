@@ -1,0 +1,76 @@
+import BPFKit
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// The directory on a bpffs under which the fast path's maps are pinned (`xdp.pin-root`), and the
+/// upgrade across ABI versions: maps pinned by another version cannot be taken over, so a new set
+/// is pinned beside them (`ROOT-next`; bpffs takes no dots in names), the program that reads it is attached in their place, and
+/// only then does the new set take the root's name, the old one going with its pins.
+enum PinRoot {
+    /// Why the pin root cannot be used, in words an operator can act on.
+    struct SetupError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Makes sure `root` exists on a bpffs.
+    static func prepare(_ root: String) throws(SetupError) {
+        let parent = (root as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: root) {
+            guard BPFFileSystem.isBPFFS(parent) else {
+                throw SetupError(description: "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)")
+            }
+            do { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false) } catch {
+                throw SetupError(description: "pin root \(root) cannot be made: \(error.localizedDescription)")
+            }
+        }
+        guard BPFFileSystem.isBPFFS(root) else {
+            throw SetupError(description: "pin root \(root) is not on a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs")
+        }
+    }
+
+    /// The ABI version of the maps pinned under `root` when it is not this build's, else nil
+    /// (nothing pinned, or maps this build takes over).
+    static func otherABIVersion(_ root: String) throws(SetupError) -> UInt32? {
+        do {
+            guard let pinned = try FastPath.pinnedABIVersion(pinDirectory: root), pinned != FastPath.abiVersion else { return nil }
+            return pinned
+        } catch {
+            throw SetupError(description: "the maps pinned under \(root) cannot be taken over (\(error)): stop the other instance and remove \(root), or use another --pin-root")
+        }
+    }
+
+    /// An empty directory beside `root` for a new set of pins (left over from a start that failed
+    /// half way: emptied first).
+    static func staging(for root: String) throws(SetupError) -> String {
+        let next = root + "-next"
+        remove(next)
+        do { try FileManager.default.createDirectory(atPath: next, withIntermediateDirectories: false) } catch {
+            throw SetupError(description: "\(next) cannot be made beside the pin root: \(error.localizedDescription)")
+        }
+        return next
+    }
+
+    /// Gives the pins under `staging` the name `root`, whose old pins are removed. Two renames on
+    /// the bpffs: the old set moves aside first, since a directory is not renamed over a full one.
+    static func switchIn(staging: String, as root: String) throws(SetupError) {
+        let old = root + "-old"
+        remove(old)
+        guard rename(root, old) == 0 else { throw SetupError(description: "\(root) cannot be moved aside: \(String(cString: strerror(errno)))") }
+        guard rename(staging, root) == 0 else {
+            let e = errno
+            _ = rename(old, root)
+            throw SetupError(description: "\(staging) cannot be renamed to \(root): \(String(cString: strerror(e)))")
+        }
+        remove(old)
+    }
+
+    /// Removes `directory` and the pins in it, if it exists (a map lives on while a program or a
+    /// process still holds it).
+    static func remove(_ directory: String) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for e in entries { unlink(directory + "/" + e) }
+        rmdir(directory)
+    }
+}
