@@ -9,10 +9,7 @@ import Foundation
 /// is pinned beside them (`ROOT-next`; bpffs takes no dots in names), the program that reads it is attached in their place, and
 /// only then does the new set take the root's name, the old one going with its pins.
 enum PinRoot {
-    /// Why the pin root cannot be used, in words an operator can act on.
-    struct SetupError: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias SetupError = XDPDeployment.SetupError
 
     /// Makes sure `root` exists on a bpffs.
     static func prepare(_ root: String) throws(SetupError) {

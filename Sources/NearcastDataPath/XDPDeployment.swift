@@ -10,7 +10,8 @@ import NearcastCore
 /// with the answer image and attached to the interfaces.
 ///
 /// Start-up takes over what a previous instance left (pinned maps, an attached program) without a
-/// gap: the maps are reused and the program is replaced in one step. Stopping detaches and unpins,
+/// gap: the maps are reused and the program is replaced in one step (maps of another ABI version
+/// are replaced by a new set instead: PinRoot). Stopping detaches and unpins,
 /// unless the settings keep the fast path running without the daemon.
 public final class XDPDeployment: Sendable {
     public let fastPath: FastPath
