@@ -93,26 +93,30 @@ public final class BPFObject: @unchecked Sendable {
     /// Records that the directory the maps were pinned under has been renamed to `directory` (the
     /// pins are the same files), so that `unpinMaps(under: directory)` finds them.
     public func pinsMoved(to directory: String) throws(BPFError) {
-        var m: OpaquePointer? = bpf_object__next_map(object, nil)
-        while let map = m {
-            m = bpf_object__next_map(object, map)
-            if bpf_map__is_internal(map) { continue }  // never pinned (see init)
-            let path = directory + "/" + String(cString: bpf_map__name(map))
-            let rc = bpf_map__set_pin_path(map, path)
-            if rc != 0 { throw BPFError("set pin path", path, errno: rc) }
+        for (map, name) in pinnableMaps {
+            let rc = bpf_map__set_pin_path(map, directory + "/" + name)
+            if rc != 0 { throw BPFError("set pin path", directory + "/" + name, errno: rc) }
         }
     }
 
     /// Removes the pins of every map under `directory` (the maps live on while anything uses them).
     public func unpinMaps(under directory: String) throws(BPFError) {
+        for (map, name) in pinnableMaps {
+            let rc = bpf_map__unpin(map, directory + "/" + name)
+            if rc != 0 { throw BPFError("unpin map", directory + "/" + name, errno: rc) }
+        }
+    }
+
+    /// The maps that are pinned with a pin directory, with their names: all but the compiler's
+    /// internal ones (see init).
+    private var pinnableMaps: [(OpaquePointer, String)] {
+        var maps: [(OpaquePointer, String)] = []
         var m: OpaquePointer? = bpf_object__next_map(object, nil)
         while let map = m {
+            if !bpf_map__is_internal(map) { maps.append((map, String(cString: bpf_map__name(map)))) }
             m = bpf_object__next_map(object, map)
-            if bpf_map__is_internal(map) { continue }  // never pinned (see init)
-            let path = directory + "/" + String(cString: bpf_map__name(map))
-            let rc = bpf_map__unpin(map, path)
-            if rc != 0 { throw BPFError("unpin map", path, errno: rc) }
         }
+        return maps
     }
 
     /// The instructions the verifier processed (from its `processed N insns` line), if reported.
