@@ -14,6 +14,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public static let txt = RRType(16)
     public static let aaaa = RRType(28)
     public static let srv = RRType(33)
+    public static let https = RRType(65)  // RFC 9460; no presentation format here (TYPE65)
     public static let opt = RRType(41)
     public static let ds = RRType(43)
     public static let rrsig = RRType(46)

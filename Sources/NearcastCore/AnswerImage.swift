@@ -6,8 +6,14 @@ import DNSWire
 /// question (lower-case name, no EDNS, over TCP so nothing is cut). Positive authoritative replies
 /// become entries: the reply's flags and counts and its sections after the question, whose names
 /// that equal the question point at it. The fast path keeps the query's own header and question and
-/// appends these bytes, so both paths send the same reply by construction. Referrals, negative
-/// answers and names that only wildcards produce are left to the slow path.
+/// appends these bytes, so both paths send the same reply by construction.
+///
+/// Negative answers are mostly left to the slow path, with one exception: NODATA for the types
+/// clients ask of every name (`askedOfEveryName`). Browsers and stub resolvers ask A, AAAA and
+/// HTTPS together, so an IPv4-only service name draws two NODATA questions for each positive one.
+/// Those replies become entries too (the SOA in their authority section included). They come after
+/// every positive entry, so when the table is full they are the ones left to the slow path.
+/// Referrals, NXDOMAIN and names that only wildcards produce are always left to the slow path.
 public struct AnswerImage: Sendable {
     public struct Entry: Hashable, Sendable {
         /// Lower-cased uncompressed wire name.
@@ -25,37 +31,49 @@ public struct AnswerImage: Sendable {
     }
 
     public var entries: [Entry]
-    /// Positive answers left out because their sections exceed the fast path's capacity.
+    /// Answers left out because their sections exceed the fast path's capacity.
     public var tooBig: Int
+    /// Of `entries`, the NODATA ones (they are the last).
+    public var nodata: Int
+
+    /// The types asked of nearly every name, whose NODATA replies the fast path also sends.
+    public static let askedOfEveryName: [RRType] = [.a, .aaaa, .https]
 
     /// Builds the image of every zone `responder` serves; entries hold at most `maxSections` bytes.
     public static func build(responder: Responder, maxSections: Int) -> AnswerImage {
-        var entries: [Entry] = []
+        var positive: [Entry] = []
+        var negative: [Entry] = []
         var tooBig = 0
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.sorted()
-            for name in zone.names where !name.isWildcard {
+            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }
+            // Geo names' owners need not be in the zone: they answer their other types too.
+            let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter { responder.authority.zone(for: $0)?.origin == zone.origin }
+            for name in Set(zone.names + geoOwners).sorted() where !name.isWildcard {
                 // A geo name's answer depends on the client: it has no static entry.
-                for type in types where responder.geo?.name(name, type) == nil {
-                    switch entry(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
-                    case .some(.some(let e)): entries.append(e)
+                for type in types.union(askedOfEveryName).sorted() where responder.geo?.name(name, type) == nil {
+                    let nodata = askedOfEveryName.contains(type)
+                    switch entry(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections, nodata: nodata) {
+                    case .some(.some(let e)): if e.ancount > 0 { positive.append(e) } else { negative.append(e) }
                     case .some(.none): tooBig += 1
                     case .none: break
                     }
                 }
             }
         }
-        return AnswerImage(entries: entries, tooBig: tooBig)
+        return AnswerImage(entries: positive + negative, tooBig: tooBig, nodata: negative.count)
     }
 
-    /// The entry for one question: nil when the reply is not a positive authoritative answer,
+    /// The entry for one question: nil when the reply is not a positive authoritative answer (or,
+    /// with `nodata`, an authoritative NODATA: no answers, the zone's SOA as authority),
     /// `.some(nil)` when it is but does not fit `maxSections`.
-    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int) -> Entry?? {
+    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int, nodata: Bool = false) -> Entry?? {
         let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
         guard let reply = responder.respond(to: query, transport: .tcp),
             let msg = try? DNSMessage(wire: reply),
-            msg.rcode == .noError, msg.header.aa, !msg.answers.isEmpty, !msg.header.tc
+            msg.rcode == .noError, msg.header.aa, !msg.header.tc
         else { return nil }
+        let isNODATA = msg.answers.isEmpty && msg.authority.count == 1 && msg.authority[0].type == .soa
+        guard !msg.answers.isEmpty || (nodata && isNODATA) else { return nil }
         let start = 12 + name.wire.count + 4
         let sections = Array(reply[start...])
         guard sections.count <= maxSections else { return .some(nil) }

@@ -108,6 +108,23 @@ import Testing
         #expect(after.answeredGeo - before.answeredGeo == UInt64(2 * (Self.clients4.count + Self.clients6.count) + 16))
     }
 
+    /// A geo name's owner answers the types asked of every name that it has no geo name for with
+    /// NODATA, from XDP as from the slow path (the same for every client: ECS echoed with scope 0).
+    @Test func theOtherTypesOfAGeoNameAreNODATAInXDPToo() throws {
+        let fp = try Self.fastPath(Self.table)
+        let r = Self.responder(Self.table)
+        let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
+        for c in [Self.clients4[3], Self.clients6[0]] {
+            for (name, type) in [("strict.example.test.", RRType.aaaa), ("strict.example.test.", .https), ("geo.example.test.", .https)] {
+                for e in [nil, ecs] {
+                    #expect(try run(fp, r, query(name, type, ecs: e), client: c) == XDPProgramTests.XDP_TX, "\(name) \(type) from \(c)")
+                    let msg = try DNSMessage(wire: try #require(r.respond(to: query(name, type, ecs: e), transport: .udp, client: c)))
+                    #expect(msg.rcode == .noError && msg.answers.isEmpty && msg.authority.first?.type == .soa)
+                }
+            }
+        }
+    }
+
     @Test func downNodesAreSkippedAndAllDownFollowsThePolicy() throws {
         var t = Self.table
         t.unhealthy = ["par1"]

@@ -95,7 +95,7 @@ import Testing
         defer { try! Self.fastPath.write(Self.image) }
         let txt = try DNSName("txt.example.test.").wire
         var smaller = Self.image
-        smaller.entries.removeAll { $0.name == txt }
+        smaller.entries.removeAll { $0.name == txt && $0.qtype == RRType.txt.rawValue }
         let removed = try Self.fastPath.write(smaller)
         #expect(removed == FastPath.TableWrite(entries: smaller.entries.count, written: 0))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
@@ -122,12 +122,42 @@ import Testing
         #expect(reply.udpChecksumOK && reply.ipChecksumOK)
     }
 
-    @Test func theImageHoldsPositiveAnswersOnly() {
-        #expect(!Self.image.entries.isEmpty)
-        let names = Set(Self.image.entries.map { $0.name })
-        #expect(names.contains(try! DNSName("www.example.test.").wire))
-        #expect(!names.contains(try! DNSName("sub.example.test.").wire), "referrals stay in the slow path")
+    /// Positive answers, and NODATA only for the types asked of every name (A, AAAA, HTTPS), after
+    /// every positive entry; referrals, NXDOMAIN and wildcards stay in the slow path.
+    @Test func theImageHoldsPositiveAnswersAndNODATAForTheTypesAskedOfEveryName() throws {
+        let entries = Self.image.entries
+        #expect(!entries.isEmpty)
+        func entry(_ name: String, _ type: RRType) throws -> AnswerImage.Entry? {
+            let wire = try DNSName(name).wire
+            return entries.first { $0.name == wire && $0.qtype == type.rawValue }
+        }
+        #expect(try entry("www.example.test.", .a)?.ancount == 2)
+        let nodata = try #require(try entry("txt.example.test.", .aaaa))
+        #expect(nodata.ancount == 0 && nodata.nscount == 1, "NODATA: the zone's SOA as authority")
+        #expect(try entry("www.example.test.", .https)?.ancount == 0)
+        #expect(try entry("txt.example.test.", .a)?.ancount == 0)
+        #expect(try entry("www.example.test.", .mx) == nil, "NODATA for other types stays in the slow path")
+        #expect(try entry("alias.example.test.", .https)?.ancount == 1, "a CNAME answers every type")
+        #expect(!Set(entries.map(\.name)).contains(try DNSName("sub.example.test.").wire), "referrals stay in the slow path")
+        #expect(Self.image.nodata > 0 && entries.suffix(Self.image.nodata).allSatisfy { $0.ancount == 0 })
+        #expect(entries.prefix(entries.count - Self.image.nodata).allSatisfy { $0.ancount > 0 }, "positive entries first")
         #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an entry")
+    }
+
+    /// NODATA for the types clients ask of every name, from XDP as the slow path sends it, with
+    /// and without EDNS (and ECS, echoed with scope 0); NXDOMAIN and NODATA of other types are
+    /// passed.
+    @Test func answersNODATAForTheTypesAskedOfEveryName() throws {
+        let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
+        for (name, type) in [("txt.example.test.", RRType.aaaa), ("WWW.example.test.", .https), ("mail.example.test.", .https), ("txt.example.test.", .a)] {
+            for edns in [nil, EDNS(udpPayloadSize: 1232), EDNS(options: [ecs.option])] {
+                let reply = try #require(try run(Packet(payload: Self.query(name, type, edns: edns)), expect: Self.XDP_TX))
+                let msg = try DNSMessage(wire: reply.payload)
+                #expect(msg.rcode == .noError && msg.answers.isEmpty && msg.authority.first?.type == .soa, "\(name) \(type)")
+            }
+        }
+        try run(Packet(payload: Self.query("nope.example.test.", .aaaa)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("www.example.test.", .mx)), expect: Self.XDP_PASS)
     }
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
@@ -346,7 +376,7 @@ import Testing
         var rng = SplitMix(seed: 42)
         let names = Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
             + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test."]
-        let types: [RRType] = [.a, .aaaa, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
+        let types: [RRType] = [.a, .aaaa, .https, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
         var answered = 0
         var compared = 0
         for i in 0..<queries {
