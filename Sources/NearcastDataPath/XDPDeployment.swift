@@ -105,7 +105,7 @@ public final class XDPDeployment: Sendable {
         logger.info(
             "fast path ready",
             metadata: [
-                "answers": "\(table.entries)", "written": "\(table.written)", "too-big": "\(image.tooBig)",
+                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)", "written": "\(table.written)", "too-big": "\(image.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.capacity * FastPath.entryBytes >> 20)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")", "pin-root": "\(settings.pinRoot)",
