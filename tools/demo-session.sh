@@ -2,9 +2,9 @@
 # An operator's session against a running nearcastd with XDP, printed as a transcript: nearcastd on
 # the server end of a veth pair (network namespaces ncd-srv / ncd-cli, tools/netns.sh), the CLI in
 # the server namespace, dig from the client. It drains a node, adds one by editing the config and
-# reloading, explains an answer, has a bad reload refused, adds a record, is refused a delete with
-# a read token, and ends with the stats and the audit log. As root, after `make` (and the test City
-# database: `make .build/geo/test-city.mmdb`).
+# reloading, explains an answer, has a bad reload refused, adds a record (and asks its AAAA: NODATA),
+# is refused a delete with a read token, and ends with the stats and the audit log. As root, after
+# `make` (and the test City database: `make .build/geo/test-city.mmdb`).
 #
 #   tools/demo-session.sh            # the transcript on stdout; nearcastd's log in its work dir
 set -uo pipefail
@@ -84,6 +84,8 @@ sed -i 's/members: \[fra1, par1, ams1\]/members: [fra1, par1, lon1]/' nearcast.y
 run $C $paris
 run $S "$B/nearcast" record add demo.nearcast.test. shop A 192.0.2.99 --ttl 60
 run $C dig +noall +answer @198.18.0.1 shop.demo.nearcast.test A
+say "AAAA of an IPv4-only name: NODATA with the zone's SOA, answered by XDP too"
+run $C dig +norecurse +noall +comments +authority @198.18.0.1 shop.demo.nearcast.test AAAA
 say "with a read token"
 NEARCAST_TOKEN=demo0read0token0not0a0secret0000 run $S "$B/nearcast" record delete demo.nearcast.test. shop A 192.0.2.99
 run $S "$B/nearcast" stats
