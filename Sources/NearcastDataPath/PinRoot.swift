@@ -6,17 +6,24 @@ import Foundation
 
 /// The directory on a bpffs under which the fast path's maps are pinned (`xdp.pin-root`), and the
 /// upgrade across ABI versions: maps pinned by another version cannot be taken over, so a new set
-/// is pinned beside them (`ROOT-next`; bpffs takes no dots in names), the program that reads it is attached in their place, and
-/// only then does the new set take the root's name, the old one going with its pins.
+/// is pinned beside them (`ROOT-next`: bpffs takes no dots in names), the program that reads it is
+/// attached in their place, and only then does the new set take the root's name, the old one
+/// (moved to `ROOT-old` for a moment) going with its pins.
 enum PinRoot {
     typealias SetupError = XDPDeployment.SetupError
 
-    /// Makes sure `root` exists on a bpffs.
+    /// Makes sure `root` exists on a bpffs, and removes what an upgrade stopped half way left
+    /// beside it (the program attached then holds its maps; nothing is taken over from there).
     static func prepare(_ root: String) throws(SetupError) {
         let parent = (root as NSString).deletingLastPathComponent
+        remove(root + "-next")
+        remove(root + "-old")
         if !FileManager.default.fileExists(atPath: root) {
             guard BPFFileSystem.isBPFFS(parent) else {
                 throw SetupError(description: "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)")
+            }
+            if (root as NSString).lastPathComponent.contains(".") {
+                throw SetupError(description: "pin root \(root): a bpffs takes no dots in names; choose another --pin-root")
             }
             do { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false) } catch {
                 throw SetupError(description: "pin root \(root) cannot be made: \(error.localizedDescription)")
@@ -38,9 +45,14 @@ enum PinRoot {
         }
     }
 
-    /// An empty directory beside `root` for a new set of pins (left over from a start that failed
-    /// half way: emptied first).
-    static func staging(for root: String) throws(SetupError) -> String {
+    /// An empty directory beside `root` for a new set of pins replacing those of ABI `version`
+    /// (left over from a start that failed half way: emptied first). Only where `root` is a
+    /// directory of a bpffs, not the mount point of one.
+    static func staging(for root: String, replacing version: UInt32) throws(SetupError) -> String {
+        let parent = (root as NSString).deletingLastPathComponent
+        guard BPFFileSystem.isBPFFS(parent) else {
+            throw SetupError(description: "the maps pinned under \(root) were written by ABI version \(version), this nearcastd uses \(FastPath.abiVersion), and a new set cannot be pinned beside them (\(parent) is not a bpffs): stop the other instance and remove the pins under \(root), or use another --pin-root")
+        }
         let next = root + "-next"
         remove(next)
         do { try FileManager.default.createDirectory(atPath: next, withIntermediateDirectories: false) } catch {

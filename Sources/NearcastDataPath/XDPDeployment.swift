@@ -38,7 +38,8 @@ public final class XDPDeployment: Sendable {
         // Maps pinned by another ABI version would be misread: a new set is made beside them and
         // switched in with the program (PinRoot), and theirs are let go.
         let otherABI = try PinRoot.otherABIVersion(settings.pinRoot)
-        let pinDirectory = otherABI == nil ? settings.pinRoot : try PinRoot.staging(for: settings.pinRoot)
+        var pinDirectory = settings.pinRoot
+        if let version = otherABI { pinDirectory = try PinRoot.staging(for: settings.pinRoot, replacing: version) }
         let fp: FastPath
         do {
             fp = try FastPath(
