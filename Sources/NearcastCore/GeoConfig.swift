@@ -441,7 +441,8 @@ extension GeoConfig {
 
 extension GeoConfig {
     /// Whether `other` differs from this at most in what only the health monitor uses (nodes'
-    /// checks and cold-start state) and where things are declared: one compile serves both.
+    /// checks and cold-start state, pools' TTL settings: the monitor writes the caps they give)
+    /// and where things are declared: one compile serves both.
     public func compilesLike(_ other: GeoConfig) -> Bool {
         func strip(_ g: GeoConfig) -> GeoConfig {
             var g = g
@@ -451,6 +452,7 @@ extension GeoConfig {
                 n.initiallyUp = true
                 return n
             }
+            g.pools = g.pools.map { PoolConfig(id: $0.id, members: $0.members, declaredAt: $0.declaredAt) }
             return g
         }
         return strip(self).isEquivalent(to: strip(other))

@@ -48,7 +48,8 @@ struct GeoConfigTests {
     }
 
     /// What a reload compares: the same section written elsewhere in the file is equivalent; a
-    /// change of checks alone needs no compile; a node's place, weight or address does.
+    /// change of checks or of pools' TTL settings alone needs no compile; a node's place, weight
+    /// or address does.
     @Test func aReloadTellsACompileFromAChangeOfChecks() throws {
         func geo(_ yaml: String) throws -> GeoConfig { try NearcastConfig.parse(yaml: yaml, fileName: "c.yaml", baseDirectory: "/etc").geo }
         let base = try geo(Self.good)
@@ -57,6 +58,8 @@ struct GeoConfigTests {
         let checked = try geo(
             Self.good.replacingOccurrences(of: "bias: -20 }", with: "bias: -20, checks: [{ type: tcp, port: 443 }] }"))
         #expect(!base.isEquivalent(to: checked) && base.compilesLike(checked), "checks alone: the same compile")
+        let ttls = try geo(Self.good.replacingOccurrences(of: "min-ttl: 2, max-ttl: 120, settle: 10", with: "min-ttl: 3, max-ttl: 60, settle: 5"))
+        #expect(!base.isEquivalent(to: ttls) && base.compilesLike(ttls), "pools' TTL settings alone: the same compile")
         for change in [("latitude: 48.86", "latitude: 48.9"), ("weight: 2 }", "weight: 3 }"), ("ipv4: 192.0.2.20", "ipv4: 192.0.2.21"),
                        ("members: [fra1, par1, nyc1] }", "members: [fra1, par1] }"), ("answers: 2", "answers: 3")] {
             let other = try geo(Self.good.replacingOccurrences(of: change.0, with: change.1))
