@@ -59,6 +59,7 @@ struct XDPBench: ParsableCommand {
             ("A, IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: nil))),
             ("AAAA, IPv6", Frame.make(ipv6: true, try query("www.\(origin)", .aaaa, edns: nil))),
             ("A, IPv4, EDNS + cookie", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: EDNS(options: [EDNSOption(code: 10, data: Array(repeating: 1, count: 8))])))),
+            ("NODATA (HTTPS of www), IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .https, edns: nil))),
             ("miss (passed), IPv4", Frame.make(ipv6: false, try query("nope.\(origin)", .a, edns: nil))),
             ("geo A, IPv4, by source", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: nil), source: [198, 51, 100, 7])),
             ("geo A, IPv4, ECS /24", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100]).option])))),
