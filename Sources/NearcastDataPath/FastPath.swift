@@ -187,13 +187,17 @@ public final class FastPath: Sendable {
     /// written for them (`setNodeHealth`, `setPoolTTLCap`); new ones start as `geo`'s board says.
     @discardableResult
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
-        var entries = image.entries.map(Self.encode)
+        // Placed in this order, so that a table too small leaves the NODATA answers out first:
+        // positive answers, geo names, then NODATA (the image's last `nodata` entries).
+        let nodata = min(max(image.nodata, 0), image.entries.count)
+        var entries = image.entries.prefix(image.entries.count - nodata).map(Self.encode)
         var fresh: GeoMaps?
         if let geo {
             if state.withLock({ $0.geo?.serial }) != geo.serial { fresh = try buildGeoMaps(geo) }
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
         }
+        entries += image.entries.suffix(nodata).map(Self.encode)
         return try state.withLock { (s: inout State) throws(BPFError) -> TableWrite in
             let plan = table.plan(entries, live: s.live)
             if !plan.writes.isEmpty {

@@ -125,6 +125,30 @@ import Testing
         }
     }
 
+    /// A names table too small for everything leaves the NODATA answers to the slow path first:
+    /// positive answers and geo names are placed before them.
+    @Test func aFullTableLeavesNODATAOutBeforeGeoNamesAndPositiveAnswers() throws {
+        let r = Self.responder(Self.table)
+        let image = AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity)
+        let first = image.entries.count - image.nodata + Self.table.allNames.count
+        #expect(image.nodata >= 4, "\(image.nodata)")
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath, capacity: first + 1)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        let w = try fp.write(image, geo: Self.table)
+        #expect(w.full > 0 && w.entries <= first + 1, "\(w)")
+        for c in [Self.clients4[3], Self.clients6[0]] {
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
+            #expect(try run(fp, r, query("geo.example.test.", .aaaa, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
+            #expect(try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
+            for (name, type) in [("www.example.test.", RRType.a), ("ns1.example.test.", .a), ("example.test.", .soa), ("example.test.", .ns)] {
+                #expect(try run(fp, r, query(name, type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(name) \(type)")
+            }
+        }
+        let nodata = [("www.example.test.", RRType.aaaa), ("www.example.test.", .https), ("ns1.example.test.", .aaaa), ("strict.example.test.", .aaaa)]
+        let passed = try nodata.filter { try run(fp, r, query($0.0, $0.1, ecs: nil), client: Self.clients4[3]) == XDPProgramTests.XDP_PASS }
+        #expect(!passed.isEmpty, "some NODATA answers were left out")
+    }
+
     @Test func downNodesAreSkippedAndAllDownFollowsThePolicy() throws {
         var t = Self.table
         t.unhealthy = ["par1"]
