@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -35,14 +36,19 @@ enum TestSupport {
         throw TestFailure("\(name) is not installed; run tools/install-deps.sh")
     }
 
-    /// A port free for both UDP and TCP on 127.0.0.1 and ::1 right now.
+    /// A port free now on 127.0.0.1 and ::1 for UDP and TCP, and never handed out before in this
+    /// process: tests run in parallel, and two of them (or a daemon's DNS and API ports) must not
+    /// get the same port between one's check and its server's bind.
     static func freePort() throws -> Int {
         for _ in 0..<50 {
             let port = Int.random(in: 20000..<60000)
+            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
             if portIsFree(port) { return port }
         }
         throw TestFailure("no free port found")
     }
+
+    private static let handedOut = Mutex<Set<Int>>([])
 
     private static func portIsFree(_ port: Int) -> Bool {
         for (family, type) in [(AF_INET, SOCK_DGRAM), (AF_INET, SOCK_STREAM), (AF_INET6, SOCK_DGRAM), (AF_INET6, SOCK_STREAM)] {
