@@ -189,7 +189,7 @@ public final class FastPath: Sendable {
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
         // Placed in this order, so that a table too small leaves the NODATA answers out first:
         // positive answers, geo names, then NODATA (the image's last `nodata` entries).
-        let nodata = min(max(image.nodata, 0), image.entries.count)
+        let nodata = min(image.nodata, image.entries.count)
         var entries = image.entries.prefix(image.entries.count - nodata).map(Self.encode)
         var fresh: GeoMaps?
         if let geo {

@@ -40,28 +40,19 @@ public final class XDPDeployment: Sendable {
         let otherABI = try PinRoot.otherABIVersion(settings.pinRoot)
         var pinDirectory = settings.pinRoot
         if let version = otherABI { pinDirectory = try PinRoot.staging(for: settings.pinRoot, replacing: version) }
-        let fp: FastPath
-        do {
-            fp = try FastPath(
-                objectPath: objectPath, pinDirectory: pinDirectory, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
-        } catch {
-            if otherABI != nil { PinRoot.remove(pinDirectory) }
-            throw error
-        }
+        // A start that fails before the new set is switched in drops it with its pins.
+        var staged = otherABI != nil
+        defer { if staged { PinRoot.remove(pinDirectory) } }
+        let fp = try FastPath(
+            objectPath: objectPath, pinDirectory: pinDirectory, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
                 metadata: ["pinned-capacity": "\(fp.capacity)", "configured": "\(wanted)", "pin-root": "\(settings.pinRoot)"])
         }
         let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
-        let table: FastPath.TableWrite
-        do {
-            try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
-            table = try fp.write(image, geo: geo)
-        } catch {
-            if otherABI != nil { PinRoot.remove(pinDirectory) }
-            throw error
-        }
+        try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
+        let table = try fp.write(image, geo: geo)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {
@@ -79,7 +70,6 @@ public final class XDPDeployment: Sendable {
             // A failed start leaves nothing behind: detach from the interfaces done so far.
             for (index, mode, _) in done { try? XDPAttachment.detach(fp.program, ifindex: index, mode: mode) }
             try? fp.object.unpinMaps(under: pinDirectory)
-            if otherABI != nil { PinRoot.remove(pinDirectory) }
             if error.errno == EOPNOTSUPP, let failed = interfaces.dropFirst(done.count).first,
                 failed.1 == .native
             {
@@ -90,6 +80,7 @@ public final class XDPDeployment: Sendable {
         if let version = otherABI {
             // The program reading the new maps answers now: the new set takes the root's name.
             try PinRoot.switchIn(staging: pinDirectory, as: settings.pinRoot)
+            staged = false
             try fp.object.pinsMoved(to: settings.pinRoot)
             logger.notice(
                 "maps pinned by another ABI version replaced: the new program and maps were switched in together; counters start anew",
