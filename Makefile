@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats install uninstall clean
 
 all: build
 
@@ -67,9 +67,13 @@ run: build $(GEO_DB)
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
 
 # The integration tests start the debug nearcastd binary and real dig/kdig/nsd, so build all first.
-test: deps bpf $(GEO_DB)
+# --verbose: each test's start is printed too, so a run stopped by tools/test-watchdog.sh says
+# which tests were still running.
+test: test-build
+	$(SWIFT) test --skip-build --verbose
+
+test-build: deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
 bench: bench-xdp bench-slowpath bench-geo bench-health

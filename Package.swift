@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// nearcast: an authoritative GeoDNS server with an XDP fast path. See ../shared/DESIGN.md §7 for the layout.
+// nearcast: an authoritative GeoDNS server with an XDP fast path. docs/ARCHITECTURE.md describes the modules and who may import whom.
 import PackageDescription
 
 let package = Package(
@@ -108,16 +108,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Helpers shared by the test targets (seeded generators).
-        .target(name: "NearcastTestSupport", path: "Tests/NearcastTestSupport"),
+        // What every test target shares: repository paths, the child-process launcher with deadlines,
+        // the daemon launcher, polling, a raw DNS client, seeded generators.
+        .target(name: "NearcastTestSupport", dependencies: ["DNSWire"], path: "Tests/NearcastTestSupport"),
+        .testTarget(name: "NearcastTestSupportTests", dependencies: ["NearcastTestSupport"]),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
-        .testTarget(name: "BPFKitTests", dependencies: ["BPFKit"]),
-        .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB"]),
+        .testTarget(name: "BPFKitTests", dependencies: ["BPFKit", "NearcastTestSupport"]),
+        .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastHealthTests",
             dependencies: [
-                "NearcastHealth", "DNSWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "NearcastHealth", "DNSWire", "NearcastTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
@@ -128,11 +130,10 @@ let package = Package(
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [
-                "NearcastServer", "NearcastCore", "DNSWire", .product(name: "Yams", package: "Yams"),
+                "NearcastServer", "NearcastCore", "DNSWire", "NearcastTestSupport", .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            resources: [.copy("Fixtures")]
+            ]
         ),
     ]
 )

@@ -156,8 +156,19 @@ struct Nearcastd: AsyncParsableCommand {
         let started = StartedServices()
         await started.add("event loops") { try await group.shutdownGracefully() }
         await started.add("DNS listeners") { await server.stop() }
+        // The ports bound, in the order of the listen addresses. Port 0: the kernel's choice, the
+        // same for every address given port 0 (the fast path answers one port).
+        var dnsPorts: [Int] = []
+        var anyPort: Int?
         do {
-            for address in cfg.listen { try await server.listen(on: address) }
+            for address in cfg.listen {
+                let asked = address.isAnyPort ? ListenAddress(host: address.host, port: anyPort ?? 0) : address
+                let bound = try await server.listen(on: asked)
+                if address.isAnyPort { anyPort = anyPort ?? bound.port }
+                let port = bound.port ?? address.port
+                dnsPorts.append(port)
+                Self.announce("dns listening on \(ListenAddress(host: address.host, port: port))")
+            }
         } catch {
             try await started.giveUp("cannot listen", ["error": "\(error)"], logger: logger)
         }
@@ -165,14 +176,13 @@ struct Nearcastd: AsyncParsableCommand {
         // listens, so nothing it passes up finds no listener.
         var fastPath: XDPDeployment?
         if cfg.xdp.enabled {
-            let ports = Set(cfg.listen.map(\.port))
-            if ports.count > 1 {
-                logger.warning("XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(cfg.listen[0].port)"])
+            if Set(dnsPorts).count > 1 {
+                logger.warning("XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(dnsPorts[0])"])
             }
             do {
                 let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
                 fastPath = try XDPDeployment(
-                    settings: cfg.xdp, image: image, geo: geo, dnsPort: UInt16(cfg.listen[0].port),
+                    settings: cfg.xdp, image: image, geo: geo, dnsPort: UInt16(dnsPorts[0]),
                     udpPayload: cfg.maxUDPPayload, logger: logger)
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
@@ -220,10 +230,12 @@ struct Nearcastd: AsyncParsableCommand {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
                 let running = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
                 await started.add("management API") { await running.stop() }
+                Self.announce("api listening on \(ListenAddress(host: address.host, port: running.port))")
             } catch {
                 try await started.giveUp("cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
+        Self.announce("ready")
         let signal = await Self.waitForTermination(onHangup: {
             Task {
                 // Refused reloads are logged by the reloader; the old data goes on being served.
@@ -232,6 +244,13 @@ struct Nearcastd: AsyncParsableCommand {
         })
         logger.info("stopping", metadata: ["signal": "\(signal)"])
         await started.stopAll(logger: logger)
+    }
+
+    /// A line on standard output for whoever started the daemon: where it listens (with port 0, the
+    /// port the kernel chose) and when it is ready, as `nearcastd: dns listening on ADDR:PORT`,
+    /// `nearcastd: api listening on ADDR:PORT` and `nearcastd: ready`. Logs go to standard error.
+    static func announce(_ line: String) {
+        FileHandle.standardOutput.write("nearcastd: \(line)\n")
     }
 
     /// Logs what a geo compile made.

@@ -1,12 +1,12 @@
 import BPFKit
 import Foundation
+import NearcastTestSupport
 import Testing
 
 /// BPFKit on the real kernel, with the small pass-through program (tools/bpf/xdp_pass.bpf.o) and
 /// an object of test maps (tools/bpf/kit_maps.bpf.o); nothing here depends on nearcast's ABI.
-@Suite struct BPFKitTests {
-    static let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/bpf")
+@Suite(.timeLimit(.minutes(1))) struct BPFKitTests {
+    static let build = Repository.root.appendingPathComponent(".build/bpf")
     static var passObject: String { build.appendingPathComponent("xdp_pass.bpf.o").path }
     static var mapsObject: String { build.appendingPathComponent("kit_maps.bpf.o").path }
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import DNSWire
 
-@Suite struct DNSMessageTests {
+@Suite(.timeLimit(.minutes(1))) struct DNSMessageTests {
     static func n(_ s: String) -> DNSName { try! DNSName(s) }
 
     static let everyType: [ResourceRecord] = [
@@ -136,7 +136,7 @@ import Testing
 }
 
 /// Any byte string must give a message or a typed error: never a crash, never an out-of-bounds read.
-@Suite struct DNSWireFuzzTests {
+@Suite(.timeLimit(.minutes(1))) struct DNSWireFuzzTests {
     @Test func randomBytesNeverCrash() {
         var rng = SplitMix(seed: 1)
         var kinds: Set<String> = []
@@ -179,7 +179,7 @@ import Testing
     }
 }
 
-@Suite struct CompressionTests {
+@Suite(.timeLimit(.minutes(1))) struct CompressionTests {
     @Test func aNameNeverPointsIntoItselfBeforeItIsWritten() throws {
         let n = try DNSName("a.a.a.")
         let m = DNSMessage(questions: [DNSQuestion(name: n, type: .a)], answers: [

@@ -1,13 +1,14 @@
 import Foundation
+import NearcastTestSupport
 import Testing
 
 @testable import MaxMindDB
 
 /// The reader on the test City database that MaxMind's own writer makes from
 /// tools/geo/test-city.json (`make test` builds it: tools/make-test-mmdb.pl).
-@Suite struct MaxMindDatabaseTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static var databasePath: String { root.appendingPathComponent(".build/geo/test-city.mmdb").path }
+@Suite(.timeLimit(.minutes(1))) struct MaxMindDatabaseTests {
+    static let root = Repository.root
+    static var databasePath: String { Repository.testCityDatabase }
 
     /// The fixture as the tests expect to read it back: network text -> location.
     static let fixture: [(network: String, location: GeoLocation)] = {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import NearcastCore
 
-struct APITokensTests {
+@Suite(.timeLimit(.minutes(1))) struct APITokensTests {
     let read = "0123456789abcdef0123456789abcdef"
     let admin = "fedcba9876543210fedcba9876543210"
 

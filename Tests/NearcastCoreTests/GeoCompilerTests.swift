@@ -1,16 +1,14 @@
 import Foundation
 import MaxMindDB
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastCore
 
 /// The geo compiler on the test City database (tools/geo/test-city.json, written by MaxMind's
 /// writer; `make test` builds it).
-struct GeoCompilerTests {
-    static let database: MaxMindDatabase = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return try! MaxMindDatabase(path: root.appendingPathComponent(".build/geo/test-city.mmdb").path)
-    }()
+@Suite(.timeLimit(.minutes(1))) struct GeoCompilerTests {
+    static let database = try! MaxMindDatabase(path: Repository.testCityDatabase)
     static let fra = GeoNode(id: "fra", latitude: 50.1109, longitude: 8.6821, country: "DE", region: "HE", weight: 2)
     static let par = GeoNode(id: "par", latitude: 48.8566, longitude: 2.3522, country: "FR", region: "IDF")
     static let nyc = GeoNode(id: "nyc", latitude: 40.7128, longitude: -74.006, country: "US", region: "NY")

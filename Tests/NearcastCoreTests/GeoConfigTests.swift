@@ -4,7 +4,7 @@ import Testing
 @testable import NearcastCore
 
 /// The `geo:` section: what a good one gives, and every mistake reported with its line.
-struct GeoConfigTests {
+@Suite(.timeLimit(.minutes(1))) struct GeoConfigTests {
     static let good = """
         listen: ["127.0.0.1:53"]
         state-dir: state

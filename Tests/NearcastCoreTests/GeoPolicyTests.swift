@@ -5,7 +5,7 @@ import Testing
 
 /// The geo policy against rankings worked out by hand (distances and scores computed separately
 /// from the formulas of DESIGN §5, to 0.1 km).
-struct GeoPolicyTests {
+@Suite(.timeLimit(.minutes(1))) struct GeoPolicyTests {
     static let nodes = [
         GeoNode(id: "fra", latitude: 50.1109, longitude: 8.6821, country: "DE", region: "HE"),
         GeoNode(id: "par", latitude: 48.8566, longitude: 2.3522, country: "FR", region: "IDF"),

@@ -1,13 +1,14 @@
 import DNSWire
 import Foundation
 import MaxMindDB
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastCore
 
 /// Geo names through the slow path: who gets which node, the ECS scope, negative answers at a geo
 /// name, the reply cache, the answer image, the all-down policies, and the checks against zones.
-struct GeoResponderTests {
+@Suite(.timeLimit(.minutes(1))) struct GeoResponderTests {
     static let zoneText = """
         $ORIGIN example.test.
         $TTL 300
@@ -30,10 +31,7 @@ struct GeoResponderTests {
             - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
             - { name: geo.example.test, type: AAAA, pool: web, all-down: nodata }
         """
-    static var databasePath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build/geo/test-city.mmdb").path
-    }
+    static var databasePath: String { Repository.testCityDatabase }
     static let origin = try! DNSName("example.test.")
     static let zone = try! Zone.build(
         origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")

@@ -4,7 +4,7 @@ import Testing
 @testable import NearcastCore
 
 /// A node's `checks:`: what good ones give (defaults included), and every mistake with its line.
-struct NodeCheckConfigTests {
+@Suite(.timeLimit(.minutes(1))) struct NodeCheckConfigTests {
     static func config(_ checks: String, node: String = "{ id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68") -> String {
         """
         listen: ["127.0.0.1:53"]

@@ -5,7 +5,7 @@ import Testing
 @testable import NearcastCore
 
 /// The reply cache must be invisible: for any query, cached or not, the bytes equal the full path's.
-@Suite struct ReplyCacheTests {
+@Suite(.timeLimit(.minutes(1))) struct ReplyCacheTests {
     static let responder = ResponderTests.responder
 
     static let names = [

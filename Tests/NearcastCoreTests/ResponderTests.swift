@@ -37,7 +37,7 @@ let tableZoneText = """
     \((0..<30).map { "huge TXT \"\(String(repeating: "y", count: 250))\($0)\"\n" }.joined())
     """
 
-@Suite struct ResponderTests {
+@Suite(.timeLimit(.minutes(1))) struct ResponderTests {
     static let origin = try! DNSName("example.test.")
     static let responder: Responder = {
         let records = try! ZoneFileParser.parse(text: tableZoneText, fileName: "table.zone", origin: origin)

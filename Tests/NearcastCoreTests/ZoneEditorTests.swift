@@ -5,7 +5,7 @@ import Testing
 
 /// Zones changed through the API: rendered back to text that reads the same, and every change
 /// checked as a zone file is at start.
-struct ZoneEditorTests {
+@Suite(.timeLimit(.minutes(1))) struct ZoneEditorTests {
     static let origin = try! DNSName("example.test.")
     static let extra = """
         caa      CAA   0 issue "ca.example; account=\\"x\\""

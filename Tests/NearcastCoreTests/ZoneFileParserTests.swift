@@ -4,7 +4,7 @@ import Testing
 
 @testable import NearcastCore
 
-@Suite struct ZoneFileParserTests {
+@Suite(.timeLimit(.minutes(1))) struct ZoneFileParserTests {
     static let origin = try! DNSName("example.test.")
 
     static func parse(_ text: String, file: String = "z.zone") throws(DiagnosticsError) -> [ResourceRecord] {
@@ -113,7 +113,7 @@ import Testing
     }
 }
 
-@Suite struct ZoneCheckTests {
+@Suite(.timeLimit(.minutes(1))) struct ZoneCheckTests {
     static func build(_ body: String) -> [String] {
         let text = "$TTL 300\n@ SOA ns1 h 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n" + body
         do {

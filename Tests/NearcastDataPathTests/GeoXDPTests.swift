@@ -10,7 +10,7 @@ import Testing
 
 /// Geo names on the real XDP program: the geo maps written from the slow path's GeoTable, and
 /// every answer compared with the slow path's for the same client, with and without ECS.
-@Suite(.serialized) struct GeoXDPTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct GeoXDPTests {
     static let zoneText = """
         $ORIGIN example.test.
         $TTL 300
@@ -34,10 +34,7 @@ import Testing
             - { name: geo.example.test, type: AAAA, pool: web, answers: 3, ttl: 40, strategy: stepped }
             - { name: strict.example.test, type: A, pool: web, all-down: servfail }
         """
-    static var databasePath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build/geo/test-city.mmdb").path
-    }
+    static var databasePath: String { Repository.testCityDatabase }
     static let origin = try! DNSName("example.test.")
     static let zone = try! Zone.build(
         origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")

@@ -5,7 +5,7 @@ import Testing
 
 /// The names table's placement rules, without a kernel (the program's side of them is tested on
 /// the real program in XDPProgramTests).
-struct NamesTableTests {
+@Suite(.timeLimit(.minutes(1))) struct NamesTableTests {
     func entry(_ hash: UInt64, _ tag: UInt8 = 0) -> NamesTable.Entry {
         NamesTable.Entry(hash: hash, bytes: [tag] + withUnsafeBytes(of: hash) { Array($0) })
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// The pin root on a real bpffs: names the bpffs refuses, the leftovers of an upgrade stopped half
 /// way, and where a new set of pins cannot go.
-@Suite struct PinRootTests {
+@Suite(.timeLimit(.minutes(1))) struct PinRootTests {
     @Test func aPinRootWithADotIsRefusedInWords() throws {
         let fs = try TemporaryBPFFS()
         #expect(throws: XDPDeployment.SetupError.self) { try PinRoot.prepare(fs.path + "/nearcast.prod") }

@@ -10,7 +10,7 @@ import Testing
 
 /// The real XDP program, loaded through the kernel's verifier and run on packets with
 /// BPF_PROG_TEST_RUN, with its maps filled from the slow path's answer image.
-@Suite(.serialized) struct XDPProgramTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct XDPProgramTests {
     static let longLabel = String(repeating: "l", count: 63)
     static let longName = "\(longLabel).\(longLabel).\(longLabel).\(String(repeating: "m", count: 40)).example.test."
     static let zoneText = """
@@ -47,10 +47,7 @@ import Testing
     }()
     static let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
 
-    static var objectPath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build/bpf/nearcast.bpf.o").path
-    }
+    static var objectPath: String { Repository.program }
 
     /// One loaded program for the suite (loading runs the verifier); the suite is serialized because
     /// the counters are shared.
@@ -455,7 +452,7 @@ final class TemporaryBPFFS {
 }
 
 /// Taking over a pinned names table: what a restarted daemon does.
-@Suite(.serialized) struct NamesTableTakeoverTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct NamesTableTakeoverTests {
     @Test func aPinnedTableIsTakenOverAsItIsAndKeepsItsSize() throws {
         let pins = try TemporaryBPFFS()
         let image = XDPProgramTests.image

@@ -3,12 +3,13 @@ import NIOCore
 import Foundation
 import NIOPosix
 import NIOSSL
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastHealth
 
 /// The checkers against real sockets on 127.0.0.1: listeners that answer, refuse, or hang.
-@Suite struct HealthCheckerTests {
+@Suite(.timeLimit(.minutes(1))) struct HealthCheckerTests {
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
     let checker = HealthChecker(group: HealthCheckerTests.group)
 
@@ -53,7 +54,9 @@ import Testing
         let (server, port) = try await listen("")
         #expect(await checker.run(.tcp(host: "127.0.0.1", port: port), timeout: .seconds(2)).passed)
         try await server.close()
-        let refused = await checker.run(.tcp(host: "127.0.0.1", port: port), timeout: .seconds(2))
+        let closed = try RefusingPort()
+        defer { withExtendedLifetime(closed) {} }
+        let refused = await checker.run(.tcp(host: "127.0.0.1", port: closed.port), timeout: .seconds(2))
         #expect(!refused.passed && !refused.reason.isEmpty)
     }
 
@@ -75,8 +78,9 @@ import Testing
         #expect(await http(busyPort) == (false, "status 503, expected 200-299"))
         #expect(await http(junkPort) == (false, "not an HTTP reply"))
         // A refused connection is a failure, not a crash (its reply promise is completed too).
-        let (gone, gonePort) = try await listen("")
-        try await gone.close()
+        let gone = try RefusingPort()
+        defer { withExtendedLifetime(gone) {} }
+        let gonePort = gone.port
         #expect(await !http(gonePort).passed)
         let dnsGone = await checker.run(.dns(host: "127.0.0.1", port: gonePort, name: .root, type: .soa, rcode: .noError), timeout: .milliseconds(300))
         #expect(!dnsGone.passed)
@@ -88,16 +92,13 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=node.test",
-            "-addext", "subjectAltName=DNS:node.test", "-keyout", key, "-out", cert,
-        ]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw HealthCheckError("openssl req failed") }
+        let openssl = try TestSupport.run(
+            try TestSupport.tool("openssl"),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=node.test",
+                "-addext", "subjectAltName=DNS:node.test", "-keyout", key, "-out", cert,
+            ])
+        guard openssl.status == 0 else { throw HealthCheckError("openssl req failed: \(openssl.stderr)") }
         return (cert, key)
     }
 

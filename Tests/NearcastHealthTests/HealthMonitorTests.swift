@@ -8,7 +8,7 @@ import Testing
 
 /// The monitor on real sockets: nodes whose check targets stop answering go down after `fall`
 /// results, changes are reported once each, and overrides report their change at once.
-@Suite struct HealthMonitorTests {
+@Suite(.timeLimit(.minutes(1))) struct HealthMonitorTests {
     final class Changes: Sendable {
         let list = Mutex<[HealthMonitor.Change]>([])
         func add(_ c: HealthMonitor.Change) { list.withLock { $0.append(c) } }

@@ -4,7 +4,7 @@ import Testing
 
 /// The health state machine alone: rise and fall, several checks, flapping, overrides and their
 /// expiry, and the cold start (DESIGN §6).
-struct NodeHealthTests {
+@Suite(.timeLimit(.minutes(1))) struct NodeHealthTests {
     let t0 = ContinuousClock.now
 
     func at(_ s: Int) -> ContinuousClock.Instant { t0 + .seconds(s) }

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,13 +11,11 @@ import Glibc
 @Suite(.timeLimit(.minutes(2))) struct DaemonTests {
     static var zone: String { TestSupport.fixtures.appendingPathComponent("example.test.zone").path }
 
-    /// Starts nearcastd on 127.0.0.1 and ::1 at a free port and waits until it answers.
-    static func startDaemon(extraArgs: [String] = []) throws -> (ServerProcess, Int) {
-        let port = try TestSupport.freePort()
-        let args = ["--zone", "example.test=\(zone)", "--listen", "127.0.0.1:\(port)", "--listen", "[::1]:\(port)", "--threads", "2"]
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), args + extraArgs)
-        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
-        return (server, port)
+    /// Starts nearcastd on 127.0.0.1 and ::1, on one port the kernel picks, and waits until it is ready.
+    static func startDaemon(extraArgs: [String] = []) throws -> (Daemon, Int) {
+        let args = ["--zone", "example.test=\(zone)", "--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--threads", "2"]
+        let server = try Daemon(args + extraArgs)
+        return (server, server.dnsPort)
     }
 
     @Test(arguments: ["dig", "kdig"], [("127.0.0.1", false), ("::1", false), ("127.0.0.1", true), ("::1", true)])
@@ -80,19 +79,17 @@ import Glibc
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-idle-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let port = try TestSupport.freePort()
         let cfg = dir.appendingPathComponent("nearcast.yaml")
         try """
-            listen: ["127.0.0.1:\(port)"]
+            listen: ["127.0.0.1:0"]
             tcp-idle-timeout: 1
             zones:
               - origin: example.test
                 file: \(Self.zone)
             """.write(to: cfg, atomically: true, encoding: .utf8)
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", cfg.path, "--threads", "1"])
+        let server = try Daemon(["--config", cfg.path, "--threads", "1"])
         defer { server.stop() }
-        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
-        let fd = try #require(RawClient.tcpConnect(port: port, timeout: 4))
+        let fd = try #require(RawClient.tcpConnect(port: server.dnsPort, timeout: 4))
         defer { close(fd) }
         let start = Date()
         var b = [UInt8](repeating: 0, count: 1)
@@ -102,12 +99,10 @@ import Glibc
     }
 
     @Test func wildcardIPv4AndIPv6OnOnePort() throws {
-        let port = try TestSupport.freePort()
-        let server = try ServerProcess(
-            try TestSupport.product("nearcastd"),
-            ["--zone", "example.test=\(Self.zone)", "--listen", "0.0.0.0:\(port)", "--listen", "[::]:\(port)", "--threads", "1"])
+        let server = try Daemon(["--zone", "example.test=\(Self.zone)", "--listen", "0.0.0.0:0", "--listen", "[::]:0", "--threads", "1"])
         defer { server.stop() }
-        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), host: "::1", port: port, timeout: 0.2) != nil }
+        let port = server.dnsPort
+        #expect(Daemon.ports(in: server.log)["dns"] == [port, port], "port 0 on both addresses is one port: \(server.log)")
         #expect(RawClient.udp(RawClient.query("www.example.test.", .a), port: port) != nil)
         #expect(RawClient.tcp(RawClient.query("www.example.test.", .a), host: "::1", port: port) != nil)
         #expect(server.log.contains("listening on a wildcard address"))
@@ -126,14 +121,14 @@ import Glibc
         let zone = dir.appendingPathComponent("bad.zone")
         try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\n".write(to: zone, atomically: true, encoding: .utf8)
         let out = try TestSupport.run(
-            try TestSupport.product("nearcastd"), ["--zone", "example.test=\(zone.path)", "--listen", "127.0.0.1:\(try TestSupport.freePort())"])
+            try TestSupport.product("nearcastd"), ["--zone", "example.test=\(zone.path)", "--listen", "127.0.0.1:0"])
         #expect(out.status == 1)
         #expect(out.stderr.contains("\(zone.path):5: A record for www.example.test.: '300.1.1.1' is not an IPv4 address"), "\(out.stderr)")
     }
 }
 
 /// `nearcast check-config`: every error as file:line: message, exit status 1 when there is one.
-@Suite struct CheckConfigTests {
+@Suite(.timeLimit(.minutes(1))) struct CheckConfigTests {
     @Test func goodConfigIsOK() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

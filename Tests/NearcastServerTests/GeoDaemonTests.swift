@@ -1,5 +1,6 @@
 import Foundation
 import NearcastCore
+import NearcastTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -10,14 +11,13 @@ import FoundationNetworking
 /// kdig with Client Subnet options (`+subnet`), as resolvers ask on behalf of their clients.
 @Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
     /// `par1Checks`: par1's checks, as YAML (none by default).
-    static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (ServerProcess, Int, URL) {
+    static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (Daemon, Int, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
-        let port = try TestSupport.freePort()
-        let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let database = Repository.testCityDatabase
         try """
-            listen: ["127.0.0.1:\(port)", "[::1]:\(port)"]
+            listen: ["127.0.0.1:0", "[::1]:0"]
             zones: [{ origin: example.test., file: z.zone }]
             geo:
               database: \(database)
@@ -30,10 +30,9 @@ import FoundationNetworking
                 - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
                 - { name: geo.example.test, type: AAAA, pool: web }
             """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path] + extraArgs)
-        try server.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: port, timeout: 0.2) != nil }
+        let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path] + extraArgs)
         #expect(server.log.contains("geo compiled"))
-        return (server, port, dir)
+        return (server, server.dnsPort, dir)
     }
 
     @Test func resolversGetTheNearestNodesForTheirClientsSubnet() throws {
@@ -69,13 +68,12 @@ import FoundationNetworking
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-tokens-\(UUID().uuidString)")
         try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
-        let api = try TestSupport.freePort()
-        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
+        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
+        let api = try #require(server.apiPort)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: dir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
         let cli = try TestSupport.product("nearcast")
         func explain(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(cli, ["explain", "--api", "127.0.0.1:\(api)", "--token-file", tokens.path] + args)
@@ -108,13 +106,12 @@ import FoundationNetworking
         try "write fedcba9876543210fedcba9876543210\n".write(to: writer, atomically: true, encoding: .utf8)
         let all = dir.appendingPathComponent("all")
         try ("read \(ManagementAPITests.readToken)\nwrite fedcba9876543210fedcba9876543210\n").write(to: all, atomically: true, encoding: .utf8)
-        let api = try TestSupport.freePort()
-        let (server, port, zdir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", all.path])
+        let (server, port, zdir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path])
+        let api = try #require(server.apiPort)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: zdir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
         let cli = try TestSupport.product("nearcast")
         func run(_ args: [String], tokens: URL) throws -> TestSupport.Output {
             try TestSupport.run(cli, args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
@@ -147,8 +144,7 @@ import FoundationNetworking
         // A drain for a while ends by itself.
         #expect(try run(["node", "drain", "par1", "--for", "1s"], tokens: writer).stdout.contains("drained"))
         #expect(try paris().first == "192.0.2.10")
-        usleep(1_500_000)
-        #expect(try paris().first == "192.0.2.20", "the drain ran out")
+        try poll("the drain runs out and par1 answers Paris again", timeout: 10) { try paris().first == "192.0.2.20" }
         #expect(try run(["node", "drain", "ghost"], tokens: writer).stderr.contains("answered 404: no node has the id 'ghost'"))
 
         // Every node out: the pool's names answer by their all-down policy (fail-open), and the
@@ -174,13 +170,12 @@ import FoundationNetworking
         defer { try? FileManager.default.removeItem(at: state) }
         let tokens = state.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        let api = try TestSupport.freePort()
-        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path, "--state-dir", state.path])
+        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path])
+        let api = try #require(server.apiPort)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: dir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
         let configFile = dir.appendingPathComponent("c.yaml")
         let original = try String(contentsOf: configFile, encoding: .utf8)
         func cli(_ args: [String]) throws -> TestSupport.Output {
@@ -224,7 +219,9 @@ import FoundationNetworking
         // Only a node's checks change: no compile, the monitor runs the new check (fra1's target is
         // a closed port, so it goes down).
         let compiles = server.log.components(separatedBy: "geo compiled").count
-        let closedPort = try TestSupport.freePort()
+        let closed = try RefusingPort()
+        defer { withExtendedLifetime(closed) {} }
+        let closedPort = closed.port
         let checked = changed.replacingOccurrences(
             of: "longitude: 8.68, country: DE }",
             with: "longitude: 8.68, country: DE, checks: [{ type: tcp, host: 127.0.0.1, port: \(closedPort), interval: 0.2, timeout: 0.2, fall: 1 }] }")
@@ -296,14 +293,13 @@ import FoundationNetworking
             .write(to: all, atomically: true, encoding: .utf8)
         let agentFile = dir.appendingPathComponent("agent")
         try "agent:par1 \(par1Agent)\n".write(to: agentFile, atomically: true, encoding: .utf8)
-        let api = try TestSupport.freePort()
         let (server, port, zdir) = try Self.start(
-            extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", all.path], par1Checks: "[{ type: report, stale-after: 1.5 }]")
+            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path], par1Checks: "[{ type: report, stale-after: 1.5 }]")
+        let api = try #require(server.apiPort)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: zdir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
         let cli = try TestSupport.product("nearcast")
         func report(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(cli, ["report"] + args + ["--api", "127.0.0.1:\(api)", "--token-file", agentFile.path])
@@ -339,8 +335,7 @@ import FoundationNetworking
         // The last report; then silence: stale 1.5 s after it, and the log says why.
         let quiet = Date()
         #expect(try await post("par1", "{\"ok\": true}", token: writeToken).0 == 200, "a write token may report too")
-        while try paris() == "192.0.2.20", Date().timeIntervalSince(quiet) < 10 { usleep(100_000) }
-        #expect(try paris() == "192.0.2.10", "a silent node is taken out")
+        try poll("a silent par1 is taken out", timeout: 10, interval: 0.1) { try paris() == "192.0.2.10" }
         #expect(Date().timeIntervalSince(quiet) >= 1.45, "not before stale-after")
         try server.waitUntilReady(timeout: 5) { server.log.contains("no report for 1.5 s") }
     }

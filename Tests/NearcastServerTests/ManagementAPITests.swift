@@ -1,5 +1,6 @@
 import Foundation
 import NearcastCore
+import NearcastTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -12,13 +13,11 @@ import FoundationNetworking
     static let readToken = "0123456789abcdef0123456789abcdef"
 
     /// A daemon with the API on a free port and a tokens file with one read token.
-    static func start() throws -> (daemon: ServerProcess, api: Int, tokens: URL) {
+    static func start() throws -> (daemon: Daemon, api: Int, tokens: URL) {
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tokens-\(UUID().uuidString)")
         try "# test\nread \(readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        let api = try TestSupport.freePort()
-        let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
-        try daemon.waitUntilReady { daemon.log.contains("management API listening") }
-        return (daemon, api, tokens)
+        let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
+        return (daemon, try #require(daemon.apiPort), tokens)
     }
 
     static func get(_ port: Int, _ path: String, token: String? = nil) async throws -> (Int, [String: String], Data) {
@@ -80,7 +79,7 @@ import FoundationNetworking
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("the management API answered 401: the bearer token is not valid"), "\(refused.stderr)")
 
-        let down = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(try TestSupport.freePort())", "--token-file", tokens.path])
+        let down = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(try TestSupport.unusedPort())", "--token-file", tokens.path])
         #expect(down.status == 1 && down.stderr.contains("cannot reach the management API"), "\(down.stderr)")
     }
 
@@ -90,8 +89,7 @@ import FoundationNetworking
         defer { try? FileManager.default.removeItem(at: tokens) }
         let out = try TestSupport.run(
             try TestSupport.product("nearcastd"),
-            ["--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:\(try TestSupport.freePort())",
-             "--api", "127.0.0.1:\(try TestSupport.freePort())", "--api-tokens", tokens.path])
+            ["--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         #expect(out.status == 1)
         #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin, agent, agent:NODE)"), "\(out.stderr)")
     }
@@ -111,15 +109,15 @@ import FoundationNetworking
              "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert])
         #expect(openssl.status == 0, "\(openssl.stderr)")
         try "read \(ManagementAPITests.readToken)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
-        let port = try TestSupport.freePort(), api = try TestSupport.freePort()
         try """
-            listen: ["127.0.0.1:\(port)"]
+            listen: ["127.0.0.1:0"]
             zones: [{ origin: example.test., file: \(DaemonTests.zone) }]
-            api: { listen: "127.0.0.1:\(api)", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
+            api: { listen: "127.0.0.1:0", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
             """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
+        let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
         defer { server.stop() }
-        try server.waitUntilReady { server.log.contains("management API listening") && server.log.contains("tls=true") }
+        #expect(server.log.contains("tls=true"))
+        let api = try #require(server.apiPort)
         let curl = try TestSupport.tool("curl")
         let ok = try TestSupport.run(
             curl, ["-s", "--cacert", cert, "-H", "Authorization: Bearer \(ManagementAPITests.readToken)", "https://127.0.0.1:\(api)/v1/stats"])

@@ -1,5 +1,6 @@
 import Foundation
 import NearcastCore
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastServer
@@ -75,13 +76,12 @@ import FoundationNetworking
         let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-metrics-tokens-\(UUID().uuidString)")
         try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
-        let api = try TestSupport.freePort()
-        let (server, port, dir) = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path])
+        let (server, port, dir) = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: dir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
+        let api = try #require(server.apiPort)
         for name in ["geo.example.test", "nope.example.test"] {
             _ = try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"])
         }

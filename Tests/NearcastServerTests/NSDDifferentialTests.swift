@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastTestSupport
 import Testing
 
 /// nearcastd and NSD serve the same zone; for every query of a generated set, the answers must agree
@@ -101,7 +102,7 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-nsd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let nsdPort = try TestSupport.freePort()
+        let nsdPort = try TestSupport.unusedPort()
         let nsd = try Self.startNSD(dir: dir, port: nsdPort)
         defer { nsd.stop() }
         let (nearcast, port) = try DaemonTests.startDaemon()

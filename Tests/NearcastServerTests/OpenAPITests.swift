@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NearcastCore
+import NearcastTestSupport
 import Testing
 import Yams
 
@@ -46,14 +47,13 @@ import FoundationNetworking
         ]
         let file = dir.appendingPathComponent("tokens")
         try tokens.map { "\($0.key) \($0.value)" }.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
-        let api = try TestSupport.freePort()
         let (server, _, zdir) = try GeoDaemonTests.start(
-            extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", file.path], par1Checks: "[{ type: report, stale-after: 60 }]")
+            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", file.path], par1Checks: "[{ type: report, stale-after: 60 }]")
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: zdir)
         }
-        try server.waitUntilReady { server.log.contains("management API listening") }
+        let api = try #require(server.apiPort)
         let below = ["read": "agent", "write": "read", "admin": "write", "agent": "read"]
         func call(_ method: String, _ path: String, _ token: String?) async throws -> Int {
             let concrete = path.replacingOccurrences(of: "{id}", with: "par1").replacingOccurrences(of: "{origin}", with: "example.test.")

@@ -1,4 +1,5 @@
 import Foundation
+import NearcastTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -14,21 +15,20 @@ import FoundationNetworking
         let zone = dir.appendingPathComponent("z.zone")
         let fixture = try String(contentsOf: URL(fileURLWithPath: DaemonTests.zone), encoding: .utf8)
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.77\n").write(to: zone, atomically: true, encoding: .utf8)
-        let port = try TestSupport.freePort(), api = try TestSupport.freePort()
         let config = dir.appendingPathComponent("c.yaml")
-        func writeConfig(listen: Int) throws {
+        func writeConfig(listen: String) throws {
             try """
-                listen: ["127.0.0.1:\(listen)"]
+                listen: ["\(listen)"]
                 zones: [{ origin: example.test., file: z.zone }]
-                api: { listen: "127.0.0.1:\(api)", tokens: tokens }
+                api: { listen: "127.0.0.1:0", tokens: tokens }
                 """.write(to: config, atomically: true, encoding: .utf8)
         }
-        try writeConfig(listen: port)
+        try writeConfig(listen: "127.0.0.1:0")
         let admin = "abcdefabcdefabcdefabcdefabcdef00", writer = "abcdefabcdefabcdefabcdefabcdef11"
         try "admin \(admin)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
-        let server = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", config.path])
+        let server = try Daemon(["--config", config.path])
         defer { server.stop() }
-        try server.waitUntilReady { server.log.contains("management API listening") }
+        let port = server.dnsPort, api = try #require(server.apiPort)
         let dig = try TestSupport.tool("dig")
         func ask(_ name: String) throws -> String { try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"]).stdout }
         func reload(_ token: String) throws -> TestSupport.Output {
@@ -50,18 +50,18 @@ import FoundationNetworking
 
         // A setting only a restart applies: refused as a conflict, nothing changed.
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.79\n").write(to: zone, atomically: true, encoding: .utf8)
-        try writeConfig(listen: try TestSupport.freePort())
+        try writeConfig(listen: "127.0.0.2:0")
         let conflict = try reload(admin)
         #expect(conflict.status == 1 && conflict.stderr.contains("answered 409: listen changed: those apply at a restart"), "\(conflict.stderr)")
         #expect(try ask("new.example.test") == "192.0.2.77\n")
 
         // Put back, it goes through; SIGHUP does the same.
-        try writeConfig(listen: port)
+        try writeConfig(listen: "127.0.0.1:0")
         let ok = try reload(admin)
         #expect(ok.status == 0 && ok.stdout.hasPrefix("reloaded: 1 zone,"), "\(ok.stdout) \(ok.stderr)")
         #expect(try ask("new.example.test") == "192.0.2.79\n")
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.80\n").write(to: zone, atomically: true, encoding: .utf8)
-        kill(server.process.processIdentifier, SIGHUP)
+        kill(server.pid, SIGHUP)
         try server.waitUntilReady(timeout: 10) { (try? ask("new.example.test")) == "192.0.2.80\n" }
         try server.waitUntilReady(timeout: 5) { server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") } }
     }
@@ -86,10 +86,10 @@ import FoundationNetworking
         let writer = "fedcba9876543210fedcba9876543210", admin = "00112233445566778899aabbccddeeff"
         try "write \(writer)\nadmin \(admin)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
-        let api = try TestSupport.freePort()
-        func start() throws -> (ServerProcess, Int, URL) {
-            let s = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:\(api)", "--api-tokens", tokens.path, "--state-dir", state.path])
-            try s.0.waitUntilReady { s.0.log.contains("management API listening") }
+        var api = 0  // the API's port, new at each start
+        func start() throws -> (Daemon, Int, URL) {
+            let s = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path])
+            api = try #require(s.0.apiPort)
             return s
         }
         func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
@@ -151,18 +151,19 @@ import FoundationNetworking
         let zone = dir.appendingPathComponent("z.zone")
         try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: zone.path)
-        let port = try TestSupport.freePort(), api = try TestSupport.freePort()
+        var port = 0, api = 0  // new at each start
         let reader = "11111111111111111111111111111111", writer = "22222222222222222222222222222222"
         try "read \(reader)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         try """
-            listen: ["127.0.0.1:\(port)"]
+            listen: ["127.0.0.1:0"]
             zones: [{ origin: example.test., file: z.zone }]
-            api: { listen: "127.0.0.1:\(api)", tokens: tokens }
+            api: { listen: "127.0.0.1:0", tokens: tokens }
             state-dir: state
             """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        func start() throws -> ServerProcess {
-            let s = try ServerProcess(try TestSupport.product("nearcastd"), ["--config", dir.appendingPathComponent("c.yaml").path])
-            try s.waitUntilReady { s.log.contains("management API listening") }
+        func start() throws -> Daemon {
+            let s = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
+            port = s.dnsPort
+            api = try #require(s.apiPort)
             return s
         }
         var server = try start()

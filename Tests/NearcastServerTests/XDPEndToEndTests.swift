@@ -1,4 +1,5 @@
 import Foundation
+import NearcastTestSupport
 import Synchronization
 import Testing
 
@@ -10,8 +11,7 @@ import Glibc
 /// with XDP on the server end, the real dig on the client end. The XDP counters, read from the
 /// pinned map with bpftool, prove who answered.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct XDPEndToEndTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = Repository.root
     static let prefix = "nct\(getpid() % 10000)"
     static var srv: String { "\(prefix)-srv" }
     static var cli: String { "\(prefix)-cli" }
@@ -115,8 +115,7 @@ import Glibc
             ["netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i", file.path, "-I", clientIf, server])
         usleep(500_000)
         try meanwhile()
-        let deadline = Date().addingTimeInterval(Double(seconds) + 10)
-        while load.process.isRunning && Date() < deadline { usleep(50_000) }
+        load.waitForExit(timeout: Double(seconds) + 10)
         let output = load.log
         load.stop()
         let after = try counters(t)
@@ -143,8 +142,7 @@ import Glibc
              "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
              "--listen", "\(Self.server):53", "--threads", "1", "--xdp", "\(Self.serverIf):native", "--pin-root", t.pinRoot,
              "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path, "--api", "192.0.2.99:8053"])
-        let deadline = Date().addingTimeInterval(20)
-        while d.process.isRunning && Date() < deadline { usleep(50_000) }
+        d.waitForExit(timeout: 20)
         let log = d.log
         #expect(d.stop() == 1, "\(log)")
         #expect(log.contains("fast path ready") && log.contains("cannot start the management API"), "\(log)")
@@ -240,8 +238,9 @@ import Glibc
         #expect(passed <= cpus * (200 * (seconds + 2) + 50), "the slow path gets no more than its budget (\(passed))")
         #expect(Double(replies) >= Double(sent) * 0.95, "kxdpgun got its replies (\(replies) of \(sent))")
         // The budget refills: a query after the flood is answered by the slow path.
-        usleep(500_000)
-        #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
+        try poll("the slow path answers again once the budget refills", timeout: 5) {
+            try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")
+        }
     }
 
     /// Geo names answered by XDP for clients at several addresses of the client namespace (and,
@@ -492,7 +491,7 @@ import Glibc
         }
         // SIGHUP does the same.
         try writeZone(20)
-        kill(daemon.process.processIdentifier, SIGHUP)
+        kill(daemon.child.pid, SIGHUP)
         try daemon.waitUntilReady(timeout: 10) { (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n" }
         #expect(daemon.log.contains("reloaded") && daemon.log.contains("by=SIGHUP"), "\(daemon.log)")
         print("reloads under load: kxdpgun sent \(sent), XDP answered \(answered); dig saw \(Set(seen).sorted())")
@@ -599,7 +598,7 @@ import Glibc
             #expect(a == "192.0.2.20" || a == "192.0.2.21", "an answer of neither version: '\(a)'")
             seen.insert(a)
         }
-        while !finished.withLock({ $0 }) { usleep(50_000) }
+        try poll("the reloads finish", timeout: 60) { finished.withLock { $0 } }
 
         // The geo fast path outlives a killed daemon, and a new one takes it over: its own maps
         // go into the other generation, switched in with its names table.

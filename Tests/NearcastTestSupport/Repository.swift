@@ -1,0 +1,79 @@
+import Foundation
+
+/// Paths in the repository and in its build, found from this file's place in the tree.
+public enum Repository {
+    /// The repository's root folder.
+    public static let root: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A path under the root.
+    public static func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+
+    /// Tests/Fixtures: zones and configs the tests share.
+    public static func fixture(_ name: String) -> String { path("Tests/Fixtures/\(name)") }
+
+    /// A BPF object `make bpf` built (.build/bpf/NAME).
+    public static func bpfObject(_ name: String) -> String { path(".build/bpf/\(name)") }
+
+    /// The XDP program.
+    public static var program: String { bpfObject("nearcast.bpf.o") }
+
+    /// The City database `make test` writes from tools/geo/test-city.json.
+    public static var testCityDatabase: String { path(".build/geo/test-city.mmdb") }
+
+    /// The folder holding the built products (nearcastd, nearcast), next to the test bundle.
+    public static var productsDirectory: URL {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = bundle.deletingLastPathComponent()
+        // Swift Testing may run from inside the .xctest bundle on some toolchains.
+        if dir.lastPathComponent.hasSuffix(".xctest") { dir = dir.deletingLastPathComponent() }
+        return dir
+    }
+
+    /// A product of this package (nearcastd, nearcast), built beside the tests.
+    public static func product(_ name: String) throws -> String {
+        let path = productsDirectory.appendingPathComponent(name).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestFailure("\(name) is not built at \(path); run `swift build --build-tests` first")
+        }
+        return path
+    }
+
+    /// An installed program (dig, kdig, nsd, ip, bpftool…).
+    public static func tool(_ name: String) throws -> String {
+        for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin", "/usr/local/sbin"] {
+            let p = dir + "/" + name
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        throw TestFailure("\(name) is not installed; run tools/install-deps.sh")
+    }
+}
+
+/// Polls `condition` every `interval` seconds until it holds; fails after `timeout` seconds with
+/// `what` (and the condition's last error, if it threw). Conditions are polled, never slept for.
+public func poll(_ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    var lastError: (any Error)?
+    while true {
+        do {
+            if try condition() { return }
+        } catch { lastError = error }
+        if Date() >= deadline { break }
+        usleep(useconds_t(interval * 1_000_000))
+    }
+    throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
+}
+
+/// The async form of `poll`, for async tests.
+public func poll(_ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    var lastError: (any Error)?
+    while true {
+        do {
+            if try await condition() { return }
+        } catch { lastError = error }
+        if ContinuousClock.now >= deadline { break }
+        try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+    }
+    throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The short names tests use for running programs and finding files.
+public enum TestSupport {
+    public typealias Output = ChildProcess.Output
+
+    /// Runs a program to completion, killed after `timeout` seconds (the test then fails with its output).
+    @discardableResult
+    public static func run(_ path: String, _ args: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> Output {
+        try ChildProcess.run(path, args, timeout: timeout, environment: environment)
+    }
+
+    public static func product(_ name: String) throws -> String { try Repository.product(name) }
+    public static func tool(_ name: String) throws -> String { try Repository.tool(name) }
+
+    /// Tests/Fixtures.
+    public static var fixtures: URL { Repository.root.appendingPathComponent("Tests/Fixtures") }
+
+    /// A port the kernel handed out as free just now, for programs that cannot bind port 0 and say
+    /// which port they got (nsd, a health check's closed port). nearcastd binds port 0 itself: use
+    /// `Daemon` for it. No port is handed out twice in one run.
+    public static func unusedPort() throws -> Int {
+        for _ in 0..<50 {
+            guard let port = kernelPort() else { continue }
+            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        }
+        throw TestFailure("the kernel handed out no unused port")
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// Binds TCP on 127.0.0.1 port 0, reads the port and closes; nil if that port is not also free
+    /// for UDP.
+    private static func kernelPort() -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard bound else { return nil }
+        let port = Int(UInt16(bigEndian: a.sin_port))
+        let udp = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard udp >= 0 else { return nil }
+        defer { close(udp) }
+        let udpFree = withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        return udpFree ? port : nil
+    }
+}
+
+/// A port no one answers on and no one else can take while this lives: a TCP socket bound to it
+/// that never listens (connections are refused), for health checks that must fail. A port closed
+/// after use is no such thing: the kernel hands it to the next test that binds port 0.
+public final class RefusingPort: Sendable {
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard bound else {
+            close(fd)
+            throw TestFailure("bind: \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: a.sin_port))
+    }
+
+    deinit { close(fd) }
+}
