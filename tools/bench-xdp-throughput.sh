@@ -70,7 +70,7 @@ kx_answers() { # rate -> "sent answers"
 	fi
 }
 # dnsperf (closed loop, sockets): the client end needs a pass-through XDP program for the server's
-# XDP_TX frames to arrive (DESIGN §9). Queries per second over DP_DURATION.
+# XDP_TX frames to arrive (ARCHITECTURE §9). Queries per second over DP_DURATION.
 dp() {
 	ip -force -n "$CLI" link set dev "$CIF" xdpdrv obj .build/bpf/xdp_pass.bpf.o sec xdp # kxdpgun leaves its own
 	pin_napi "$CLI" "$CIF" "$CLIENT_CPU"

@@ -44,7 +44,7 @@ geo:
   names:
     - { name: edge.demo.nearcast.test, type: A, pool: edge, answers: 1, ttl: 30 }
 Y
-# XDP_TX frames reach the client end of a veth only when it has an XDP program (DESIGN §9).
+# XDP_TX frames reach the client end of a veth only when it has an XDP program (ARCHITECTURE §9).
 ip -n ncd-cli link set dev ncd-c xdpdrv obj "$R/.build/bpf/xdp_pass.bpf.o" sec xdp
 ip netns exec ncd-srv "$B/nearcastd" --config nearcast.yaml --log-level notice 2> daemon.log &
 daemon=$!

@@ -1,6 +1,6 @@
 import MaxMindDB
 
-/// A pool of nodes that serve one service, with the policy that ranks them (DESIGN §1, §5).
+/// A pool of nodes that serve one service, with the policy that ranks them (ARCHITECTURE §1, §5).
 public struct GeoPool: Hashable, Sendable {
     public var id: String
     public var nodes: [GeoNode]
@@ -81,7 +81,7 @@ public struct GeoImage: Sendable {
     }
 }
 
-/// The geo compiler (DESIGN §2, §5): every network of the database -> its location -> per pool,
+/// The geo compiler (ARCHITECTURE §2, §5): every network of the database -> its location -> per pool,
 /// the ranked candidate list -> location classes (equal lists across all pools) -> adjacent
 /// networks of one class merged into the widest prefix that covers exactly them.
 public enum GeoCompiler {

@@ -4,7 +4,7 @@ import MaxMindDB
 import Yams
 
 /// The `geo:` section of the config: the MaxMind database, the nodes, the pools and the geo names
-/// (DESIGN §1, §5):
+/// (ARCHITECTURE §1, §5):
 ///
 /// ```yaml
 /// geo:
@@ -92,7 +92,7 @@ public struct NodeConfig: Sendable, Equatable {
     }
 }
 
-/// A pool of nodes that geo names answer from. Its TTL follows health (DESIGN §6): while a member
+/// A pool of nodes that geo names answer from. Its TTL follows health (ARCHITECTURE §6): while a member
 /// is down or degraded, or changed state less than `settle` seconds ago, its names answer with at
 /// most `minTTL`, so resolvers ask again soon while things move; once settled, with their own TTL
 /// (at most `maxTTL`).

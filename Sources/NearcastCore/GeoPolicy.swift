@@ -1,7 +1,7 @@
 import Foundation
 import MaxMindDB
 
-/// A node of the fog network as the geo policy sees it (DESIGN §1): where the operator says it is,
+/// A node of the fog network as the geo policy sees it (ARCHITECTURE §1): where the operator says it is,
 /// its capacity and its bias. Health is not part of ranking: it is applied at answer time.
 public struct GeoNode: Hashable, Sendable {
     public var id: String
@@ -28,7 +28,7 @@ public struct GeoNode: Hashable, Sendable {
     }
 }
 
-/// How distance turns into the main term of a node's score (DESIGN §5); d in km.
+/// How distance turns into the main term of a node's score (ARCHITECTURE §5); d in km.
 public enum DistanceStrategy: String, CaseIterable, Sendable {
     /// 1 - d/20000
     case linear
@@ -49,7 +49,7 @@ public enum DistanceStrategy: String, CaseIterable, Sendable {
     }
 }
 
-/// How a pool ranks its nodes for a client location (DESIGN §5). The defaults are distance only:
+/// How a pool ranks its nodes for a client location (ARCHITECTURE §5). The defaults are distance only:
 /// the bonuses are there to be turned on, and small values keep distance in charge (with the
 /// linear strategy a bonus of 0.01 is worth 200 km).
 public struct GeoPolicy: Hashable, Sendable {

@@ -2,7 +2,7 @@ import DNSWire
 import MaxMindDB
 import Synchronization
 
-/// Everything a geo name is answered from (DESIGN §2): the compiled image (classes and prefixes),
+/// Everything a geo name is answered from (ARCHITECTURE §2): the compiled image (classes and prefixes),
 /// the geo names, the nodes' addresses and health. Both paths answer from the same table: the
 /// slow path reads it here; the fast path will read the maps written from it.
 public struct GeoTable: Sendable {

@@ -2,7 +2,7 @@ import Foundation
 import DNSWire
 import Yams
 
-/// One active check of a node, as configured (DESIGN §6; NearcastHealth runs it):
+/// One active check of a node, as configured (ARCHITECTURE §6; NearcastHealth runs it):
 ///
 /// ```yaml
 /// checks:

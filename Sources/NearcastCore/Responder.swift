@@ -6,7 +6,7 @@ public enum Transport: Sendable {
     case tcp
 }
 
-/// Turns a query's bytes into the reply's bytes, as an authoritative-only server (DESIGN §4).
+/// Turns a query's bytes into the reply's bytes, as an authoritative-only server (ARCHITECTURE §4).
 ///
 /// Nothing here blocks or allocates per zone: it reads an immutable `Authority`.
 public struct Responder: Sendable {
@@ -84,7 +84,7 @@ public struct Responder: Sendable {
         return fit(reply, limit: sizeLimit(msg.edns, transport), glueRequired: answer.additionalIsRequiredGlue)
     }
 
-    /// The reply for a geo name: the client's nearest healthy nodes (DESIGN §5). The client is the
+    /// The reply for a geo name: the client's nearest healthy nodes (ARCHITECTURE §5). The client is the
     /// ECS address when the query has one with a source prefix, else the query's source; the ECS
     /// echo's scope is the prefix the address matched (the source prefix when none did, so a
     /// resolver never caches the answer for more than the client's own subnet).

@@ -27,7 +27,7 @@ public struct StatsReport: Codable, Equatable, Sendable {
 }
 
 /// Health changes and the map writes they made since the daemon started, with the time from each
-/// node's state decision to its map write (DESIGN §6), over the most recent changes.
+/// node's state decision to its map write (ARCHITECTURE §6), over the most recent changes.
 public struct HealthWrites: Codable, Equatable, Sendable {
     /// Changes of a node's state, and of a pool's TTL cap.
     public var nodeChanges: Int

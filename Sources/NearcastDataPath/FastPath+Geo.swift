@@ -5,7 +5,7 @@ import NearcastCore
 import Glibc
 #endif
 
-/// The geo half of the fast path (DESIGN §2, §5): the maps one geo compile is written into, each
+/// The geo half of the fast path (ARCHITECTURE §2, §5): the maps one geo compile is written into, each
 /// generation's slots of them, and the one-entry writes health changes make.
 extension FastPath {
     /// The prefix and candidate maps written for one geo compile (`GeoTable.serial`), held while a
@@ -100,7 +100,7 @@ extension FastPath {
         return NamesTable.Entry(hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
     }
 
-    /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (DESIGN
+    /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (ARCHITECTURE
     /// §2: a health change never recomputes the prefix maps). Returns false for an unknown node.
     @discardableResult
     public func setNodeHealth(_ id: String, up: Bool) throws(BPFError) -> Bool {

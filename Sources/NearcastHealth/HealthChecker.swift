@@ -4,7 +4,7 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// One check of a node (DESIGN §6): a TCP connect, an HTTP GET expecting a status range (and,
+/// One check of a node (ARCHITECTURE §6): a TCP connect, an HTTP GET expecting a status range (and,
 /// optionally, a string in the body), or a DNS query expecting an rcode, run by HealthChecker; or
 /// the passive `report`, whose results are the reports the node's agent posts (HealthMonitor).
 public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {

@@ -2,7 +2,7 @@ import NIOCore
 import NearcastCore
 
 /// Runs every node's checks on their intervals and keeps each node's NodeHealth; reports each
-/// change of a node's state as it happens (DESIGN §6). Checks run concurrently, each on its own
+/// change of a node's state as it happens (ARCHITECTURE §6). Checks run concurrently, each on its own
 /// schedule with jitter, so checks of many nodes do not fire in lockstep and a slow target holds
 /// up only its own check.
 public actor HealthMonitor {

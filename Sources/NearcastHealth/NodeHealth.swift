@@ -1,4 +1,4 @@
-/// What a node's health says about answering with it (DESIGN §6).
+/// What a node's health says about answering with it (ARCHITECTURE §6).
 public enum HealthState: String, Sendable, CaseIterable, Codable {
     /// Every check passes: answered.
     case up

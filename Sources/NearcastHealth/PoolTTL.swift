@@ -1,6 +1,6 @@
 import NearcastCore
 
-/// TTL follows health (DESIGN §6): each pool's TTL cap from its members' states and how recently
+/// TTL follows health (ARCHITECTURE §6): each pool's TTL cap from its members' states and how recently
 /// they changed. A pool is unsettled while a member is down or degraded, or changed state less
 /// than the pool's `settle` seconds ago (so a flapping member keeps it unsettled); its names then
 /// answer with at most `minTTL`, and once settled with their own TTL, at most `maxTTL`. A drained

@@ -5,7 +5,7 @@ import NearcastCore
 import NearcastDataPath
 import NearcastHealth
 
-/// Connects the health monitor to what answers (DESIGN §2, §6): each change of a node's state is
+/// Connects the health monitor to what answers (ARCHITECTURE §2, §6): each change of a node's state is
 /// one write of the board the responders read and one write of the node's entry in the XDP nodes
 /// map; each change of a pool's TTL cap the same, for the pool. Both are logged with the reason.
 /// They go to the geo data live at the time (LiveGeo), which a reload may replace.
@@ -43,7 +43,7 @@ enum HealthWiring {
                     "node health changed",
                     metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
                 // A pool with no member left to answer falls back on its names' all-down policy
-                // (DESIGN §5: always logged; XDP counts its fail-open answers).
+                // (ARCHITECTURE §5: always logged; XDP counts its fail-open answers).
                 if change.from.isServing != change.to.isServing, let current = live.current {
                     let config = current.config
                     let down = current.table.board.down

@@ -6,7 +6,7 @@ import NearcastDataPath
 import NearcastHealth
 import NearcastServer
 
-/// Reloads the config and zone files (SIGHUP, `POST /v1/reload`) the way DESIGN §2 asks: the new
+/// Reloads the config and zone files (SIGHUP, `POST /v1/reload`) the way ARCHITECTURE §2 asks: the new
 /// files are read and checked first, and a rejected reload leaves everything as it was; then the
 /// fast path's names table (and geo maps) are written as a new generation switched in with one
 /// write, and the slow path's responder is replaced whole. Each answer is the old data or the

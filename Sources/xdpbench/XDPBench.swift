@@ -10,7 +10,7 @@ import NearcastDataPath
 /// ceiling), the same growing the frame by an answer's size (the ceiling with the one helper call
 /// any responder makes) and an empty one (the cost of measuring), run by `make bench`.
 ///
-/// How the figure is taken (DESIGN §9): `BPF_PROG_TEST_RUN` with `repeat N` would run the program N
+/// How the figure is taken (ARCHITECTURE §9): `BPF_PROG_TEST_RUN` with `repeat N` would run the program N
 /// times on a buffer the first run already rewrote into a reply, so later runs would take an early
 /// exit. Instead each packet is run once per call, many times; the kernel's own duration of each
 /// single run is collected, and each program's figure is the interquartile mean of its runs. The

@@ -4,7 +4,7 @@ import Testing
 @testable import NearcastCore
 
 /// The geo policy against rankings worked out by hand (distances and scores computed separately
-/// from the formulas of DESIGN §5, to 0.1 km).
+/// from the formulas of ARCHITECTURE §5, to 0.1 km).
 @Suite(.timeLimit(.minutes(1))) struct GeoPolicyTests {
     static let nodes = [
         GeoNode(id: "fra", latitude: 50.1109, longitude: 8.6821, country: "DE", region: "HE"),

@@ -3,7 +3,7 @@ import Testing
 @testable import NearcastHealth
 
 /// The health state machine alone: rise and fall, several checks, flapping, overrides and their
-/// expiry, and the cold start (DESIGN §6).
+/// expiry, and the cold start (ARCHITECTURE §6).
 @Suite(.timeLimit(.minutes(1))) struct NodeHealthTests {
     let t0 = ContinuousClock.now
 

@@ -4,7 +4,7 @@ import Testing
 @testable import NearcastHealth
 
 /// TTL follows health, alone: a pool answers with its low TTL while a member is down or degraded
-/// or changed lately, and goes back once it has settled (DESIGN §6).
+/// or changed lately, and goes back once it has settled (ARCHITECTURE §6).
 @Suite(.timeLimit(.minutes(1))) struct PoolTTLTests {
     let t0 = ContinuousClock.now
     func at(_ s: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int64(s * 1000)) }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // A pass-through XDP program for the client end of a test veth pair: frames sent back with
 // XDP_TX by the server end reach a veth peer only when the peer runs an XDP program too
-// (DESIGN.md §9). Used by the end-to-end tests and the benchmarks; not part of nearcast.
+// (ARCHITECTURE §9). Used by the end-to-end tests and the benchmarks; not part of nearcast.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 

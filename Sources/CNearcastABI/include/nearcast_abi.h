@@ -4,7 +4,7 @@
  * key and value layouts, verdict reasons, the ABI version. Included by bpf/nearcast.bpf.c and, as
  * the C module CNearcastABI, by Swift (only NearcastDataPath and BPF tests touch these structs).
  *
- * Rules (DESIGN.md §8): fixed-width fields, explicit padding, no bool, no pointers, no bitfields;
+ * Rules (ARCHITECTURE §8): fixed-width fields, explicit padding, no bool, no pointers, no bitfields;
  * every struct's size is asserted in abi.c (C side) and in the Swift tests.
  */
 #ifndef NEARCAST_ABI_H
@@ -97,7 +97,7 @@ enum nc_answer_kind {
 };
 
 /*
- * Geo names (DESIGN §2, §5). The client's address (the ECS address when the query has one with a
+ * Geo names (ARCHITECTURE §2, §5). The client's address (the ECS address when the query has one with a
  * source prefix, else the packet's source) is looked up, full length, in the LPM map of its
  * family: its location class, and the prefix length matched (the ECS scope). The candidates of
  * (ranking, class) are node indexes in rank order; the first `answers` whose node is up are the
@@ -175,7 +175,7 @@ struct nc_geo_name {
 };
 
 /*
- * A pool's TTL state (ARRAY nc_pools, NC_POOLS_MAX entries a generation): TTL follows health (DESIGN §6). The
+ * A pool's TTL state (ARRAY nc_pools, NC_POOLS_MAX entries a generation): TTL follows health (ARCHITECTURE §6). The
  * control plane writes one entry when the pool's state changes: its low TTL while a member is
  * down or degraded or has changed state lately, its cap (or 0xffffffff) once it has settled.
  */
