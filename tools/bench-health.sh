@@ -16,7 +16,7 @@ DURATION=${DURATION:-10}
 FLIPS=${FLIPS:-2000}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
+ZONE=$PWD/Tests/Fixtures/example.test.zone
 P=nch
 TOKEN=0123456789abcdef0123456789abcdef
 . tools/bench-netns.sh

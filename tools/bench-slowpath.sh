@@ -19,7 +19,7 @@ KX_DURATION=${KX_DURATION:-5}
 KX_RATES=${KX_RATES:-"25000 50000 100000 150000 200000 300000 400000"}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
+ZONE=$PWD/Tests/Fixtures/example.test.zone
 NEARCASTD=$PWD/.build/release/nearcastd
 P=ncb
 [ -x "$NEARCASTD" ] || { echo "build first: make build" >&2; exit 1; }

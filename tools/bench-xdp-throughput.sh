@@ -18,7 +18,7 @@ CPU_RATE=${CPU_RATE:-200000}
 DP_DURATION=${DP_DURATION:-5}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
+ZONE=$PWD/Tests/Fixtures/example.test.zone
 P=ncx
 . tools/bench-netns.sh
 

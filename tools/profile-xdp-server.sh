@@ -15,7 +15,7 @@ RATE=${RATE:-200000}
 DURATION=${DURATION:-3}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-ZONE=$PWD/Tests/NearcastServerTests/Fixtures/example.test.zone
+ZONE=$PWD/Tests/Fixtures/example.test.zone
 P=ncp
 . tools/bench-netns.sh
 

@@ -21,7 +21,7 @@ struct XDPBench: ParsableCommand {
     @Option(help: "The reflect ceiling.") var reflect = ".build/bpf/reflect.bpf.o"
     @Option(help: "The reflect ceiling that grows the frame.") var reflectGrow = ".build/bpf/reflect_grow.bpf.o"
     @Option(help: "The empty (pass) program.") var empty = ".build/bpf/xdp_pass.bpf.o"
-    @Option(help: "Zone to answer from.") var zone = "Tests/NearcastServerTests/Fixtures/example.test.zone"
+    @Option(help: "Zone to answer from.") var zone = "Tests/Fixtures/example.test.zone"
     @Option(help: "Origin of the zone.") var origin = "example.test."
     @Option(help: "Single runs per program and packet.") var runs = 200_000
     @Option(help: "The MaxMind database for the geo name.") var geoDatabase = ".build/geo/test-city.mmdb"
