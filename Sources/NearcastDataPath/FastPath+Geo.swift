@@ -29,15 +29,14 @@ extension FastPath {
         }
     }
 
-    /// Writes generation `gen`'s geo part: its slots of the prefix and candidate maps, its nodes
-    /// map and its half of the pools map. Returns the nodes and pools as written.
-    func writeGeoGeneration(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?, carrying s: State) throws(BPFError) -> (
+    /// Writes generation `gen`'s health: its nodes map and its half of the pools map, each node
+    /// and pool that stays with what was last written for it (`s`), new ones as `geo`'s board
+    /// says. A few thousand entries at most: done under the state lock, at the switch. Returns
+    /// the nodes and pools as written.
+    func writeGeoHealth(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?, carrying s: State) throws(BPFError) -> (
         [String: (index: UInt32, value: nc_node)], [String: (index: UInt32, cap: UInt32)]
     ) {
-        guard let maps, let geo else {
-            try setGeoSlots(gen, nil)
-            return ([:], [:])
-        }
+        guard let maps, let geo else { return ([:], [:]) }
         var nodeValues: [String: (index: UInt32, value: nc_node)] = [:]
         for n in geo.allNodes {
             guard let i = maps.nodeIndex[n.id] else { continue }
@@ -61,7 +60,6 @@ extension FastPath {
             try pools.updateBatch(
                 keys: list.map { Self.bytes(of: poolBase + $0.index) }, values: list.map { Self.bytes(of: nc_pool(ttl_cap: $0.cap)) })
         }
-        try setGeoSlots(gen, maps)
         return (nodeValues, poolCaps)
     }
 

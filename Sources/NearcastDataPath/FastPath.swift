@@ -34,8 +34,13 @@ public final class FastPath: Sendable {
     let pools: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
-    /// generation's entries. Writers take turns.
+    /// generation's entries. Held only for map writes of a few entries and the switch, never across
+    /// a long write or a grace period, so a health change never waits behind a reload
+    /// (ARCHITECTURE §11).
     let state: Mutex<State>
+    /// Set while a `write` is under way: writes of generations are one at a time (GenerationWriter
+    /// makes them so); two at once would be a bug, caught here rather than as a torn table.
+    let writing = Atomic<Bool>(false)
 
     struct State {
         var settings: nc_config
@@ -175,56 +180,73 @@ public final class FastPath: Sendable {
         public var collisions = 0
     }
 
-    /// Makes the names table and the geo maps hold `image` and `geo`, atomically: new and changed
-    /// answers are written at indexes the live generation does not use, the other generation's
-    /// slots, geo map slots and node and pool halves are written whole, and one write of the
-    /// settings switches generations. Once every program run that could still read the old
-    /// generation has ended, what it alone used is freed or free for the next write.
+    /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
+    /// §11): new and changed answers are written at indexes the live generation does not use, the
+    /// other generation's slots, geo map slots and node and pool halves are written whole, and one
+    /// write of the settings switches generations. Once every program run that could still read
+    /// the old generation has ended, what it alone used is freed or free for the next write.
     ///
     /// The geo prefix and candidate maps are built anew (beside the live ones, which go on
     /// answering meanwhile) only for a geo table of a compile not yet written; otherwise the new
     /// generation shares the live ones. Nodes and pools that stay keep the health and TTL cap last
     /// written for them (`setNodeHealth`, `setPoolTTLCap`); new ones start as `geo`'s board says.
+    ///
+    /// Blocking work, seconds for a whole GeoLite2-City: call it from a thread of its own
+    /// (`GenerationWriter`), one write at a time. Only the switch holds the state lock, for a few
+    /// entries' writes; health changes go in meanwhile.
     @discardableResult
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
+        guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            preconditionFailure("FastPath.write called while another write is under way")
+        }
+        defer { writing.store(false, ordering: .releasing) }
         // Placed in this order, so that a table too small leaves the NODATA answers out first:
         // positive answers, geo names, then NODATA (the image's last `nodata` entries).
         let nodata = min(image.nodata, image.entries.count)
         var entries = image.entries.prefix(image.entries.count - nodata).map(Self.encode)
-        var fresh: GeoMaps?
+        // Only writes change these, and this is the only write under way: read once, used unlocked.
+        let (live, settings, liveGeo) = state.withLock { ($0.live, $0.settings, $0.geo) }
+        var maps: GeoMaps?
         if let geo {
-            if state.withLock({ $0.geo?.serial }) != geo.serial { fresh = try buildGeoMaps(geo) }
+            maps = liveGeo?.serial == geo.serial ? liveGeo : try buildGeoMaps(geo)
             entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
                 .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
         }
         entries += image.entries.suffix(nodata).map(Self.encode)
-        return try state.withLock { (s: inout State) throws(BPFError) -> TableWrite in
-            let plan = table.plan(entries, live: s.live)
-            if !plan.writes.isEmpty {
-                try names.updateBatch(keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
-            }
+
+        // The other generation, which no query reads until the switch: the names it adds (at
+        // indexes the live one does not use), its slots, its geo slots.
+        let plan = table.plan(entries, live: live)
+        if !plan.writes.isEmpty {
+            try names.updateBatch(keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
+        }
+        let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
+        let base = Int(nextGeneration) * table.slotCount
+        try slots.updateBatch(
+            keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) }, values: plan.slots.map { Self.bytes(of: $0) })
+        try setGeoSlots(nextGeneration, maps)
+
+        // The switch: its nodes and pools with the health last written (under the lock, so no
+        // health change falls between), then one write of the settings.
+        try state.withLock { (s: inout State) throws(BPFError) in
+            let (nodeValues, poolCaps) = try writeGeoHealth(nextGeneration, maps, geo, carrying: s)
             var next = s.settings
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
-            next.generation = s.settings.generation == 0 ? 1 : 0
-            let maps = geo == nil ? nil : fresh ?? s.geo
-            let (nodeValues, poolCaps) = try writeGeoGeneration(next.generation, maps, geo, carrying: s)
-            let base = Int(next.generation) * table.slotCount
-            try slots.updateBatch(
-                keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
-                values: plan.slots.map { Self.bytes(of: $0) })
+            next.generation = nextGeneration
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
             s.live = plan.live
             s.geo = maps
             s.nodes = nodeValues
             s.pools = poolCaps
-            // The old generation's indexes are reused by the next write: no run may still read them.
-            try BPFGracePeriod.wait()
-            // Its geo slots now take the live maps too, which frees maps no generation uses.
-            try setGeoSlots(next.generation == 0 ? 1 : 0, maps)
-            return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
         }
+        // The old generation's indexes are reused by the next write: no run may still read them.
+        // Waited for without the lock: health changes go to the live generation meanwhile.
+        try BPFGracePeriod.wait()
+        // Its geo slots now take the live maps too, which frees maps no generation uses.
+        try setGeoSlots(settings.generation, maps)
+        return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.

@@ -180,10 +180,12 @@ struct Nearcastd: AsyncParsableCommand {
                 logger.warning("XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(dnsPorts[0])"])
             }
             do {
-                let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-                fastPath = try XDPDeployment(
-                    settings: cfg.xdp, image: image, geo: geo, dnsPort: UInt16(dnsPorts[0]),
-                    udpPayload: cfg.maxUDPPayload, logger: logger)
+                // Loading through the verifier and filling the maps block: on a thread of its own.
+                let settings = cfg.xdp, port = UInt16(dnsPorts[0]), payload = cfg.maxUDPPayload
+                fastPath = try await Self.onOwnThread {
+                    let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+                    return try XDPDeployment(settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload, logger: logger)
+                }
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
             }
@@ -216,7 +218,7 @@ struct Nearcastd: AsyncParsableCommand {
         let command = self
         let reloader = Reloader(
             running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
-            responders: responders, fastPath: fastPath?.fastPath, monitor: monitor, changes: changes, metrics: metrics, audit: audit,
+            responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor, changes: changes, metrics: metrics, audit: audit,
             logger: logger)
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {

@@ -27,7 +27,8 @@ actor Reloader {
     var zones: [Zone]
     let live: LiveGeo
     let responders: ResponderSource
-    let fastPath: FastPath?
+    /// The fast path's writer, when XDP is on.
+    let writer: GenerationWriter?
     let monitor: HealthMonitor?
     let changes: OperatorChanges?
     let metrics: NearcastMetrics?
@@ -42,7 +43,7 @@ actor Reloader {
 
     init(
         running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, live: LiveGeo,
-        responders: ResponderSource, fastPath: FastPath?, monitor: HealthMonitor? = nil, changes: OperatorChanges? = nil,
+        responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil, changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
         self.running = running
@@ -50,7 +51,7 @@ actor Reloader {
         self.load = load
         self.live = live
         self.responders = responders
-        self.fastPath = fastPath
+        self.writer = writer
         self.monitor = monitor
         self.changes = changes
         self.metrics = metrics
@@ -125,13 +126,24 @@ actor Reloader {
 
     func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) async throws(ReloadError) -> ReloadReport {
         let started = ContinuousClock.now
+        // Reading and parsing the files blocks: on a thread of its own, not the cooperative pool.
+        let load = load
+        let loaded: Result<(NearcastConfig, [Zone]), DiagnosticsError>
+        do {
+            loaded = try await Nearcastd.onOwnThread {
+                Result { () throws(DiagnosticsError) -> (NearcastConfig, [Zone]) in
+                    let next = try load()
+                    return (next, try next.loadZones())
+                }
+            }
+        } catch {
+            throw .invalid(DiagnosticsError([Diagnostic(file: running.sourcePath ?? "config", line: 0, message: "\(error)")]))
+        }
         let next: NearcastConfig
         let zones: [Zone]
-        do {
-            next = try load()
-            zones = try next.loadZones()
-        } catch {
-            throw .invalid(error)
+        switch loaded {
+        case .success(let r): (next, zones) = r
+        case .failure(let error): throw .invalid(error)
         }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
@@ -149,7 +161,7 @@ actor Reloader {
             }
         }
         try beforeSwitch(next)
-        let report = try switchTo(next, zones, geo: geo, started: started)
+        let report = try await switchTo(next, zones, geo: geo, started: started)
         switch geo {
         case .none: break
         case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)
@@ -169,15 +181,14 @@ actor Reloader {
     /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
     /// generation, then the slow path.
     func switchTo(_ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant)
-        throws(ReloadError) -> ReloadReport
+        async throws(ReloadError) -> ReloadReport
     {
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
-        if let fastPath {
-            let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-            do { written = try fastPath.write(image, geo: geo) } catch { throw .fastPath("\(error)") }
+        if let writer {
+            do { written = try await writer.write(responder: responder, geo: geo) } catch { throw .fastPath("\(error)") }
         }
         switch change {
         case .none: break
@@ -277,7 +288,7 @@ actor Reloader {
             throw .failed("the zone file cannot be written (\(error)): nothing was changed")
         }
         do {
-            _ = try switchTo(running, next, started: started)
+            _ = try await switchTo(running, next, started: started)
             servedDigest = Self.digest(running)
         } catch {
             try? DurableFile.replace(source.path, with: Array(before))  // as it was: the old data is still served

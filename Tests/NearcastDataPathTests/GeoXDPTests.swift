@@ -4,6 +4,7 @@ import Foundation
 import MaxMindDB
 import NearcastCore
 import NearcastTestSupport
+import Synchronization
 import Testing
 
 @testable import NearcastDataPath
@@ -291,5 +292,40 @@ import Testing
         // And without geo names, the slots are emptied.
         try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity))
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
+    }
+
+    /// Health changes made while generations are being written (the writer on its own thread, a
+    /// whole new geo compile each time) are never lost at a switch: each new generation carries
+    /// the health last written, and writes to the live one go in meanwhile (ARCHITECTURE §11).
+    @Test func healthChangesMadeWhileGenerationsAreWrittenAreNeverLost() async throws {
+        let fp = try Self.fastPath(Self.table)
+        let writer = GenerationWriter(fp)
+        let tables = try (0..<2).map { _ in try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath)) }
+        #expect(tables[0].serial != tables[1].serial, "two compiles: each write builds its maps anew")
+        let done = Atomic<Bool>(false)
+        let flipper = Task.detached {
+            // Ends with fra1 down and tyo1 up, after thousands of changes of each.
+            defer { done.store(true, ordering: .releasing) }
+            for i in 0..<4000 {
+                try fp.setNodeHealth("fra1", up: i % 2 == 1)
+                try fp.setNodeHealth("tyo1", up: i % 2 == 0)
+            }
+            try fp.setNodeHealth("fra1", up: false)
+            try fp.setNodeHealth("tyo1", up: true)
+        }
+        var writes = 0
+        while writes < 6 || !done.load(ordering: .acquiring) {
+            _ = try await writer.write(responder: Self.responder(tables[writes % 2]), geo: tables[writes % 2])
+            writes += 1
+        }
+        try await flipper.value
+        var last = tables[(writes - 1) % 2]
+        last.unhealthy = ["fra1"]
+        let r = Self.responder(last)
+        for c in Self.clients4 + Self.clients6 {
+            for type in [RRType.a, .aaaa] {
+                #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            }
+        }
     }
 }
