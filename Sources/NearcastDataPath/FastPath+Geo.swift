@@ -1,4 +1,5 @@
 import BPFKit
+import Foundation
 import CNearcastABI
 import NearcastCore
 #if canImport(Glibc)
@@ -18,14 +19,45 @@ extension FastPath {
         /// Node and pool indexes within a half, by id.
         let nodeIndex: [String: UInt32]
         let poolIndex: [String: UInt32]
+        /// The prefixes written into the tries (the compile's own arrays, not copies): their keys,
+        /// for `drainRetired`.
+        let ipv4: [ClassPrefix]
+        let ipv6: [ClassPrefix]
 
-        init(serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32], poolIndex: [String: UInt32]) {
+        init(
+            serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32], poolIndex: [String: UInt32],
+            ipv4: [ClassPrefix], ipv6: [ClassPrefix]
+        ) {
             self.serial = serial
             self.geo4 = geo4
             self.geo6 = geo6
             self.cands = cands
             self.nodeIndex = nodeIndex
             self.poolIndex = poolIndex
+            self.ipv4 = ipv4
+            self.ipv6 = ipv6
+        }
+    }
+
+    /// Empties, a little at a time, the tries of compiles no generation uses any more, then lets
+    /// them go. Handed a whole trie, the kernel frees it in one loop that does not yield the CPU
+    /// (kernels built without preemption, as distributions' are): for a GeoLite2-wide compile,
+    /// two million nodes and some 160 ms in which nothing else runs on that core, health changes
+    /// and queries included (measured: `make bench-health`). Deleted all at once, the entries'
+    /// RCU callbacks pile up past the kernel's batch limit and stall a core the same way; `chunk`
+    /// deletes and a `pause` at a time keep each batch small. Blocking, seconds for a whole
+    /// GeoLite2-City: the writer's thread runs it after a write (GenerationWriter).
+    public func drainRetired(chunk: Int = 512, pause: Duration = .milliseconds(2)) {
+        while let maps = retired.withLock({ $0.popLast() }) {
+            var done = 0
+            for (map, prefixes, v4) in [(maps.geo4, maps.ipv4, true), (maps.geo6, maps.ipv6, false)] {
+                for p in prefixes {
+                    let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
+                    try? map.map.delete(key: Self.bytes(of: UInt32(p.length)) + addr)
+                    done += 1
+                    if done % chunk == 0 { Thread.sleep(forTimeInterval: pause.seconds) }
+                }
+            }
         }
     }
 
@@ -167,7 +199,9 @@ extension FastPath {
             try m.map.updateBatch(keys: keys, values: values)
             lpm.append(m)
         }
-        return GeoMaps(serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex)
+        return GeoMaps(
+            serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex, ipv4: geo.image.ipv4,
+            ipv6: geo.image.ipv6)
     }
 
     /// A node's nodes-map value (up, until health says otherwise).

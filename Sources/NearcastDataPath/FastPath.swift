@@ -41,6 +41,9 @@ public final class FastPath: Sendable {
     /// Set while a `write` is under way: writes of generations are one at a time (GenerationWriter
     /// makes them so); two at once would be a bug, caught here rather than as a torn table.
     let writing = Atomic<Bool>(false)
+    /// Geo maps of compiles that no generation uses any more, kept until `drainRetired` has
+    /// emptied them.
+    let retired = Mutex<[GeoMaps]>([])
 
     struct State {
         var settings: nc_config
@@ -244,8 +247,10 @@ public final class FastPath: Sendable {
         // The old generation's indexes are reused by the next write: no run may still read them.
         // Waited for without the lock: health changes go to the live generation meanwhile.
         try BPFGracePeriod.wait()
-        // Its geo slots now take the live maps too, which frees maps no generation uses.
+        // Its geo slots now take the live maps too; maps of a compile no generation uses any more
+        // are kept for `drainRetired` rather than handed to the kernel whole.
         try setGeoSlots(settings.generation, maps)
+        if let old = liveGeo, old !== maps { retired.withLock { $0.append(old) } }
         return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
     }
 

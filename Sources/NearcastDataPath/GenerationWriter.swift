@@ -1,4 +1,7 @@
 import BPFKit
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import NearcastCore
 import Synchronization
@@ -19,10 +22,14 @@ public final class GenerationWriter: Sendable {
     /// as a new generation switched in with one write.
     public func write(responder: Responder, geo: GeoTable?) async throws(BPFError) -> FastPath.TableWrite {
         let fastPath = fastPath
-        return try await thread.run { () throws(BPFError) -> FastPath.TableWrite in
+        let written = try await thread.run { () throws(BPFError) -> FastPath.TableWrite in
             let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
             return try fastPath.write(image, geo: geo)
         }
+        // The maps it replaced are emptied after, in the background: the caller does not wait, a
+        // next write does.
+        thread.submit { fastPath.drainRetired() }
+        return written
     }
 }
 
@@ -54,6 +61,9 @@ final class WorkerThread: Sendable {
     }
 
     deinit { queue.add(nil) }
+
+    /// Runs `body` on the thread, without waiting for it.
+    func submit(_ body: @escaping @Sendable () -> Void) { queue.add(body) }
 
     /// Runs `body` on the thread and returns what it returned or threw.
     func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {

@@ -12,8 +12,14 @@ public final class ResponderSource: Sendable {
     /// The responder now, and its generation.
     public var current: (generation: Int, responder: Responder) { box.withLockedValue { $0 } }
 
-    /// Replaces the responder; queries read after this get the new one.
-    public func replace(with responder: Responder) {
-        box.withLockedValue { $0 = ($0.generation + 1, responder) }
+    /// Replaces the responder; queries read after this get the new one. Returns the old one, for
+    /// the caller to let go where its release costs nothing (a geo table's is tens of ms).
+    @discardableResult
+    public func replace(with responder: Responder) -> Responder {
+        box.withLockedValue { current in
+            let old = current.responder
+            current = (current.generation + 1, responder)
+            return old
+        }
     }
 }

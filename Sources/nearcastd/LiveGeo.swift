@@ -87,8 +87,11 @@ final class LiveGeo: Sendable {
     }
 
     /// Serves `next` from now on. Nodes and pools that stay keep the health and TTL cap they have
-    /// now; new ones keep what `next`'s board says (cold start).
-    func switchTo(_ next: Compiled?) {
+    /// now; new ones keep what `next`'s board says (cold start). Returns the compile served until
+    /// now, released by the caller outside the lock (freeing a GeoLite2-wide compile takes tens of
+    /// milliseconds, which a health change waiting for the lock would wait too).
+    @discardableResult
+    func switchTo(_ next: Compiled?) -> Compiled? {
         state.withLock { c in
             if let old = c, let next {
                 let (down, caps) = old.table.board.snapshot
@@ -97,7 +100,9 @@ final class LiveGeo: Sendable {
                     if let cap = caps[p.id], old.table.pools.contains(where: { $0.id == p.id }) { next.table.board.setTTLCap(p.id, cap) }
                 }
             }
+            let old = c
             c = next
+            return old
         }
     }
 }
@@ -118,5 +123,23 @@ struct FileStamp: Equatable, Sendable {
         size = Int64(st.st_size)
         modified = Int64(st.st_mtim.tv_sec)
         modifiedNanos = Int(st.st_mtim.tv_nsec)
+    }
+}
+
+/// Lets go of what a switch replaced (an old compile, an old responder) on a thread of its own, a
+/// moment later. Freeing a GeoLite2-wide compile takes tens of milliseconds; released where the
+/// switch happens, or by whichever reader dropped the last reference (a health change, an API
+/// call), that time would be theirs. A reader that took the old compile just before the switch
+/// holds it for microseconds: a second later this thread holds the last reference.
+enum Retired {
+    static let holdFor: Duration = .seconds(1)
+
+    static func release(_ values: (any Sendable)?...) {
+        let held = values.compactMap { $0 }
+        guard !held.isEmpty else { return }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: holdFor.seconds)
+            withExtendedLifetime(held) {}
+        }
     }
 }

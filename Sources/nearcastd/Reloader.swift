@@ -190,12 +190,14 @@ actor Reloader {
         if let writer {
             do { written = try await writer.write(responder: responder, geo: geo) } catch { throw .fastPath("\(error)") }
         }
+        var retired: LiveGeo.Compiled?
         switch change {
         case .none: break
-        case .to(let compiled): live.switchTo(compiled)
+        case .to(let compiled): retired = live.switchTo(compiled)
         case .checks(let config): live.keepCompile(for: config)
         }
-        responders.replace(with: responder)
+        let oldResponder = responders.replace(with: responder)
+        Retired.release(retired, oldResponder)
         running = config
         self.zones = zones
         let d = ContinuousClock.now - started

@@ -82,6 +82,15 @@ import Testing
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
     }
 
+    /// The counters the daemon, the CLI and /metrics show are the header's verdict reasons, in its
+    /// order and with its names (those `bpftool map dump` shows): one per `enum nc_reason` member.
+    @Test func theCountersAreTheHeadersVerdictReasons() {
+        #expect(ABIHeader.verdictReasons.count == Int(NC_REASON_MAX.rawValue))
+        #expect(ABIHeader.reasonConstants.count == ABIHeader.verdictReasons.count)
+        #expect(ABIHeader.reasonConstants.map { $0.dropFirst(3).lowercased() } == ABIHeader.verdictReasons, "enum nc_reason and struct nc_stats agree")
+        #expect(FastPathStats().counters.map(\.name) == ABIHeader.verdictReasons)
+    }
+
     @Test func theProgramPassesTheVerifier() throws {
         let n = try #require(Self.fastPath.object.verifiedInstructions)
         #expect(n > 1000 && n < 1_000_000)

@@ -638,7 +638,7 @@ import Glibc
         }
         #expect(printed("answered") == bpftool["answered"] && bpftool["answered", default: 0] >= 3, "\(out.stdout) vs \(bpftool)")
         #expect(printed("pass_miss") == bpftool["pass_miss"] && bpftool["pass_miss", default: 0] >= 1, "\(out.stdout)")
-        for reason in ["pass_not_dns", "pass_shape", "pass_edns", "pass_too_big", "pass_no_room", "drop_malformed", "drop_internal", "limit_truncated", "limit_dropped", "answered_geo", "pass_geo", "answered_geo_all_down"] {
+        for reason in ABIHeader.verdictReasons {
             #expect(printed(reason) != nil, "\(reason) is listed: \(out.stdout)")
         }
 

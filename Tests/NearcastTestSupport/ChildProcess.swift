@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
+
+// Testing only exists where tests are built; `swift build -c release` builds this target too.
+#if canImport(Testing)
 import Testing
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -82,7 +86,7 @@ public final class ChildProcess: Sendable {
             throw TestFailure("cannot start \(commandLine): \(String(cString: strerror(rc)))")
         }
         pid = child
-        TestLogs.note(pid: child, commandLine: commandLine, logPath: stdoutPath, test: Test.current?.name)
+        TestLogs.note(pid: child, commandLine: commandLine, logPath: stdoutPath, test: Self.currentTest)
         let reaped = reaped, spawned = child
         Thread.detachNewThread {
             var raw: Int32 = 0
@@ -106,6 +110,15 @@ public final class ChildProcess: Sendable {
         for fd in open.compactMap(Int32.init) where fd > 2 && fcntl(fd, F_GETFD) >= 0 {
             posix_spawn_file_actions_addclose(&actions, fd)
         }
+    }
+
+    /// The test running now, for the watchdog's report.
+    static var currentTest: String? {
+        #if canImport(Testing)
+        return Test.current?.name
+        #else
+        return nil
+        #endif
     }
 
     /// The shell's convention: the exit code, or 128 + the signal that ended the child.
