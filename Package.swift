@@ -54,7 +54,8 @@ let package = Package(
         .target(
             name: "NearcastHealth",
             dependencies: [
-                "DNSWire", "NearcastCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "DNSWire", "NearcastCore", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
@@ -98,7 +99,8 @@ let package = Package(
         .executableTarget(
             name: "geobench",
             dependencies: [
-                "MaxMindDB", "NearcastCore", "NearcastDataPath", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "MaxMindDB", "NearcastCore", "NearcastDataPath",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -122,15 +124,19 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
+        .testTarget(
+            name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",
-            dependencies: ["NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastCore", "DNSWire", "NearcastTestSupport"]
+            dependencies: [
+                "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastCore", "DNSWire", "NearcastTestSupport",
+            ]
         ),
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [
-                "NearcastServer", "NearcastCore", "DNSWire", "NearcastTestSupport", .product(name: "Yams", package: "Yams"),
+                "NearcastServer", "NearcastCore", "DNSWire", "NearcastTestSupport",
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

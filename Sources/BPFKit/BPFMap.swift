@@ -22,7 +22,9 @@ public struct BPFMap: Sendable {
     var slotSize: Int { perCPU ? (valueSize + 7) & ~7 : valueSize }
 
     func check(_ key: [UInt8], _ op: String) throws(BPFError) {
-        guard key.count == keySize else { throw BPFError(op, "\(name): key of \(key.count) bytes, map takes \(keySize)", errno: EINVAL) }
+        guard key.count == keySize else {
+            throw BPFError(op, "\(name): key of \(key.count) bytes, map takes \(keySize)", errno: EINVAL)
+        }
     }
 
     /// Writes one value (for per-CPU maps: the same value on every CPU).
@@ -36,7 +38,9 @@ public struct BPFMap: Sendable {
             bytes = []
             for _ in 0..<Self.possibleCPUs { bytes += value + [UInt8](repeating: 0, count: slotSize - valueSize) }
         }
-        let rc = key.withUnsafeBytes { k in bytes.withUnsafeBytes { v in bpf_map_update_elem(fd, k.baseAddress, v.baseAddress, UInt64(BPF_ANY)) } }
+        let rc = key.withUnsafeBytes { k in
+            bytes.withUnsafeBytes { v in bpf_map_update_elem(fd, k.baseAddress, v.baseAddress, UInt64(BPF_ANY)) }
+        }
         if rc != 0 { throw BPFError("update", name, errno: errno) }
     }
 
@@ -55,7 +59,8 @@ public struct BPFMap: Sendable {
             for i in start..<end {
                 try check(keys[i], "update")
                 guard values[i].count == valueSize else {
-                    throw BPFError("update", "\(name): value of \(values[i].count) bytes, map takes \(valueSize)", errno: EINVAL)
+                    throw BPFError(
+                        "update", "\(name): value of \(values[i].count) bytes, map takes \(valueSize)", errno: EINVAL)
                 }
                 flatKeys += keys[i]
                 flatValues += values[i]
@@ -65,7 +70,8 @@ public struct BPFMap: Sendable {
             opts.sz = optionsSize(bpf_map_batch_opts.self, endingWith: \.flags, 8)
             opts.elem_flags = UInt64(BPF_ANY)
             let rc = flatKeys.withUnsafeBytes { k in
-                flatValues.withUnsafeBytes { v in bpf_map_update_batch(fd, k.baseAddress, v.baseAddress, &count, &opts) }
+                flatValues.withUnsafeBytes { v in bpf_map_update_batch(fd, k.baseAddress, v.baseAddress, &count, &opts)
+                }
             }
             if rc != 0 {
                 let err = errno
@@ -81,7 +87,9 @@ public struct BPFMap: Sendable {
 
     /// Puts `inner` in slot `index` of this map-in-map (the kernel keeps a reference to it).
     public func setInner(_ index: UInt32, to inner: BPFMap) throws(BPFError) {
-        try update(key: withUnsafeBytes(of: index) { Array($0) }, value: withUnsafeBytes(of: UInt32(bitPattern: inner.fd)) { Array($0) })
+        try update(
+            key: withUnsafeBytes(of: index) { Array($0) },
+            value: withUnsafeBytes(of: UInt32(bitPattern: inner.fd)) { Array($0) })
     }
 
     /// Deletes one key; a missing key is not an error.
@@ -99,7 +107,9 @@ public struct BPFMap: Sendable {
         while rc == 0 {
             out.append(next)
             let current = next
-            rc = current.withUnsafeBytes { c in next.withUnsafeMutableBytes { bpf_map_get_next_key(fd, c.baseAddress, $0.baseAddress) } }
+            rc = current.withUnsafeBytes { c in
+                next.withUnsafeMutableBytes { bpf_map_get_next_key(fd, c.baseAddress, $0.baseAddress) }
+            }
         }
         if errno != ENOENT { throw BPFError("list keys", name, errno: errno) }
         return out
@@ -110,7 +120,9 @@ public struct BPFMap: Sendable {
         try check(key, "lookup")
         let slots = perCPU ? Self.possibleCPUs : 1
         var out = [UInt8](repeating: 0, count: slotSize * slots)
-        let rc = key.withUnsafeBytes { k in out.withUnsafeMutableBytes { bpf_map_lookup_elem(fd, k.baseAddress, $0.baseAddress) } }
+        let rc = key.withUnsafeBytes { k in
+            out.withUnsafeMutableBytes { bpf_map_lookup_elem(fd, k.baseAddress, $0.baseAddress) }
+        }
         if rc != 0 {
             if errno == ENOENT { return nil }
             throw BPFError("lookup", name, errno: errno)
@@ -151,6 +163,7 @@ public struct BPFProgram: Sendable {
             }
         }
         if rc != 0 { throw BPFError("test run", name, errno: errno) }
-        return TestRun(returnValue: opts.retval, data: Array(output.prefix(Int(opts.data_size_out))), duration: opts.duration)
+        return TestRun(
+            returnValue: opts.retval, data: Array(output.prefix(Int(opts.data_size_out))), duration: opts.duration)
     }
 }

@@ -24,7 +24,9 @@ public final class BPFObject: @unchecked Sendable {
     /// is reused (when its type and sizes match; otherwise loading fails and says so), so a new
     /// instance takes over the state of the one before it. `maxEntries` sizes maps by name before
     /// they are created (a reused map must have the same size).
-    public init(path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:]) throws(BPFError) {
+    public init(path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:])
+        throws(BPFError)
+    {
         guard let obj = bpf_object__open_file(path, nil) else { throw BPFError("open", path, errno: errno) }
         for (name, entries) in maxEntries {
             guard let map = bpf_object__find_map_by_name(obj, name) else {
@@ -60,7 +62,8 @@ public final class BPFObject: @unchecked Sendable {
         while let map = m {
             if let inner = bpf_map__inner_map(map) {
                 templates[String(cString: bpf_map__name(map))] = BPFMapTemplate(
-                    type: bpf_map__type(inner), keySize: Int(bpf_map__key_size(inner)), valueSize: Int(bpf_map__value_size(inner)),
+                    type: bpf_map__type(inner), keySize: Int(bpf_map__key_size(inner)),
+                    valueSize: Int(bpf_map__value_size(inner)),
                     flags: bpf_map__map_flags(inner))
             }
             m = bpf_object__next_map(obj, map)
@@ -81,7 +84,9 @@ public final class BPFObject: @unchecked Sendable {
         if log.hasPrefix("\u{0}") {
             let err = Int32(log.dropFirst()) ?? -1
             bpf_object__close(obj)
-            let what = pinDirectory.map { "load (verifier, or maps pinned under \($0) that do not match)" } ?? "load (verifier)"
+            let what =
+                pinDirectory.map { "load (verifier, or maps pinned under \($0) that do not match)" }
+                ?? "load (verifier)"
             throw BPFError(what, path, errno: err)
         }
         self.object = obj
@@ -127,11 +132,15 @@ public final class BPFObject: @unchecked Sendable {
 
     /// The map named `name`, checked to have the given key and value sizes.
     public func map(_ name: String, keySize: Int, valueSize: Int) throws(BPFError) -> BPFMap {
-        guard let m = bpf_object__find_map_by_name(object, name) else { throw BPFError("find map", name, errno: ENOENT) }
+        guard let m = bpf_object__find_map_by_name(object, name) else {
+            throw BPFError("find map", name, errno: ENOENT)
+        }
         let k = Int(bpf_map__key_size(m))
         let v = Int(bpf_map__value_size(m))
         guard k == keySize, v == valueSize else {
-            throw BPFError("map \(name) has key/value sizes \(k)/\(v), expected \(keySize)/\(valueSize):", "ABI mismatch", errno: EINVAL)
+            throw BPFError(
+                "map \(name) has key/value sizes \(k)/\(v), expected \(keySize)/\(valueSize):", "ABI mismatch",
+                errno: EINVAL)
         }
         return BPFMap(
             name: name, fd: bpf_map__fd(m), keySize: k, valueSize: v, maxEntries: Int(bpf_map__max_entries(m)),
@@ -141,10 +150,13 @@ public final class BPFObject: @unchecked Sendable {
     /// The template of the inner maps of map-in-map `name` (declared with `__array(values, …)`),
     /// checked to have the given key and value sizes.
     public func innerMapTemplate(_ name: String, keySize: Int, valueSize: Int) throws(BPFError) -> BPFMapTemplate {
-        guard let t = innerTemplates[name] else { throw BPFError("find inner map template", "\(name) is not a map-in-map", errno: EINVAL) }
+        guard let t = innerTemplates[name] else {
+            throw BPFError("find inner map template", "\(name) is not a map-in-map", errno: EINVAL)
+        }
         guard t.keySize == keySize, t.valueSize == valueSize else {
             throw BPFError(
-                "inner maps of \(name) have key/value sizes \(t.keySize)/\(t.valueSize), expected \(keySize)/\(valueSize):", "ABI mismatch",
+                "inner maps of \(name) have key/value sizes \(t.keySize)/\(t.valueSize), expected \(keySize)/\(valueSize):",
+                "ABI mismatch",
                 errno: EINVAL)
         }
         return t
@@ -152,7 +164,9 @@ public final class BPFObject: @unchecked Sendable {
 
     /// The program named `name` (its C function name).
     public func program(_ name: String) throws(BPFError) -> BPFProgram {
-        guard let p = bpf_object__find_program_by_name(object, name) else { throw BPFError("find program", name, errno: ENOENT) }
+        guard let p = bpf_object__find_program_by_name(object, name) else {
+            throw BPFError("find program", name, errno: ENOENT)
+        }
         return BPFProgram(name: name, fd: bpf_program__fd(p))
     }
 

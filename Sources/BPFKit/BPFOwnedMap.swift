@@ -1,4 +1,5 @@
 import CLibBPF
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,8 @@ public final class BPFOwnedMap: Sendable {
         opts.sz = MemoryLayout<bpf_map_create_opts>.size
         opts.map_flags = template.flags
         let entries = UInt32(clamping: max(1, maxEntries))
-        let fd = bpf_map_create(template.type, name, UInt32(template.keySize), UInt32(template.valueSize), entries, &opts)
+        let fd = bpf_map_create(
+            template.type, name, UInt32(template.keySize), UInt32(template.valueSize), entries, &opts)
         if fd < 0 { throw BPFError("create map (\(entries) entries)", name, errno: errno) }
         map = BPFMap(
             name: name, fd: fd, keySize: template.keySize, valueSize: template.valueSize, maxEntries: Int(entries),

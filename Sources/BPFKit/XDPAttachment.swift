@@ -67,7 +67,9 @@ public enum XDPAttachment {
 extension BPFMap {
     /// Opens a map pinned at `path` (e.g. to read counters from another process). A nil
     /// `valueSize` takes the map's own.
-    public static func pinned(_ path: String, name: String, keySize: Int, valueSize: Int?, perCPU: Bool) throws(BPFError) -> BPFMap {
+    public static func pinned(_ path: String, name: String, keySize: Int, valueSize: Int?, perCPU: Bool)
+        throws(BPFError) -> BPFMap
+    {
         let fd = bpf_obj_get(path)
         if fd < 0 { throw BPFError("open pinned map", path, errno: errno) }
         var info = bpf_map_info()
@@ -75,9 +77,13 @@ extension BPFMap {
         if bpf_obj_get_info_by_fd(fd, &info, &len) != 0 { throw BPFError("map info", path, errno: errno) }
         guard Int(info.key_size) == keySize, valueSize == nil || Int(info.value_size) == valueSize else {
             close(fd)
-            throw BPFError("pinned map \(path) has key/value sizes \(info.key_size)/\(info.value_size), expected \(keySize)/\(valueSize ?? 0):", "ABI mismatch", errno: EINVAL)
+            throw BPFError(
+                "pinned map \(path) has key/value sizes \(info.key_size)/\(info.value_size), expected \(keySize)/\(valueSize ?? 0):",
+                "ABI mismatch", errno: EINVAL)
         }
-        return BPFMap(name: name, fd: fd, keySize: keySize, valueSize: Int(info.value_size), maxEntries: Int(info.max_entries), perCPU: perCPU)
+        return BPFMap(
+            name: name, fd: fd, keySize: keySize, valueSize: Int(info.value_size), maxEntries: Int(info.max_entries),
+            perCPU: perCPU)
     }
 }
 

@@ -50,7 +50,10 @@ public struct DNSHeader: Hashable, Sendable {
     public init(wire: some Collection<UInt8>) throws(DNSWireError) {
         guard wire.count >= 12 else { throw .truncated(offset: 0, needed: 12) }
         var it = wire.makeIterator()
-        let b0 = it.next()!, b1 = it.next()!, b2 = it.next()!, b3 = it.next()!
+        let b0 = it.next()!
+        let b1 = it.next()!
+        let b2 = it.next()!
+        let b3 = it.next()!
         id = UInt16(b0) << 8 | UInt16(b1)
         flags = UInt16(b2) << 8 | UInt16(b3)
     }

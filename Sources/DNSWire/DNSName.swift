@@ -50,7 +50,8 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
                 guard i + 1 < bytes.count else { throw .badText("name '\(text)' ends with a lone backslash") }
                 let n = bytes[i + 1]
                 if n >= 0x30 && n <= 0x39 {
-                    guard i + 3 < bytes.count, (0x30...0x39).contains(bytes[i + 2]), (0x30...0x39).contains(bytes[i + 3])
+                    guard i + 3 < bytes.count, (0x30...0x39).contains(bytes[i + 2]),
+                        (0x30...0x39).contains(bytes[i + 3])
                     else { throw .badText("name '\(text)': \\DDD escape needs three digits") }
                     let v = Int(n - 0x30) * 100 + Int(bytes[i + 2] - 0x30) * 10 + Int(bytes[i + 3] - 0x30)
                     guard v <= 255 else { throw .badText("name '\(text)': escape \\\(v) is above 255") }

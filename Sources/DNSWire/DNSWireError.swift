@@ -33,7 +33,8 @@ public enum DNSWireError: Error, Equatable, Sendable, CustomStringConvertible {
         case .nameTooLong(let offset): return "name longer than 255 octets at offset \(offset)"
         case .labelTooLong: return "label longer than 63 octets"
         case .emptyLabel: return "empty label"
-        case .badRData(let type, let offset, let reason): return "bad RDATA for type \(type) at offset \(offset): \(reason)"
+        case .badRData(let type, let offset, let reason):
+            return "bad RDATA for type \(type) at offset \(offset): \(reason)"
         case .badOPT(let offset, let reason): return "bad OPT record at offset \(offset): \(reason)"
         case .trailingBytes(let offset, let count): return "\(count) trailing bytes at offset \(offset)"
         case .unencodable(let what): return "cannot encode: \(what)"

@@ -64,7 +64,9 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
 
     /// Why an ECS option is invalid; a server answers FORMERR (RFC 7871 §7.1.1).
     public enum Invalid: Error, Equatable, Sendable {
-        case tooShort, unknownFamily(UInt16), prefixTooLong, addressLengthMismatch, bitsBeyondPrefix,
+        case tooShort
+        case unknownFamily(UInt16)
+        case prefixTooLong, addressLengthMismatch, bitsBeyondPrefix,
             nonZeroScope
     }
 
@@ -96,9 +98,13 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
     public var option: EDNSOption { EDNSOption(code: EDNSOption.clientSubnetCode, data: optionData) }
 
     public var description: String {
-        let full = family == 1 ? address + Array(repeating: 0, count: 4 - address.count)
+        let full =
+            family == 1
+            ? address + Array(repeating: 0, count: 4 - address.count)
             : address + Array(repeating: 0, count: 16 - address.count)
-        let text = family == 1 ? IPv4Address(full[0], full[1], full[2], full[3]).description
+        let text =
+            family == 1
+            ? IPv4Address(full[0], full[1], full[2], full[3]).description
             : (IPv6Address(bytes: full)?.description ?? "?")
         return "\(text)/\(sourcePrefixLength)/\(scopePrefixLength)"
     }

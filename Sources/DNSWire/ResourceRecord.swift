@@ -56,7 +56,9 @@ extension RData {
         case .srv(let p, let w, let port, let t): return "\(p) \(w) \(port) \(t)"
         case .caa(let f, let tag, let value): return "\(f) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
         case .unknown(let bytes):
-            let hex = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+            let hex = bytes.map {
+                String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+            }
             return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + hex.joined())
         }
     }

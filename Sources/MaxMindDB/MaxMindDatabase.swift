@@ -15,7 +15,10 @@ public struct GeoLocation: Hashable, Sendable {
     /// ISO 3166-2 code of the first subdivision, without the country (`subdivisions.0.iso_code`).
     public var subdivision: String?
 
-    public init(latitude: Double? = nil, longitude: Double? = nil, country: String? = nil, continent: String? = nil, subdivision: String? = nil) {
+    public init(
+        latitude: Double? = nil, longitude: Double? = nil, country: String? = nil, continent: String? = nil,
+        subdivision: String? = nil
+    ) {
         self.latitude = latitude
         self.longitude = longitude
         self.country = country
@@ -54,7 +57,8 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
         }
         let hex = groups.map { String($0, radix: 16) }
         guard best.start >= 0 else { return hex.joined(separator: ":") + "/\(prefixLength)" }
-        let head = hex[..<best.start].joined(separator: ":"), tail = hex[(best.start + best.count)...].joined(separator: ":")
+        let head = hex[..<best.start].joined(separator: ":")
+        let tail = hex[(best.start + best.count)...].joined(separator: ":")
         return head + "::" + tail + "/\(prefixLength)"
     }
 }
@@ -83,7 +87,9 @@ public final class MaxMindDatabase: @unchecked Sendable {
         db.initialize(to: MMDB_s())
         let status = MMDB_open(path, UInt32(MMDB_MODE_MMAP), db)
         guard status == MMDB_SUCCESS else {
-            let why = status == MMDB_FILE_OPEN_ERROR ? "cannot open the file: \(String(cString: strerror(errno)))" : String(cString: MMDB_strerror(status))
+            let why =
+                status == MMDB_FILE_OPEN_ERROR
+                ? "cannot open the file: \(String(cString: strerror(errno)))" : String(cString: MMDB_strerror(status))
             db.deallocate()
             throw MaxMindError(path: path, reason: why)
         }
@@ -111,7 +117,9 @@ public final class MaxMindDatabase: @unchecked Sendable {
         var mmdbError: Int32 = 0
         var result = MMDB_lookup_string(mmdb, address, &gaiError, &mmdbError)
         guard gaiError == 0 else { throw MaxMindError(path: path, reason: "'\(address)' is not an IP address") }
-        guard mmdbError == MMDB_SUCCESS else { throw MaxMindError(path: path, reason: String(cString: MMDB_strerror(mmdbError))) }
+        guard mmdbError == MMDB_SUCCESS else {
+            throw MaxMindError(path: path, reason: String(cString: MMDB_strerror(mmdbError)))
+        }
         guard result.found_entry else { return nil }
         let isV4 = !address.contains(":")
         // The netmask counts bits in the tree; an IPv4 address in an IPv6 tree sits under ::/96.
@@ -152,7 +160,8 @@ public final class MaxMindDatabase: @unchecked Sendable {
                 var n = MMDB_search_node_s()
                 let rc = MMDB_read_node(mmdb, node, &n)
                 guard rc == MMDB_SUCCESS else {
-                    throw MaxMindError(path: path, reason: "search tree node \(node): \(String(cString: MMDB_strerror(rc)))")
+                    throw MaxMindError(
+                        path: path, reason: "search tree node \(node): \(String(cString: MMDB_strerror(rc)))")
                 }
                 var right = bits
                 right[depth / 8] |= 0x80 >> UInt8(depth % 8)
@@ -178,7 +187,9 @@ public final class MaxMindDatabase: @unchecked Sendable {
         }
     }
 
-    private func emit(_ bits: [UInt8], _ length: Int, _ loc: GeoLocation, v6: Bool, _ body: (IPNetwork, GeoLocation) throws -> Void) throws {
+    private func emit(
+        _ bits: [UInt8], _ length: Int, _ loc: GeoLocation, v6: Bool, _ body: (IPNetwork, GeoLocation) throws -> Void
+    ) throws {
         if v6, length >= 96, bits[0..<12].allSatisfy({ $0 == 0 }) {
             try body(Self.network(Array(bits[12..<16]), length - 96), loc)
         } else {
@@ -191,7 +202,9 @@ public final class MaxMindDatabase: @unchecked Sendable {
         var node: UInt32 = 0
         for _ in 0..<96 {
             var n = MMDB_search_node_s()
-            guard MMDB_read_node(mmdb, node, &n) == MMDB_SUCCESS, Int32(n.left_record_type) == MMDB_RECORD_TYPE_SEARCH_NODE else { return UInt32.max }
+            guard MMDB_read_node(mmdb, node, &n) == MMDB_SUCCESS,
+                Int32(n.left_record_type) == MMDB_RECORD_TYPE_SEARCH_NODE
+            else { return UInt32.max }
             node = UInt32(n.left_record)
         }
         return node
@@ -211,10 +224,12 @@ public final class MaxMindDatabase: @unchecked Sendable {
     private func value(_ entry: inout MMDB_entry_s, _ path: [String]) -> MMDB_entry_data_s? {
         var data = MMDB_entry_data_s()
         var cStrings = path.map { strdup($0) }
-        defer { cStrings.forEach { free($0) } }
+        defer { for s in cStrings { free(s) } }
         cStrings.append(nil)
         let rc = cStrings.withUnsafeBufferPointer { buf in
-            buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { MMDB_aget_value(&entry, &data, $0) }
+            buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) {
+                MMDB_aget_value(&entry, &data, $0)
+            }
         }
         return rc == MMDB_SUCCESS && data.has_data ? data : nil
     }
@@ -229,7 +244,9 @@ public final class MaxMindDatabase: @unchecked Sendable {
     }
 
     private func string(_ entry: inout MMDB_entry_s, _ path: [String]) -> String? {
-        guard let d = value(&entry, path), Int32(d.type) == MMDB_DATA_TYPE_UTF8_STRING, let p = d.utf8_string else { return nil }
+        guard let d = value(&entry, path), Int32(d.type) == MMDB_DATA_TYPE_UTF8_STRING, let p = d.utf8_string else {
+            return nil
+        }
         return p.withMemoryRebound(to: UInt8.self, capacity: Int(d.data_size)) {
             String(decoding: UnsafeBufferPointer(start: $0, count: Int(d.data_size)), as: UTF8.self)
         }

@@ -11,7 +11,9 @@ public struct APISettings: Hashable, Sendable {
     public var tlsCertificate: String?
     public var tlsKey: String?
 
-    public init(listen: ListenAddress? = nil, tokensPath: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil) {
+    public init(
+        listen: ListenAddress? = nil, tokensPath: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil
+    ) {
         self.listen = listen
         self.tokensPath = tokensPath
         self.tlsCertificate = tlsCertificate

@@ -79,7 +79,8 @@ public struct APITokens: Sendable {
                 fail("expected ROLE TOKEN (two fields), found \(fields.count)")
                 continue
             }
-            let roleField = fields[0].split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let roleField = fields[0].split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(
+                String.init)
             guard let role = APIRole(name: roleField[0]) else {
                 fail("unknown role '\(fields[0])' (known: read, write, admin, agent, agent:NODE)")
                 continue
@@ -90,16 +91,25 @@ public struct APITokens: Sendable {
             }
             let token = fields[1]
             guard token.utf8.count >= minimumLength,
-                token.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._~+/=".unicodeScalars.contains($0)) })
+                token.unicodeScalars.allSatisfy({
+                    $0.isASCII
+                        && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                            || "-._~+/=".unicodeScalars.contains($0))
+                })
             else {
-                fail("a token is at least \(minimumLength) characters of A-Z a-z 0-9 - . _ ~ + / = (e.g. `openssl rand -hex 16`)")
+                fail(
+                    "a token is at least \(minimumLength) characters of A-Z a-z 0-9 - . _ ~ + / = (e.g. `openssl rand -hex 16`)"
+                )
                 continue
             }
             if entries.contains(where: { $0.token == token }) {
                 fail("this token is already listed")
                 continue
             }
-            entries.append(Entry(role: role, token: token, source: "\(fileName):\(i + 1)", node: roleField.count == 2 ? roleField[1] : nil))
+            entries.append(
+                Entry(
+                    role: role, token: token, source: "\(fileName):\(i + 1)",
+                    node: roleField.count == 2 ? roleField[1] : nil))
         }
         if !problems.isEmpty { throw DiagnosticsError(problems) }
         return APITokens(entries: entries)
@@ -113,7 +123,9 @@ public struct APITokens: Sendable {
         }
         defer { try? handle.close() }
         guard let data = try? handle.readToEnd() ?? Data(), let text = String(data: data, encoding: .utf8) else {
-            throw DiagnosticsError([Diagnostic(file: path, line: 0, message: "tokens file cannot be read as UTF-8 text")])
+            throw DiagnosticsError([
+                Diagnostic(file: path, line: 0, message: "tokens file cannot be read as UTF-8 text")
+            ])
         }
         return try parse(text, fileName: path)
     }

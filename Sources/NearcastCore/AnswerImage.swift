@@ -45,14 +45,20 @@ public struct AnswerImage: Sendable {
         var negative: [Entry] = []
         var tooBig = 0
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.union(askedOfEveryName).sorted()
+            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.union(askedOfEveryName)
+                .sorted()
             // Geo names' owners need not be in the zone: they answer their other types too.
-            let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter { responder.authority.zone(for: $0)?.origin == zone.origin }
+            let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter {
+                responder.authority.zone(for: $0)?.origin == zone.origin
+            }
             for name in Set(zone.names + geoOwners).sorted() where !name.isWildcard {
                 // A geo name's answer depends on the client: it has no static entry.
                 for type in types where responder.geo?.name(name, type) == nil {
                     let nodata = askedOfEveryName.contains(type)
-                    switch entry(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections, nodata: nodata) {
+                    switch entry(
+                        name: name.lowercased(), type: type, responder: responder, maxSections: maxSections,
+                        nodata: nodata)
+                    {
                     case .some(.some(let e)): if e.ancount > 0 { positive.append(e) } else { negative.append(e) }
                     case .some(.none): tooBig += 1
                     case .none: break
@@ -66,7 +72,9 @@ public struct AnswerImage: Sendable {
     /// The entry for one question: nil when the reply is not a positive authoritative answer (or,
     /// with `nodata`, an authoritative NODATA: no answers, the zone's SOA as authority),
     /// `.some(nil)` when it is but does not fit `maxSections`.
-    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int, nodata: Bool = false) -> Entry?? {
+    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int, nodata: Bool = false)
+        -> Entry??
+    {
         let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
         guard let reply = responder.respond(to: query, transport: .tcp),
             let msg = try? DNSMessage(wire: reply),

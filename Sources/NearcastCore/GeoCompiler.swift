@@ -34,7 +34,9 @@ public struct ClassPrefix: Hashable, Sendable {
     /// reads it from the LPM map): a hash of the prefix, so each prefix stays with one node while
     /// the prefixes of a class spread.
     public var seed: UInt32 {
-        var h = UInt64(truncatingIfNeeded: address >> 64) ^ (UInt64(truncatingIfNeeded: address) &* 0xff51_afd7_ed55_8ccd) ^ UInt64(length)
+        var h =
+            UInt64(truncatingIfNeeded: address >> 64) ^ (UInt64(truncatingIfNeeded: address) &* 0xff51_afd7_ed55_8ccd)
+            ^ UInt64(length)
         h ^= h >> 33
         h = h &* 0xc4ce_b9fe_1a85_ec53
         h ^= h >> 33
@@ -70,7 +72,8 @@ public struct GeoImage: Sendable {
         let table = address.count == 4 ? ipv4 : ipv6
         let a = GeoCompiler.leftAligned(address)
         // Prefixes are disjoint and sorted: the one that covers `a` is the last starting at or before it.
-        var lo = 0, hi = table.count
+        var lo = 0
+        var hi = table.count
         while lo < hi {
             let mid = (lo + hi) / 2
             if table[mid].address <= a { lo = mid + 1 } else { hi = mid }
@@ -119,7 +122,8 @@ public enum GeoCompiler {
         report.classes = classes.count
         report.ipv4Before = v4.count
         report.ipv6Before = v6.count
-        let merged4 = merge(v4), merged6 = merge(v6)
+        let merged4 = merge(v4)
+        let merged6 = merge(v6)
         report.ipv4After = merged4.count
         report.ipv6After = merged6.count
         return GeoImage(classes: classes, pools: pools.map(\.id), ipv4: merged4, ipv6: merged6, report: report)
@@ -138,7 +142,8 @@ public enum GeoCompiler {
         for p in prefixes {
             out.append(p)
             while out.count >= 2 {
-                let b = out[out.count - 1], a = out[out.count - 2]
+                let b = out[out.count - 1]
+                let a = out[out.count - 2]
                 guard a.length == b.length, a.length > 0, a.locationClass == b.locationClass else { break }
                 let bit = UInt128(1) << (128 - a.length)
                 // a must be the left half (its bit clear) and b the right half of the same parent.

@@ -37,17 +37,25 @@ public struct GeoConfig: Sendable {
         let authority = Authority(zones: zones)
         for g in names {
             let (file, line) = Self.split(g.declaredAt)
-            func fail(_ m: String) { d.append(Diagnostic(file: file, line: line, message: "geo name \(g.name) \(g.type): \(m)")) }
+            func fail(_ m: String) {
+                d.append(Diagnostic(file: file, line: line, message: "geo name \(g.name) \(g.type): \(m)"))
+            }
             guard let zone = authority.zone(for: g.name) else {
                 fail("not inside any zone served here")
                 continue
             }
-            if zone.rrset(g.name, g.type) != nil { fail("zone \(zone.origin) has \(g.type) records there too: keep one or the other") }
-            if zone.rrset(g.name, .cname) != nil { fail("zone \(zone.origin) has a CNAME there, which allows no other data") }
+            if zone.rrset(g.name, g.type) != nil {
+                fail("zone \(zone.origin) has \(g.type) records there too: keep one or the other")
+            }
+            if zone.rrset(g.name, .cname) != nil {
+                fail("zone \(zone.origin) has a CNAME there, which allows no other data")
+            }
             var n = g.name
             while n != zone.origin && !n.isRoot {
                 n = n.parent
-                if n != zone.origin, zone.rrset(n, .ns) != nil { fail("lies below the delegation \(n): another server answers it") }
+                if n != zone.origin, zone.rrset(n, .ns) != nil {
+                    fail("lies below the delegation \(n): another server answers it")
+                }
             }
         }
         if !d.isEmpty { throw DiagnosticsError(d) }
@@ -88,7 +96,9 @@ public struct NodeConfig: Sendable, Equatable {
 
     /// The node as the policy ranks it.
     public var geoNode: GeoNode {
-        GeoNode(id: id, latitude: latitude, longitude: longitude, country: country, region: region, weight: weight, bias: bias)
+        GeoNode(
+            id: id, latitude: latitude, longitude: longitude, country: country, region: region, weight: weight,
+            bias: bias)
     }
 }
 
@@ -105,7 +115,10 @@ public struct PoolConfig: Sendable, Equatable {
     public var settle: Double = 30
     public var declaredAt: String
 
-    public init(id: String, members: [String], minTTL: UInt32 = 5, maxTTL: UInt32? = nil, settle: Double = 30, declaredAt: String) {
+    public init(
+        id: String, members: [String], minTTL: UInt32 = 5, maxTTL: UInt32? = nil, settle: Double = 30,
+        declaredAt: String
+    ) {
         self.id = id
         self.members = members
         self.minTTL = minTTL
@@ -143,14 +156,18 @@ public struct GeoNameConfig: Sendable, Equatable {
 
 extension GeoConfig {
     static let keys = ["database", "nodes", "pools", "names"]
-    static let nodeKeys = ["id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial"]
+    static let nodeKeys = [
+        "id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial",
+    ]
     static let checkKeys = [
-        "type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise", "fall", "stale-after", "verify",
+        "type", "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "rise",
+        "fall", "stale-after", "verify",
         "server-name", "ca",
     ]
     static let poolKeys = ["id", "members", "min-ttl", "max-ttl", "settle"]
     static let nameKeys = [
-        "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance", "depth",
+        "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance",
+        "depth",
         "fallback", "all-down",
     ]
 
@@ -174,11 +191,17 @@ extension GeoConfig {
                 }
                 geo.databasePath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
             case "nodes":
-                for item in list(v, "geo nodes", fail) { if let n = parseNode(item, fileName, baseDirectory, fail) { geo.nodes.append(n) } }
+                for item in list(v, "geo nodes", fail) {
+                    if let n = parseNode(item, fileName, baseDirectory, fail) { geo.nodes.append(n) }
+                }
             case "pools":
-                for item in list(v, "geo pools", fail) { if let p = parsePool(item, fileName, fail) { geo.pools.append(p) } }
+                for item in list(v, "geo pools", fail) {
+                    if let p = parsePool(item, fileName, fail) { geo.pools.append(p) }
+                }
             case "names":
-                for item in list(v, "geo names", fail) { if let n = parseName(item, fileName, fail) { geo.names.append(n) } }
+                for item in list(v, "geo names", fail) {
+                    if let n = parseName(item, fileName, fail) { geo.names.append(n) }
+                }
             default:
                 fail(k, "unknown geo key '\(k.string ?? "?")' (known: \(keys.joined(separator: ", ")))")
             }
@@ -197,7 +220,9 @@ extension GeoConfig {
     }
 
     /// The mapping of a list item, with unknown keys reported.
-    static func fields(_ item: Node, _ what: String, _ known: [String], _ fail: (Node?, String) -> Void) -> Node.Mapping? {
+    static func fields(_ item: Node, _ what: String, _ known: [String], _ fail: (Node?, String) -> Void) -> Node
+        .Mapping?
+    {
         guard let m = item.mapping else {
             fail(item, "each of \(what) must be a mapping")
             return nil
@@ -208,7 +233,9 @@ extension GeoConfig {
         return m
     }
 
-    static func parseNode(_ item: Node, _ fileName: String, _ baseDirectory: String, _ fail: (Node?, String) -> Void) -> NodeConfig? {
+    static func parseNode(_ item: Node, _ fileName: String, _ baseDirectory: String, _ fail: (Node?, String) -> Void)
+        -> NodeConfig?
+    {
         guard let m = fields(item, "geo nodes", nodeKeys, fail) else { return nil }
         guard let id = m["id"]?.string, Self.isIdentifier(id) else {
             fail(m["id"] ?? item, "a node needs an id of letters, digits, '-' and '_' (at most 32)")
@@ -218,20 +245,28 @@ extension GeoConfig {
         func number(_ key: String, _ range: ClosedRange<Double>) -> Double? {
             Self.number(m, key, range, owner: "node \(id)", ok: &ok, fail)
         }
-        let lat = number("latitude", -90...90), lon = number("longitude", -180...180)
+        let lat = number("latitude", -90...90)
+        let lon = number("longitude", -180...180)
         if m["latitude"] == nil || m["longitude"] == nil {
-            fail(item, "node \(id) needs latitude and longitude (where it is: nodes are never geolocated from their address)")
+            fail(
+                item,
+                "node \(id) needs latitude and longitude (where it is: nodes are never geolocated from their address)")
             ok = false
         }
-        var node = NodeConfig(id: id, latitude: lat ?? 0, longitude: lon ?? 0, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        var node = NodeConfig(
+            id: id, latitude: lat ?? 0, longitude: lon ?? 0, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
         if let n = m["ipv4"] {
-            if let s = n.string, let a = Self.address(s, v6: false) { node.ipv4 = a } else {
+            if let s = n.string, let a = Self.address(s, v6: false) {
+                node.ipv4 = a
+            } else {
                 fail(n, "node \(id): ipv4 '\(n.string ?? "?")' is not an IPv4 address")
                 ok = false
             }
         }
         if let n = m["ipv6"] {
-            if let s = n.string, let a = Self.address(s, v6: true) { node.ipv6 = a } else {
+            if let s = n.string, let a = Self.address(s, v6: true) {
+                node.ipv6 = a
+            } else {
                 fail(n, "node \(id): ipv6 '\(n.string ?? "?")' is not an IPv6 address")
                 ok = false
             }
@@ -241,26 +276,34 @@ extension GeoConfig {
             ok = false
         }
         if let n = m["country"] {
-            if let s = n.string, s.count == 2, s.allSatisfy({ $0.isASCII && $0.isUppercase }) { node.country = s } else {
+            if let s = n.string, s.count == 2, s.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+                node.country = s
+            } else {
                 fail(n, "node \(id): country must be an ISO 3166-1 code of two capital letters (e.g. DE)")
                 ok = false
             }
         }
         if let n = m["region"] {
-            if let s = n.string, !s.isEmpty, s.count <= 3 { node.region = s } else {
+            if let s = n.string, !s.isEmpty, s.count <= 3 {
+                node.region = s
+            } else {
                 fail(n, "node \(id): region must be an ISO 3166-2 subdivision code without the country (e.g. HE)")
                 ok = false
             }
         }
         if let w = number("weight", 0.001...1_000_000) { node.weight = w }
         if let n = m["bias"] {
-            if let b = n.int, (-99...99).contains(b) { node.bias = b } else {
+            if let b = n.int, (-99...99).contains(b) {
+                node.bias = b
+            } else {
                 fail(n, "node \(id): bias must be a whole number from -99 to 99")
                 ok = false
             }
         }
         if let n = m["initial"] {
-            if let s = n.string, s == "up" || s == "down" { node.initiallyUp = s == "up" } else {
+            if let s = n.string, s == "up" || s == "down" {
+                node.initiallyUp = s == "up"
+            } else {
                 fail(n, "node \(id): initial must be up or down (its state until the first checks complete)")
                 ok = false
             }
@@ -325,7 +368,8 @@ extension GeoConfig {
             fail(item, "geo name \(name) needs a pool")
             return nil
         }
-        var g = GeoNameConfig(name: name, type: t == "A" ? .a : .aaaa, pool: pool, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+        var g = GeoNameConfig(
+            name: name, type: t == "A" ? .a : .aaaa, pool: pool, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
         var ok = true
         func int(_ key: String, _ range: ClosedRange<Int>, _ what: String) -> Int? {
             guard let n = m[key] else { return nil }
@@ -346,25 +390,39 @@ extension GeoConfig {
         if let v = double("same-region-bonus", 0...1) { g.policy.sameRegionBonus = v }
         if let v = double("max-distance", 1...20038) { g.policy.maxDistanceKm = v }
         if let n = m["strategy"] {
-            if let s = n.string, let st = DistanceStrategy(rawValue: s) { g.policy.strategy = st } else {
-                fail(n, "geo name \(name): strategy must be one of \(DistanceStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
+            if let s = n.string, let st = DistanceStrategy(rawValue: s) {
+                g.policy.strategy = st
+            } else {
+                fail(
+                    n,
+                    "geo name \(name): strategy must be one of \(DistanceStrategy.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
                 ok = false
             }
         }
         if let n = m["all-down"] {
-            if let s = n.string, let a = AllDownPolicy(rawValue: s) { g.allDown = a } else {
-                fail(n, "geo name \(name): all-down must be one of \(AllDownPolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+            if let s = n.string, let a = AllDownPolicy(rawValue: s) {
+                g.allDown = a
+            } else {
+                fail(
+                    n,
+                    "geo name \(name): all-down must be one of \(AllDownPolicy.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
                 ok = false
             }
         }
         if let n = m["fallback"] {
-            if let f = n.sequence?.compactMap(\.string), !f.isEmpty { g.fallback = f } else {
+            if let f = n.sequence?.compactMap(\.string), !f.isEmpty {
+                g.fallback = f
+            } else {
                 fail(n, "geo name \(name): fallback must be a list of node ids")
                 ok = false
             }
         }
         if g.answers > g.policy.depth {
-            fail(m["answers"] ?? item, "geo name \(name): answers (\(g.answers)) cannot exceed depth (\(g.policy.depth))")
+            fail(
+                m["answers"] ?? item, "geo name \(name): answers (\(g.answers)) cannot exceed depth (\(g.policy.depth))"
+            )
             ok = false
         }
         return ok ? g : nil
@@ -373,7 +431,8 @@ extension GeoConfig {
     /// The number at `key` of `m` when it is within `range`; otherwise reported (for `owner`) and
     /// `ok` cleared. nil when the key is absent.
     static func number(
-        _ m: Node.Mapping, _ key: String, _ range: ClosedRange<Double>, owner: String, ok: inout Bool, _ fail: (Node?, String) -> Void
+        _ m: Node.Mapping, _ key: String, _ range: ClosedRange<Double>, owner: String, ok: inout Bool,
+        _ fail: (Node?, String) -> Void
     ) -> Double? {
         guard let n = m[key] else { return nil }
         guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
@@ -394,12 +453,16 @@ extension GeoConfig {
         }
         var nodeByID: [String: NodeConfig] = [:]
         for n in nodes {
-            if let first = nodeByID[n.id] { at(n.declaredAt, "node \(n.id) is defined twice (first at \(first.declaredAt))") }
+            if let first = nodeByID[n.id] {
+                at(n.declaredAt, "node \(n.id) is defined twice (first at \(first.declaredAt))")
+            }
             nodeByID[n.id] = nodeByID[n.id] ?? n
         }
         var poolByID: [String: PoolConfig] = [:]
         for p in pools {
-            if let first = poolByID[p.id] { at(p.declaredAt, "pool \(p.id) is defined twice (first at \(first.declaredAt))") }
+            if let first = poolByID[p.id] {
+                at(p.declaredAt, "pool \(p.id) is defined twice (first at \(first.declaredAt))")
+            }
             poolByID[p.id] = poolByID[p.id] ?? p
             for m in p.members where nodeByID[m] == nil { at(p.declaredAt, "pool \(p.id): no node has the id '\(m)'") }
             if Set(p.members).count != p.members.count { at(p.declaredAt, "pool \(p.id) lists a member twice") }
@@ -415,21 +478,29 @@ extension GeoConfig {
             }
             for m in pool.members {
                 guard let n = nodeByID[m] else { continue }
-                if g.type == .a && n.ipv4 == nil { at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv4 address") }
-                if g.type == .aaaa && n.ipv6 == nil { at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv6 address") }
+                if g.type == .a && n.ipv4 == nil {
+                    at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv4 address")
+                }
+                if g.type == .aaaa && n.ipv6 == nil {
+                    at(g.declaredAt, "geo name \(key): node \(m) of pool \(g.pool) has no ipv6 address")
+                }
             }
             for f in g.fallback ?? [] where !pool.members.contains(f) {
                 at(g.declaredAt, "geo name \(key): fallback node '\(f)' is not a member of pool \(g.pool)")
             }
         }
         if !names.isEmpty && databasePath == nil {
-            d.append(Diagnostic(file: fileName, line: 0, message: "geo names need a database: geo: database: PATH (a MaxMind City database)"))
+            d.append(
+                Diagnostic(
+                    file: fileName, line: 0,
+                    message: "geo names need a database: geo: database: PATH (a MaxMind City database)"))
         }
         return d
     }
 
     static func isIdentifier(_ s: String) -> Bool {
-        !s.isEmpty && s.count <= 32 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        !s.isEmpty && s.count <= 32
+            && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
     }
 
     static func address(_ text: String, v6: Bool) -> [UInt8]? {
@@ -461,9 +532,28 @@ extension GeoConfig {
     /// Whether `other` describes the same geo names, pools, nodes and database, wherever in the
     /// file they are written.
     public func isEquivalent(to other: GeoConfig) -> Bool {
-        func nodes(_ g: GeoConfig) -> [NodeConfig] { g.nodes.map { var n = $0; n.declaredAt = ""; return n } }
-        func pools(_ g: GeoConfig) -> [PoolConfig] { g.pools.map { var p = $0; p.declaredAt = ""; return p } }
-        func names(_ g: GeoConfig) -> [GeoNameConfig] { g.names.map { var n = $0; n.declaredAt = ""; return n } }
-        return databasePath == other.databasePath && nodes(self) == nodes(other) && pools(self) == pools(other) && names(self) == names(other)
+        func nodes(_ g: GeoConfig) -> [NodeConfig] {
+            g.nodes.map {
+                var n = $0
+                n.declaredAt = ""
+                return n
+            }
+        }
+        func pools(_ g: GeoConfig) -> [PoolConfig] {
+            g.pools.map {
+                var p = $0
+                p.declaredAt = ""
+                return p
+            }
+        }
+        func names(_ g: GeoConfig) -> [GeoNameConfig] {
+            g.names.map {
+                var n = $0
+                n.declaredAt = ""
+                return n
+            }
+        }
+        return databasePath == other.databasePath && nodes(self) == nodes(other) && pools(self) == pools(other)
+            && names(self) == names(other)
     }
 }

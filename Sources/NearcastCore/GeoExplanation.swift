@@ -57,16 +57,26 @@ public struct GeoExplainError: Error, CustomStringConvertible, Sendable {
 extension GeoTable {
     /// Explains the answer of geo name `name` `type` to `client`, or to `ecs` (ADDRESS/PREFIX) when
     /// given, as the responder would choose it; `database` gives the location details.
-    public func explain(name: String, type: String, client: String, ecs: String?, database: MaxMindDatabase) throws -> GeoExplanation {
-        guard let qname = try? DNSName(name.hasSuffix(".") ? name : name + ".") else { throw GeoExplainError(description: "'\(name)' is not a domain name") }
+    public func explain(name: String, type: String, client: String, ecs: String?, database: MaxMindDatabase) throws
+        -> GeoExplanation
+    {
+        guard let qname = try? DNSName(name.hasSuffix(".") ? name : name + ".") else {
+            throw GeoExplainError(description: "'\(name)' is not a domain name")
+        }
         let t: RRType = type.uppercased() == "AAAA" ? .aaaa : .a
-        guard type.uppercased() == "A" || type.uppercased() == "AAAA" else { throw GeoExplainError(description: "geo names are A or AAAA, not '\(type)'") }
-        guard let geoName = self.name(qname, t) else { throw GeoExplainError(description: "\(qname) \(t) is not a geo name") }
+        guard type.uppercased() == "A" || type.uppercased() == "AAAA" else {
+            throw GeoExplainError(description: "geo names are A or AAAA, not '\(type)'")
+        }
+        guard let geoName = self.name(qname, t) else {
+            throw GeoExplainError(description: "\(qname) \(t) is not a geo name")
+        }
         var text = client
         var source: Int?
         if let ecs {
             let parts = ecs.split(separator: "/")
-            guard parts.count == 2, let bits = Int(parts[1]) else { throw GeoExplainError(description: "--ecs '\(ecs)' is not ADDRESS/PREFIX") }
+            guard parts.count == 2, let bits = Int(parts[1]) else {
+                throw GeoExplainError(description: "--ecs '\(ecs)' is not ADDRESS/PREFIX")
+            }
             source = bits
             if bits > 0 { text = String(parts[0]) }
         }
@@ -77,12 +87,16 @@ extension GeoTable {
         let answer = self.answer(geoName, client: address)
         let ranking = rankings[geoName.ranking]
         let scored = Dictionary(
-            ranking.policy.rank(ranking.nodes, for: found?.location.hasCoordinates == true ? found?.location : nil, fallback: ranking.fallback)
-                .map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            ranking.policy.rank(
+                ranking.nodes, for: found?.location.hasCoordinates == true ? found?.location : nil,
+                fallback: ranking.fallback
+            )
+            .map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let v4 = t == .a
         let candidates = answer.candidates.map { id in
             GeoExplanation.Candidate(
-                node: id, score: scored[id]?.score, distanceKm: scored[id]?.distanceKm, healthy: !unhealthy.contains(id),
+                node: id, score: scored[id]?.score, distanceKm: scored[id]?.distanceKm,
+                healthy: !unhealthy.contains(id),
                 address: (v4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6).map { Self.text($0) })
         }
         let prefix = answer.prefixLength.map { len -> String in
@@ -92,7 +106,8 @@ extension GeoTable {
         return GeoExplanation(
             name: qname.description, type: t.description, lookupAddress: text,
             location: .init(
-                network: found?.network.description, latitude: loc?.latitude, longitude: loc?.longitude, country: loc?.country,
+                network: found?.network.description, latitude: loc?.latitude, longitude: loc?.longitude,
+                country: loc?.country,
                 continent: loc?.continent, subdivision: loc?.subdivision),
             locationClass: answer.locationClass, classPrefix: prefix, candidates: candidates,
             outcome: "\(answer.outcome)", answer: answer.addresses.map { Self.text($0) }, ttl: answer.ttl,

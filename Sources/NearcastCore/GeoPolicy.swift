@@ -17,7 +17,10 @@ public struct GeoNode: Hashable, Sendable {
     /// (1 - bias/100) of their length), a negative one sends them elsewhere sooner.
     public var bias: Int
 
-    public init(id: String, latitude: Double, longitude: Double, country: String? = nil, region: String? = nil, weight: Double = 1, bias: Int = 0) {
+    public init(
+        id: String, latitude: Double, longitude: Double, country: String? = nil, region: String? = nil,
+        weight: Double = 1, bias: Int = 0
+    ) {
         self.id = id
         self.latitude = latitude
         self.longitude = longitude
@@ -76,14 +79,18 @@ public struct GeoPolicy: Hashable, Sendable {
     /// Great-circle distance (haversine, R = 6371 km).
     public static func distanceKm(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
         let r = 6371.0
-        let p1 = lat1 * .pi / 180, p2 = lat2 * .pi / 180
-        let dp = (lat2 - lat1) * .pi / 180, dl = (lon2 - lon1) * .pi / 180
+        let p1 = lat1 * .pi / 180
+        let p2 = lat2 * .pi / 180
+        let dp = (lat2 - lat1) * .pi / 180
+        let dl = (lon2 - lon1) * .pi / 180
         let h = sin(dp / 2) * sin(dp / 2) + cos(p1) * cos(p2) * sin(dl / 2) * sin(dl / 2)
         return 2 * r * asin(min(1, sqrt(h)))
     }
 
     /// The score of `node` for a client at `location`, or nil when it is beyond the maximum distance.
-    public func score(_ node: GeoNode, for location: GeoLocation, latitude: Double, longitude: Double) -> (score: Double, km: Double)? {
+    public func score(_ node: GeoNode, for location: GeoLocation, latitude: Double, longitude: Double) -> (
+        score: Double, km: Double
+    )? {
         let km = Self.distanceKm(latitude, longitude, node.latitude, node.longitude)
         let biased = km * (1 - Double(max(-99, min(99, node.bias))) / 100)
         if let limit = maxDistanceKm, biased > limit { return nil }
@@ -100,7 +107,9 @@ public struct GeoPolicy: Hashable, Sendable {
     /// with no node within the maximum distance, gets `fallback` (default: by weight, then id).
     public func rank(_ nodes: [GeoNode], for location: GeoLocation?, fallback: [String]? = nil) -> [Candidate] {
         if let loc = location, let lat = loc.latitude, let lon = loc.longitude {
-            let scored = nodes.compactMap { n in score(n, for: loc, latitude: lat, longitude: lon).map { (n, $0.score, $0.km) } }
+            let scored = nodes.compactMap { n in
+                score(n, for: loc, latitude: lat, longitude: lon).map { (n, $0.score, $0.km) }
+            }
             if !scored.isEmpty {
                 return scored.sorted { a, b in
                     if a.1 != b.1 { return a.1 > b.1 }
@@ -110,7 +119,9 @@ public struct GeoPolicy: Hashable, Sendable {
                 }.prefix(depth).map { Candidate(id: $0.0.id, score: $0.1, distanceKm: $0.2) }
             }
         }
-        return Self.fallbackOrder(nodes, fallback).prefix(depth).map { Candidate(id: $0.id, score: nil, distanceKm: nil) }
+        return Self.fallbackOrder(nodes, fallback).prefix(depth).map {
+            Candidate(id: $0.id, score: nil, distanceKm: nil)
+        }
     }
 
     /// The configured fallback order, else the nodes by weight (then id).

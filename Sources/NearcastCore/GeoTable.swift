@@ -48,34 +48,44 @@ public struct GeoTable: Sendable {
 
     /// The cold start's TTL caps: a pool with a member that starts down starts unsettled.
     static func coldStartCaps(_ pools: [PoolConfig], down: Set<String>) -> [String: UInt32] {
-        Dictionary(pools.map { p in (p.id, p.ttlCap(settled: !p.members.contains(where: down.contains))) }, uniquingKeysWith: { a, _ in a })
+        Dictionary(
+            pools.map { p in (p.id, p.ttlCap(settled: !p.members.contains(where: down.contains))) },
+            uniquingKeysWith: { a, _ in a })
     }
 
     /// Compiles `config`'s geo names against `database`: one ranking per distinct pool, policy
     /// and fallback. `progress` as for GeoCompiler.compile.
-    public static func build(_ config: GeoConfig, database: MaxMindDatabase, progress: ((Int) -> Void)? = nil) throws -> GeoTable {
+    public static func build(_ config: GeoConfig, database: MaxMindDatabase, progress: ((Int) -> Void)? = nil) throws
+        -> GeoTable
+    {
         let nodes = Dictionary(config.nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let pools = Dictionary(config.pools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        let poolIndex = Dictionary(config.pools.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        let poolIndex = Dictionary(
+            config.pools.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { a, _ in a })
         var rankings: [GeoPool] = []
         var names: [Key: Name] = [:]
         for g in config.names {
             let members = pools[g.pool]?.members.compactMap { nodes[$0]?.geoNode } ?? []
-            let ranking = GeoPool(id: "\(g.pool)#\(rankings.count)", nodes: members, policy: g.policy, fallback: g.fallback)
+            let ranking = GeoPool(
+                id: "\(g.pool)#\(rankings.count)", nodes: members, policy: g.policy, fallback: g.fallback)
             let index: Int
-            if let same = rankings.firstIndex(where: { $0.nodes == ranking.nodes && $0.policy == ranking.policy && $0.fallback == ranking.fallback }) {
+            if let same = rankings.firstIndex(where: {
+                $0.nodes == ranking.nodes && $0.policy == ranking.policy && $0.fallback == ranking.fallback
+            }) {
                 index = same
             } else {
                 index = rankings.count
                 rankings.append(ranking)
             }
-            names[Key(name: g.name, type: g.type.rawValue)] = Name(config: g, ranking: index, pool: poolIndex[g.pool] ?? 0)
+            names[Key(name: g.name, type: g.type.rawValue)] = Name(
+                config: g, ranking: index, pool: poolIndex[g.pool] ?? 0)
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
         let owners = Set(names.keys.map(\.name))
         let down = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
         return GeoTable(
-            serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings, pools: config.pools, names: names, owners: owners,
+            serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings,
+            pools: config.pools, names: names, owners: owners,
             ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes,
             board: HealthBoard(down, ttlCaps: coldStartCaps(config.pools, down: down)))
     }
@@ -126,7 +136,8 @@ public struct GeoTable: Sendable {
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
         let (down, caps) = board.snapshot
-        let order = Self.spillOrder(candidates, isUp: { !down.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
+        let order = Self.spillOrder(
+            candidates, isUp: { !down.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
             seed: prefix?.seed ?? 0)
         var chosen = order.prefix(name.config.answers).compactMap(addressOf)
         var outcome = Answer.Outcome.answered
@@ -138,7 +149,8 @@ public struct GeoTable: Sendable {
             }
         }
         return Answer(
-            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, caps[pools[name.pool].id] ?? .max), locationClass: c, prefixLength: prefix?.length,
+            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, caps[pools[name.pool].id] ?? .max),
+            locationClass: c, prefixLength: prefix?.length,
             candidates: candidates)
     }
 

@@ -81,7 +81,8 @@ struct MasterFileTokenizer {
                     i += 1
                 }
                 if !closed {
-                    errors.append(Diagnostic(file: file, line: line, message: "quoted string is not closed on its line"))
+                    errors.append(
+                        Diagnostic(file: file, line: line, message: "quoted string is not closed on its line"))
                 }
                 current.tokens.append(Token(text: text, quoted: true))
             default:

@@ -63,7 +63,9 @@ public struct NearcastConfig: Sendable {
 
     static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir"]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
-    static let knownXDPKeys = ["interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity"]
+    static let knownXDPKeys = [
+        "interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity",
+    ]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
     public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
@@ -87,7 +89,9 @@ public struct NearcastConfig: Sendable {
             throw DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "not valid YAML: \(error)")])
         }
         guard let top = root.mapping else {
-            throw DiagnosticsError([Diagnostic(file: fileName, line: line(root), message: "the config must be a mapping of keys")])
+            throw DiagnosticsError([
+                Diagnostic(file: fileName, line: line(root), message: "the config must be a mapping of keys")
+            ])
         }
         var config = NearcastConfig()
         for (k, v) in top {
@@ -166,7 +170,9 @@ public struct NearcastConfig: Sendable {
                     case "interfaces":
                         for item in xv.sequence.map(Array.init) ?? [xv] {
                             guard let s = item.string, let i = XDPSettings.Interface(s) else {
-                                fail(item, "xdp interface '\(item.string ?? "?")' is not IFACE, IFACE:native or IFACE:generic")
+                                fail(
+                                    item,
+                                    "xdp interface '\(item.string ?? "?")' is not IFACE, IFACE:native or IFACE:generic")
                                 continue
                             }
                             config.xdp.interfaces.append(i)
@@ -194,7 +200,11 @@ public struct NearcastConfig: Sendable {
                             fail(xv, "xdp \(xk.string!) must be a number of queries (0 to 100000000)")
                             continue
                         }
-                        if xk.string == "pass-rate" { config.xdp.passRate = UInt32(n) } else { config.xdp.passBurst = UInt32(n) }
+                        if xk.string == "pass-rate" {
+                            config.xdp.passRate = UInt32(n)
+                        } else {
+                            config.xdp.passBurst = UInt32(n)
+                        }
                     case "over-budget":
                         guard let s = xv.string, s == "truncate" || s == "drop" else {
                             fail(xv, "xdp over-budget must be truncate or drop")
@@ -208,7 +218,9 @@ public struct NearcastConfig: Sendable {
                         }
                         config.xdp.namesCapacity = n
                     default:
-                        fail(xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))")
+                        fail(
+                            xk, "unknown xdp key '\(xk.string ?? "?")' (known: \(knownXDPKeys.joined(separator: ", ")))"
+                        )
                     }
                 }
             case "geo":
@@ -233,7 +245,9 @@ public struct NearcastConfig: Sendable {
                         }
                         config.api.tokensPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
                     case "tls":
-                        guard let tm = av.mapping, let cert = tm["certificate"]?.string, let key = tm["key"]?.string, tm.count == 2 else {
+                        guard let tm = av.mapping, let cert = tm["certificate"]?.string, let key = tm["key"]?.string,
+                            tm.count == 2
+                        else {
                             fail(av, "api tls must be { certificate: PEM file, key: PEM file }")
                             continue
                         }
@@ -248,7 +262,9 @@ public struct NearcastConfig: Sendable {
                         config.api.tlsCertificate = paths[0]
                         config.api.tlsKey = paths[1]
                     default:
-                        fail(ak, "unknown api key '\(ak.string ?? "?")' (known: \(knownAPIKeys.joined(separator: ", ")))")
+                        fail(
+                            ak, "unknown api key '\(ak.string ?? "?")' (known: \(knownAPIKeys.joined(separator: ", ")))"
+                        )
                     }
                 }
             default:

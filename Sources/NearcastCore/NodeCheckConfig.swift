@@ -1,5 +1,5 @@
-import Foundation
 import DNSWire
+import Foundation
 import Yams
 
 /// One active check of a node, as configured (ARCHITECTURE §6; NearcastHealth runs it):
@@ -45,7 +45,9 @@ public struct NodeCheckConfig: Sendable, Equatable {
     /// A name for the check in logs: its type and target.
     public var label: String { kind == .report ? "report" : "\(kind.rawValue) \(host):\(port)" }
 
-    static func parse(_ item: Node, node: NodeConfig, baseDirectory: String, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
+    static func parse(_ item: Node, node: NodeConfig, baseDirectory: String, _ fail: (Node?, String) -> Void)
+        -> NodeCheckConfig?
+    {
         guard let m = GeoConfig.fields(item, "node \(node.id) checks", GeoConfig.checkKeys, fail) else { return nil }
         let owner = "node \(node.id) check"
         guard let t = m["type"]?.string, let kind = Kind(rawValue: t) else {
@@ -88,7 +90,11 @@ public struct NodeCheckConfig: Sendable, Equatable {
             if let p = m["path"]?.string { c.path = p.hasPrefix("/") ? p : "/" + p }
             if let n = m["status"] {
                 let parts = (n.string ?? n.int.map(String.init) ?? "").split(separator: "-").compactMap { Int($0) }
-                if parts.count == 1, (100...599).contains(parts[0]) { c.status = parts[0]...parts[0] } else if parts.count == 2, parts[0] <= parts[1], (100...599).contains(parts[0]), (100...599).contains(parts[1]) {
+                if parts.count == 1, (100...599).contains(parts[0]) {
+                    c.status = parts[0]...parts[0]
+                } else if parts.count == 2, parts[0] <= parts[1], (100...599).contains(parts[0]),
+                    (100...599).contains(parts[1])
+                {
                     c.status = parts[0]...parts[1]
                 } else {
                     fail(n, "\(owner): status must be a code or a range such as 200-299")
@@ -103,13 +109,17 @@ public struct NodeCheckConfig: Sendable, Equatable {
             }
             c.dnsName = name
             if let n = m["qtype"] {
-                if let s = n.string, let t = RRType(mnemonic: s.uppercased()) { c.dnsType = t } else {
+                if let s = n.string, let t = RRType(mnemonic: s.uppercased()) {
+                    c.dnsType = t
+                } else {
                     fail(n, "\(owner): qtype must be a record type such as A or SOA")
                     ok = false
                 }
             }
             if let n = m["rcode"] {
-                if let s = n.string, let r = RCode.allNamed.first(where: { $0.1 == s.uppercased() })?.0 { c.rcode = r } else {
+                if let s = n.string, let r = RCode.allNamed.first(where: { $0.1 == s.uppercased() })?.0 {
+                    c.rcode = r
+                } else {
                     fail(n, "\(owner): rcode must be NOERROR, NXDOMAIN, SERVFAIL or REFUSED")
                     ok = false
                 }
@@ -122,16 +132,21 @@ public struct NodeCheckConfig: Sendable, Equatable {
 extension NodeCheckConfig {
     /// An HTTPS check's `verify`, `server-name` and `ca`.
     static func parseTLS(
-        _ m: Node.Mapping, into c: inout NodeCheckConfig, baseDirectory: String, owner: String, ok: inout Bool, _ fail: (Node?, String) -> Void
+        _ m: Node.Mapping, into c: inout NodeCheckConfig, baseDirectory: String, owner: String, ok: inout Bool,
+        _ fail: (Node?, String) -> Void
     ) {
         if let n = m["verify"] {
-            if let b = n.bool { c.verify = b } else {
+            if let b = n.bool {
+                c.verify = b
+            } else {
                 fail(n, "\(owner): verify must be true or false")
                 ok = false
             }
         }
         if let n = m["server-name"] {
-            if let s = n.string, isHostName(s) { c.serverName = s } else {
+            if let s = n.string, isHostName(s) {
+                c.serverName = s
+            } else {
                 fail(n, "\(owner): server-name must be a host name (the name the certificate holds)")
                 ok = false
             }
@@ -161,14 +176,21 @@ extension NodeCheckConfig {
         return !s.isEmpty && s.utf8.count <= 253
             && labels.allSatisfy { l in
                 (1...63).contains(l.count) && l.first != "-" && l.last != "-"
-                    && l.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
+                    && l.unicodeScalars.allSatisfy {
+                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-")
+                    }
             }
     }
 
     /// A passive check: no target, a staleness limit; a stale report takes the node down at once
     /// unless `fall` says otherwise.
-    static func parseReport(_ m: Node.Mapping, item: Node, owner: String, _ fail: (Node?, String) -> Void) -> NodeCheckConfig? {
-        let targetKeys = ["host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "verify", "server-name", "ca"]
+    static func parseReport(_ m: Node.Mapping, item: Node, owner: String, _ fail: (Node?, String) -> Void)
+        -> NodeCheckConfig?
+    {
+        let targetKeys = [
+            "host", "port", "path", "status", "body", "name", "qtype", "rcode", "interval", "timeout", "verify",
+            "server-name", "ca",
+        ]
         if let key = targetKeys.first(where: { m[$0] != nil }) {
             fail(m[key], "\(owner): a report check has no \(key) (the node's agent posts to POST /v1/nodes/ID/report)")
             return nil
@@ -186,5 +208,7 @@ extension NodeCheckConfig {
 
 extension RCode {
     /// The rcodes a check may expect, by name.
-    static let allNamed: [(RCode, String)] = [(.noError, "NOERROR"), (.nxDomain, "NXDOMAIN"), (.servFail, "SERVFAIL"), (.refused, "REFUSED")]
+    static let allNamed: [(RCode, String)] = [
+        (.noError, "NOERROR"), (.nxDomain, "NXDOMAIN"), (.servFail, "SERVFAIL"), (.refused, "REFUSED"),
+    ]
 }

@@ -20,10 +20,14 @@ enum RDataText {
             }
         }
         func name(_ t: Token) throws(RDataTextError) -> DNSName {
-            do { return try DNSName(t.string, origin: origin) } catch { throw RDataTextError("name '\(t.string)': \(error)") }
+            do { return try DNSName(t.string, origin: origin) } catch {
+                throw RDataTextError("name '\(t.string)': \(error)")
+            }
         }
         func u16(_ t: Token, _ what: String) throws(RDataTextError) -> UInt16 {
-            guard let v = UInt16(t.string) else { throw RDataTextError("\(what) '\(t.string)' is not a number 0-65535") }
+            guard let v = UInt16(t.string) else {
+                throw RDataTextError("\(what) '\(t.string)' is not a number 0-65535")
+            }
             return v
         }
         func u32(_ t: Token, _ what: String, ttlUnits: Bool = false) throws(RDataTextError) -> UInt32 {
@@ -132,7 +136,8 @@ enum RDataText {
             guard i + 1 < text.count else { throw RDataTextError("string ends with a lone backslash") }
             let n = text[i + 1]
             if n >= 0x30 && n <= 0x39 {
-                guard i + 3 < text.count, (0x30...0x39).contains(text[i + 2]), (0x30...0x39).contains(text[i + 3]) else {
+                guard i + 3 < text.count, (0x30...0x39).contains(text[i + 2]), (0x30...0x39).contains(text[i + 3])
+                else {
                     throw RDataTextError("\\DDD escape needs three digits")
                 }
                 let v = Int(n - 0x30) * 100 + Int(text[i + 2] - 0x30) * 10 + Int(text[i + 3] - 0x30)

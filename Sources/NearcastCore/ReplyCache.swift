@@ -19,7 +19,9 @@ public struct ReplyCache {
     public var count: Int { entries.count }
 
     /// The reply to `query` from `client`, from the cache when a plain query asked the same before.
-    public mutating func reply(to query: [UInt8], transport: Transport, responder: Responder, client: [UInt8]? = nil) -> [UInt8]? {
+    public mutating func reply(to query: [UInt8], transport: Transport, responder: Responder, client: [UInt8]? = nil)
+        -> [UInt8]?
+    {
         guard let key = CacheKey(query: query, transport: transport, responder: responder) else {
             return responder.respond(to: query, transport: transport, client: client)
         }

@@ -52,7 +52,8 @@ public struct Responder: Sendable {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
         }
         if question.type == .axfr || question.type == .ixfr {
-            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)  // no transfers
+            // No zone transfers.
+            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
         }
         if question.type.isMetaType && question.type != .any {
             return errorReply(header, question: question, .notImp, edns: replyEDNS)
@@ -63,8 +64,9 @@ public struct Responder: Sendable {
         guard let zone = authority.zone(for: question.name) else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notAuthoritative)
         }
-        if let geo, let name = geo.name(question.name, question.type == .any ? .a : question.type)
-            ?? (question.type == .any ? geo.name(question.name, .aaaa) : nil)
+        if let geo,
+            let name = geo.name(question.name, question.type == .any ? .a : question.type)
+                ?? (question.type == .any ? geo.name(question.name, .aaaa) : nil)
         {
             return geoReply(
                 header, question, name, geo: geo, zone: zone, client: client, subnet: subnet, edns: replyEDNS,
@@ -89,7 +91,8 @@ public struct Responder: Sendable {
     /// echo's scope is the prefix the address matched (the source prefix when none did, so a
     /// resolver never caches the answer for more than the client's own subnet).
     func geoReply(
-        _ header: DNSHeader, _ question: DNSQuestion, _ name: GeoTable.Name, geo: GeoTable, zone: Zone, client: [UInt8]?,
+        _ header: DNSHeader, _ question: DNSQuestion, _ name: GeoTable.Name, geo: GeoTable, zone: Zone,
+        client: [UInt8]?,
         subnet: ClientSubnet?, edns: EDNS?, limit: Int
     ) -> [UInt8] {
         var edns = edns
@@ -100,7 +103,9 @@ public struct Responder: Sendable {
             address = client ?? [0, 0, 0, 0]
         }
         let answer = geo.answer(name, client: address)
-        if var s = subnet, s.sourcePrefixLength > 0, let i = edns?.options.firstIndex(where: { $0.code == EDNSOption.clientSubnetCode }) {
+        if var s = subnet, s.sourcePrefixLength > 0,
+            let i = edns?.options.firstIndex(where: { $0.code == EDNSOption.clientSubnetCode })
+        {
             s.scopePrefixLength = UInt8(answer.prefixLength ?? Int(s.sourcePrefixLength))
             edns!.options[i] = s.option
         }

@@ -40,7 +40,10 @@ public struct HealthWrites: Codable, Equatable, Sendable {
     public var maxMicros: Double
     public var samples: Int
 
-    public init(nodeChanges: Int, poolChanges: Int, mapWrites: Int, p50Micros: Double, p99Micros: Double, maxMicros: Double, samples: Int) {
+    public init(
+        nodeChanges: Int, poolChanges: Int, mapWrites: Int, p50Micros: Double, p99Micros: Double, maxMicros: Double,
+        samples: Int
+    ) {
         self.nodeChanges = nodeChanges
         self.poolChanges = poolChanges
         self.mapWrites = mapWrites
@@ -130,7 +133,10 @@ public struct ReloadReport: Codable, Equatable, Sendable {
     public var geoCompiled: Bool
     public var seconds: Double
 
-    public init(zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, geoCompiled: Bool = false, seconds: Double) {
+    public init(
+        zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, geoCompiled: Bool = false,
+        seconds: Double
+    ) {
         self.zones = zones
         self.records = records
         self.fastPathAnswers = fastPathAnswers
@@ -152,7 +158,8 @@ public enum ReloadError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         switch self {
         case .invalid(let d): return "the new config is not valid, nothing was changed:\n" + d.description
-        case .needsRestart(let what): return "\(what.joined(separator: ", ")) changed: those apply at a restart; nothing was changed"
+        case .needsRestart(let what):
+            return "\(what.joined(separator: ", ")) changed: those apply at a restart; nothing was changed"
         case .fastPath(let e): return "the fast path's maps could not be written (\(e)); the old data is still served"
         }
     }
@@ -175,7 +182,8 @@ public struct StatusReport: Codable, Equatable, Sendable {
     public var stateDirectory: String?
 
     public init(
-        version: String, uptime: Double, zones: [ZoneSummary], xdpInterfaces: [String], fastPathAnswers: Int?, geoNames: Int,
+        version: String, uptime: Double, zones: [ZoneSummary], xdpInterfaces: [String], fastPathAnswers: Int?,
+        geoNames: Int,
         nodes: [String: Int], unsettledPools: [String], stateDirectory: String?
     ) {
         self.version = version

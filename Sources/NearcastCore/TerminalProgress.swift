@@ -38,7 +38,8 @@ public final class TerminalProgress: @unchecked Sendable {
     }
 
     private func draw(_ percent: Int, _ done: Int) {
-        let width = 30, filled = width * percent / 100
+        let width = 30
+        let filled = width * percent / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         FileHandle.standardError.write("\r\(label) [\(bar)] \(percent)% \(done)".data(using: .utf8)!)
     }

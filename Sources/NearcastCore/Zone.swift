@@ -58,7 +58,8 @@ public struct Zone: Sendable {
                 set.rdatas.append(rr.rdata)
                 nodes[rr.name]![rr.type] = set
             } else {
-                nodes[rr.name, default: [:]][rr.type] = RRSet(name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata])
+                nodes[rr.name, default: [:]][rr.type] = RRSet(
+                    name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata])
                 firstLine[rr.name, default: [:]][rr.type] = (src.file, src.line)
             }
             count += 1
@@ -75,7 +76,9 @@ public struct Zone: Sendable {
         let apex = nodes[origin] ?? [:]
         var soa: RRSet?
         if let s = apex[.soa] {
-            if s.rdatas.count != 1 { fail(origin, .soa, "zone \(origin) has \(s.rdatas.count) SOA records; it needs exactly one") }
+            if s.rdatas.count != 1 {
+                fail(origin, .soa, "zone \(origin) has \(s.rdatas.count) SOA records; it needs exactly one")
+            }
             soa = s
         } else {
             diags.append(Diagnostic(file: sourceName, line: 0, message: "zone \(origin) has no SOA record at its apex"))
@@ -84,12 +87,19 @@ public struct Zone: Sendable {
             diags.append(Diagnostic(file: sourceName, line: 0, message: "zone \(origin) has no NS records at its apex"))
         }
         for (name, sets) in nodes {
-            if name != origin, sets[.soa] != nil { fail(name, .soa, "SOA record at \(name), which is not the zone apex \(origin)") }
+            if name != origin, sets[.soa] != nil {
+                fail(name, .soa, "SOA record at \(name), which is not the zone apex \(origin)")
+            }
             if let c = sets[.cname] {
-                if c.rdatas.count > 1 { fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed") }
+                if c.rdatas.count > 1 {
+                    fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
+                }
                 let others = sets.keys.filter { $0 != .cname }.sorted()
                 if !others.isEmpty {
-                    fail(name, .cname, "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)")
+                    fail(
+                        name, .cname,
+                        "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)"
+                    )
                 }
             }
         }
@@ -109,19 +119,28 @@ public struct Zone: Sendable {
             }
             if let c = cut(above: name, includingSelf: false) {
                 for t in sets.keys where t != .a && t != .aaaa {
-                    fail(name, t, "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there")
+                    fail(
+                        name, t,
+                        "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
+                    )
                 }
             }
         }
         for c in cuts.sorted() {
-            for case .ns(let target) in nodes[c]![.ns]!.rdatas where target.isSubdomain(of: c) || cut(above: target, includingSelf: true) != nil {
+            for case .ns(let target) in nodes[c]![.ns]!.rdatas
+            where target.isSubdomain(of: c) || cut(above: target, includingSelf: true) != nil {
                 let t = nodes[target]
                 if t?[.a] == nil && t?[.aaaa] == nil {
-                    fail(c, .ns, "delegation \(c) names server \(target) inside the delegated zone but has no glue (A or AAAA) for it")
+                    fail(
+                        c, .ns,
+                        "delegation \(c) names server \(target) inside the delegated zone but has no glue (A or AAAA) for it"
+                    )
                 }
             }
         }
-        if !diags.isEmpty || soa == nil { throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) }) }
+        if !diags.isEmpty || soa == nil {
+            throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) })
+        }
 
         var existing = Set<DNSName>()
         for name in nodes.keys {

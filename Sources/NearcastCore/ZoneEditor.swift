@@ -83,7 +83,8 @@ public enum ZoneEditor {
     }
 
     /// The zone's text after `edit`, the zone it makes, and the change, from the zone's records.
-    public static func apply(_ edit: Edit, to records: [ResourceRecord], origin: DNSName, fileName: String) throws(ZoneEditError)
+    public static func apply(_ edit: Edit, to records: [ResourceRecord], origin: DNSName, fileName: String)
+        throws(ZoneEditError)
         -> (text: String, zone: Zone, change: RecordChange)
     {
         var next = records
@@ -94,24 +95,34 @@ public enum ZoneEditor {
             if records.contains(where: { $0.name == r.name && $0.type == r.type && $0.rdata == r.rdata }) {
                 throw .conflict("\(ZoneText.line(r)) is already in the zone")
             }
-            if input.ttl == nil, let same = records.first(where: { $0.name == r.name && $0.type == r.type }) { r.ttl = same.ttl }
+            if input.ttl == nil, let same = records.first(where: { $0.name == r.name && $0.type == r.type }) {
+                r.ttl = same.ttl
+            }
             // One TTL per RRset (RFC 2181 §5.2): a new TTL applies to the whole set.
             for i in next.indices where next[i].name == r.name && next[i].type == r.type { next[i].ttl = r.ttl }
             next.append(r)
             changed = 1
         case .delete(let name, let typeText, let data):
             let owner = try ownerName(name, origin: origin)
-            guard let type = RRType(mnemonic: typeText) else { throw .invalid(field: "type", "'\(typeText)' is not a record type") }
+            guard let type = RRType(mnemonic: typeText) else {
+                throw .invalid(field: "type", "'\(typeText)' is not a record type")
+            }
             var match: RData?
             if let data {
-                match = try record(RecordInput(name: name, type: typeText, ttl: 0, data: data), origin: origin, existing: records).rdata
+                match = try record(
+                    RecordInput(name: name, type: typeText, ttl: 0, data: data), origin: origin, existing: records
+                ).rdata
             }
             next.removeAll { $0.name == owner && $0.type == type && (match == nil || $0.rdata == match) }
             changed = records.count - next.count
-            guard changed > 0 else { throw .notFound("no \(type) record at \(owner)\(data.map { " with data \($0)" } ?? "")") }
+            guard changed > 0 else {
+                throw .notFound("no \(type) record at \(owner)\(data.map { " with data \($0)" } ?? "")")
+            }
         }
-        guard let soaIndex = next.firstIndex(where: { $0.type == .soa }), case .soa(var soa) = next[soaIndex].rdata else {
-            throw .zone(DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "the zone would have no SOA record")]))
+        guard let soaIndex = next.firstIndex(where: { $0.type == .soa }), case .soa(var soa) = next[soaIndex].rdata
+        else {
+            throw .zone(
+                DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "the zone would have no SOA record")]))
         }
         soa.serial &+= 1  // serial arithmetic (RFC 1982): one step forward
         next[soaIndex].rdata = .soa(soa)
@@ -119,7 +130,10 @@ public enum ZoneEditor {
         do {
             let parsed = try ZoneFileParser.parse(text: text, fileName: fileName, origin: origin)
             let zone = try Zone.build(origin: origin, records: parsed, sourceName: fileName)
-            return (text, zone, RecordChange(zone: origin.description, serial: soa.serial, changed: changed, records: zone.recordCount))
+            return (
+                text, zone,
+                RecordChange(zone: origin.description, serial: soa.serial, changed: changed, records: zone.recordCount)
+            )
         } catch {
             throw .zone(error)
         }
@@ -131,15 +145,23 @@ public enum ZoneEditor {
         do { name = try DNSName(text == "@" ? origin.description : text, origin: origin) } catch {
             throw .invalid(field: "name", "'\(text)' is not a domain name (\(error))")
         }
-        guard name.isSubdomain(of: origin) else { throw .invalid(field: "name", "\(name) is not inside the zone \(origin)") }
+        guard name.isSubdomain(of: origin) else {
+            throw .invalid(field: "name", "\(name) is not inside the zone \(origin)")
+        }
         return name
     }
 
     /// The record `input` describes, read as a zone file line.
-    static func record(_ input: RecordInput, origin: DNSName, existing: [ResourceRecord]) throws(ZoneEditError) -> ResourceRecord {
+    static func record(_ input: RecordInput, origin: DNSName, existing: [ResourceRecord]) throws(ZoneEditError)
+        -> ResourceRecord
+    {
         let owner = try ownerName(input.name, origin: origin)
-        guard let type = RRType(mnemonic: input.type) else { throw .invalid(field: "type", "'\(input.type)' is not a record type") }
-        guard !input.data.contains(where: { $0 == "\n" || $0 == "\r" }) else { throw .invalid(field: "data", "one line only") }
+        guard let type = RRType(mnemonic: input.type) else {
+            throw .invalid(field: "type", "'\(input.type)' is not a record type")
+        }
+        guard !input.data.contains(where: { $0 == "\n" || $0 == "\r" }) else {
+            throw .invalid(field: "data", "one line only")
+        }
         let ttl = input.ttl ?? existing.first(where: { $0.type == .soa })?.ttl ?? 3600
         let line = "\(owner) \(ttl) IN \(type) \(input.data)\n"
         let parsed: [SourcedRecord]

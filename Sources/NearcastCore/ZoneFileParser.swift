@@ -59,7 +59,9 @@ public struct ZoneFileParser {
         var lastOwner: DNSName?
 
         for entry in entries {
-            func fail(_ message: String) { errors.append(Diagnostic(file: fileName, line: entry.line, message: message)) }
+            func fail(_ message: String) {
+                errors.append(Diagnostic(file: fileName, line: entry.line, message: message))
+            }
             var tokens = entry.tokens[...]
             let first = tokens.first!
             if !entry.inheritsOwner && !first.quoted && first.text.first == UInt8(ascii: "$") {

@@ -8,7 +8,9 @@ public enum ZoneText {
     /// One record per line, absolute names, the SOA first, then in canonical order.
     public static func render(origin: DNSName, records: [ResourceRecord]) -> String {
         let soa = records.filter { $0.type == .soa }
-        let rest = records.filter { $0.type != .soa }.sorted { ($0.name, $0.type.rawValue) < ($1.name, $1.type.rawValue) }
+        let rest = records.filter { $0.type != .soa }.sorted {
+            ($0.name, $0.type.rawValue) < ($1.name, $1.type.rawValue)
+        }
         var out = "; \(origin) — written by nearcast (changes through the management API); comments are not kept.\n"
         out += "$ORIGIN \(origin)\n"
         for r in soa + rest { out += line(r) + "\n" }
@@ -30,8 +32,10 @@ public enum ZoneText {
         case .mx(let p, let n): return "\(p) \(n)"
         case .txt(let strings): return strings.map(quoted).joined(separator: " ")
         case .srv(let p, let w, let port, let t): return "\(p) \(w) \(port) \(t)"
-        case .caa(let flags, let tag, let value): return "\(flags) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
-        case .unknown(let bytes): return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + bytes.map { hex($0) }.joined())
+        case .caa(let flags, let tag, let value):
+            return "\(flags) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
+        case .unknown(let bytes):
+            return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + bytes.map { hex($0) }.joined())
         }
     }
 

@@ -1,7 +1,8 @@
 import BPFKit
-import Foundation
 import CNearcastABI
+import Foundation
 import NearcastCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,8 @@ extension FastPath {
         let ipv6: [ClassPrefix]
 
         init(
-            serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32], poolIndex: [String: UInt32],
+            serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32],
+            poolIndex: [String: UInt32],
             ipv4: [ClassPrefix], ipv6: [ClassPrefix]
         ) {
             self.serial = serial
@@ -85,12 +87,14 @@ extension FastPath {
         let poolBase = gen * UInt32(NC_POOLS_MAX)
         if !nodeValues.isEmpty {
             let list = Array(nodeValues.values)
-            try nodeMaps[Int(gen)].map.updateBatch(keys: list.map { Self.bytes(of: $0.index) }, values: list.map { Self.bytes(of: $0.value) })
+            try nodeMaps[Int(gen)].map.updateBatch(
+                keys: list.map { Self.bytes(of: $0.index) }, values: list.map { Self.bytes(of: $0.value) })
         }
         if !poolCaps.isEmpty {
             let list = Array(poolCaps.values)
             try pools.updateBatch(
-                keys: list.map { Self.bytes(of: poolBase + $0.index) }, values: list.map { Self.bytes(of: nc_pool(ttl_cap: $0.cap)) })
+                keys: list.map { Self.bytes(of: poolBase + $0.index) },
+                values: list.map { Self.bytes(of: nc_pool(ttl_cap: $0.cap)) })
         }
         return (nodeValues, poolCaps)
     }
@@ -127,7 +131,8 @@ extension FastPath {
         withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
             withUnsafeBytes(of: n) { for (i, b) in $0.enumerated() { buf[i] = b } }
         }
-        return NamesTable.Entry(hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
+        return NamesTable.Entry(
+            hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
     }
 
     /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (ARCHITECTURE
@@ -137,7 +142,8 @@ extension FastPath {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
             guard var n = s.nodes[id] else { return false }
             n.value.up = up ? 1 : 0
-            try nodeMaps[Int(s.settings.generation & 1)].map.update(key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
+            try nodeMaps[Int(s.settings.generation & 1)].map.update(
+                key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
             s.nodes[id] = n
             return true
         }
@@ -149,7 +155,9 @@ extension FastPath {
     public func setPoolTTLCap(_ id: String, _ cap: UInt32) throws(BPFError) -> Bool {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
             guard let p = s.pools[id] else { return false }
-            try pools.update(key: Self.bytes(of: s.settings.generation * UInt32(NC_POOLS_MAX) + p.index), value: Self.bytes(of: nc_pool(ttl_cap: cap)))
+            try pools.update(
+                key: Self.bytes(of: s.settings.generation * UInt32(NC_POOLS_MAX) + p.index),
+                value: Self.bytes(of: nc_pool(ttl_cap: cap)))
             s.pools[id] = (p.index, cap)
             return true
         }
@@ -162,21 +170,25 @@ extension FastPath {
             throw BPFError("write geo maps", "\(nodeList.count) nodes, the program takes \(NC_NODES_MAX)", errno: E2BIG)
         }
         guard geo.pools.count <= Int(NC_POOLS_MAX) else {
-            throw BPFError("write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
+            throw BPFError(
+                "write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
         }
         var nodeIndex: [String: UInt32] = [:]
         for (i, n) in nodeList.enumerated() { nodeIndex[n.id] = UInt32(i) }
         var poolIndex: [String: UInt32] = [:]
         for (i, p) in geo.pools.enumerated() { poolIndex[p.id] = UInt32(i) }
 
-        var candKeys: [[UInt8]] = [], candValues: [[UInt8]] = []
+        var candKeys: [[UInt8]] = []
+        var candValues: [[UInt8]] = []
         for c in geo.image.classes.indices {
             for r in geo.rankings.indices {
                 var v = nc_cands()
                 let ids = geo.image.classes[c][r].prefix(Int(NC_GEO_DEPTH)).compactMap { nodeIndex[$0] }
                 v.count = UInt16(ids.count)
                 withUnsafeMutableBytes(of: &v.node) { b in
-                    for (k, id) in ids.enumerated() { b.storeBytes(of: UInt16(id), toByteOffset: 2 * k, as: UInt16.self) }
+                    for (k, id) in ids.enumerated() {
+                        b.storeBytes(of: UInt16(id), toByteOffset: 2 * k, as: UInt16.self)
+                    }
                 }
                 candKeys.append(Self.bytes(of: UInt32(c * geo.rankings.count + r)))
                 candValues.append(Self.bytes(of: v))
@@ -186,21 +198,26 @@ extension FastPath {
         try cands.map.updateBatch(keys: candKeys, values: candValues)
 
         var lpm: [BPFOwnedMap] = []
-        for (template, name, prefixes, v4) in [(geo4Inner, NC_MAP_GEO4, geo.image.ipv4, true), (geo6Inner, NC_MAP_GEO6, geo.image.ipv6, false)] {
-            var keys: [[UInt8]] = [], values: [[UInt8]] = []
+        for (template, name, prefixes, v4) in [
+            (geo4Inner, NC_MAP_GEO4, geo.image.ipv4, true), (geo6Inner, NC_MAP_GEO6, geo.image.ipv6, false),
+        ] {
+            var keys: [[UInt8]] = []
+            var values: [[UInt8]] = []
             keys.reserveCapacity(prefixes.count)
             values.reserveCapacity(prefixes.count)
             for p in prefixes {
                 let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
                 keys.append(Self.bytes(of: UInt32(p.length)) + addr)
-                values.append(Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
+                values.append(
+                    Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
             }
             let m = try BPFOwnedMap(like: template, name: name, maxEntries: keys.count)
             try m.map.updateBatch(keys: keys, values: values)
             lpm.append(m)
         }
         return GeoMaps(
-            serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex, ipv4: geo.image.ipv4,
+            serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex,
+            ipv4: geo.image.ipv4,
             ipv6: geo.image.ipv6)
     }
 

@@ -1,12 +1,13 @@
 import BPFKit
-import Foundation
 import CNearcastABI
+import DNSWire
+import Foundation
+import NearcastCore
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import DNSWire
-import NearcastCore
-import Synchronization
 
 /// The XDP program and its maps, seen from the control plane: load the object, set the program's
 /// configuration, write the answer image into the names table, read the counters. The only place
@@ -73,7 +74,9 @@ public final class FastPath: Sendable {
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
     /// size (`capacity` applies to a new one).
-    public init(objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity) throws(BPFError) {
+    public init(objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity)
+        throws(BPFError)
+    {
         var size = capacity
         if let dir = pinDirectory, let pinned = try Self.pinnedCapacity(pinDirectory: dir) { size = pinned }
         let table = NamesTable(capacity: size)
@@ -88,8 +91,10 @@ public final class FastPath: Sendable {
         geo4 = try object.map(NC_MAP_GEO4, keySize: 4, valueSize: 4)
         geo6 = try object.map(NC_MAP_GEO6, keySize: 4, valueSize: 4)
         cands = try object.map(NC_MAP_CANDS, keySize: 4, valueSize: 4)
-        geo4Inner = try object.innerMapTemplate(NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
-        geo6Inner = try object.innerMapTemplate(NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        geo4Inner = try object.innerMapTemplate(
+            NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        geo6Inner = try object.innerMapTemplate(
+            NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
         candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: 4, valueSize: MemoryLayout<nc_cands>.size)
         nodes = try object.map(NC_MAP_NODES, keySize: 4, valueSize: 4)
         let nodesInner = try object.innerMapTemplate(NC_MAP_NODES, keySize: 4, valueSize: MemoryLayout<nc_node>.size)
@@ -106,7 +111,8 @@ public final class FastPath: Sendable {
     static func pinnedCapacity(pinDirectory: String) throws(BPFError) -> Int? {
         let path = pinDirectory + "/" + NC_MAP_NAMES
         guard access(path, F_OK) == 0 else { return nil }
-        let map = try BPFMap.pinned(path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size, perCPU: false)
+        let map = try BPFMap.pinned(
+            path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size, perCPU: false)
         defer { close(map.fd) }
         return map.maxEntries
     }
@@ -117,7 +123,9 @@ public final class FastPath: Sendable {
         var fresh = nc_config()
         fresh.abi_version = abiVersion
         fresh.slot_mask = UInt32(table.slotCount - 1)
-        guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else { return State(settings: fresh, live: [:]) }
+        guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else {
+            return State(settings: fresh, live: [:])
+        }
         let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
         guard c.abi_version == abiVersion, c.slot_mask == fresh.slot_mask, c.generation < 2 else {
             return State(settings: fresh, live: [:])
@@ -212,8 +220,10 @@ public final class FastPath: Sendable {
         var maps: GeoMaps?
         if let geo {
             maps = liveGeo?.serial == geo.serial ? liveGeo : try buildGeoMaps(geo)
-            entries += geo.allNames.sorted { ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue) }
-                .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
+            entries += geo.allNames.sorted {
+                ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue)
+            }
+            .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
         }
         entries += image.entries.suffix(nodata).map(Self.encode)
 
@@ -221,12 +231,14 @@ public final class FastPath: Sendable {
         // indexes the live one does not use), its slots, its geo slots.
         let plan = table.plan(entries, live: live)
         if !plan.writes.isEmpty {
-            try names.updateBatch(keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
+            try names.updateBatch(
+                keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
         }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
         let base = Int(nextGeneration) * table.slotCount
         try slots.updateBatch(
-            keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) }, values: plan.slots.map { Self.bytes(of: $0) })
+            keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
+            values: plan.slots.map { Self.bytes(of: $0) })
         try setGeoSlots(nextGeneration, maps)
 
         // The switch: its nodes and pools with the health last written (under the lock, so no
@@ -251,7 +263,8 @@ public final class FastPath: Sendable {
         // are kept for `drainRetired` rather than handed to the kernel whole.
         try setGeoSlots(settings.generation, maps)
         if let old = liveGeo, old !== maps { retired.withLock { $0.append(old) } }
-        return TableWrite(entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
+        return TableWrite(
+            entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.
@@ -265,8 +278,11 @@ public final class FastPath: Sendable {
     public func memlock(of name: String) -> Int? {
         let live = state.withLock { $0.geo }.map { [$0.geo4.map, $0.geo6.map, $0.cands.map] } ?? []
         let generation = state.withLock { $0.settings.generation & 1 }
-        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools]).first { $0.name == name }?.fd
-        guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else { return nil }
+        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools]).first { $0.name == name }?
+            .fd
+        guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else {
+            return nil
+        }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
     }

@@ -1,10 +1,11 @@
 import BPFKit
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import NearcastCore
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one writer of the fast path's generations (ARCHITECTURE §11). Each write (the answer image
 /// built from a responder, the geo maps of a new compile filled, the switch, the grace period)

@@ -1,8 +1,9 @@
 import BPFKit
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 
 /// The directory on a bpffs under which the fast path's maps are pinned (`xdp.pin-root`), and the
 /// upgrade across ABI versions: maps pinned by another version cannot be taken over, so a new set
@@ -20,17 +21,24 @@ enum PinRoot {
         remove(root + "-old")
         if !FileManager.default.fileExists(atPath: root) {
             guard BPFFileSystem.isBPFFS(parent) else {
-                throw SetupError(description: "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)")
+                throw SetupError(
+                    description:
+                        "pin root \(root): \(parent) is not a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs (inside `ip netns exec`, /sys/fs/bpf is not one)"
+                )
             }
             if (root as NSString).lastPathComponent.contains(".") {
-                throw SetupError(description: "pin root \(root): a bpffs takes no dots in names; choose another --pin-root")
+                throw SetupError(
+                    description: "pin root \(root): a bpffs takes no dots in names; choose another --pin-root")
             }
             do { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false) } catch {
                 throw SetupError(description: "pin root \(root) cannot be made: \(error.localizedDescription)")
             }
         }
         guard BPFFileSystem.isBPFFS(root) else {
-            throw SetupError(description: "pin root \(root) is not on a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs")
+            throw SetupError(
+                description:
+                    "pin root \(root) is not on a bpffs; mount one (mount -t bpf bpf \(parent)) or choose --pin-root on a bpffs"
+            )
         }
     }
 
@@ -38,10 +46,15 @@ enum PinRoot {
     /// (nothing pinned, or maps this build takes over).
     static func otherABIVersion(_ root: String) throws(SetupError) -> UInt32? {
         do {
-            guard let pinned = try FastPath.pinnedABIVersion(pinDirectory: root), pinned != FastPath.abiVersion else { return nil }
+            guard let pinned = try FastPath.pinnedABIVersion(pinDirectory: root), pinned != FastPath.abiVersion else {
+                return nil
+            }
             return pinned
         } catch {
-            throw SetupError(description: "the maps pinned under \(root) cannot be taken over (\(error)): stop the other instance and remove \(root), or use another --pin-root")
+            throw SetupError(
+                description:
+                    "the maps pinned under \(root) cannot be taken over (\(error)): stop the other instance and remove \(root), or use another --pin-root"
+            )
         }
     }
 
@@ -51,7 +64,10 @@ enum PinRoot {
     static func staging(for root: String, replacing version: UInt32) throws(SetupError) -> String {
         let parent = (root as NSString).deletingLastPathComponent
         guard BPFFileSystem.isBPFFS(parent) else {
-            throw SetupError(description: "the maps pinned under \(root) were written by ABI version \(version), this nearcastd uses \(FastPath.abiVersion), and a new set cannot be pinned beside them (\(parent) is not a bpffs): stop the other instance and remove the pins under \(root), or use another --pin-root")
+            throw SetupError(
+                description:
+                    "the maps pinned under \(root) were written by ABI version \(version), this nearcastd uses \(FastPath.abiVersion), and a new set cannot be pinned beside them (\(parent) is not a bpffs): stop the other instance and remove the pins under \(root), or use another --pin-root"
+            )
         }
         let next = root + "-next"
         remove(next)
@@ -66,7 +82,9 @@ enum PinRoot {
     static func switchIn(staging: String, as root: String) throws(SetupError) {
         let old = root + "-old"
         remove(old)
-        guard rename(root, old) == 0 else { throw SetupError(description: "\(root) cannot be moved aside: \(String(cString: strerror(errno)))") }
+        guard rename(root, old) == 0 else {
+            throw SetupError(description: "\(root) cannot be moved aside: \(String(cString: strerror(errno)))")
+        }
         guard rename(staging, root) == 0 else {
             let e = errno
             _ = rename(old, root)

@@ -1,10 +1,11 @@
 import BPFKit
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import NearcastCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The fast path as the daemon runs it: the program loaded with its maps pinned, configured, filled
 /// with the answer image and attached to the interfaces.
@@ -25,7 +26,10 @@ public final class XDPDeployment: Sendable {
     }
 
     /// Loads, fills and attaches the fast path.
-    public init(settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16, logger: Logger) throws {
+    public init(
+        settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16,
+        logger: Logger
+    ) throws {
         self.settings = settings
         self.logger = logger
         let objectPath = try Self.locateObject(settings.objectPath)
@@ -44,13 +48,17 @@ public final class XDPDeployment: Sendable {
         var staged = otherABI != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
         let fp = try FastPath(
-            objectPath: objectPath, pinDirectory: pinDirectory, capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
+            objectPath: objectPath, pinDirectory: pinDirectory,
+            capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
-                metadata: ["pinned-capacity": "\(fp.capacity)", "configured": "\(wanted)", "pin-root": "\(settings.pinRoot)"])
+                metadata: [
+                    "pinned-capacity": "\(fp.capacity)", "configured": "\(wanted)", "pin-root": "\(settings.pinRoot)",
+                ])
         }
-        let budget = PassBudget(rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
+        let budget = PassBudget(
+            rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         let table = try fp.write(image, geo: geo)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
@@ -73,7 +81,10 @@ public final class XDPDeployment: Sendable {
             if error.errno == EOPNOTSUPP, let failed = interfaces.dropFirst(done.count).first,
                 failed.1 == .native
             {
-                throw SetupError(description: "\(failed.2) has no native XDP support in its driver: use --xdp \(failed.2):generic (or `\(failed.2):generic` in the config)")
+                throw SetupError(
+                    description:
+                        "\(failed.2) has no native XDP support in its driver: use --xdp \(failed.2):generic (or `\(failed.2):generic` in the config)"
+                )
             }
             throw error
         }
@@ -84,23 +95,28 @@ public final class XDPDeployment: Sendable {
             try fp.object.pinsMoved(to: settings.pinRoot)
             logger.notice(
                 "maps pinned by another ABI version replaced: the new program and maps were switched in together; counters start anew",
-                metadata: ["pinned-abi": "\(version)", "abi": "\(FastPath.abiVersion)", "pin-root": "\(settings.pinRoot)"])
+                metadata: [
+                    "pinned-abi": "\(version)", "abi": "\(FastPath.abiVersion)", "pin-root": "\(settings.pinRoot)",
+                ])
         }
         if table.full + table.collisions > 0 {
             logger.warning(
                 "some answers do not fit the names table and are left to the slow path",
                 metadata: [
-                    "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
+                    "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)",
+                    "capacity": "\(fp.capacity)",
                     "hint": "raise xdp names-capacity",
                 ])
         }
         logger.info(
             "fast path ready",
             metadata: [
-                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)", "written": "\(table.written)", "too-big": "\(image.tooBig)",
+                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)", "written": "\(table.written)",
+                "too-big": "\(image.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.capacity * FastPath.entryBytes >> 20)",
-                "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")", "pin-root": "\(settings.pinRoot)",
+                "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")",
+                "pin-root": "\(settings.pinRoot)",
             ])
         self.fastPath = fp
         self.attached = done
@@ -130,11 +146,16 @@ public final class XDPDeployment: Sendable {
     /// puts it (PREFIX/lib/nearcast beside PREFIX/bin), else /usr/lib/nearcast.
     static func locateObject(_ configured: String?) throws -> String {
         let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = configured.map { [$0] } ?? [
-            exe.appendingPathComponent("nearcast.bpf.o").path,
-            exe.deletingLastPathComponent().appendingPathComponent("lib/nearcast/nearcast.bpf.o").path, "/usr/lib/nearcast/nearcast.bpf.o",
-        ]
+        let candidates =
+            configured.map { [$0] } ?? [
+                exe.appendingPathComponent("nearcast.bpf.o").path,
+                exe.deletingLastPathComponent().appendingPathComponent("lib/nearcast/nearcast.bpf.o").path,
+                "/usr/lib/nearcast/nearcast.bpf.o",
+            ]
         for c in candidates where FileManager.default.fileExists(atPath: c) { return c }
-        throw SetupError(description: "XDP program not found (looked at \(candidates.joined(separator: ", "))); build it with `make` or give --bpf-object PATH")
+        throw SetupError(
+            description:
+                "XDP program not found (looked at \(candidates.joined(separator: ", "))); build it with `make` or give --bpf-object PATH"
+        )
     }
 }

@@ -18,7 +18,8 @@ public enum HealthCheck: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .tcp(let h, let p): return "tcp \(h):\(p)"
         case .http(let h, let p, let path, let s, _): return "http \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
-        case .https(let h, let p, let path, let s, _, _): return "https \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
+        case .https(let h, let p, let path, let s, _, _):
+            return "https \(h):\(p)\(path) \(s.lowerBound)-\(s.upperBound)"
         case .dns(let h, let p, let n, let t, let r): return "dns \(h):\(p) \(n) \(t) \(r)"
         case .report: return "report"
         }
@@ -55,7 +56,8 @@ public struct HealthChecker: Sendable {
         do {
             switch check {
             case .tcp(let host, let port):
-                let ch = try await ClientBootstrap(group: group).connectTimeout(timeout).connect(host: host, port: port).get()
+                let ch = try await ClientBootstrap(group: group).connectTimeout(timeout).connect(host: host, port: port)
+                    .get()
                 try? await ch.close()
                 return (true, "connected")
             case .http(let host, let port, let path, let status, let body):
@@ -76,29 +78,38 @@ public struct HealthChecker: Sendable {
     }
 
     /// Whether an HTTP reply's status and body are what the check expects.
-    static func judge(_ code: Int, _ text: String, status: ClosedRange<Int>, body: String?) -> (passed: Bool, reason: String) {
-        guard status.contains(code) else { return (false, "status \(code), expected \(status.lowerBound)-\(status.upperBound)") }
+    static func judge(_ code: Int, _ text: String, status: ClosedRange<Int>, body: String?) -> (
+        passed: Bool, reason: String
+    ) {
+        guard status.contains(code) else {
+            return (false, "status \(code), expected \(status.lowerBound)-\(status.upperBound)")
+        }
         if let body, !text.contains(body) { return (false, "status \(code), body without '\(body)'") }
         return (true, "status \(code)")
     }
 
     /// A GET over HTTP/1.1 (over TLS with `tls`) with `Connection: close`: the status code and up
     /// to 64 KiB of the reply.
-    func http(host: String, port: Int, path: String, tls: TLSCheck?, timeout: TimeAmount) async throws -> (Int, String) {
+    func http(host: String, port: Int, path: String, tls: TLSCheck?, timeout: TimeAmount) async throws -> (Int, String)
+    {
         let collector = ReplyCollector<ByteBuffer>.stream(limit: 65536)
         let ssl = try tls.map { try contexts.context(for: $0) }
         let sni = tls.flatMap { $0.serverName ?? (Self.isAddress(host) ? nil : host) }
         let channel = try await ClientBootstrap(group: group).connectTimeout(timeout)
             .channelInitializer { ch in
                 ch.eventLoop.makeCompletedFuture {
-                    if let ssl { try ch.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: ssl, serverHostname: sni)) }
+                    if let ssl {
+                        try ch.pipeline.syncOperations.addHandler(
+                            try NIOSSLClientHandler(context: ssl, serverHostname: sni))
+                    }
                     try ch.pipeline.syncOperations.addHandler(collector)
                 }
             }
             .connect(host: host, port: port).get()
         let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
         defer { deadline.cancel() }
-        let request = "GET \(path) HTTP/1.1\r\nHost: \(sni ?? host)\r\nUser-Agent: nearcast-health\r\nConnection: close\r\n\r\n"
+        let request =
+            "GET \(path) HTTP/1.1\r\nHost: \(sni ?? host)\r\nUser-Agent: nearcast-health\r\nConnection: close\r\n\r\n"
         try await channel.writeAndFlush(channel.allocator.buffer(string: request)).get()
         let bytes = try await collector.done.futureResult.get()
         let text = String(decoding: bytes, as: UTF8.self)
@@ -120,13 +131,17 @@ public struct HealthChecker: Sendable {
             .channelInitializer { ch in ch.pipeline.addHandler(collector) }
             .bind(host: host.contains(":") ? "::" : "0.0.0.0", port: 0).get()
         defer { channel.close(promise: nil) }
-        let deadline = channel.eventLoop.scheduleTask(in: timeout) { collector.fail(channel.eventLoop, HealthCheckError("no reply in time")) }
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) {
+            collector.fail(channel.eventLoop, HealthCheckError("no reply in time"))
+        }
         defer { deadline.cancel() }
         var header = DNSHeader()
         header.id = UInt16.random(in: 0...UInt16.max)
         let query = try DNSMessage(header: header, questions: [DNSQuestion(name: name, type: type)]).serialize()
         let target = try SocketAddress.makeAddressResolvingHost(host, port: port)
-        try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: channel.allocator.buffer(bytes: query))).get()
+        try await channel.writeAndFlush(
+            AddressedEnvelope(remoteAddress: target, data: channel.allocator.buffer(bytes: query))
+        ).get()
         let reply = try DNSMessage(wire: try await collector.done.futureResult.get())
         guard reply.header.id == header.id else { throw HealthCheckError("a reply to another query") }
         return reply.rcode
@@ -204,11 +219,15 @@ final class ReplyCollector<In>: ChannelInboundHandler, @unchecked Sendable {
 }
 
 extension ReplyCollector where In == ByteBuffer {
-    static func stream(limit: Int) -> ReplyCollector { ReplyCollector(limit: limit) { (Array($0.readableBytesView), false) } }
+    static func stream(limit: Int) -> ReplyCollector {
+        ReplyCollector(limit: limit) { (Array($0.readableBytesView), false) }
+    }
 }
 
 extension ReplyCollector where In == AddressedEnvelope<ByteBuffer> {
-    static func datagram() -> ReplyCollector { ReplyCollector(limit: 65536) { (Array($0.data.readableBytesView), true) } }
+    static func datagram() -> ReplyCollector {
+        ReplyCollector(limit: 65536) { (Array($0.data.readableBytesView), true) }
+    }
 }
 
 /// The TLS client contexts of HTTPS checks, made once per distinct TLSCheck.

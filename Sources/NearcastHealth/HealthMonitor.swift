@@ -55,12 +55,15 @@ public actor HealthMonitor {
     /// follows their members' health; each change of a cap goes to `onPoolTTL`.
     public init(
         checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig] = [],
-        onChange: @escaping @Sendable (Change) -> Void, onPoolTTL: @escaping @Sendable (PoolTTL.Change) -> Void = { _ in }
+        onChange: @escaping @Sendable (Change) -> Void,
+        onPoolTTL: @escaping @Sendable (PoolTTL.Change) -> Void = { _ in }
     ) {
         self.checker = checker
         plan = nodes.mapValues(\.checks)
         let health = nodes.mapValues { n in
-            NodeHealth(checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }), initial: n.initial)
+            NodeHealth(
+                checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }),
+                initial: n.initial)
         }
         self.health = health
         poolTTL = PoolTTL(pools: pools, states: health.mapValues { $0.state(at: .now) })
@@ -119,14 +122,18 @@ public actor HealthMonitor {
                 health[id] = fresh
                 if let until = h.override?.until { scheduleExpiry(id, at: until) }
                 let (before, after) = (h.state(at: now), fresh.state(at: now))
-                if before != after { changed(Change(node: id, from: before, to: after, reason: "checks changed by a reload")) }
+                if before != after {
+                    changed(Change(node: id, from: before, to: after, reason: "checks changed by a reload"))
+                }
             } else {
                 health[id] = NodeHealth(checks: policies, initial: n.initial)
             }
             plan[id] = n.checks
             if started { startChecks(id) }
         }
-        for c in poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        for c in poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now) {
+            onPoolTTL(c)
+        }
         scheduleSettle(after: now)
     }
 
@@ -134,9 +141,13 @@ public actor HealthMonitor {
     /// check, and its staleness clock starts again.
     public func report(_ node: String, passed: Bool, detail: String?) -> NodeReportOutcome {
         guard health[node] != nil else { return .unknownNode }
-        guard let c = plan[node]?.first(where: { if case .report = $0.check { true } else { false } }) else { return .notExpected }
+        guard let c = plan[node]?.first(where: { if case .report = $0.check { true } else { false } }) else {
+            return .notExpected
+        }
         reportDue[node] = .now + c.interval
-        record(node, c.name, passed, "\(c.name): " + (passed ? "reported up" : "reported failing") + (detail.map { " (\($0))" } ?? ""))
+        record(
+            node, c.name, passed,
+            "\(c.name): " + (passed ? "reported up" : "reported failing") + (detail.map { " (\($0))" } ?? ""))
         return .recorded(statuses().first { $0.id == node }!)
     }
 
@@ -186,7 +197,9 @@ public actor HealthMonitor {
         let caps = poolTTL.caps
         return poolTTL.pools.keys.sorted().map { id in
             let p = poolTTL.pools[id]!
-            return PoolStatus(id: id, members: p.config.members, settled: p.settled, ttlCap: caps[id].flatMap { $0 == .max ? nil : $0 })
+            return PoolStatus(
+                id: id, members: p.config.members, settled: p.settled,
+                ttlCap: caps[id].flatMap { $0 == .max ? nil : $0 })
         }
     }
 
@@ -197,7 +210,9 @@ public actor HealthMonitor {
         counts[change.node, default: 0] += 1
         last[change.node] = (now, change.reason)
         onChange(change)
-        for c in poolTTL.nodeChanged(change.node, states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        for c in poolTTL.nodeChanged(change.node, states: health.mapValues { $0.state(at: now) }, at: now) {
+            onPoolTTL(c)
+        }
         scheduleSettle(after: now)
     }
 
@@ -229,17 +244,19 @@ public actor HealthMonitor {
         let after = h.state(at: .now)
         guard before != after else { return nil }
         if let until = o?.until { scheduleExpiry(node, at: until) }
-        let change = Change(node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
+        let change = Change(
+            node: node, from: before, to: after, reason: o.map { "override \($0.kind.rawValue)" } ?? "override removed")
         changed(change)
         return change
     }
 
     /// The override's end is a change too, checks or not: a timer reports it.
     func scheduleExpiry(_ node: String, at until: ContinuousClock.Instant) {
-        tasks[node, default: []].append(Task { [weak self] in
-            try? await Task.sleep(until: until, clock: .continuous)
-            await self?.expire(node)
-        })
+        tasks[node, default: []].append(
+            Task { [weak self] in
+                try? await Task.sleep(until: until, clock: .continuous)
+                await self?.expire(node)
+            })
     }
 
     /// Ends `node`'s override if it has expired, reporting the change it makes.
@@ -277,7 +294,9 @@ public actor HealthMonitor {
         if before != after { changed(Change(node: node, from: before, to: after, reason: reason)) }
     }
 
-    static func nanos(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
+    static func nanos(_ d: Duration) -> Int64 {
+        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
+    }
 }
 
 extension HealthMonitor.Scheduled {

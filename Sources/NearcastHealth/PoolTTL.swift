@@ -33,7 +33,9 @@ public struct PoolTTL: Sendable {
     /// keeps its time of last change, or starts one now when its members changed; a new pool
     /// starts as at cold start. Returns the caps that changed for the pools that stay, and every
     /// new pool's cap (whoever writes caps has not written it yet).
-    public mutating func reconfigure(pools configs: [PoolConfig], states: [String: HealthState], at now: ContinuousClock.Instant) -> [Change] {
+    public mutating func reconfigure(
+        pools configs: [PoolConfig], states: [String: HealthState], at now: ContinuousClock.Instant
+    ) -> [Change] {
         let old = pools
         var next = PoolTTL(pools: configs, states: states)
         for (id, p) in old {
@@ -44,7 +46,9 @@ public struct PoolTTL: Sendable {
             next.pools[id] = q
         }
         self = next
-        let added = next.pools.keys.filter { old[$0] == nil }.sorted().map { Change(pool: $0, cap: next.pools[$0]!.cap, settled: next.pools[$0]!.settled) }
+        let added = next.pools.keys.filter { old[$0] == nil }.sorted().map {
+            Change(pool: $0, cap: next.pools[$0]!.cap, settled: next.pools[$0]!.settled)
+        }
         return reevaluate(states: states, at: now, only: old.keys.filter { next.pools[$0] != nil }.sorted()) + added
     }
 
@@ -60,7 +64,9 @@ public struct PoolTTL: Sendable {
 
     /// Records that `node` changed state at `now`; returns the caps that changed, given every
     /// node's state now.
-    public mutating func nodeChanged(_ node: String, states: [String: HealthState], at now: ContinuousClock.Instant) -> [Change] {
+    public mutating func nodeChanged(_ node: String, states: [String: HealthState], at now: ContinuousClock.Instant)
+        -> [Change]
+    {
         for id in poolsOf[node] ?? [] { pools[id]?.lastChange = now }
         return reevaluate(states: states, at: now, only: poolsOf[node] ?? [])
     }
@@ -81,7 +87,9 @@ public struct PoolTTL: Sendable {
     /// Whether pool `id` is settled (its cap is not the low one); nil for an unknown pool.
     public func isSettled(_ id: String) -> Bool? { pools[id]?.settled }
 
-    mutating func reevaluate(states: [String: HealthState], at now: ContinuousClock.Instant, only ids: [String]) -> [Change] {
+    mutating func reevaluate(states: [String: HealthState], at now: ContinuousClock.Instant, only ids: [String])
+        -> [Change]
+    {
         var out: [Change] = []
         for id in ids {
             guard var p = pools[id] else { continue }

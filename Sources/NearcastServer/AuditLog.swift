@@ -46,10 +46,13 @@ public final class AuditLog: Sendable {
 
     /// An entry stamped now.
     public static func entry(
-        who: String, action: String, target: String, detail: String, before: String, after: String, outcome: String = "done"
+        who: String, action: String, target: String, detail: String, before: String, after: String,
+        outcome: String = "done"
     ) -> Entry {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return Entry(time: f.string(from: Date()), who: who, action: action, target: target, detail: detail, before: before, after: after, outcome: outcome)
+        return Entry(
+            time: f.string(from: Date()), who: who, action: action, target: target, detail: detail, before: before,
+            after: after, outcome: outcome)
     }
 }

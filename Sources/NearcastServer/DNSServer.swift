@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NearcastCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The slow path: UDP and TCP listeners on every configured address, answering from the current
 /// `Responder` of its source (which a reload replaces).
@@ -19,13 +20,16 @@ public final class DNSServer: Sendable {
     let logger: Logger
     private let channels: NIOLockedValueBox<[any Channel]> = .init([])
 
-    public convenience init(responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger) {
+    public convenience init(
+        responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger
+    ) {
         self.init(responders: ResponderSource(responder), group: group, tcpIdleTimeout: tcpIdleTimeout, logger: logger)
     }
 
     /// `metrics`: where replies are counted (by transport and rcode), if anywhere.
     public init(
-        responders: ResponderSource, metrics: NearcastMetrics? = nil, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10),
+        responders: ResponderSource, metrics: NearcastMetrics? = nil, group: any EventLoopGroup,
+        tcpIdleTimeout: TimeAmount = .seconds(10),
         logger: Logger
     ) {
         self.responders = responders
@@ -54,7 +58,8 @@ public final class DNSServer: Sendable {
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
-        let tcp = try await tcpBootstrap
+        let tcp =
+            try await tcpBootstrap
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -62,7 +67,8 @@ public final class DNSServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(DNSTCPHandler(responders: responders, metrics: metrics))
+                    try channel.pipeline.syncOperations.addHandler(
+                        DNSTCPHandler(responders: responders, metrics: metrics))
                 }
             }
             .bind(to: target).get()
@@ -71,7 +77,8 @@ public final class DNSServer: Sendable {
         for loop in group.makeIterator() {
             var udpBootstrap = DatagramBootstrap(group: loop)
             if v6only == 1 { udpBootstrap = udpBootstrap.channelOption(v6onlyOption, value: v6only) }
-            let udp = try await udpBootstrap
+            let udp =
+                try await udpBootstrap
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SO_REUSEPORT), value: 1)
                 .channelOption(.datagramVectorReadMessageCount, value: 32)
@@ -79,7 +86,8 @@ public final class DNSServer: Sendable {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DNSUDPHandler(responders: responders, metrics: metrics))
+                        try channel.pipeline.syncOperations.addHandler(
+                            DNSUDPHandler(responders: responders, metrics: metrics))
                     }
                 }
                 .bind(to: target).get()

@@ -35,7 +35,10 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard let reply = responders.current.responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes) else { return }
+        guard
+            let reply = responders.current.responder.respond(
+                to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
+        else { return }
         metrics?.countReply(reply, transport: .tcp)
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))

@@ -31,7 +31,8 @@ final class DNSUDPHandler: ChannelInboundHandler {
         guard let reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
         metrics?.countReply(reply, transport: .udp)
         let buffer = context.channel.allocator.buffer(bytes: reply)
-        context.write(Self.wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
+        context.write(
+            Self.wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)), promise: nil)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

@@ -13,22 +13,35 @@ extension ManagementAPI {
         }
         v1.post("nodes/:id/report") { request, context -> Response in
             let id = context.parameters.get("id") ?? ""
-            guard let caller = context.caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }
-            guard caller.mayReport(for: id) else {
-                throw HTTPError(.forbidden, message: "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
+            guard let caller = context.caller else {
+                throw HTTPError(.unauthorized, message: "a bearer token is needed")
             }
-            guard let record = sources.report else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+            guard caller.mayReport(for: id) else {
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
+            }
+            guard let record = sources.report else {
+                throw HTTPError(.notFound, message: "no geo nodes are configured")
+            }
             let body = try await request.body.collect(upTo: 4096)
             var report = NodeReport()
             if body.readableBytes > 0 {
                 do { report = try JSONDecoder().decode(NodeReport.self, from: body) } catch {
-                    throw HTTPError(.badRequest, message: "the report must be JSON {\"ok\": true|false, \"detail\": \"...\"}: \(Self.decodingProblem(error))")
+                    throw HTTPError(
+                        .badRequest,
+                        message:
+                            "the report must be JSON {\"ok\": true|false, \"detail\": \"...\"}: \(Self.decodingProblem(error))"
+                    )
                 }
             }
             switch await record(id, NodeReport(ok: report.ok, detail: report.detail.map { String($0.prefix(200)) })) {
             case .recorded(let status): return try jsonResponse(status)
             case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
-            case .notExpected: throw HTTPError(.conflict, message: "node \(id) has no report check: add { type: report } to its checks")
+            case .notExpected:
+                throw HTTPError(
+                    .conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
         }
         v1.get("pools") { _, context -> Response in
@@ -36,10 +49,14 @@ extension ManagementAPI {
             guard let pools = sources.pools else { throw HTTPError(.notFound, message: "no geo pools are configured") }
             return try jsonResponse(await pools())
         }
-        for (action, kind) in [("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil)] {
+        for (action, kind) in [
+            ("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil),
+        ] {
             v1.post("nodes/:id/\(action)") { request, context -> Response in
                 try context.require(.write)
-                guard let set = sources.setOverride else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+                guard let set = sources.setOverride else {
+                    throw HTTPError(.notFound, message: "no geo nodes are configured")
+                }
                 let id = context.parameters.get("id") ?? ""
                 var seconds: Double?
                 if let text = request.uri.queryParameters["for"] {
@@ -54,7 +71,9 @@ extension ManagementAPI {
                     throw HTTPError(.internalServerError, message: "\(error)")
                 }
                 guard let status = result else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
-                context.logger.notice("node override", metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
+                context.logger.notice(
+                    "node override",
+                    metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
                 return try jsonResponse(status)
             }
         }

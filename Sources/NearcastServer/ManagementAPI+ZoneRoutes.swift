@@ -16,7 +16,8 @@ extension ManagementAPI {
             let q = request.uri.queryParameters
             let list: [RecordInput]
             do throws(ZoneEditError) {
-                list = try await records(context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
+                list = try await records(
+                    context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(list)
         }
@@ -27,7 +28,10 @@ extension ManagementAPI {
             let input: RecordInput
             do { input = try JSONDecoder().decode(RecordInput.self, from: body) } catch {
                 throw HTTPError(
-                    .badRequest, message: "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))")
+                    .badRequest,
+                    message:
+                        "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))"
+                )
             }
             let change: RecordChange
             do throws(ZoneEditError) {
@@ -40,11 +44,15 @@ extension ManagementAPI {
             guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
             let q = request.uri.queryParameters
             guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
-                throw HTTPError(.badRequest, message: "name and type are required (data is optional: without it, the whole RRset goes)")
+                throw HTTPError(
+                    .badRequest,
+                    message: "name and type are required (data is optional: without it, the whole RRset goes)")
             }
             let change: RecordChange
             do throws(ZoneEditError) {
-                change = try await edit(context.parameters.get("origin") ?? "", .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
+                change = try await edit(
+                    context.parameters.get("origin") ?? "",
+                    .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }

@@ -2,11 +2,11 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import NIOSSL
 import Logging
+import MaxMindDB
 import NIOCore
 import NIOPosix
-import MaxMindDB
+import NIOSSL
 import NearcastCore
 import ServiceLifecycle
 
@@ -42,7 +42,8 @@ public final class ManagementAPI: Sendable {
         /// A zone's records (zone origin, owner name, type; nil: all).
         public var records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])?
         /// Changes a zone's records (zone origin, the change, who).
-        public var editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)?
+        public var editRecords:
+            (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)?
         /// The Prometheus text exposition of the daemon's metrics.
         public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
@@ -59,7 +60,8 @@ public final class ManagementAPI: Sendable {
             metrics: (@Sendable () async throws -> [UInt8])? = nil,
             zones: (@Sendable () async -> [ZoneSummary])? = nil,
             records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
-            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? = nil,
+            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? =
+                nil,
             status: (@Sendable () async throws -> StatusReport)? = nil
         ) {
             self.stats = stats
@@ -91,13 +93,20 @@ public final class ManagementAPI: Sendable {
     /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
     /// With `tls` (certificate chain and key, PEM files), over HTTPS.
     public static func start(
-        on address: ListenAddress, tokens: APITokens, sources: Sources, tls: (certificate: String, key: String)? = nil, logger: Logger
+        on address: ListenAddress, tokens: APITokens, sources: Sources, tls: (certificate: String, key: String)? = nil,
+        logger: Logger
     ) async throws -> ManagementAPI {
         let router = makeRouter(tokens: tokens, sources: sources, logger: logger)
         var server = HTTPServerBuilder.http1()
         if let tls {
-            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
-            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem))))
+            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map {
+                NIOSSLCertificateSource.certificate($0)
+            }
+            server = try .tls(
+                .http1(),
+                tlsConfiguration: .makeServerConfiguration(
+                    certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
+            )
         }
         let started = StartSignal()
         let app = Application(
@@ -119,7 +128,10 @@ public final class ManagementAPI: Sendable {
         let port = try await started.value
         logger.info(
             "management API listening",
-            metadata: ["address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)", "tls": "\(tls != nil)"])
+            metadata: [
+                "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)",
+                "tls": "\(tls != nil)",
+            ])
         return ManagementAPI(port: port, group: group, task: task)
     }
 
@@ -128,7 +140,8 @@ public final class ManagementAPI: Sendable {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
         // Prometheus scrapes with a bearer token too (`authorization:` in its scrape config).
-        router.group("metrics").add(middleware: BearerAuth(tokens: tokens, logger: logger)).get { _, context -> Response in
+        router.group("metrics").add(middleware: BearerAuth(tokens: tokens, logger: logger)).get {
+            _, context -> Response in
             try context.require(.read)
             guard let metrics = sources.metrics else { throw HTTPError(.notFound, message: "no metrics") }
             return Response(
@@ -149,9 +162,13 @@ public final class ManagementAPI: Sendable {
         }
         v1.get("explain") { request, context -> Response in
             try context.require(.read)
-            guard let explain = sources.explain else { throw HTTPError(.notFound, message: "no geo names are configured") }
+            guard let explain = sources.explain else {
+                throw HTTPError(.notFound, message: "no geo names are configured")
+            }
             let q = request.uri.queryParameters
-            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init), let client = q["client"].map(String.init) else {
+            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init),
+                let client = q["client"].map(String.init)
+            else {
                 throw HTTPError(.badRequest, message: "name, type and client are required (ecs is optional)")
             }
             do {
@@ -240,7 +257,8 @@ struct BearerAuth: RouterMiddleware {
         let header = request.headers[.authorization] ?? ""
         let prefix = "Bearer "
         guard header.hasPrefix(prefix), let entry = tokens.match(header.dropFirst(prefix.count)) else {
-            logger.notice("management API: refused a request without a valid token", metadata: ["path": "\(request.uri.path)"])
+            logger.notice(
+                "management API: refused a request without a valid token", metadata: ["path": "\(request.uri.path)"])
             throw HTTPError(
                 .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"nearcast\""],
                 message: header.isEmpty ? "a bearer token is needed" : "the bearer token is not valid")

@@ -27,15 +27,22 @@ public final class NearcastMetrics: Sendable {
         let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
         replies = ["udp", "tcp"].map { transport in
             (0..<16).map { rcode in
-                Self.counter(registry, "nearcast_slowpath_replies_total",
-                    labels: [("transport", transport), ("rcode", rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)")],
+                Self.counter(
+                    registry, "nearcast_slowpath_replies_total",
+                    labels: [
+                        ("transport", transport),
+                        ("rcode", rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)"),
+                    ],
                     help: "Replies sent by the slow path (user space), by transport and rcode.")
             }
         }
         reloads = [true: true, false: false].mapValues { ok in
-            Self.counter(registry, "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")], help: "Reloads of the config and zone files.")
+            Self.counter(
+                registry, "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")],
+                help: "Reloads of the config and zone files.")
         }
-        reloadSeconds = Self.gauge(registry, "nearcast_reload_seconds", help: "How long the last reload that went through took.")
+        reloadSeconds = Self.gauge(
+            registry, "nearcast_reload_seconds", help: "How long the last reload that went through took.")
     }
 
     /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
@@ -55,31 +62,41 @@ public final class NearcastMetrics: Sendable {
         let help = MetricHelp()
         dropGone(snapshot, help)
         Self.gauge(registry, "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
-        if let g = snapshot.geoCompileSeconds { Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g) }
+        if let g = snapshot.geoCompileSeconds {
+            Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g)
+        }
         for c in snapshot.xdp ?? [] {
             feed("nearcast_xdp_packets_total", [("reason", c.name)], help.xdp, to: c.value)
         }
         for n in snapshot.nodes {
             for s in Self.states {
-                Self.gauge(registry, "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState)
-                    .set(to: n.state == s ? 1.0 : 0.0)
+                Self.gauge(
+                    registry, "nearcast_node_state", labels: [("node", n.id), ("state", s)], help: help.nodeState
+                )
+                .set(to: n.state == s ? 1.0 : 0.0)
             }
             feed("nearcast_node_changes_total", [("node", n.id)], help.nodeChanges, to: UInt64(n.changes))
         }
         for p in snapshot.pools {
-            Self.gauge(registry, "nearcast_pool_settled", labels: [("pool", p.id)], help: help.poolSettled).set(to: p.settled ? 1.0 : 0.0)
+            Self.gauge(registry, "nearcast_pool_settled", labels: [("pool", p.id)], help: help.poolSettled).set(
+                to: p.settled ? 1.0 : 0.0)
             Self.gauge(registry, "nearcast_pool_ttl_cap_seconds", labels: [("pool", p.id)], help: help.poolCap)
                 .set(p.ttlCap.map(Double.init) ?? .infinity)
         }
         if let h = snapshot.health {
             feed("nearcast_health_map_writes_total", [], help.writes, to: UInt64(h.mapWrites))
             for (q, v) in [("0.5", h.p50Micros), ("0.99", h.p99Micros), ("1", h.maxMicros)] {
-                Self.gauge(registry, "nearcast_health_write_seconds", labels: [("quantile", q)], help: help.writeTime).set(v / 1e6)
+                Self.gauge(registry, "nearcast_health_write_seconds", labels: [("quantile", q)], help: help.writeTime)
+                    .set(v / 1e6)
             }
         }
         for m in snapshot.maps {
-            Self.gauge(registry, "nearcast_map_entries", labels: [("map", m.name)], help: help.mapEntries).set(Double(m.entries))
-            if let b = m.bytes { Self.gauge(registry, "nearcast_map_bytes", labels: [("map", m.name)], help: help.mapBytes).set(Double(b)) }
+            Self.gauge(registry, "nearcast_map_entries", labels: [("map", m.name)], help: help.mapEntries).set(
+                Double(m.entries))
+            if let b = m.bytes {
+                Self.gauge(registry, "nearcast_map_bytes", labels: [("map", m.name)], help: help.mapBytes).set(
+                    Double(b))
+            }
         }
         return registry.emitToBuffer()
     }
@@ -89,10 +106,14 @@ public final class NearcastMetrics: Sendable {
     /// Unregisters the series of nodes, pools and maps the last scrape showed and `snapshot` has
     /// not (a reload removed them); a node of that id added later starts its series anew.
     private func dropGone(_ snapshot: MetricsSnapshot, _ help: MetricHelp) {
-        let now = Shown(nodes: Set(snapshot.nodes.map(\.id)), pools: Set(snapshot.pools.map(\.id)), maps: Set(snapshot.maps.map(\.name)))
+        let now = Shown(
+            nodes: Set(snapshot.nodes.map(\.id)), pools: Set(snapshot.pools.map(\.id)),
+            maps: Set(snapshot.maps.map(\.name)))
         let gone = shown.withLockedValue { last -> Shown in
             defer { last = now }
-            return Shown(nodes: last.nodes.subtracting(now.nodes), pools: last.pools.subtracting(now.pools), maps: last.maps.subtracting(now.maps))
+            return Shown(
+                nodes: last.nodes.subtracting(now.nodes), pools: last.pools.subtracting(now.pools),
+                maps: last.maps.subtracting(now.maps))
         }
         func drop(_ name: String, _ labels: [(String, String)], _ help: String) {
             registry.unregisterGauge(Self.gauge(registry, name, labels: labels, help: help))
@@ -100,7 +121,8 @@ public final class NearcastMetrics: Sendable {
         for id in gone.nodes {
             for s in Self.states { drop("nearcast_node_state", [("node", id), ("state", s)], help.nodeState) }
             let labels = [("node", id)]
-            registry.unregisterCounter(Self.counter(registry, "nearcast_node_changes_total", labels: labels, help: help.nodeChanges))
+            registry.unregisterCounter(
+                Self.counter(registry, "nearcast_node_changes_total", labels: labels, help: help.nodeChanges))
             fed.withLockedValue { $0[Self.fedKey("nearcast_node_changes_total", labels)] = nil }
         }
         for id in gone.pools {
@@ -127,21 +149,30 @@ public final class NearcastMetrics: Sendable {
     }
 
     /// The key of a fed counter's last total: its name and labels.
-    static func fedKey(_ name: String, _ labels: [(String, String)]) -> String { name + labels.map { "|\($0.0)=\($0.1)" }.joined() }
-
-    /// A counter or gauge of `registry` by its full name (no namespace or unit split).
-    static func counter(_ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String) -> Counter {
-        registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    static func fedKey(_ name: String, _ labels: [(String, String)]) -> String {
+        name + labels.map { "|\($0.0)=\($0.1)" }.joined()
     }
 
-    static func gauge(_ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String) -> Gauge {
-        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    /// A counter or gauge of `registry` by its full name (no namespace or unit split).
+    static func counter(
+        _ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String
+    ) -> Counter {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    static func gauge(
+        _ registry: PrometheusCollectorRegistry, _ name: String, labels: [(String, String)] = [], help: String
+    ) -> Gauge {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
     struct MetricHelp {
         let uptime = "Seconds since the daemon started."
         let compile = "How long the geo compile served now took (at start or by a reload)."
-        let xdp = "Packets the XDP program handled, by verdict reason (answered, passed to the slow path, limited, dropped)."
+        let xdp =
+            "Packets the XDP program handled, by verdict reason (answered, passed to the slow path, limited, dropped)."
         let nodeState = "1 for the node's current health state, 0 for the others."
         let nodeChanges = "Changes of the node's health state."
         let poolSettled = "1 while the pool is settled (its names answer with their own TTL)."
@@ -164,7 +195,8 @@ public struct MetricsSnapshot: Sendable {
     public var maps: [(name: String, entries: Int, bytes: Int?)]
 
     public init(
-        uptime: Double, geoCompileSeconds: Double? = nil, xdp: [StatsReport.Counter]? = nil, nodes: [NodeStatus] = [], pools: [PoolStatus] = [],
+        uptime: Double, geoCompileSeconds: Double? = nil, xdp: [StatsReport.Counter]? = nil, nodes: [NodeStatus] = [],
+        pools: [PoolStatus] = [],
         health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = []
     ) {
         self.uptime = uptime

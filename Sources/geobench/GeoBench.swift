@@ -16,11 +16,16 @@ struct GeoBench: ParsableCommand {
     /// third (2 kept).
     static let cities: [(String, Double, Double, String)] = [
         ("fra", 50.11, 8.68, "DE"), ("ams", 52.37, 4.90, "NL"), ("lon", 51.51, -0.13, "GB"), ("par", 48.86, 2.35, "FR"),
-        ("mad", 40.42, -3.70, "ES"), ("mil", 45.46, 9.19, "IT"), ("waw", 52.23, 21.01, "PL"), ("sto", 59.33, 18.07, "SE"),
-        ("nyc", 40.71, -74.01, "US"), ("chi", 41.88, -87.63, "US"), ("dal", 32.78, -96.80, "US"), ("lax", 34.05, -118.24, "US"),
-        ("sea", 47.61, -122.33, "US"), ("tor", 43.65, -79.38, "CA"), ("mex", 19.43, -99.13, "MX"), ("gru", -23.55, -46.63, "BR"),
-        ("scl", -33.45, -70.67, "CL"), ("jnb", -26.20, 28.05, "ZA"), ("lag", 6.52, 3.38, "NG"), ("dxb", 25.20, 55.27, "AE"),
-        ("bom", 19.08, 72.88, "IN"), ("sin", 1.35, 103.82, "SG"), ("tyo", 35.68, 139.65, "JP"), ("syd", -33.87, 151.21, "AU"),
+        ("mad", 40.42, -3.70, "ES"), ("mil", 45.46, 9.19, "IT"), ("waw", 52.23, 21.01, "PL"),
+        ("sto", 59.33, 18.07, "SE"),
+        ("nyc", 40.71, -74.01, "US"), ("chi", 41.88, -87.63, "US"), ("dal", 32.78, -96.80, "US"),
+        ("lax", 34.05, -118.24, "US"),
+        ("sea", 47.61, -122.33, "US"), ("tor", 43.65, -79.38, "CA"), ("mex", 19.43, -99.13, "MX"),
+        ("gru", -23.55, -46.63, "BR"),
+        ("scl", -33.45, -70.67, "CL"), ("jnb", -26.20, 28.05, "ZA"), ("lag", 6.52, 3.38, "NG"),
+        ("dxb", 25.20, 55.27, "AE"),
+        ("bom", 19.08, 72.88, "IN"), ("sin", 1.35, 103.82, "SG"), ("tyo", 35.68, 139.65, "JP"),
+        ("syd", -33.87, 151.21, "AU"),
     ]
 
     @Option(help: "nearcast's XDP object: also write the geo maps and report their kernel memory (root).")
@@ -31,7 +36,8 @@ struct GeoBench: ParsableCommand {
         // third; a name on each ("api" keeps 2 candidates).
         var yaml = "listen: [\"127.0.0.1:53\"]\ngeo:\n  database: \(database)\n  nodes:\n"
         for (i, c) in Self.cities.enumerated() {
-            yaml += "    - { id: \(c.0), ipv4: 192.0.2.\(i + 1), latitude: \(c.1), longitude: \(c.2), country: \(c.3) }\n"
+            yaml +=
+                "    - { id: \(c.0), ipv4: 192.0.2.\(i + 1), latitude: \(c.1), longitude: \(c.2), country: \(c.3) }\n"
         }
         let api = Self.cities.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.0)
         yaml += "  pools:\n    - { id: web, members: [\(Self.cities.map(\.0).joined(separator: ", "))] }\n"
@@ -49,13 +55,19 @@ struct GeoBench: ParsableCommand {
         let r = table.image.report
         print("database: \(db.databaseType), built \(db.buildEpoch), \(db.nodeCount) search-tree nodes")
         print("")
-        print("| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging |")
+        print(
+            "| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|")
-        print(String(format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", elapsed.seconds, usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
+        print(
+            String(
+                format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", elapsed.seconds, usage.ru_maxrss / 1024,
+                r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
 
         guard let maps else { return }
         let fast = try FastPath(objectPath: maps)
-        let empty = AnswerImage.build(responder: Responder(authority: Authority(zones: [])), maxSections: FastPath.sectionsCapacity)
+        let empty = AnswerImage.build(
+            responder: Responder(authority: Authority(zones: [])), maxSections: FastPath.sectionsCapacity)
         let writeStart = ContinuousClock.now
         try fast.write(empty, geo: table)
         let writeTime = (ContinuousClock.now - writeStart).seconds
@@ -63,7 +75,9 @@ struct GeoBench: ParsableCommand {
         print("| geo map | entries | kernel memory (MiB, memlock) |")
         print("|---|---:|---:|")
         for (name, entries) in fast.geoMapSizes(table) {
-            print("| \(name) | \(entries) | " + String(format: "%.1f", Double(fast.memlock(of: name) ?? 0) / 1_048_576) + " |")
+            print(
+                "| \(name) | \(entries) | " + String(format: "%.1f", Double(fast.memlock(of: name) ?? 0) / 1_048_576)
+                    + " |")
         }
         print("")
         print(String(format: "maps written in %.1f s (LPM tries entry by entry: no batch updates for them)", writeTime))
@@ -71,7 +85,8 @@ struct GeoBench: ParsableCommand {
         // A reload that moves one node (issue 6): a new compile, written as the other generation
         // beside the live maps and switched in; then a reload of the same compile (a record
         // change), which writes no geo map.
-        let moved = yaml.replacingOccurrences(of: "latitude: \(Self.cities[0].1),", with: "latitude: \(Self.cities[0].1 + 2),")
+        let moved = yaml.replacingOccurrences(
+            of: "latitude: \(Self.cities[0].1),", with: "latitude: \(Self.cities[0].1 + 2),")
         let changed = try NearcastConfig.parse(yaml: moved, fileName: "geobench", baseDirectory: "")
         let recompileStart = ContinuousClock.now
         let next = try GeoTable.build(changed.geo, database: db)
@@ -85,7 +100,8 @@ struct GeoBench: ParsableCommand {
         print("")
         print(
             String(
-                format: "a node moved, reloaded: compiled in %.1f s, its geo maps written beside the live ones and switched in %.1f s; a reload of the same compile (a record change) %.0f ms",
+                format:
+                    "a node moved, reloaded: compiled in %.1f s, its geo maps written beside the live ones and switched in %.1f s; a reload of the same compile (a record change) %.0f ms",
                 recompile, switchTime, same * 1000))
     }
 

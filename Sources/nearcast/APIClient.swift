@@ -38,10 +38,14 @@ struct APIClient {
     }
 
     /// A path segment percent-encoded (a zone origin).
-    static func segment(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? s }
+    static func segment(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? s
+    }
 
     /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON.
-    func post<T: Decodable>(_ path: String, body: (some Encodable)? = Optional<Int>.none, as type: T.Type) async throws -> T {
+    func post<T: Decodable>(_ path: String, body: (some Encodable)? = Optional<Int>.none, as type: T.Type) async throws
+        -> T
+    {
         try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, as: type)
     }
 
@@ -64,19 +68,28 @@ struct APIClient {
         } catch {
             let why = error.localizedDescription
             if tls && (why.contains("SSL") || why.contains("certificate")) {
-                throw Failure(description: "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates)")
+                throw Failure(
+                    description:
+                        "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates)"
+                )
             }
-            throw Failure(description: "cannot reach the management API at \(address) (\(why)); is nearcastd running with --api \(address)?")
+            throw Failure(
+                description:
+                    "cannot reach the management API at \(address) (\(why)); is nearcastd running with --api \(address)?"
+            )
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {
-            let message = (try? JSONDecoder().decode(ErrorBody.self, from: data).error.message) ?? String(decoding: data, as: UTF8.self)
+            let message =
+                (try? JSONDecoder().decode(ErrorBody.self, from: data).error.message)
+                ?? String(decoding: data, as: UTF8.self)
             throw Failure(description: "the management API answered \(status): \(message)")
         }
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch {
-            throw Failure(description: "the management API's answer to \(path) is not what this nearcast reads: \(error)")
+            throw Failure(
+                description: "the management API's answer to \(path) is not what this nearcast reads: \(error)")
         }
     }
 }

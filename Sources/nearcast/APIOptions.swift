@@ -9,14 +9,20 @@ struct APIOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The management API, https:// when it has TLS (default: $NEARCAST_API, else 127.0.0.1:8053).", valueName: "[https://]ADDR:PORT"))
+            "The management API, https:// when it has TLS (default: $NEARCAST_API, else 127.0.0.1:8053).",
+            valueName: "[https://]ADDR:PORT"))
     var api: String?
 
-    @Option(name: .long, help: ArgumentHelp("A tokens file (ROLE TOKEN lines; default /etc/nearcast/tokens); $NEARCAST_TOKEN wins.", valueName: "FILE"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A tokens file (ROLE TOKEN lines; default /etc/nearcast/tokens); $NEARCAST_TOKEN wins.", valueName: "FILE"))
     var tokenFile: String?
 
     func validate() throws {
-        if let a = api, ListenAddress(a.hasPrefix("https://") ? String(a.dropFirst(8)) : a).map({ !$0.isAnyPort }) != true {
+        if let a = api,
+            ListenAddress(a.hasPrefix("https://") ? String(a.dropFirst(8)) : a).map({ !$0.isAnyPort }) != true
+        {
             throw ValidationError("--api '\(a)' is not [https://]ADDR:PORT (e.g. 127.0.0.1:8053)")
         }
     }
@@ -33,7 +39,9 @@ struct APIOptions: ParsableArguments {
         var text = api ?? env["NEARCAST_API"] ?? "127.0.0.1:8053"
         let tls = text.hasPrefix("https://")
         if tls { text.removeFirst("https://".count) }
-        guard let address = ListenAddress(text), !address.isAnyPort else { throw ValidationError("API address '\(text)' is not [https://]ADDR:PORT") }
+        guard let address = ListenAddress(text), !address.isAnyPort else {
+            throw ValidationError("API address '\(text)' is not [https://]ADDR:PORT")
+        }
         if let t = env["NEARCAST_TOKEN"], !t.isEmpty { return APIClient(address: address, token: t, tls: tls) }
         let path = tokenFile ?? "/etc/nearcast/tokens"
         guard FileManager.default.fileExists(atPath: path) else {

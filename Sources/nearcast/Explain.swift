@@ -10,7 +10,8 @@ import FoundationNetworking
 /// gets for a geo name, from the daemon's API.
 struct Explain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Explain a geo answer: the client's location, its class and prefix, the ranked candidates, the answer."
+        abstract:
+            "Explain a geo answer: the client's location, its class and prefix, the ranked candidates, the answer."
     )
 
     @OptionGroup var options: APIOptions
@@ -19,14 +20,18 @@ struct Explain: AsyncParsableCommand {
     @Argument(help: "A or AAAA.") var type: String
 
     @Option(help: ArgumentHelp("The client's (or resolver's) address.", valueName: "ADDR")) var client: String
-    @Option(help: ArgumentHelp("A Client Subnet the resolver sends, e.g. 198.51.100.0/24.", valueName: "PREFIX")) var ecs: String?
+    @Option(help: ArgumentHelp("A Client Subnet the resolver sends, e.g. 198.51.100.0/24.", valueName: "PREFIX"))
+    var ecs: String?
 
     @Flag(help: "Print the JSON the API returns.") var json = false
 
     func run() async throws {
         do {
             let api = try options.client(role: .read)
-            var items = [URLQueryItem(name: "name", value: name), URLQueryItem(name: "type", value: type), URLQueryItem(name: "client", value: client)]
+            var items = [
+                URLQueryItem(name: "name", value: name), URLQueryItem(name: "type", value: type),
+                URLQueryItem(name: "client", value: client),
+            ]
             if let ecs { items.append(URLQueryItem(name: "ecs", value: ecs)) }
             var c = URLComponents()
             c.path = "/v1/explain"
@@ -63,7 +68,8 @@ struct Explain: AsyncParsableCommand {
             let km = c.distanceKm.map { String(format: ", %.0f km", $0) } ?? ""
             out += "    \(i + 1). \(c.node) \(c.address ?? "-")  \(score)\(km)  \(c.healthy ? "up" : "DOWN")\n"
         }
-        out += "  answer:    \(e.outcome == "answered" ? e.answer.joined(separator: " ") : e.outcome.uppercased())  (TTL \(e.ttl))\n"
+        out +=
+            "  answer:    \(e.outcome == "answered" ? e.answer.joined(separator: " ") : e.outcome.uppercased())  (TTL \(e.ttl))\n"
         out += "  ECS scope: \(e.ecsScope.map(String.init) ?? "- (no ECS)")\n"
         return out
     }

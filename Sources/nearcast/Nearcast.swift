@@ -8,7 +8,10 @@ struct Nearcast: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nearcast",
         abstract: "Operate a nearcast GeoDNS server.",
-        subcommands: [Status.self, CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self, Reload.self, Zones.self, Records.self, RecordCommand.self]
+        subcommands: [
+            Status.self, CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self,
+            Reload.self, Zones.self, Records.self, RecordCommand.self,
+        ]
     )
 }
 
@@ -26,13 +29,16 @@ struct CheckConfig: ParsableCommand {
         do throws(DiagnosticsError) {
             let cfg = try NearcastConfig.load(path: file)
             if cfg.listen.isEmpty {
-                throw DiagnosticsError([Diagnostic(file: file, line: 0, message: "no 'listen' addresses: nearcastd would need --listen")])
+                throw DiagnosticsError([
+                    Diagnostic(file: file, line: 0, message: "no 'listen' addresses: nearcastd would need --listen")
+                ])
             }
             let zones = try cfg.loadZones()
             _ = try cfg.api.loadTokens()
             let database = try cfg.geo.openDatabase()
             let records = zones.map(\.recordCount).reduce(0, +)
-            var summary = "\(file): ok: \(counted(zones.count, "zone")), \(counted(records, "record")), \(counted(cfg.listen.count, "listen address", plural: "listen addresses"))"
+            var summary =
+                "\(file): ok: \(counted(zones.count, "zone")), \(counted(records, "record")), \(counted(cfg.listen.count, "listen address", plural: "listen addresses"))"
             if let db = database, !cfg.geo.names.isEmpty {
                 // The compile nearcastd will do at start, so its figures (and time) are known now.
                 let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
@@ -42,7 +48,8 @@ struct CheckConfig: ParsableCommand {
                 }
                 bar.finish(table.image.report.networks)
                 let r = table.image.report
-                summary += ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
+                summary +=
+                    ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
             }
             print(summary)
         } catch {

@@ -22,7 +22,8 @@ struct Nodes: AsyncParsableCommand {
     static func poolLine(_ p: PoolStatus) -> String {
         let name = "pool " + p.id
         return name.padding(toLength: max(12, name.count), withPad: " ", startingAt: 0) + "  "
-            + (p.settled ? "settled" : "unsettled") + (p.ttlCap.map { ", TTL at most \($0) s" } ?? "") + "  [" + p.members.joined(separator: " ") + "]"
+            + (p.settled ? "settled" : "unsettled") + (p.ttlCap.map { ", TTL at most \($0) s" } ?? "") + "  ["
+            + p.members.joined(separator: " ") + "]"
     }
 
     static func reportingFailures(_ body: () async throws -> Void) async throws {
@@ -49,12 +50,18 @@ struct NodeCommand: AsyncParsableCommand {
     @OptionGroup var options: APIOptions
     @Argument(help: "drain, undrain, force-up or force-down.") var action: Action
     @Argument(help: "The node's id.") var id: String
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 90s, 10m, 2h (default: until undrained).", valueName: "DURATION"))
+    @Option(
+        name: .customLong("for"),
+        help: ArgumentHelp("How long: 90s, 10m, 2h (default: until undrained).", valueName: "DURATION"))
     var duration: String?
 
     func validate() throws {
-        if let d = duration, Self.seconds(d) == nil { throw ValidationError("--for '\(d)' is not a duration such as 90s, 10m or 2h") }
-        if duration != nil && action == .undrain { throw ValidationError("--for goes with drain, force-up or force-down") }
+        if let d = duration, Self.seconds(d) == nil {
+            throw ValidationError("--for '\(d)' is not a duration such as 90s, 10m or 2h")
+        }
+        if duration != nil && action == .undrain {
+            throw ValidationError("--for goes with drain, force-up or force-down")
+        }
     }
 
     func run() async throws {
@@ -68,7 +75,9 @@ struct NodeCommand: AsyncParsableCommand {
 
     static func line(_ n: NodeStatus) -> String {
         var s = n.id.padding(toLength: max(12, n.id.count), withPad: " ", startingAt: 0) + "  " + n.state
-        if let o = n.override { s += "  (\(o)" + (n.overrideSecondsLeft.map { String(format: ", %.0f s left", $0) } ?? "") + ")" }
+        if let o = n.override {
+            s += "  (\(o)" + (n.overrideSecondsLeft.map { String(format: ", %.0f s left", $0) } ?? "") + ")"
+        }
         if let r = n.lastReason, let age = n.secondsSinceChange {
             s += "  \(counted(n.changes, "change")), " + String(format: "last %.0f s ago: ", age) + r
         }

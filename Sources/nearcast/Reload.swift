@@ -13,7 +13,9 @@ struct Reload: AsyncParsableCommand {
         try await Nodes.reportingFailures {
             let r = try await options.client(role: .admin).post("/v1/reload", as: ReloadReport.self)
             var line = "reloaded: \(counted(r.zones, "zone")), \(counted(r.records, "record"))"
-            if let n = r.fastPathAnswers, let w = r.fastPathWritten { line += "; XDP names table: \(n) answers, \(w) written" }
+            if let n = r.fastPathAnswers, let w = r.fastPathWritten {
+                line += "; XDP names table: \(n) answers, \(w) written"
+            }
             if r.geoCompiled { line += "; geo section changed and switched in" }
             print(line + String(format: " (%.2f s)", r.seconds))
         }

@@ -19,8 +19,10 @@ struct Report: AsyncParsableCommand {
 
     func run() async throws {
         try await Nodes.reportingFailures {
-            let client = try options.client(choosing: { $0.mayReport(for: id) }, need: "that may report for \(id) (agent:\(id), agent, or write)")
-            let status = try await client.post("/v1/nodes/\(id)/report", body: NodeReport(ok: !failing, detail: detail), as: NodeStatus.self)
+            let client = try options.client(
+                choosing: { $0.mayReport(for: id) }, need: "that may report for \(id) (agent:\(id), agent, or write)")
+            let status = try await client.post(
+                "/v1/nodes/\(id)/report", body: NodeReport(ok: !failing, detail: detail), as: NodeStatus.self)
             print(NodeCommand.line(status))
         }
     }

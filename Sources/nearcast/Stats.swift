@@ -39,7 +39,9 @@ struct Stats: AsyncParsableCommand {
                 let seconds = now.uptime - previous.uptime
                 var rates: [String: Double] = [:]
                 if seconds > 0, let a = previous.xdp, let b = now.xdp {
-                    for (x, y) in zip(a, b) where x.name == y.name { rates[y.name] = Double(y.value &- x.value) / seconds }
+                    for (x, y) in zip(a, b) where x.name == y.name {
+                        rates[y.name] = Double(y.value &- x.value) / seconds
+                    }
                 }
                 // Home and clear on a terminal, so the table stays in place; a pipe gets blocks.
                 let block = (inPlace ? "\u{1B}[H\u{1B}[J" : "") + Self.render(now, rates: rates) + (inPlace ? "" : "\n")
@@ -57,9 +59,12 @@ struct Stats: AsyncParsableCommand {
     static func render(_ report: StatsReport, rates: [String: Double]?) -> String {
         var health = ""
         if let h = report.health {
-            health = "health: \(counted(h.nodeChanges, "node change")), \(counted(h.poolChanges, "pool TTL change")), \(counted(h.mapWrites, "map write"))"
+            health =
+                "health: \(counted(h.nodeChanges, "node change")), \(counted(h.poolChanges, "pool TTL change")), \(counted(h.mapWrites, "map write"))"
             if h.samples > 0 {
-                health += String(format: "; decision to map write p50 %.1f us, p99 %.1f us, max %.1f us (last %d)", h.p50Micros, h.p99Micros, h.maxMicros, h.samples)
+                health += String(
+                    format: "; decision to map write p50 %.1f us, p99 %.1f us, max %.1f us (last %d)", h.p50Micros,
+                    h.p99Micros, h.maxMicros, h.samples)
             }
             health += "\n"
         }
@@ -69,7 +74,8 @@ struct Stats: AsyncParsableCommand {
         out += "  " + "reason".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("total", 16)
         out += rates == nil ? "\n" : "  " + Self.pad("per second", 12) + "\n"
         for c in xdp {
-            out += "  " + c.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("\(c.value)", 16)
+            out +=
+                "  " + c.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("\(c.value)", 16)
             if let r = rates { out += "  " + Self.pad(String(format: "%.0f", r[c.name] ?? 0), 12) }
             out += "\n"
         }

@@ -3,7 +3,8 @@ import NearcastCore
 
 /// `nearcast zones`: the zones served, with their serials and sizes.
 struct Zones: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the zones served, with their SOA serials and record counts.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the zones served, with their SOA serials and record counts.")
 
     @OptionGroup var options: APIOptions
 
@@ -17,7 +18,8 @@ struct Zones: AsyncParsableCommand {
 
 /// `nearcast records ORIGIN [--name N] [--type T]`: a zone's records, one per line as in a zone file.
 struct Records: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a zone's records (all, or of one name and type), as zone file lines.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print a zone's records (all, or of one name and type), as zone file lines.")
 
     @OptionGroup var options: APIOptions
     @Argument(help: "The zone's origin, e.g. example.net.") var origin: String
@@ -27,7 +29,8 @@ struct Records: AsyncParsableCommand {
     func run() async throws {
         try await Nodes.reportingFailures {
             let list = try await options.client(role: .read).get(
-                "/v1/zones/\(APIClient.segment(origin))/records", query: [("name", name), ("type", type)], as: [RecordInput].self)
+                "/v1/zones/\(APIClient.segment(origin))/records", query: [("name", name), ("type", type)],
+                as: [RecordInput].self)
             for r in list { print("\(r.name) \(r.ttl.map(String.init) ?? "") IN \(r.type) \(r.data)") }
         }
     }
@@ -37,7 +40,8 @@ struct Records: AsyncParsableCommand {
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Add or delete a record in a served zone (checked as a zone file is, written to the zone's file, served at once).",
+        abstract:
+            "Add or delete a record in a served zone (checked as a zone file is, written to the zone's file, served at once).",
         discussion: """
             nearcast record add example.net. www A 192.0.2.10 --ttl 300
             nearcast record add example.net. @ TXT '"v=spf1 -all"'
@@ -69,11 +73,16 @@ struct RecordCommand: AsyncParsableCommand {
             let change: RecordChange
             switch action {
             case .add:
-                change = try await client.post(path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), as: RecordChange.self)
+                change = try await client.post(
+                    path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), as: RecordChange.self)
             case .delete:
-                change = try await client.delete(path, query: [("name", name), ("type", type), ("data", text.isEmpty ? nil : text)], as: RecordChange.self)
+                change = try await client.delete(
+                    path, query: [("name", name), ("type", type), ("data", text.isEmpty ? nil : text)],
+                    as: RecordChange.self)
             }
-            print("\(change.zone): \(action == .add ? "added" : "deleted") \(change.changed), serial \(change.serial), \(change.records) records")
+            print(
+                "\(change.zone): \(action == .add ? "added" : "deleted") \(change.changed), serial \(change.serial), \(change.records) records"
+            )
         }
     }
 }

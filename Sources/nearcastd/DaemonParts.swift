@@ -20,11 +20,18 @@ struct DaemonParts: Sendable {
     var metrics: NearcastMetrics
 
     func apiSources() -> ManagementAPI.Sources {
-        let startedAt = startedAt, deployment = deployment, stateDirectory = stateDirectory
-        let changes = changes, healthWrites = healthWrites, reloader = reloader, metrics = metrics
+        let startedAt = startedAt
+        let deployment = deployment
+        let stateDirectory = stateDirectory
+        let changes = changes
+        let healthWrites = healthWrites
+        let reloader = reloader
+        let metrics = metrics
         let live = live
         let explain: @Sendable (String, String, String, String?) throws -> GeoExplanation = { name, type, client, ecs in
-            guard let c = live.current else { throw GeoExplainError(description: "no geo names are configured", notConfigured: true) }
+            guard let c = live.current else {
+                throw GeoExplainError(description: "no geo names are configured", notConfigured: true)
+            }
             return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
         }
         let health = monitor
@@ -37,7 +44,9 @@ struct DaemonParts: Sendable {
             poolsSource = { await health.poolStatuses() }
             reportSink = { id, r in await health.report(id, passed: r.ok, detail: r.detail) }
             if let desk = changes {
-                overrideSource = { id, kind, seconds, who in try await desk.setOverride(id, kind: kind, seconds: seconds, who: who) }
+                overrideSource = { id, kind, seconds, who in
+                    try await desk.setOverride(id, kind: kind, seconds: seconds, who: who)
+                }
             }
         }
         return ManagementAPI.Sources(
@@ -45,20 +54,25 @@ struct DaemonParts: Sendable {
                 let uptime = ContinuousClock.now - startedAt
                 return StatsReport(
                     uptime: uptime.seconds,
-                    xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report })
+                    xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report }
+                )
             }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
             setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
             metrics: {
                 let uptime = ContinuousClock.now - startedAt
                 let snapshot = MetricsSnapshot(
                     uptime: uptime.seconds,
-                    geoCompileSeconds: live.current?.compileSeconds, xdp: try deployment?.fastPath.statistics().counters,
+                    geoCompileSeconds: live.current?.compileSeconds,
+                    xdp: try deployment?.fastPath.statistics().counters,
                     nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
-                    health: health.map { _ in healthWrites.report }, maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [])
+                    health: health.map { _ in healthWrites.report },
+                    maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [])
                 return metrics.render(snapshot)
             },
             zones: { await reloader.zoneList() },
-            records: { origin, name, type throws(ZoneEditError) in try await reloader.records(origin, name: name, type: type) },
+            records: { origin, name, type throws(ZoneEditError) in
+                try await reloader.records(origin, name: name, type: type)
+            },
             editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) },
             status: {
                 let uptime = ContinuousClock.now - startedAt
@@ -66,9 +80,11 @@ struct DaemonParts: Sendable {
                 return StatusReport(
                     version: Nearcastd.version, uptime: uptime.seconds,
                     zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
-                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries, geoNames: live.current?.table.allNames.count ?? 0,
+                    fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries,
+                    geoNames: live.current?.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
-                    unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id), stateDirectory: stateDirectory)
+                    unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id),
+                    stateDirectory: stateDirectory)
             })
     }
 }

@@ -1,9 +1,9 @@
 import Logging
 import NIOCore
-import Synchronization
 import NearcastCore
 import NearcastDataPath
 import NearcastHealth
+import Synchronization
 
 /// Connects the health monitor to what answers (ARCHITECTURE §2, §6): each change of a node's state is
 /// one write of the board the responders read and one write of the node's entry in the XDP nodes
@@ -14,7 +14,10 @@ enum HealthWiring {
     static func plan(_ config: GeoConfig) -> [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] {
         var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
         for n in config.nodes {
-            nodes[n.id] = (n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) }, n.initiallyUp ? .up : .down)
+            nodes[n.id] = (
+                n.checks.enumerated().map { HealthMonitor.Scheduled($0.element, index: $0.offset) },
+                n.initiallyUp ? .up : .down
+            )
         }
         return nodes
     }
@@ -35,13 +38,18 @@ enum HealthWiring {
                             writes.nodeWritten(after: change.decidedAt)
                         }
                     } catch {
-                        logger.error("node health not written to the fast path", metadata: ["node": "\(change.node)", "error": "\(error)"])
+                        logger.error(
+                            "node health not written to the fast path",
+                            metadata: ["node": "\(change.node)", "error": "\(error)"])
                     }
                 }
                 writes.nodeChanged()
                 logger.notice(
                     "node health changed",
-                    metadata: ["node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)", "reason": "\(change.reason)"])
+                    metadata: [
+                        "node": "\(change.node)", "from": "\(change.from)", "to": "\(change.to)",
+                        "reason": "\(change.reason)",
+                    ])
                 // A pool with no member left to answer falls back on its names' all-down policy
                 // (ARCHITECTURE §5: always logged; XDP counts its fail-open answers).
                 if change.from.isServing != change.to.isServing, let current = live.current {
@@ -51,30 +59,41 @@ enum HealthWiring {
                         let othersDown = pool.members.allSatisfy { $0 == change.node || down.contains($0) }
                         guard othersDown else { continue }
                         if change.to.isServing {
-                            logger.notice("pool has a node up again", metadata: ["pool": "\(pool.id)", "node": "\(change.node)"])
+                            logger.notice(
+                                "pool has a node up again", metadata: ["pool": "\(pool.id)", "node": "\(change.node)"])
                         } else {
                             logger.warning(
                                 "every node of the pool is down: its names answer by their all-down policy",
-                                metadata: ["pool": "\(pool.id)", "names": "\(config.names.filter { $0.pool == pool.id }.map { "\($0.name) \($0.type) \($0.allDown.rawValue)" })"])
+                                metadata: [
+                                    "pool": "\(pool.id)",
+                                    "names":
+                                        "\(config.names.filter { $0.pool == pool.id }.map { "\($0.name) \($0.type) \($0.allDown.rawValue)" })",
+                                ])
                         }
                     }
                 }
             },
             onPoolTTL: { change in
                 live.poolCapChanged(change.pool, cap: change.cap) {
-                    do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch {
-                        logger.error("pool TTL not written to the fast path", metadata: ["pool": "\(change.pool)", "error": "\(error)"])
+                    do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch
+                    {
+                        logger.error(
+                            "pool TTL not written to the fast path",
+                            metadata: ["pool": "\(change.pool)", "error": "\(error)"])
                     }
                 }
                 writes.poolChanged()
                 logger.notice(
                     "pool TTL changed",
                     metadata: [
-                        "pool": "\(change.pool)", "settled": "\(change.settled)", "ttl-cap": "\(change.cap == .max ? "none" : "\(change.cap)")",
+                        "pool": "\(change.pool)", "settled": "\(change.settled)",
+                        "ttl-cap": "\(change.cap == .max ? "none" : "\(change.cap)")",
                     ])
             })
         await m.start()
-        logger.info("health checks running", metadata: ["nodes": "\(nodes.count)", "checks": "\(nodes.values.map(\.checks.count).reduce(0, +))"])
+        logger.info(
+            "health checks running",
+            metadata: ["nodes": "\(nodes.count)", "checks": "\(nodes.values.map(\.checks.count).reduce(0, +))"])
         return m
     }
 }
@@ -111,9 +130,12 @@ final class HealthWriteLog: Sendable {
     var report: HealthWrites {
         let s = state.withLock { $0 }
         let sorted = s.latencies.sorted()
-        func at(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        func at(_ q: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
+        }
         return HealthWrites(
-            nodeChanges: s.nodeChanges, poolChanges: s.poolChanges, mapWrites: s.mapWrites, p50Micros: at(0.5), p99Micros: at(0.99),
+            nodeChanges: s.nodeChanges, poolChanges: s.poolChanges, mapWrites: s.mapWrites, p50Micros: at(0.5),
+            p99Micros: at(0.99),
             maxMicros: sorted.last ?? 0, samples: sorted.count)
     }
 }

@@ -43,7 +43,8 @@ final class LiveGeo: Sendable {
             let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
             let table = try GeoTable.build(config, database: db, progress: bar.update)
             bar.finish(table.image.report.networks)
-            return Compiled(config: config, table: table, database: db, compileSeconds: 0, databaseStamp: FileStamp(path))
+            return Compiled(
+                config: config, table: table, database: db, compileSeconds: 0, databaseStamp: FileStamp(path))
         }
         compiled.compileSeconds = (ContinuousClock.now - started).seconds
         return compiled
@@ -95,9 +96,13 @@ final class LiveGeo: Sendable {
         state.withLock { c in
             if let old = c, let next {
                 let (down, caps) = old.table.board.snapshot
-                for n in next.table.allNodes where old.table.hasNode(n.id) { next.table.board.set(n.id, up: !down.contains(n.id)) }
+                for n in next.table.allNodes where old.table.hasNode(n.id) {
+                    next.table.board.set(n.id, up: !down.contains(n.id))
+                }
                 for p in next.table.pools {
-                    if let cap = caps[p.id], old.table.pools.contains(where: { $0.id == p.id }) { next.table.board.setTTLCap(p.id, cap) }
+                    if let cap = caps[p.id], old.table.pools.contains(where: { $0.id == p.id }) {
+                        next.table.board.setTTLCap(p.id, cap)
+                    }
                 }
             }
             let old = c

@@ -1,7 +1,7 @@
 import ArgumentParser
+import DNSWire
 import Dispatch
 import Foundation
-import DNSWire
 import Logging
 import MaxMindDB
 import NIOCore
@@ -42,25 +42,35 @@ struct Nearcastd: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Listen on ADDR:PORT, UDP and TCP (repeatable).", valueName: "ADDR:PORT"))
     var listen: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Answer hot queries in XDP on IFACE (repeatable).", valueName: "IFACE[:native|:generic]"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Answer hot queries in XDP on IFACE (repeatable).", valueName: "IFACE[:native|:generic]"))
     var xdp: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("bpffs directory for the pinned maps (default /sys/fs/bpf/nearcast).", valueName: "DIR"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("bpffs directory for the pinned maps (default /sys/fs/bpf/nearcast).", valueName: "DIR"))
     var pinRoot: String?
 
-    @Option(name: .long, help: ArgumentHelp("The compiled XDP program (default: next to nearcastd).", valueName: "PATH"))
+    @Option(
+        name: .long, help: ArgumentHelp("The compiled XDP program (default: next to nearcastd).", valueName: "PATH"))
     var bpfObject: String?
 
     @Flag(name: .long, help: "Leave the XDP program attached and its maps pinned when stopping.")
     var keepXdp = false
 
-    @Option(name: .long, help: ArgumentHelp("Serve the management API on ADDR:PORT (e.g. 127.0.0.1:8053).", valueName: "ADDR:PORT"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Serve the management API on ADDR:PORT (e.g. 127.0.0.1:8053).", valueName: "ADDR:PORT"))
     var api: String?
 
     @Option(name: .long, help: ArgumentHelp("The management API's tokens: ROLE TOKEN lines.", valueName: "FILE"))
     var apiTokens: String?
 
-    @Option(name: .long, help: ArgumentHelp("Keep operators' overrides and the audit log here (e.g. /var/lib/nearcast).", valueName: "DIR"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Keep operators' overrides and the audit log here (e.g. /var/lib/nearcast).", valueName: "DIR"))
     var stateDir: String?
 
     @Option(name: .long, help: "Event-loop threads (default: one per core).")
@@ -70,7 +80,9 @@ struct Nearcastd: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        if config == nil && zone.isEmpty { throw ValidationError("give --config FILE, or at least one --zone ORIGIN=PATH") }
+        if config == nil && zone.isEmpty {
+            throw ValidationError("give --config FILE, or at least one --zone ORIGIN=PATH")
+        }
         if config == nil && listen.isEmpty { throw ValidationError("give at least one --listen ADDR:PORT") }
         for l in listen where ListenAddress(l) == nil {
             throw ValidationError("--listen '\(l)' is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)")
@@ -83,12 +95,15 @@ struct Nearcastd: AsyncParsableCommand {
             throw ValidationError("--xdp '\(x)' is not IFACE, IFACE:native or IFACE:generic")
         }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
     }
 
     /// The config from --config, with --zone and --listen added to it.
     func effectiveConfig() throws(DiagnosticsError) -> NearcastConfig {
-        var cfg = try config.map { path throws(DiagnosticsError) in try NearcastConfig.load(path: path) } ?? NearcastConfig()
+        var cfg =
+            try config.map { path throws(DiagnosticsError) in try NearcastConfig.load(path: path) } ?? NearcastConfig()
         for z in zone {
             let parts = z.split(separator: "=", maxSplits: 1).map(String.init)
             let originText = parts[0].hasSuffix(".") ? parts[0] : parts[0] + "."
@@ -107,7 +122,11 @@ struct Nearcastd: AsyncParsableCommand {
         if let apiTokens { cfg.api.tokensPath = apiTokens }
         if let stateDir { cfg.stateDirectory = stateDir }
         if cfg.listen.isEmpty {
-            throw DiagnosticsError([Diagnostic(file: config ?? "command line", line: 0, message: "no listen address: give --listen ADDR:PORT or 'listen:' in the config")])
+            throw DiagnosticsError([
+                Diagnostic(
+                    file: config ?? "command line", line: 0,
+                    message: "no listen address: give --listen ADDR:PORT or 'listen:' in the config")
+            ])
         }
         return cfg
     }
@@ -152,7 +171,8 @@ struct Nearcastd: AsyncParsableCommand {
         let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
-            responders: responders, metrics: metrics, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
+            responders: responders, metrics: metrics, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)),
+            logger: logger)
         let started = StartedServices()
         await started.add("event loops") { try await group.shutdownGracefully() }
         await started.add("DNS listeners") { await server.stop() }
@@ -177,14 +197,18 @@ struct Nearcastd: AsyncParsableCommand {
         var fastPath: XDPDeployment?
         if cfg.xdp.enabled {
             if Set(dnsPorts).count > 1 {
-                logger.warning("XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(dnsPorts[0])"])
+                logger.warning(
+                    "XDP answers one UDP port; listen addresses use several", metadata: ["port": "\(dnsPorts[0])"])
             }
             do {
                 // Loading through the verifier and filling the maps block: on a thread of its own.
-                let settings = cfg.xdp, port = UInt16(dnsPorts[0]), payload = cfg.maxUDPPayload
+                let settings = cfg.xdp
+                let port = UInt16(dnsPorts[0])
+                let payload = cfg.maxUDPPayload
                 fastPath = try await Self.onOwnThread {
                     let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-                    return try XDPDeployment(settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload, logger: logger)
+                    return try XDPDeployment(
+                        settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload, logger: logger)
                 }
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
@@ -195,46 +219,59 @@ struct Nearcastd: AsyncParsableCommand {
         var audit: AuditLog?
         if let dir = cfg.stateDirectory {
             do {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                try await started.giveUp("cannot create the state directory", ["state-dir": "\(dir)", "error": "\(error)"], logger: logger)
+                try await started.giveUp(
+                    "cannot create the state directory", ["state-dir": "\(dir)", "error": "\(error)"], logger: logger)
             }
             audit = AuditLog(path: dir + "/audit.log")
         }
         // Health: the geo nodes' checks (none while there are no geo names) and operators' overrides.
         let healthWrites = HealthWriteLog()
-        let monitor = await HealthWiring.start(live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
+        let monitor = await HealthWiring.start(
+            live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
         await started.add("health checks") { await monitor.stop() }
-        let changes = OperatorChanges(monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger)
+        let changes = OperatorChanges(
+            monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger
+        )
         do {
             try await changes.restore()
         } catch {
             try await started.giveUp(
-                "cannot use the state directory", ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"], logger: logger)
+                "cannot use the state directory", ["state-dir": "\(cfg.stateDirectory ?? "")", "error": "\(error)"],
+                logger: logger)
         }
         if cfg.stateDirectory == nil && cfg.api.listen != nil {
             logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")
         }
         let command = self
         let reloader = Reloader(
-            running: cfg, zones: zones, load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
-            responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor, changes: changes, metrics: metrics, audit: audit,
+            running: cfg, zones: zones,
+            load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
+            responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
+            changes: changes, metrics: metrics, audit: audit,
             logger: logger)
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
-                logger.warning("management API without tokens: only /healthz answers", metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
+                logger.warning(
+                    "management API without tokens: only /healthz answers",
+                    metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
             }
             let parts = DaemonParts(
-                startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory, monitor: monitor, changes: changes,
+                startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
+                monitor: monitor, changes: changes,
                 healthWrites: healthWrites, reloader: reloader, metrics: metrics)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
-                let running = try await ManagementAPI.start(on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
+                let running = try await ManagementAPI.start(
+                    on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
                 await started.add("management API") { await running.stop() }
                 Self.announce("api listening on \(ListenAddress(host: address.host, port: running.port))")
             } catch {
-                try await started.giveUp("cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
+                try await started.giveUp(
+                    "cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
         Self.announce("ready")

@@ -40,17 +40,25 @@ actor OperatorChanges {
         guard let path = storePath, let data = FileManager.default.contents(atPath: path) else { return }
         let list: [Kept]
         do { list = try JSONDecoder().decode([Kept].self, from: data) } catch {
-            throw Refused(description: "\(path) cannot be read (\(error)); move it away to start without the kept overrides")
+            throw Refused(
+                description: "\(path) cannot be read (\(error)); move it away to start without the kept overrides")
         }
         let now = Date().timeIntervalSince1970
         for k in list where (k.until ?? .infinity) > now {
             guard let kind = HealthOverride.Kind(rawValue: k.kind), await monitor.state(of: k.node) != nil else {
-                logger.warning("a kept override names no node of this config: dropped", metadata: ["node": "\(k.node)", "kind": "\(k.kind)"])
+                logger.warning(
+                    "a kept override names no node of this config: dropped",
+                    metadata: ["node": "\(k.node)", "kind": "\(k.kind)"])
                 continue
             }
             kept[k.node] = k
             await monitor.setOverride(k.node, HealthOverride(kind, until: k.until.map { .now + .seconds($0 - now) }))
-            logger.notice("override restored", metadata: ["node": "\(k.node)", "kind": "\(k.kind)", "until": "\(k.until.map { "\(Date(timeIntervalSince1970: $0))" } ?? "undrained")"])
+            logger.notice(
+                "override restored",
+                metadata: [
+                    "node": "\(k.node)", "kind": "\(k.kind)",
+                    "until": "\(k.until.map { "\(Date(timeIntervalSince1970: $0))" } ?? "undrained")",
+                ])
         }
     }
 
@@ -64,7 +72,8 @@ actor OperatorChanges {
         next[node] = o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { now + $0 }) }
         let before = await monitor.statuses().first { $0.id == node }
         if let audit {
-            let detail = "\(before?.state ?? "?")\(before?.override.map { " (\($0))" } ?? "") -> " + (kind ?? "no override")
+            let detail =
+                "\(before?.state ?? "?")\(before?.override.map { " (\($0))" } ?? "") -> " + (kind ?? "no override")
                 + (seconds.map { " for \($0) s" } ?? "")
             do {
                 try audit.record(
@@ -79,7 +88,8 @@ actor OperatorChanges {
             do { try DurableFile.replace(storePath, with: Self.encode(next)) } catch {
                 try? audit?.record(
                     AuditLog.entry(
-                        who: who, action: kind ?? "undrain", target: node, detail: "not kept: \(error)", before: Self.digest(kept),
+                        who: who, action: kind ?? "undrain", target: node, detail: "not kept: \(error)",
+                        before: Self.digest(kept),
                         after: Self.digest(kept), outcome: "failed"))
                 throw Refused(description: "the override cannot be kept (\(error)): nothing was changed")
             }
@@ -100,7 +110,9 @@ actor OperatorChanges {
                 return
             }
         }
-        logger.notice("overrides of removed nodes dropped", metadata: ["nodes": "\(kept.keys.filter { !nodes.contains($0) }.sorted())"])
+        logger.notice(
+            "overrides of removed nodes dropped",
+            metadata: ["nodes": "\(kept.keys.filter { !nodes.contains($0) }.sorted())"])
         kept = next
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import DNSWire
+import Foundation
 import Logging
 import NearcastCore
 import NearcastDataPath
@@ -42,8 +42,10 @@ actor Reloader {
     var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(
-        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig, live: LiveGeo,
-        responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil, changes: OperatorChanges? = nil,
+        running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig,
+        live: LiveGeo,
+        responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
+        changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
     ) {
         self.running = running
@@ -87,7 +89,8 @@ actor Reloader {
                 do {
                     try audit?.record(
                         AuditLog.entry(
-                            who: by, action: "reload", target: "config and zones", detail: "\(next.zones.count) zone file\(next.zones.count == 1 ? "" : "s")",
+                            who: by, action: "reload", target: "config and zones",
+                            detail: "\(next.zones.count) zone file\(next.zones.count == 1 ? "" : "s")",
                             before: before, after: after))
                 } catch {
                     throw .fastPath("the audit log cannot be written (\(error))")
@@ -99,7 +102,8 @@ actor Reloader {
                 "reloaded",
                 metadata: [
                     "by": "\(by)", "zones": "\(report.zones)", "records": "\(report.records)",
-                    "fast-path-written": "\(report.fastPathWritten.map(String.init) ?? "-")", "geo-compiled": "\(report.geoCompiled)",
+                    "fast-path-written": "\(report.fastPathWritten.map(String.init) ?? "-")",
+                    "geo-compiled": "\(report.geoCompiled)",
                     "seconds": "\(ContinuousClock.now - started)",
                 ])
             return report
@@ -108,7 +112,8 @@ actor Reloader {
             let unchanged = servedDigest
             try? audit?.record(
                 AuditLog.entry(
-                    who: by, action: "reload", target: "config and zones", detail: "\(error)", before: unchanged, after: unchanged,
+                    who: by, action: "reload", target: "config and zones", detail: "\(error)", before: unchanged,
+                    after: unchanged,
                     outcome: "refused"))
             logger.error("reload refused", metadata: ["by": "\(by)", "why": "\(error)"])
             throw error
@@ -124,7 +129,9 @@ actor Reloader {
         return AuditLog.digest(bytes)
     }
 
-    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) async throws(ReloadError) -> ReloadReport {
+    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) async throws(ReloadError)
+        -> ReloadReport
+    {
         let started = ContinuousClock.now
         // Reading and parsing the files blocks: on a thread of its own, not the cooperative pool.
         let load = load
@@ -137,7 +144,8 @@ actor Reloader {
                 }
             }
         } catch {
-            throw .invalid(DiagnosticsError([Diagnostic(file: running.sourcePath ?? "config", line: 0, message: "\(error)")]))
+            throw .invalid(
+                DiagnosticsError([Diagnostic(file: running.sourcePath ?? "config", line: 0, message: "\(error)")]))
         }
         let next: NearcastConfig
         let zones: [Zone]
@@ -154,9 +162,12 @@ actor Reloader {
             } else if live.compilesLike(next.geo) {
                 geo = .checks(next.geo)  // only nodes' checks changed: no compile
             } else {
-                do { geo = .to(try await LiveGeo.compile(next.geo)) } catch let e as DiagnosticsError { throw .invalid(e) } catch {
+                do { geo = .to(try await LiveGeo.compile(next.geo)) } catch let e as DiagnosticsError {
+                    throw .invalid(e)
+                } catch {
                     let file = next.geo.databasePath ?? "geo"
-                    throw .invalid(DiagnosticsError([Diagnostic(file: file, line: 0, message: "geo compile: \(error)")]))
+                    throw .invalid(
+                        DiagnosticsError([Diagnostic(file: file, line: 0, message: "geo compile: \(error)")]))
                 }
             }
         }
@@ -180,7 +191,9 @@ actor Reloader {
 
     /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
     /// generation, then the slow path.
-    func switchTo(_ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant)
+    func switchTo(
+        _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant
+    )
         async throws(ReloadError) -> ReloadReport
     {
         var geo = live.current?.table
@@ -188,7 +201,9 @@ actor Reloader {
         let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
         var written: FastPath.TableWrite?
         if let writer {
-            do { written = try await writer.write(responder: responder, geo: geo) } catch { throw .fastPath("\(error)") }
+            do { written = try await writer.write(responder: responder, geo: geo) } catch {
+                throw .fastPath("\(error)")
+            }
         }
         var retired: LiveGeo.Compiled?
         switch change {
@@ -203,14 +218,19 @@ actor Reloader {
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,
-            fastPathWritten: written?.written, geoCompiled: { if case .to = change { true } else { false } }(), seconds: d.seconds)
+            fastPathWritten: written?.written, geoCompiled: { if case .to = change { true } else { false } }(),
+            seconds: d.seconds)
     }
 
     /// After a changed geo section (`config`; nil: no geo names) is served, from a new compile or
     /// the one before: the health monitor checks its nodes and pools, and operators' overrides of
     /// nodes that are gone are no longer kept.
     func followGeo(_ config: GeoConfig?, compiled: LiveGeo.Compiled?) async {
-        if let compiled { Nearcastd.logCompiled(compiled, logger: logger) } else if config == nil { logger.notice("no geo names any more") }
+        if let compiled {
+            Nearcastd.logCompiled(compiled, logger: logger)
+        } else if config == nil {
+            logger.notice("no geo names any more")
+        }
         let config = config ?? GeoConfig()
         await monitor?.reconfigure(nodes: HealthWiring.plan(config), pools: config.pools)
         await changes?.keepOnly(nodes: Set(config.nodes.map(\.id)))
@@ -242,10 +262,13 @@ actor Reloader {
         }
         var out: [RecordInput] = []
         for n in z.names where owner == nil || n == owner {
-            for t in [RRType.soa] + z.types(at: n).filter({ $0 != .soa }).sorted(by: { $0.rawValue < $1.rawValue }) where rrtype == nil || t == rrtype {
+            for t in [RRType.soa] + z.types(at: n).filter({ $0 != .soa }).sorted(by: { $0.rawValue < $1.rawValue })
+            where rrtype == nil || t == rrtype {
                 guard let set = z.rrset(n, t) else { continue }
                 for r in set.rdatas {
-                    out.append(RecordInput(name: n.description, type: t.description, ttl: set.ttl, data: ZoneText.rdata(r, type: t)))
+                    out.append(
+                        RecordInput(
+                            name: n.description, type: t.description, ttl: set.ttl, data: ZoneText.rdata(r, type: t)))
                 }
             }
         }
@@ -283,7 +306,8 @@ actor Reloader {
         do {
             try audit?.record(
                 AuditLog.entry(
-                    who: by, action: "record", target: source.origin.description, detail: action, before: AuditLog.digest(before),
+                    who: by, action: "record", target: source.origin.description, detail: action,
+                    before: AuditLog.digest(before),
                     after: AuditLog.digest(Array(text.utf8))))
         } catch { throw .failed("the audit log cannot be written (\(error)): nothing was changed") }
         do { try DurableFile.replace(source.path, with: Array(text.utf8)) } catch {
@@ -296,7 +320,9 @@ actor Reloader {
             try? DurableFile.replace(source.path, with: Array(before))  // as it was: the old data is still served
             throw .failed("\(error)")
         }
-        logger.notice("zone changed", metadata: ["zone": "\(source.origin)", "by": "\(by)", "change": "\(action)", "serial": "\(change.serial)"])
+        logger.notice(
+            "zone changed",
+            metadata: ["zone": "\(source.origin)", "by": "\(by)", "change": "\(action)", "serial": "\(change.serial)"])
         return change
     }
 

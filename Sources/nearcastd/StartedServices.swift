@@ -12,7 +12,9 @@ actor StartedServices {
     /// Stops everything, the most recently started first.
     func stopAll(logger: Logger) async {
         while let s = stops.popLast() {
-            do { try await s.stop() } catch { logger.warning("stopping failed", metadata: ["service": "\(s.name)", "error": "\(error)"]) }
+            do { try await s.stop() } catch {
+                logger.warning("stopping failed", metadata: ["service": "\(s.name)", "error": "\(error)"])
+            }
         }
     }
 

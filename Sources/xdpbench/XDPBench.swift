@@ -58,14 +58,37 @@ struct XDPBench: ParsableCommand {
         let packets: [(String, [UInt8])] = [
             ("A, IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: nil))),
             ("AAAA, IPv6", Frame.make(ipv6: true, try query("www.\(origin)", .aaaa, edns: nil))),
-            ("A, IPv4, EDNS + cookie", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: EDNS(options: [EDNSOption(code: 10, data: Array(repeating: 1, count: 8))])))),
+            (
+                "A, IPv4, EDNS + cookie",
+                Frame.make(
+                    ipv6: false,
+                    try query(
+                        "www.\(origin)", .a,
+                        edns: EDNS(options: [EDNSOption(code: 10, data: Array(repeating: 1, count: 8))])))
+            ),
             ("NODATA (HTTPS of www), IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .https, edns: nil))),
             ("miss (passed), IPv4", Frame.make(ipv6: false, try query("nope.\(origin)", .a, edns: nil))),
-            ("geo A, IPv4, by source", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: nil), source: [198, 51, 100, 7])),
-            ("geo A, IPv4, ECS /24", Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100]).option])))),
+            (
+                "geo A, IPv4, by source",
+                Frame.make(ipv6: false, try query("geo.\(origin)", .a, edns: nil), source: [198, 51, 100, 7])
+            ),
+            (
+                "geo A, IPv4, ECS /24",
+                Frame.make(
+                    ipv6: false,
+                    try query(
+                        "geo.\(origin)", .a,
+                        edns: EDNS(options: [
+                            ClientSubnet(
+                                family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100]
+                            ).option
+                        ])))
+            ),
         ]
         print("verifier: nearcast \(fast.object.verifiedInstructions ?? 0) instructions processed")
-        print("| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) |")
+        print(
+            "| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for (what, packet) in packets {
             // The programs take turns in rounds, so a noisy spell of this shared machine falls on
@@ -74,7 +97,9 @@ struct XDPBench: ParsableCommand {
             let rounds = 20
             for _ in 0..<rounds {
                 for (name, program) in programs {
-                    for _ in 0..<(runs / rounds) { samples[name, default: []].append(try program.testRun(packet).duration) }
+                    for _ in 0..<(runs / rounds) {
+                        samples[name, default: []].append(try program.testRun(packet).duration)
+                    }
                 }
             }
             // The interquartile mean: the timer steps by about 10 ns, so a median jumps a whole step
@@ -85,12 +110,18 @@ struct XDPBench: ParsableCommand {
                 let middle = d.sorted()[(d.count / 4)..<(d.count * 3 / 4)]
                 means[name] = Double(middle.reduce(0) { $0 + UInt64($1) }) / Double(middle.count)
             }
-            let e = means["empty"]!, r = means["reflect"]!, g = means["grow"]!, n = means["nearcast"]!
+            let e = means["empty"]!
+            let r = means["reflect"]!
+            let g = means["grow"]!
+            let n = means["nearcast"]!
             // The ratio of totals: both carry the same fixed cost of a test run. The subtracted
             // columns show the programs' own work, where the reflect program's is at the timer's
             // resolution (~10 ns).
-            let ratio = String(format: "%.2f", n / r), growRatio = String(format: "%.2f", n / g)
-            print("| \(what) | \(Int(e)) | \(Int(r)) | \(Int(g)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) | \(growRatio) |")
+            let ratio = String(format: "%.2f", n / r)
+            let growRatio = String(format: "%.2f", n / g)
+            print(
+                "| \(what) | \(Int(e)) | \(Int(r)) | \(Int(g)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) | \(growRatio) |"
+            )
         }
         // Failover cost: a node's health flipped, as the health monitor does it (one nodes-map
         // write per change), timed from the decision to the write's return.
@@ -102,17 +133,23 @@ struct XDPBench: ParsableCommand {
             flips.append(Double(d.components.attoseconds) / 1e12 + Double(d.components.seconds) * 1e6)
         }
         flips.sort()
-        print(String(format: "health change -> map write (10000 flips, one write each): p50 %.1f us, p99 %.1f us, max %.1f us",
-                     flips[flips.count / 2], flips[flips.count * 99 / 100], flips.last!))
+        print(
+            String(
+                format:
+                    "health change -> map write (10000 flips, one write each): p50 %.1f us, p99 %.1f us, max %.1f us",
+                flips[flips.count / 2], flips[flips.count * 99 / 100], flips.last!))
         let s = try fast.statistics()
-        print("nearcast verdicts: answered \(s.answered), geo \(s.answeredGeo), passed as miss \(s.passMiss), other \(s.passShape + s.passEDNS + s.passTooBig + s.dropMalformed + s.passGeo)")
+        print(
+            "nearcast verdicts: answered \(s.answered), geo \(s.answeredGeo), passed as miss \(s.passMiss), other \(s.passShape + s.passEDNS + s.passTooBig + s.dropMalformed + s.passGeo)"
+        )
     }
 
     func query(_ name: String, _ type: RRType, edns: EDNS?) throws -> [UInt8] {
         var h = DNSHeader()
         h.id = 0x1234
         h.rd = true
-        return try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(name), type: type)], edns: edns).serialize()
+        return try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(name), type: type)], edns: edns)
+            .serialize()
     }
 }
 
@@ -127,7 +164,8 @@ enum Frame {
             f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + a + [2] + a + [1]
         } else {
             let total = 20 + udpLen
-            f += [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0, 0, 64, 17, 0, 0] + source + [198, 18, 0, 1]
+            f +=
+                [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0, 0, 64, 17, 0, 0] + source + [198, 18, 0, 1]
         }
         return f + udp
     }

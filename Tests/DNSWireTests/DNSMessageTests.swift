@@ -14,11 +14,18 @@ import Testing
         .init(name: n("1.2.0.192.in-addr.arpa."), type: .ptr, ttl: 60, rdata: .ptr(n("a.example."))),
         .init(
             name: n("example."), type: .soa, ttl: 3600,
-            rdata: .soa(.init(mname: n("ns1.example."), rname: n("h.example."), serial: 1, refresh: 2, retry: 3, expire: 4, minimum: 5))),
+            rdata: .soa(
+                .init(
+                    mname: n("ns1.example."), rname: n("h.example."), serial: 1, refresh: 2, retry: 3, expire: 4,
+                    minimum: 5))),
         .init(name: n("example."), type: .mx, ttl: 300, rdata: .mx(preference: 10, exchange: n("mail.example."))),
         .init(name: n("example."), type: .txt, ttl: 300, rdata: .txt([Array("v=spf1".utf8), [], [0, 255]])),
-        .init(name: n("_sip._udp.example."), type: .srv, ttl: 300, rdata: .srv(priority: 1, weight: 2, port: 5060, target: n("a.example."))),
-        .init(name: n("example."), type: .caa, ttl: 300, rdata: .caa(flags: 128, tag: Array("issue".utf8), value: Array("ca.example".utf8))),
+        .init(
+            name: n("_sip._udp.example."), type: .srv, ttl: 300,
+            rdata: .srv(priority: 1, weight: 2, port: 5060, target: n("a.example."))),
+        .init(
+            name: n("example."), type: .caa, ttl: 300,
+            rdata: .caa(flags: 128, tag: Array("issue".utf8), value: Array("ca.example".utf8))),
         .init(name: n("example."), type: RRType(65280), ttl: 300, rdata: .unknown([1, 2, 3])),
         .init(name: n("example."), type: RRType(65281), ttl: 300, rdata: .unknown([])),
     ]
@@ -32,7 +39,8 @@ import Testing
         let msg = DNSMessage(
             header: h, questions: [DNSQuestion(name: Self.n("a.example."), type: .a)], answers: Self.everyType,
             authority: [Self.everyType[2]], additional: [Self.everyType[0]],
-            edns: EDNS(udpPayloadSize: 1232, dnssecOK: true, options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])]))
+            edns: EDNS(
+                udpPayloadSize: 1232, dnssecOK: true, options: [EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])]))
         let wire = try msg.serialize()
         let back = try DNSMessage(wire: wire)
         #expect(back == msg)
@@ -126,9 +134,15 @@ import Testing
         let ok = try ClientSubnet(queryOption: [0, 1, 24, 0, 192, 0, 2])
         #expect(ok.description == "192.0.2.0/24/0")
         #expect(try ClientSubnet(queryOption: [0, 2, 0, 0]).address.isEmpty)
-        #expect(throws: ClientSubnet.Invalid.addressLengthMismatch) { try ClientSubnet(queryOption: [0, 1, 24, 0, 192, 0, 2, 0]) }
-        #expect(throws: ClientSubnet.Invalid.bitsBeyondPrefix) { try ClientSubnet(queryOption: [0, 1, 23, 0, 192, 0, 3]) }
-        #expect(throws: ClientSubnet.Invalid.prefixTooLong) { try ClientSubnet(queryOption: [0, 1, 33, 0, 1, 2, 3, 4, 5]) }
+        #expect(throws: ClientSubnet.Invalid.addressLengthMismatch) {
+            try ClientSubnet(queryOption: [0, 1, 24, 0, 192, 0, 2, 0])
+        }
+        #expect(throws: ClientSubnet.Invalid.bitsBeyondPrefix) {
+            try ClientSubnet(queryOption: [0, 1, 23, 0, 192, 0, 3])
+        }
+        #expect(throws: ClientSubnet.Invalid.prefixTooLong) {
+            try ClientSubnet(queryOption: [0, 1, 33, 0, 1, 2, 3, 4, 5])
+        }
         #expect(throws: ClientSubnet.Invalid.nonZeroScope) { try ClientSubnet(queryOption: [0, 1, 8, 8, 10]) }
         #expect(throws: ClientSubnet.Invalid.unknownFamily(3)) { try ClientSubnet(queryOption: [0, 3, 0, 0]) }
         #expect(throws: ClientSubnet.Invalid.tooShort) { try ClientSubnet(queryOption: [0, 1, 0]) }
@@ -164,7 +178,10 @@ import Testing
     @Test func mutatedMessagesNeverCrash() throws {
         let base = try DNSMessage(
             header: DNSHeader(), questions: [DNSQuestion(name: try DNSName("a.example."), type: .a)],
-            answers: DNSMessageTests.everyType, edns: EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option])
+            answers: DNSMessageTests.everyType,
+            edns: EDNS(options: [
+                ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [1, 2, 3]).option
+            ])
         ).serialize()
         var rng = SplitMix(seed: 2)
         var failures = 0
@@ -182,9 +199,11 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct CompressionTests {
     @Test func aNameNeverPointsIntoItselfBeforeItIsWritten() throws {
         let n = try DNSName("a.a.a.")
-        let m = DNSMessage(questions: [DNSQuestion(name: n, type: .a)], answers: [
-            ResourceRecord(name: try DNSName("a.a."), type: .cname, ttl: 1, rdata: .cname(try DNSName("a.a.a.a."))),
-        ])
+        let m = DNSMessage(
+            questions: [DNSQuestion(name: n, type: .a)],
+            answers: [
+                ResourceRecord(name: try DNSName("a.a."), type: .cname, ttl: 1, rdata: .cname(try DNSName("a.a.a.a.")))
+            ])
         let back = try DNSMessage(wire: m.serialize())
         #expect(back == m)
     }
@@ -192,7 +211,11 @@ import Testing
     @Test func suffixesAreSharedAcrossSections() throws {
         let m = DNSMessage(
             questions: [DNSQuestion(name: try DNSName("www.example.net."), type: .mx)],
-            answers: [ResourceRecord(name: try DNSName("www.example.net."), type: .mx, ttl: 1, rdata: .mx(preference: 1, exchange: try DNSName("mail.EXAMPLE.net.")))])
+            answers: [
+                ResourceRecord(
+                    name: try DNSName("www.example.net."), type: .mx, ttl: 1,
+                    rdata: .mx(preference: 1, exchange: try DNSName("mail.EXAMPLE.net.")))
+            ])
         let wire = try m.serialize()
         // question 12+17+4; owner: pointer (2); type..rdlength 10; preference 2; "mail" 5 + pointer 2.
         #expect(wire.count == 12 + 17 + 4 + 2 + 10 + 2 + 5 + 2)

@@ -45,7 +45,9 @@ import Testing
         let label63 = String(repeating: "a", count: 63)
         #expect(throws: DNSWireError.self) { try DNSName(String(repeating: "a", count: 64) + ".") }
         // 4 × (63+1) + 1 = 257 > 255
-        #expect(throws: DNSWireError.self) { try DNSName([label63, label63, label63, label63].joined(separator: ".") + ".") }
+        #expect(throws: DNSWireError.self) {
+            try DNSName([label63, label63, label63, label63].joined(separator: ".") + ".")
+        }
         #expect(throws: DNSWireError.self) { try DNSName("a..b.") }
         #expect(throws: DNSWireError.self) { try DNSName("a\\25") }
         #expect(throws: DNSWireError.self) { try DNSName("a\\300.") }
@@ -60,8 +62,13 @@ import Testing
     }
 
     @Test func canonicalOrder() throws {
-        let names = try ["b.example.", "example.", "A.example.", "z.a.example.", "\\001.example."].map { try DNSName($0) }
-        #expect(names.sorted().map(\.description) == ["example.", "\\001.example.", "A.example.", "z.a.example.", "b.example."])
+        let names = try ["b.example.", "example.", "A.example.", "z.a.example.", "\\001.example."].map {
+            try DNSName($0)
+        }
+        #expect(
+            names.sorted().map(\.description) == [
+                "example.", "\\001.example.", "A.example.", "z.a.example.", "b.example.",
+            ])
     }
 }
 
@@ -82,6 +89,8 @@ import Testing
 
     @Test func ipv4() {
         #expect(IPv4Address("192.0.2.1")?.description == "192.0.2.1")
-        for bad in ["1.2.3", "1.2.3.256", "1.2.3.4.5", "a.b.c.d", "01234.1.1.1", ""] { #expect(IPv4Address(bad) == nil) }
+        for bad in ["1.2.3", "1.2.3.256", "1.2.3.4.5", "a.b.c.d", "01234.1.1.1", ""] {
+            #expect(IPv4Address(bad) == nil)
+        }
     }
 }

@@ -20,11 +20,15 @@ import Testing
                 return (
                     n["network"] as! String,
                     GeoLocation(
-                        latitude: c["latitude"] as? Double, longitude: c["longitude"] as? Double, country: c["country"] as? String,
+                        latitude: c["latitude"] as? Double, longitude: c["longitude"] as? Double,
+                        country: c["country"] as? String,
                         continent: c["continent"] as? String, subdivision: c["subdivision"] as? String)
                 )
             }
-            return (n["network"] as! String, GeoLocation(country: n["country"] as? String, continent: n["continent"] as? String))
+            return (
+                n["network"] as! String,
+                GeoLocation(country: n["country"] as? String, continent: n["continent"] as? String)
+            )
         }
     }()
 
@@ -39,7 +43,9 @@ import Testing
         let db = try MaxMindDatabase(path: Self.databasePath)
         let berlin = try #require(try db.lookup("192.0.2.200"))
         #expect(berlin.network.description == "192.0.2.192/26")
-        #expect(berlin.location == GeoLocation(latitude: 52.52, longitude: 13.405, country: "DE", continent: "EU", subdivision: "BE"))
+        #expect(
+            berlin.location
+                == GeoLocation(latitude: 52.52, longitude: 13.405, country: "DE", continent: "EU", subdivision: "BE"))
         let tokyo = try #require(try db.lookup("2001:db8:4::53"))
         #expect(tokyo.network.description == "2001:db8:4::/48")
         #expect(tokyo.location.country == "JP" && tokyo.location.subdivision == "13")
@@ -58,14 +64,18 @@ import Testing
         try db.networks { seen.append(($0, $1)) }
         // Address order: IPv4 first (it sits under ::/96), then by address bytes.
         let expected = Self.fixture.sorted { a, b in
-            let x = Self.bytes(a.network), y = Self.bytes(b.network)
+            let x = Self.bytes(a.network)
+            let y = Self.bytes(b.network)
             return x.count != y.count ? x.count < y.count : x.lexicographicallyPrecedes(y)
         }
-        #expect(seen.map(\.0.description) == expected.map { Self.canonical($0.network) }, "\(seen.map(\.0.description))")
+        #expect(
+            seen.map(\.0.description) == expected.map { Self.canonical($0.network) }, "\(seen.map(\.0.description))")
         for ((network, location), expected) in zip(seen, expected) {
             #expect(location == expected.location, "\(network)")
         }
-        #expect(seen.filter { $0.0.isIPv4 }.count == 11, "IPv4 networks come as IPv4, once (no ::ffff:0:0/96 or 2002::/16 alias)")
+        #expect(
+            seen.filter { $0.0.isIPv4 }.count == 11,
+            "IPv4 networks come as IPv4, once (no ::ffff:0:0/96 or 2002::/16 alias)")
     }
 
     @Test func ipv6NetworksAreWrittenAsRFC5952Says() {
@@ -86,7 +96,8 @@ import Testing
         } catch {
             #expect(error.description.hasPrefix("/nonexistent/city.mmdb: cannot open the file"))
         }
-        let junk = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-junk-\(UUID().uuidString).mmdb")
+        let junk = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-junk-\(UUID().uuidString).mmdb")
         try Data(repeating: 7, count: 4096).write(to: junk)
         defer { try? FileManager.default.removeItem(at: junk) }
         #expect(throws: MaxMindError.self) { try MaxMindDatabase(path: junk.path) }

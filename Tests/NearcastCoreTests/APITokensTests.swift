@@ -31,7 +31,9 @@ import Testing
         } catch {
             let d = error.diagnostics.map(\.description)
             #expect(d.count == 4, "\(d)")
-            #expect(d.contains("/etc/nearcast/tokens:2: unknown role 'root' (known: read, write, admin, agent, agent:NODE)"))
+            #expect(
+                d.contains("/etc/nearcast/tokens:2: unknown role 'root' (known: read, write, admin, agent, agent:NODE)")
+            )
             #expect(d.contains { $0.hasPrefix("/etc/nearcast/tokens:3: a token is at least 32 characters") })
             #expect(d.contains("/etc/nearcast/tokens:4: expected ROLE TOKEN (two fields), found 1"))
             #expect(d.contains("/etc/nearcast/tokens:5: this token is already listed"))
@@ -47,8 +49,10 @@ import Testing
 
     @Test func agentTokensPostReportsOnlyForTheirNode() throws {
         let t = try APITokens.parse(
-            "agent:fra1 \(read)\nagent \(admin)\nwrite 11112222333344445555666677778888\nread 99990000aaaabbbbccccddddeeeeffff\n", fileName: "tokens")
-        let fra1 = try #require(t.match(read)), any = try #require(t.match(admin))
+            "agent:fra1 \(read)\nagent \(admin)\nwrite 11112222333344445555666677778888\nread 99990000aaaabbbbccccddddeeeeffff\n",
+            fileName: "tokens")
+        let fra1 = try #require(t.match(read))
+        let any = try #require(t.match(admin))
         #expect(fra1.role == .agent && fra1.node == "fra1" && any.node == nil)
         #expect(fra1.mayReport(for: "fra1") && !fra1.mayReport(for: "par1"))
         #expect(any.mayReport(for: "par1"))

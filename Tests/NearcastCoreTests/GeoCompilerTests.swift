@@ -85,12 +85,15 @@ import Testing
     }
 
     @Test func mergingMakesTheFewestPrefixesThatCoverExactlyEachRun() {
-        func p(_ a: UInt128, _ len: Int, _ c: Int) -> ClassPrefix { ClassPrefix(address: a << 96, length: len, locationClass: c) }
+        func p(_ a: UInt128, _ len: Int, _ c: Int) -> ClassPrefix {
+            ClassPrefix(address: a << 96, length: len, locationClass: c)
+        }
         // 10.0.0.0/25, 10.0.0.128/26, 10.0.0.192/26 (one class) -> 10.0.0.0/24; then 10.0.1.0/24
         // of another class stays; 10.0.2.0/24 and 10.0.3.0/24 of the first class -> 10.0.2.0/23.
         let ten: UInt128 = 0x0A00_0000
         let merged = GeoCompiler.merge([
-            p(ten, 25, 1), p(ten | 0x80, 26, 1), p(ten | 0xC0, 26, 1), p(ten | 0x100, 24, 2), p(ten | 0x200, 24, 1), p(ten | 0x300, 24, 1),
+            p(ten, 25, 1), p(ten | 0x80, 26, 1), p(ten | 0xC0, 26, 1), p(ten | 0x100, 24, 2), p(ten | 0x200, 24, 1),
+            p(ten | 0x300, 24, 1),
         ])
         #expect(merged == [p(ten, 24, 1), p(ten | 0x100, 24, 2), p(ten | 0x200, 23, 1)])
         // Neighbours that are not halves of one parent stay apart: 10.0.1.0/24 and 10.0.2.0/24.

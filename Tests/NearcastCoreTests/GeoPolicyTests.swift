@@ -13,10 +13,14 @@ import Testing
         GeoNode(id: "tyo", latitude: 35.6762, longitude: 139.6503, country: "JP", region: "13"),
         GeoNode(id: "syd", latitude: -33.8688, longitude: 151.2093, country: "AU", region: "NSW"),
     ]
-    static let strasbourg = GeoLocation(latitude: 48.5734, longitude: 7.7521, country: "FR", continent: "EU", subdivision: "GES")
-    static let losAngeles = GeoLocation(latitude: 34.0522, longitude: -118.2437, country: "US", continent: "NA", subdivision: "CA")
-    static let saoPaulo = GeoLocation(latitude: -23.5505, longitude: -46.6333, country: "BR", continent: "SA", subdivision: "SP")
-    static let tokyo = GeoLocation(latitude: 35.6762, longitude: 139.6503, country: "JP", continent: "AS", subdivision: "13")
+    static let strasbourg = GeoLocation(
+        latitude: 48.5734, longitude: 7.7521, country: "FR", continent: "EU", subdivision: "GES")
+    static let losAngeles = GeoLocation(
+        latitude: 34.0522, longitude: -118.2437, country: "US", continent: "NA", subdivision: "CA")
+    static let saoPaulo = GeoLocation(
+        latitude: -23.5505, longitude: -46.6333, country: "BR", continent: "SA", subdivision: "SP")
+    static let tokyo = GeoLocation(
+        latitude: 35.6762, longitude: 139.6503, country: "JP", continent: "AS", subdivision: "13")
 
     func policy(_ s: DistanceStrategy, _ change: (inout GeoPolicy) -> Void = { _ in }) -> GeoPolicy {
         var p = GeoPolicy()
@@ -68,11 +72,15 @@ import Testing
         #expect(ids(policy(.linear), Self.strasbourg, nodes: [far, near]) == ["kehl", "far-fr"])
         #expect(ids(policy(.stepped), Self.strasbourg, nodes: [far, near]) == ["kehl", "far-fr"])
         // A bonus is a choice: 0.1 is worth 2,000 km under the linear strategy.
-        #expect(ids(policy(.linear) { $0.sameCountryBonus = 0.1 }, Self.strasbourg, nodes: [far, near]) == ["far-fr", "kehl"])
+        #expect(
+            ids(policy(.linear) { $0.sameCountryBonus = 0.1 }, Self.strasbourg, nodes: [far, near]) == [
+                "far-fr", "kehl",
+            ])
         // The region bonus needs the country too: GES is Strasbourg's region.
         let ges = GeoNode(id: "metz", latitude: 49.1193, longitude: 6.1757, country: "FR", region: "GES")
         let p = policy(.linear) { $0.sameRegionBonus = 0.01 }
-        #expect(p.rank([ges], for: Self.strasbourg)[0].score! > policy(.linear).rank([ges], for: Self.strasbourg)[0].score!)
+        #expect(
+            p.rank([ges], for: Self.strasbourg)[0].score! > policy(.linear).rank([ges], for: Self.strasbourg)[0].score!)
     }
 
     @Test func biasMovesTheBoundary() {
@@ -98,7 +106,10 @@ import Testing
         var nodes = Self.nodes
         nodes[4].weight = 5
         nodes[2].weight = 2
-        #expect(ids(policy(.linear) { $0.maxDistanceKm = 1000 }, Self.saoPaulo, nodes: nodes) == ["syd", "nyc", "fra", "par", "tyo"])
+        #expect(
+            ids(policy(.linear) { $0.maxDistanceKm = 1000 }, Self.saoPaulo, nodes: nodes) == [
+                "syd", "nyc", "fra", "par", "tyo",
+            ])
     }
 
     @Test func unknownLocationsGetTheFallback() {
@@ -106,7 +117,9 @@ import Testing
         nodes[3].weight = 3
         let byWeight = ["tyo", "fra", "nyc", "par", "syd"]
         #expect(ids(policy(.linear), nil, nodes: nodes) == byWeight)
-        #expect(ids(policy(.linear), GeoLocation(country: "FR", continent: "EU"), nodes: nodes) == byWeight, "a country without coordinates")
+        #expect(
+            ids(policy(.linear), GeoLocation(country: "FR", continent: "EU"), nodes: nodes) == byWeight,
+            "a country without coordinates")
         let configured = policy(.linear).rank(nodes, for: nil, fallback: ["par", "nyc"])
         #expect(configured.map(\.id) == ["par", "nyc"] && configured.allSatisfy { $0.score == nil })
     }

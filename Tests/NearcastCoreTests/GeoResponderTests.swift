@@ -34,7 +34,8 @@ import Testing
     static var databasePath: String { Repository.testCityDatabase }
     static let origin = try! DNSName("example.test.")
     static let zone = try! Zone.build(
-        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")
+        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin),
+        sourceName: "z.zone")
     static let config = try! NearcastConfig.parse(
         yaml: configText.replacingOccurrences(of: "DB", with: databasePath), fileName: "c.yaml", baseDirectory: "")
     static let table = try! GeoTable.build(config.geo, database: try! MaxMindDatabase(path: databasePath))
@@ -45,7 +46,10 @@ import Testing
         return Responder(authority: Authority(zones: [Self.zone]), geo: t)
     }
 
-    func ask(_ r: Responder, _ type: RRType = .a, ecs: String? = nil, client: [UInt8] = [127, 0, 0, 1], name: String = "geo.example.test.")
+    func ask(
+        _ r: Responder, _ type: RRType = .a, ecs: String? = nil, client: [UInt8] = [127, 0, 0, 1],
+        name: String = "geo.example.test."
+    )
         -> DNSMessage
     {
         var edns: EDNS?
@@ -55,7 +59,12 @@ import Testing
             var a = [UInt8](repeating: 0, count: v6 ? 16 : 4)
             _ = a.withUnsafeMutableBytes { inet_pton(v6 ? AF_INET6 : AF_INET, String(parts[0]), $0.baseAddress) }
             let source = UInt8(parts[1])!
-            edns = EDNS(options: [ClientSubnet(family: v6 ? 2 : 1, sourcePrefixLength: source, scopePrefixLength: 0, address: Array(a.prefix((Int(source) + 7) / 8))).option])
+            edns = EDNS(options: [
+                ClientSubnet(
+                    family: v6 ? 2 : 1, sourcePrefixLength: source, scopePrefixLength: 0,
+                    address: Array(a.prefix((Int(source) + 7) / 8))
+                ).option
+            ])
         }
         let q = try! DNSMessage(questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
         return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
@@ -109,7 +118,8 @@ import Testing
 
     @Test func theAllDownPolicyDecidesWhenEveryCandidateIsDown() {
         let r = responder(unhealthy: ["fra1", "par1", "nyc1"])
-        #expect(addresses(ask(r, ecs: "198.51.100.0/24")) == ["192.0.2.20", "192.0.2.10"], "fail-open: the top ones anyway")
+        #expect(
+            addresses(ask(r, ecs: "198.51.100.0/24")) == ["192.0.2.20", "192.0.2.10"], "fail-open: the top ones anyway")
         let v6 = ask(r, .aaaa, ecs: "2001:db8:4::/48")
         #expect(v6.rcode == .noError && v6.answers.isEmpty && v6.authority.first?.type == .soa, "nodata")
         // One down: one of the next healthy candidates takes its place (spill-over, below), then the
@@ -120,7 +130,8 @@ import Testing
     @Test func aDownNodesClientsSpreadOverTheNextCandidatesByWeight() {
         let weights: [String: UInt32] = ["b": 100, "c": 300, "d": 100, "e": 1000]
         func order(_ down: Set<String>, _ seed: UInt32) -> [String] {
-            GeoTable.spillOrder(["a", "b", "c", "d", "e"], isUp: { !down.contains($0) }, weight: { weights[$0]! }, seed: seed)
+            GeoTable.spillOrder(
+                ["a", "b", "c", "d", "e"], isUp: { !down.contains($0) }, weight: { weights[$0]! }, seed: seed)
         }
         #expect(order([], 7) == ["a", "b", "c", "d", "e"], "the top one up: rank order")
         #expect(order(["c"], 7) == ["a", "b", "d", "e"])
@@ -128,7 +139,8 @@ import Testing
         var firsts: [String: Int] = [:]
         for seed in 0..<5000 { firsts[order(["a"], UInt32(seed) &* 2_654_435_761)[0], default: 0] += 1 }
         #expect(firsts["e"] == nil)
-        #expect(abs(Double(firsts["c"]!) / 5000 - 0.6) < 0.05 && abs(Double(firsts["b"]!) / 5000 - 0.2) < 0.05, "\(firsts)")
+        #expect(
+            abs(Double(firsts["c"]!) / 5000 - 0.6) < 0.05 && abs(Double(firsts["b"]!) / 5000 - 0.2) < 0.05, "\(firsts)")
         // The rest follow in rank order; the same seed always gives the same answer.
         let o = order(["a"], 12345)
         #expect(Set(o) == ["b", "c", "d", "e"] && o == order(["a"], 12345))
@@ -140,13 +152,18 @@ import Testing
         let r = responder()
         var cache = ReplyCache()
         let q = try! DNSMessage(questions: [DNSQuestion(name: try! DNSName("geo.example.test."), type: .a)]).serialize()
-        let berlin = try! DNSMessage(wire: cache.reply(to: q, transport: .udp, responder: r, client: [192, 0, 2, 200])!)
-        let newYork = try! DNSMessage(wire: cache.reply(to: q, transport: .udp, responder: r, client: [203, 0, 113, 5])!)
+        let berlin = try! DNSMessage(
+            wire: cache.reply(to: q, transport: .udp, responder: r, client: [192, 0, 2, 200])!)
+        let newYork = try! DNSMessage(
+            wire: cache.reply(to: q, transport: .udp, responder: r, client: [203, 0, 113, 5])!)
         #expect(addresses(berlin) != addresses(newYork))
         #expect(cache.count == 0)
         let image = AnswerImage.build(responder: r, maxSections: 1024)
         let geo = try! DNSName("geo.example.test.").wire
-        #expect(!image.entries.contains { $0.name == geo && ($0.qtype == RRType.a.rawValue || $0.qtype == RRType.aaaa.rawValue) })
+        #expect(
+            !image.entries.contains {
+                $0.name == geo && ($0.qtype == RRType.a.rawValue || $0.qtype == RRType.aaaa.rawValue)
+            })
         #expect(image.entries.contains { $0.name == geo && $0.qtype == RRType.txt.rawValue }, "the static TXT stays")
     }
 
@@ -159,8 +176,15 @@ import Testing
             Issue.record("conflicts must be refused")
         } catch {
             let d = error.diagnostics.map(\.description)
-            #expect(d.contains { $0.hasSuffix("geo name www.example.test. A: zone example.test. has A records there too: keep one or the other") }, "\(d)")
-            #expect(d.contains { $0.hasSuffix("geo name geo.elsewhere.test. AAAA: not inside any zone served here") }, "\(d)")
+            #expect(
+                d.contains {
+                    $0.hasSuffix(
+                        "geo name www.example.test. A: zone example.test. has A records there too: keep one or the other"
+                    )
+                }, "\(d)")
+            #expect(
+                d.contains { $0.hasSuffix("geo name geo.elsewhere.test. AAAA: not inside any zone served here") },
+                "\(d)")
         }
     }
 }

@@ -30,12 +30,18 @@ import Testing
         case 1: edns = EDNS(udpPayloadSize: 512)
         case 2: edns = EDNS(udpPayloadSize: 1232, dnssecOK: true)
         case 3: edns = EDNS(udpPayloadSize: 4096, options: [EDNSOption(code: 10, data: Array(repeating: 7, count: 8))])
-        case 4: edns = EDNS(options: [ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [192, 0, 2]).option])
+        case 4:
+            edns = EDNS(options: [
+                ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [192, 0, 2]).option
+            ])
         case 5: edns = EDNS(version: 1)
         default: edns = EDNS(udpPayloadSize: 100)
         }
         let qclass: RRClass = Int.random(in: 0..<10, using: &rng) == 0 ? .ch : .in
-        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(randomCase(name, &rng)), type: type, qclass: qclass)], edns: edns).serialize()
+        return try! DNSMessage(
+            header: h, questions: [DNSQuestion(name: try! DNSName(randomCase(name, &rng)), type: type, qclass: qclass)],
+            edns: edns
+        ).serialize()
     }
 
     @Test func cachedRepliesEqualTheFullPath() {
@@ -47,7 +53,9 @@ import Testing
             let transport: Transport = Int.random(in: 0..<4, using: &rng) == 0 ? .tcp : .udp
             let before = cache.count
             let got = cache.reply(to: q, transport: transport, responder: Self.responder)
-            if cache.count == before && CacheKey(query: q, transport: transport, responder: Self.responder) != nil { hits += 1 }
+            if cache.count == before && CacheKey(query: q, transport: transport, responder: Self.responder) != nil {
+                hits += 1
+            }
             #expect(got == Self.responder.respond(to: q, transport: transport))
         }
         #expect(hits > 10_000, "the cache is used for plain queries")
@@ -59,7 +67,9 @@ import Testing
         for _ in 0..<30_000 {
             let base = Self.query(Self.names.randomElement(using: &rng)!, Self.types.randomElement(using: &rng)!, &rng)
             let q = rng.mutate(base, edits: Int.random(in: 0...2, using: &rng))
-            #expect(cache.reply(to: q, transport: .udp, responder: Self.responder) == Self.responder.respond(to: q, transport: .udp))
+            #expect(
+                cache.reply(to: q, transport: .udp, responder: Self.responder)
+                    == Self.responder.respond(to: q, transport: .udp))
         }
     }
 

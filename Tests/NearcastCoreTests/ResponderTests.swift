@@ -58,7 +58,9 @@ let tableZoneText = """
         var h = DNSHeader()
         h.id = id
         h.rd = true
-        var m = DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(q.name), type: q.type, qclass: q.qclass)], edns: q.edns)
+        var m = DNSMessage(
+            header: h, questions: [DNSQuestion(name: try DNSName(q.name), type: q.type, qclass: q.qclass)], edns: q.edns
+        )
         tweak(&m)
         let reply = try #require(responder.respond(to: try m.serialize(), transport: q.transport))
         return try DNSMessage(wire: reply)
@@ -68,65 +70,135 @@ let tableZoneText = """
 
     /// name, type → rcode, AA, answer, authority, additional (sorted, presentation format).
     static let table: [(Q, RCode, Bool, [String], [String], [String])] = [
-        (Q(name: "www.example.test.", type: .a), .noError, true,
-         ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []),
-        (Q(name: "www.example.test.", type: .mx), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "nope.example.test.", type: .a), .nxDomain, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (
+            Q(name: "www.example.test.", type: .a), .noError, true,
+            ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []
+        ),
+        (
+            Q(name: "www.example.test.", type: .mx), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "nope.example.test.", type: .a), .nxDomain, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
         // Empty non-terminals are NODATA, not NXDOMAIN.
-        (Q(name: "c.example.test.", type: .a), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "b.c.example.test.", type: .txt), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "a.b.c.example.test.", type: .txt), .noError, true, ["a.b.c.example.test. 300 IN TXT \"deep\""], [], []),
+        (
+            Q(name: "c.example.test.", type: .a), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "b.c.example.test.", type: .txt), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "a.b.c.example.test.", type: .txt), .noError, true, ["a.b.c.example.test. 300 IN TXT \"deep\""], [],
+            []
+        ),
         // CNAME chasing.
-        (Q(name: "alias.example.test.", type: .a), .noError, true,
-         ["alias.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
-          "www.example.test. 300 IN A 192.0.2.2"], [], []),
-        (Q(name: "alias.example.test.", type: .cname), .noError, true, ["alias.example.test. 300 IN CNAME www.example.test."], [], []),
-        (Q(name: "chain1.example.test.", type: .aaaa), .noError, true,
-         ["chain1.example.test. 300 IN CNAME chain2.example.test.", "chain2.example.test. 300 IN CNAME www.example.test.",
-          "www.example.test. 300 IN AAAA 2001:db8::1"], [], []),
-        (Q(name: "loop1.example.test.", type: .a), .noError, true,
-         ["loop1.example.test. 300 IN CNAME loop2.example.test.", "loop2.example.test. 300 IN CNAME loop1.example.test."], [], []),
+        (
+            Q(name: "alias.example.test.", type: .a), .noError, true,
+            [
+                "alias.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
+                "www.example.test. 300 IN A 192.0.2.2",
+            ], [], []
+        ),
+        (
+            Q(name: "alias.example.test.", type: .cname), .noError, true,
+            ["alias.example.test. 300 IN CNAME www.example.test."], [], []
+        ),
+        (
+            Q(name: "chain1.example.test.", type: .aaaa), .noError, true,
+            [
+                "chain1.example.test. 300 IN CNAME chain2.example.test.",
+                "chain2.example.test. 300 IN CNAME www.example.test.",
+                "www.example.test. 300 IN AAAA 2001:db8::1",
+            ], [], []
+        ),
+        (
+            Q(name: "loop1.example.test.", type: .a), .noError, true,
+            [
+                "loop1.example.test. 300 IN CNAME loop2.example.test.",
+                "loop2.example.test. 300 IN CNAME loop1.example.test.",
+            ], [], []
+        ),
         // RFC 6604: the rcode is that of the last name in the chain.
-        (Q(name: "dangling.example.test.", type: .a), .nxDomain, true, ["dangling.example.test. 300 IN CNAME nothere.example.test."],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "external.example.test.", type: .a), .noError, true, ["external.example.test. 300 IN CNAME www.other.test."], [], []),
+        (
+            Q(name: "dangling.example.test.", type: .a), .nxDomain, true,
+            ["dangling.example.test. 300 IN CNAME nothere.example.test."],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "external.example.test.", type: .a), .noError, true,
+            ["external.example.test. 300 IN CNAME www.other.test."], [], []
+        ),
         // Wildcards (RFC 4592).
-        (Q(name: "x.wild.example.test.", type: .a), .noError, true, ["x.wild.example.test. 300 IN A 192.0.2.100"], [], []),
-        (Q(name: "x.y.wild.example.test.", type: .txt), .noError, true, ["x.y.wild.example.test. 300 IN TXT \"wild\""], [], []),
-        (Q(name: "x.wild.example.test.", type: .mx), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "sub.wild.example.test.", type: .a), .noError, true, ["sub.wild.example.test. 300 IN A 192.0.2.101"], [], []),
-        (Q(name: "x.sub.wild.example.test.", type: .a), .nxDomain, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "wild.example.test.", type: .a), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
-        (Q(name: "q.cw.example.test.", type: .a), .noError, true,
-         ["q.cw.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
-          "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        (
+            Q(name: "x.wild.example.test.", type: .a), .noError, true, ["x.wild.example.test. 300 IN A 192.0.2.100"],
+            [], []
+        ),
+        (
+            Q(name: "x.y.wild.example.test.", type: .txt), .noError, true,
+            ["x.y.wild.example.test. 300 IN TXT \"wild\""], [], []
+        ),
+        (
+            Q(name: "x.wild.example.test.", type: .mx), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "sub.wild.example.test.", type: .a), .noError, true,
+            ["sub.wild.example.test. 300 IN A 192.0.2.101"], [], []
+        ),
+        (
+            Q(name: "x.sub.wild.example.test.", type: .a), .nxDomain, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "wild.example.test.", type: .a), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "q.cw.example.test.", type: .a), .noError, true,
+            [
+                "q.cw.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
+                "www.example.test. 300 IN A 192.0.2.2",
+            ], [], []
+        ),
         // Delegation: a referral, not authoritative, with glue.
-        (Q(name: "host.sub.example.test.", type: .a), .noError, false, [],
-         ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
-         ["ns.sub.example.test. 300 IN A 192.0.2.77"]),
-        (Q(name: "sub.example.test.", type: .ns), .noError, false, [],
-         ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
-         ["ns.sub.example.test. 300 IN A 192.0.2.77"]),
-        (Q(name: "sub.example.test.", type: .ds), .noError, true, [],
-         ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []),
+        (
+            Q(name: "host.sub.example.test.", type: .a), .noError, false, [],
+            ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
+            ["ns.sub.example.test. 300 IN A 192.0.2.77"]
+        ),
+        (
+            Q(name: "sub.example.test.", type: .ns), .noError, false, [],
+            ["sub.example.test. 300 IN NS ns.other.test.", "sub.example.test. 300 IN NS ns.sub.example.test."],
+            ["ns.sub.example.test. 300 IN A 192.0.2.77"]
+        ),
+        (
+            Q(name: "sub.example.test.", type: .ds), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
         // Additional-section processing.
-        (Q(name: "example.test.", type: .mx), .noError, true, ["example.test. 300 IN MX 10 mail.example.test."], [],
-         ["mail.example.test. 300 IN A 192.0.2.25", "mail.example.test. 300 IN AAAA 2001:db8::25"]),
-        (Q(name: "_dns._udp.example.test.", type: .srv), .noError, true, ["_dns._udp.example.test. 300 IN SRV 0 1 53 ns1.example.test."], [],
-         ["ns1.example.test. 300 IN A 192.0.2.53"]),
-        (Q(name: "example.test.", type: .ns), .noError, true,
-         ["example.test. 300 IN NS ns.other.test.", "example.test. 300 IN NS ns1.example.test."], [],
-         ["ns1.example.test. 300 IN A 192.0.2.53"]),
+        (
+            Q(name: "example.test.", type: .mx), .noError, true, ["example.test. 300 IN MX 10 mail.example.test."], [],
+            ["mail.example.test. 300 IN A 192.0.2.25", "mail.example.test. 300 IN AAAA 2001:db8::25"]
+        ),
+        (
+            Q(name: "_dns._udp.example.test.", type: .srv), .noError, true,
+            ["_dns._udp.example.test. 300 IN SRV 0 1 53 ns1.example.test."], [],
+            ["ns1.example.test. 300 IN A 192.0.2.53"]
+        ),
+        (
+            Q(name: "example.test.", type: .ns), .noError, true,
+            ["example.test. 300 IN NS ns.other.test.", "example.test. 300 IN NS ns1.example.test."], [],
+            ["ns1.example.test. 300 IN A 192.0.2.53"]
+        ),
         // Minimal ANY (RFC 8482): one RRset.
-        (Q(name: "www.example.test.", type: .any), .noError, true,
-         ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []),
+        (
+            Q(name: "www.example.test.", type: .any), .noError, true,
+            ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []
+        ),
         // Not ours, not IN, no transfers.
         (Q(name: "www.other.test.", type: .a), .refused, false, [], [], []),
         (Q(name: "example.", type: .a), .refused, false, [], [], []),
@@ -218,7 +290,8 @@ let tableZoneText = """
         }
         #expect(withAnswer.rcode == .formErr)
         // Garbage after a valid header: FORMERR with the ID and RD echoed.
-        let garbage = try #require(Self.responder.respond(to: [0xAB, 0xCD, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xFF], transport: .udp))
+        let garbage = try #require(
+            Self.responder.respond(to: [0xAB, 0xCD, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xFF], transport: .udp))
         let g = try DNSMessage(wire: garbage)
         #expect(g.rcode == .formErr && g.header.id == 0xABCD && g.header.rd && g.questions.isEmpty)
     }
@@ -226,7 +299,8 @@ let tableZoneText = """
     @Test func responsesAndRuntsAreDropped() throws {
         var h = DNSHeader()
         h.qr = true
-        let resp = try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName("example.test."), type: .a)]).serialize()
+        let resp = try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName("example.test."), type: .a)])
+            .serialize()
         #expect(Self.responder.respond(to: resp, transport: .udp) == nil)
         #expect(Self.responder.respond(to: [1, 2, 3], transport: .udp) == nil)
     }

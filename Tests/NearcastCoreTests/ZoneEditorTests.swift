@@ -14,7 +14,9 @@ import Testing
         empty    TYPE65281 \\# 0
         ptr      PTR   host.other.test.
         """
-    static let records = try! ZoneFileParser.parse(text: tableZoneText + "\n" + extra, fileName: "z.zone", origin: origin).map(\.record)
+    static let records = try! ZoneFileParser.parse(
+        text: tableZoneText + "\n" + extra, fileName: "z.zone", origin: origin
+    ).map(\.record)
 
     @Test func renderedZonesReadBackAsTheSameRecords() throws {
         let text = ZoneText.render(origin: Self.origin, records: Self.records)
@@ -29,7 +31,7 @@ import Testing
 
     @Test func addingARecordBumpsTheSerialAndTakesItsRRsetsTTL() throws {
         let r = try apply(.add(RecordInput(name: "www", type: "A", data: "192.0.2.3")))
-        #expect(r.change.serial == 2026112202 && r.change.changed == 1 && r.change.records == Self.records.count + 1)
+        #expect(r.change.serial == 2_026_112_202 && r.change.changed == 1 && r.change.records == Self.records.count + 1)
         let www = try #require(r.zone.rrset(try DNSName("www.example.test."), .a))
         #expect(www.rdatas.count == 3 && www.ttl == 300)
         let n = try apply(.add(RecordInput(name: "new.example.test.", type: "txt", ttl: 60, data: "\"hello world\"")))
@@ -54,13 +56,22 @@ import Testing
                 return nil
             } catch { return "\(error)" }
         }
-        #expect(refused(.add(RecordInput(name: "www", type: "A", data: "192.0.2.1")))?.hasSuffix("is already in the zone") == true)
-        #expect(refused(.add(RecordInput(name: "www", type: "A", data: "300.1.1.1"))) == "data: A record for www.example.test.: '300.1.1.1' is not an IPv4 address")
-        #expect(refused(.add(RecordInput(name: "www", type: "BOGUS", data: "x"))) == "type: 'BOGUS' is not a record type")
-        #expect(refused(.add(RecordInput(name: "www.other.test.", type: "A", data: "192.0.2.1"))) == "name: www.other.test. is not inside the zone example.test.")
+        #expect(
+            refused(.add(RecordInput(name: "www", type: "A", data: "192.0.2.1")))?.hasSuffix("is already in the zone")
+                == true)
+        #expect(
+            refused(.add(RecordInput(name: "www", type: "A", data: "300.1.1.1")))
+                == "data: A record for www.example.test.: '300.1.1.1' is not an IPv4 address")
+        #expect(
+            refused(.add(RecordInput(name: "www", type: "BOGUS", data: "x"))) == "type: 'BOGUS' is not a record type")
+        #expect(
+            refused(.add(RecordInput(name: "www.other.test.", type: "A", data: "192.0.2.1")))
+                == "name: www.other.test. is not inside the zone example.test.")
         #expect(refused(.add(RecordInput(name: "x", type: "TXT", data: "\"a\"\nx A 1.2.3.4"))) == "data: one line only")
         let cname = refused(.add(RecordInput(name: "www", type: "CNAME", data: "alias")))
-        #expect(cname?.hasPrefix("the zone would not be valid, nothing was changed:") == true && cname?.contains("CNAME") == true, "\(cname ?? "")")
+        #expect(
+            cname?.hasPrefix("the zone would not be valid, nothing was changed:") == true
+                && cname?.contains("CNAME") == true, "\(cname ?? "")")
         #expect(refused(.delete(name: "nothere", type: "A", data: nil)) == "no A record at nothere.example.test.")
         #expect(refused(.delete(name: "@", type: "SOA", data: nil))?.contains("the zone would") == true)
     }

@@ -42,12 +42,17 @@ import Testing
         #expect(rrs.count == 13)
         let soa = rrs[0]
         #expect(soa.ttl == 3600)
-        guard case .soa(let s) = soa.rdata else { Issue.record("not SOA"); return }
+        guard case .soa(let s) = soa.rdata else {
+            Issue.record("not SOA")
+            return
+        }
         #expect(s.refresh == 7200 && s.retry == 1800 && s.expire == 604800 && s.minimum == 60)
         #expect(s.mname.description == "ns1.example.test.")
         #expect(rrs[1].name.description == "example.test." && rrs[1].type == .ns)
         #expect(rrs[2].ttl == 300 && rrs[3].ttl == 300 && rrs[3].type == .aaaa)
-        #expect(rrs[4].rdata == .txt([Array("a; not a comment".utf8), Array("quote\" and \\ and AB".utf8), Array("plain".utf8)]))
+        #expect(
+            rrs[4].rdata
+                == .txt([Array("a; not a comment".utf8), Array("quote\" and \\ and AB".utf8), Array("plain".utf8)]))
         #expect(rrs[5].name.description == "x.sub.example.test.")
         let xsub = try DNSName("x.sub.example.test.")
         #expect(rrs[6].name.description == "y.example.test." && rrs[6].rdata == .cname(xsub))
@@ -71,7 +76,8 @@ import Testing
         #expect(throws: DiagnosticsError.self) {
             try ZoneFileParser.parse(path: dir.appendingPathComponent("main.zone").path, origin: Self.origin)
         }
-        try "$TTL 30\ninc A 192.0.2.9\n".write(to: dir.appendingPathComponent("part.zone"), atomically: true, encoding: .utf8)
+        try "$TTL 30\ninc A 192.0.2.9\n".write(
+            to: dir.appendingPathComponent("part.zone"), atomically: true, encoding: .utf8)
         let rrs = try ZoneFileParser.parse(path: dir.appendingPathComponent("main.zone").path, origin: Self.origin)
         #expect(rrs.map(\.record.name.description) == ["inc.other.test.", "after.example.test."])
         #expect(rrs[0].file.hasSuffix("part.zone") && rrs[0].line == 2)
@@ -84,20 +90,38 @@ import Testing
         ("$TTL 60\na AAAA 1::2::3\n", "z.zone:2: AAAA record for a.example.test.: '1::2::3' is not an IPv6 address"),
         ("$TTL 60\na FOO x\n", "z.zone:2: unknown type 'FOO'"),
         ("$TTL 60\na CH A 192.0.2.1\n", "z.zone:2: class CH is not served (only IN)"),
-        ("$TTL 60\na MX 70000 b\n", "z.zone:2: MX record for a.example.test.: preference '70000' is not a number 0-65535"),
-        ("$TTL 60\na MX 10\n", "z.zone:2: MX record for a.example.test.: expected preference and exchange, got 1 field"),
-        ("$TTL 60\na SOA a b 1 2 3 4\n", "z.zone:2: SOA record for a.example.test.: expected mname rname serial refresh retry expire minimum, got 6 fields"),
+        (
+            "$TTL 60\na MX 70000 b\n",
+            "z.zone:2: MX record for a.example.test.: preference '70000' is not a number 0-65535"
+        ),
+        (
+            "$TTL 60\na MX 10\n",
+            "z.zone:2: MX record for a.example.test.: expected preference and exchange, got 1 field"
+        ),
+        (
+            "$TTL 60\na SOA a b 1 2 3 4\n",
+            "z.zone:2: SOA record for a.example.test.: expected mname rname serial refresh retry expire minimum, got 6 fields"
+        ),
         ("$TTL 60\na TXT \"unterminated\n", "z.zone:2: quoted string is not closed on its line"),
         ("$TTL 60\na A ( 192.0.2.1\n", "z.zone:2: '(' is never closed"),
         ("$TTL 60\na A 192.0.2.1 )\n", "z.zone:2: ')' without a matching '('"),
         ("$TTL 60\n$GENERATE 1-2 a$ A 1.2.3.$\n", "z.zone:2: unsupported directive $GENERATE"),
         ("$TTL 60\n  A 192.0.2.1\n", "z.zone:2: record has no owner name"),
-        ("$TTL 60\na TYPE65280 \\# 2 ab\n", "z.zone:2: TYPE65280 record for a.example.test.: \\# says 2 bytes but 1 are given"),
+        (
+            "$TTL 60\na TYPE65280 \\# 2 ab\n",
+            "z.zone:2: TYPE65280 record for a.example.test.: \\# says 2 bytes but 1 are given"
+        ),
         ("$TTL 60\na A \\# 3 abcdef\n", "z.zone:2: A record for a.example.test.: \\# data is not valid A RDATA"),
-        ("$TTL 60\na TYPE99 1 2\n", "z.zone:2: TYPE99 record for a.example.test.: type TYPE99 must be written in the generic form"),
+        (
+            "$TTL 60\na TYPE99 1 2\n",
+            "z.zone:2: TYPE99 record for a.example.test.: type TYPE99 must be written in the generic form"
+        ),
         ("$TTL 60\n" + String(repeating: "a", count: 64) + " A 192.0.2.1\n", "z.zone:2: owner 'aaaa"),
         ("$TTL 99999999999\n", "z.zone:1: $TTL takes one TTL"),
-        ("$TTL 60\na CAA 0 is-sue \"x\"\n", "z.zone:2: CAA record for a.example.test.: tag 'is-sue' must be 1-255 letters and digits"),
+        (
+            "$TTL 60\na CAA 0 is-sue \"x\"\n",
+            "z.zone:2: CAA record for a.example.test.: tag 'is-sue' must be 1-255 letters and digits"
+        ),
         ("$TTL 60\na AXFR 1\n", "z.zone:2: AXFR is a meta type and cannot be stored in a zone"),
         ("$TTL 60\n$INCLUDE missing.zone\n", "z.zone:2: $INCLUDE file 'missing.zone' does not exist"),
     ])
@@ -127,12 +151,27 @@ import Testing
 
     @Test(arguments: [
         ("www.other.test. A 192.0.2.2\n", "z.zone:5: www.other.test. is outside the zone example.test."),
-        ("www CNAME ns1\nwww A 192.0.2.2\n", "z.zone:5: www.example.test. has a CNAME and other data (A); a CNAME must be alone"),
+        (
+            "www CNAME ns1\nwww A 192.0.2.2\n",
+            "z.zone:5: www.example.test. has a CNAME and other data (A); a CNAME must be alone"
+        ),
         ("www CNAME ns1\nwww CNAME ns2\n", "z.zone:5: www.example.test. has 2 CNAME records; at most one is allowed"),
-        ("www 60 A 192.0.2.2\nwww 120 A 192.0.2.3\n", "z.zone:6: TTL 120 differs from TTL 60 of the same RRset www.example.test. A at z.zone:5"),
-        ("sub NS ns.sub\n", "z.zone:5: delegation sub.example.test. names server ns.sub.example.test. inside the delegated zone but has no glue"),
-        ("sub NS ns.other.test.\nwww.sub TXT hi\n", "z.zone:6: www.sub.example.test. TXT is below the delegation sub.example.test."),
-        ("sub NS ns.other.test.\nsub MX 1 x\n", "z.zone:6: sub.example.test. MX: only NS, DS and glue may be at the delegation point"),
+        (
+            "www 60 A 192.0.2.2\nwww 120 A 192.0.2.3\n",
+            "z.zone:6: TTL 120 differs from TTL 60 of the same RRset www.example.test. A at z.zone:5"
+        ),
+        (
+            "sub NS ns.sub\n",
+            "z.zone:5: delegation sub.example.test. names server ns.sub.example.test. inside the delegated zone but has no glue"
+        ),
+        (
+            "sub NS ns.other.test.\nwww.sub TXT hi\n",
+            "z.zone:6: www.sub.example.test. TXT is below the delegation sub.example.test."
+        ),
+        (
+            "sub NS ns.other.test.\nsub MX 1 x\n",
+            "z.zone:6: sub.example.test. MX: only NS, DS and glue may be at the delegation point"
+        ),
         ("x SOA ns1 h 1 2 3 4 5\n", "z.zone:5: SOA record at x.example.test., which is not the zone apex"),
         ("@ SOA ns1 h 2 2 3 4 60\n", "z.zone:2: zone example.test. has 2 SOA records; it needs exactly one"),
         ("@ CNAME www\n", "z.zone:5: example.test. has a CNAME and other data (NS, SOA)"),
@@ -143,12 +182,17 @@ import Testing
     }
 
     @Test func missingSOAAndNSAreNamed() throws {
-        let rrs = try ZoneFileParser.parse(text: "$TTL 60\nwww A 192.0.2.1\n", fileName: "z.zone", origin: ZoneFileParserTests.origin)
-        #expect(throws: DiagnosticsError.self) { try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone") }
+        let rrs = try ZoneFileParser.parse(
+            text: "$TTL 60\nwww A 192.0.2.1\n", fileName: "z.zone", origin: ZoneFileParserTests.origin)
+        #expect(throws: DiagnosticsError.self) {
+            try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone")
+        }
         do { _ = try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone") } catch {
-            #expect(error.diagnostics.map(\.description) == [
-                "z.zone: zone example.test. has no SOA record at its apex", "z.zone: zone example.test. has no NS records at its apex",
-            ])
+            #expect(
+                error.diagnostics.map(\.description) == [
+                    "z.zone: zone example.test. has no SOA record at its apex",
+                    "z.zone: zone example.test. has no NS records at its apex",
+                ])
         }
     }
 

@@ -38,7 +38,8 @@ import Testing
     static var databasePath: String { Repository.testCityDatabase }
     static let origin = try! DNSName("example.test.")
     static let zone = try! Zone.build(
-        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin), sourceName: "z.zone")
+        origin: origin, records: try! ZoneFileParser.parse(text: zoneText, fileName: "z.zone", origin: origin),
+        sourceName: "z.zone")
     static let config = try! NearcastConfig.parse(
         yaml: configText.replacingOccurrences(of: "DB", with: databasePath), fileName: "c.yaml", baseDirectory: "")
     static let table = try! GeoTable.build(config.geo, database: try! MaxMindDatabase(path: databasePath))
@@ -56,22 +57,31 @@ import Testing
     /// Client addresses: one in each network of the test database, and some it has no record for.
     static let clients4: [[UInt8]] = [
         [192, 0, 2, 5], [192, 0, 2, 130], [192, 0, 2, 200], [198, 51, 100, 7], [203, 0, 113, 9], [203, 0, 113, 200],
-        [198, 18, 0, 2], [198, 18, 1, 9], [198, 18, 2, 9], [198, 18, 3, 9], [198, 18, 4, 9], [8, 8, 8, 8], [10, 1, 2, 3],
+        [198, 18, 0, 2], [198, 18, 1, 9], [198, 18, 2, 9], [198, 18, 3, 9], [198, 18, 4, 9], [8, 8, 8, 8],
+        [10, 1, 2, 3],
     ]
-    static let clients6: [[UInt8]] = (1...6).map { [0x20, 0x01, 0x0d, 0xb8, 0, UInt8($0)] + [UInt8](repeating: 0, count: 9) + [9] }
+    static let clients6: [[UInt8]] = (1...6).map {
+        [0x20, 0x01, 0x0d, 0xb8, 0, UInt8($0)] + [UInt8](repeating: 0, count: 9) + [9]
+    }
 
     func query(_ name: String, _ type: RRType, ecs: ClientSubnet?) -> [UInt8] {
         var h = DNSHeader()
         h.id = 0x1234
         h.rd = true
-        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: ecs.map { EDNS(options: [$0.option]) })
-            .serialize()
+        return try! DNSMessage(
+            header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)],
+            edns: ecs.map { EDNS(options: [$0.option]) }
+        )
+        .serialize()
     }
 
     /// Runs `payload` from `client` through XDP; when it answers, checks the frame and that the
     /// DNS payload is the slow path's reply to the same client. Returns the verdict.
     @discardableResult
-    func run(_ fp: FastPath, _ r: Responder, _ payload: [UInt8], client: [UInt8], sourceLocation: SourceLocation = #_sourceLocation)
+    func run(
+        _ fp: FastPath, _ r: Responder, _ payload: [UInt8], client: [UInt8],
+        sourceLocation: SourceLocation = #_sourceLocation
+    )
         throws -> UInt32
     {
         var p = Packet(ipv6: client.count == 16, payload: payload)
@@ -81,7 +91,9 @@ import Testing
         let reply = try #require(p.parseReply(out.data), sourceLocation: sourceLocation)
         #expect(reply.ipChecksumOK && reply.udpChecksumOK, sourceLocation: sourceLocation)
         let slow = r.respond(to: payload, transport: .udp, client: client)
-        #expect(reply.payload == slow, "XDP and the slow path differ for \(payload) from \(client)", sourceLocation: sourceLocation)
+        #expect(
+            reply.payload == slow, "XDP and the slow path differ for \(payload) from \(client)",
+            sourceLocation: sourceLocation)
         return out.returnValue
     }
 
@@ -90,17 +102,25 @@ import Testing
         let r = Self.responder(Self.table)
         let before = try fp.statistics()
         for c in Self.clients4 + Self.clients6 {
-            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
-            #expect(try run(fp, r, query("GEO.example.TEST.", .aaaa, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            #expect(
+                try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            #expect(
+                try run(fp, r, query("GEO.example.TEST.", .aaaa, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)"
+            )
         }
         // Through resolvers: ECS addresses of either family, whatever the packet's family.
         for (family, address, bits): (UInt16, [UInt8], UInt8) in [
-            (1, [198, 51, 100], 24), (1, [203, 0, 113, 128], 25), (1, [198, 18, 1], 24), (1, [8, 8, 8], 24), (1, [192, 0], 16),
+            (1, [198, 51, 100], 24), (1, [203, 0, 113, 128], 25), (1, [198, 18, 1], 24), (1, [8, 8, 8], 24),
+            (1, [192, 0], 16),
             (2, [0x20, 0x01, 0x0d, 0xb8, 0, 4], 48), (2, [0x20, 0x01, 0x0d, 0xb8, 0, 2], 47), (1, [], 0),
         ] {
             let ecs = ClientSubnet(family: family, sourcePrefixLength: bits, scopePrefixLength: 0, address: address)
-            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: ecs), client: [192, 0, 2, 99]) == XDPProgramTests.XDP_TX)
-            #expect(try run(fp, r, query("geo.example.test.", .aaaa, ecs: ecs), client: Self.clients6[0]) == XDPProgramTests.XDP_TX)
+            #expect(
+                try run(fp, r, query("geo.example.test.", .a, ecs: ecs), client: [192, 0, 2, 99])
+                    == XDPProgramTests.XDP_TX)
+            #expect(
+                try run(fp, r, query("geo.example.test.", .aaaa, ecs: ecs), client: Self.clients6[0])
+                    == XDPProgramTests.XDP_TX)
         }
         let after = try fp.statistics()
         #expect(after.answeredGeo - before.answeredGeo == UInt64(2 * (Self.clients4.count + Self.clients6.count) + 16))
@@ -113,10 +133,15 @@ import Testing
         let r = Self.responder(Self.table)
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
         for c in [Self.clients4[3], Self.clients6[0]] {
-            for (name, type) in [("strict.example.test.", RRType.aaaa), ("strict.example.test.", .https), ("geo.example.test.", .https)] {
+            for (name, type) in [
+                ("strict.example.test.", RRType.aaaa), ("strict.example.test.", .https), ("geo.example.test.", .https),
+            ] {
                 for e in [nil, ecs] {
-                    #expect(try run(fp, r, query(name, type, ecs: e), client: c) == XDPProgramTests.XDP_TX, "\(name) \(type) from \(c)")
-                    let msg = try DNSMessage(wire: try #require(r.respond(to: query(name, type, ecs: e), transport: .udp, client: c)))
+                    #expect(
+                        try run(fp, r, query(name, type, ecs: e), client: c) == XDPProgramTests.XDP_TX,
+                        "\(name) \(type) from \(c)")
+                    let msg = try DNSMessage(
+                        wire: try #require(r.respond(to: query(name, type, ecs: e), transport: .udp, client: c)))
                     #expect(msg.rcode == .noError && msg.answers.isEmpty && msg.authority.first?.type == .soa)
                 }
             }
@@ -138,12 +163,21 @@ import Testing
             #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
             #expect(try run(fp, r, query("geo.example.test.", .aaaa, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
             #expect(try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
-            for (name, type) in [("www.example.test.", RRType.a), ("ns1.example.test.", .a), ("example.test.", .soa), ("example.test.", .ns)] {
-                #expect(try run(fp, r, query(name, type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(name) \(type)")
+            for (name, type) in [
+                ("www.example.test.", RRType.a), ("ns1.example.test.", .a), ("example.test.", .soa),
+                ("example.test.", .ns),
+            ] {
+                #expect(
+                    try run(fp, r, query(name, type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(name) \(type)")
             }
         }
-        let nodata = [("www.example.test.", RRType.aaaa), ("www.example.test.", .https), ("ns1.example.test.", .aaaa), ("strict.example.test.", .aaaa)]
-        let passed = try nodata.filter { try run(fp, r, query($0.0, $0.1, ecs: nil), client: Self.clients4[3]) == XDPProgramTests.XDP_PASS }
+        let nodata = [
+            ("www.example.test.", RRType.aaaa), ("www.example.test.", .https), ("ns1.example.test.", .aaaa),
+            ("strict.example.test.", .aaaa),
+        ]
+        let passed = try nodata.filter {
+            try run(fp, r, query($0.0, $0.1, ecs: nil), client: Self.clients4[3]) == XDPProgramTests.XDP_PASS
+        }
         #expect(!passed.isEmpty, "some NODATA answers were left out")
     }
 
@@ -164,11 +198,17 @@ import Testing
         // fail-open (the default): the top ones anyway, and counted as such; servfail: left to the
         // slow path.
         let allDown = try fp.statistics()
-        #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+        #expect(
+            try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7])
+                == XDPProgramTests.XDP_TX)
         let failOpen = try fp.statistics()
-        #expect(failOpen.answeredGeoAllDown - allDown.answeredGeoAllDown == 1 && failOpen.answeredGeo == allDown.answeredGeo)
+        #expect(
+            failOpen.answeredGeoAllDown - allDown.answeredGeoAllDown == 1 && failOpen.answeredGeo == allDown.answeredGeo
+        )
         let before = try fp.statistics()
-        #expect(try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_PASS)
+        #expect(
+            try run(fp, r, query("strict.example.test.", .a, ecs: nil), client: [198, 51, 100, 7])
+                == XDPProgramTests.XDP_PASS)
         #expect(try fp.statistics().passGeo - before.passGeo == 1)
     }
 
@@ -185,7 +225,9 @@ import Testing
             let out = try fp.program.testRun(Packet(payload: query("geo.example.test.", type, ecs: nil)).bytes)
             #expect(out.returnValue == XDPProgramTests.XDP_TX)
             let reply = try #require(Packet(payload: []).parseReply(out.data))
-            #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+            #expect(
+                try run(fp, r, query("geo.example.test.", type, ecs: nil), client: [198, 51, 100, 7])
+                    == XDPProgramTests.XDP_TX)
             return try DNSMessage(wire: reply.payload).answers.map(\.ttl)
         }
         #expect(try ttls(.a) == [7, 7])  // written at fill
@@ -217,7 +259,8 @@ import Testing
             if Bool.random(using: &rng) {
                 let fam: UInt16 = Bool.random(using: &rng) ? 1 : 2
                 let bits = UInt8.random(in: 0...(fam == 1 ? 32 : 128), using: &rng)
-                let src = fam == 1 ? Self.clients4.randomElement(using: &rng)! : Self.clients6.randomElement(using: &rng)!
+                let src =
+                    fam == 1 ? Self.clients4.randomElement(using: &rng)! : Self.clients6.randomElement(using: &rng)!
                 var a = Array(src.prefix((Int(bits) + 7) / 8))
                 if bits % 8 != 0 { a[a.count - 1] &= 0xFF << (8 - bits % 8) }
                 ecs = ClientSubnet(family: fam, sourcePrefixLength: bits, scopePrefixLength: 0, address: a)
@@ -231,7 +274,11 @@ import Testing
 
     /// The inner map each generation's slot of a map-in-map holds (its kernel id), or nil.
     static func slotIDs(_ outer: BPFMap) throws -> [UInt32?] {
-        try (0..<2).map { (g: UInt32) in try outer.lookup(key: FastPath.bytes(of: g))?.first.map { $0.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) } } }
+        try (0..<2).map { (g: UInt32) in
+            try outer.lookup(key: FastPath.bytes(of: g))?.first.map {
+                $0.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+            }
+        }
     }
 
     /// Issue 6 (nodes changed while serving): a new geo table (a node moved, one gone, one new) is
@@ -246,24 +293,35 @@ import Testing
         let before = try Self.slotIDs(fp.geo4)
         #expect(before[0] != nil && before[0] == before[1], "both generations share the one compile's maps")
         let nodeMaps = try Self.slotIDs(fp.nodes)
-        #expect(nodeMaps[0] != nil && nodeMaps[1] != nil && nodeMaps[0] != nodeMaps[1], "each generation has its own health")
+        #expect(
+            nodeMaps[0] != nil && nodeMaps[1] != nil && nodeMaps[0] != nodeMaps[1], "each generation has its own health"
+        )
 
         let changed = Self.configText.replacingOccurrences(of: "DB", with: Self.databasePath)
             .replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
-            .replacingOccurrences(of: "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
-                with: "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }")
+            .replacingOccurrences(
+                of:
+                    "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
+                with:
+                    "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }"
+            )
             .replacingOccurrences(of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [lon1, fra1, par1, tyo1]")
         let config = try NearcastConfig.parse(yaml: changed, fileName: "c.yaml", baseDirectory: "")
         var next = try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath))
         next.unhealthy = ["par1"]  // as the daemon carries health over
-        try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity), geo: next)
+        try fp.write(
+            AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity), geo: next)
         let after = try Self.slotIDs(fp.geo4)
-        #expect(after[0] != nil && after[0] == after[1] && after[0] != before[0], "the new maps in both slots, the old ones let go")
+        #expect(
+            after[0] != nil && after[0] == after[1] && after[0] != before[0],
+            "the new maps in both slots, the old ones let go")
 
         var r = Self.responder(next)
         for c in Self.clients4 + Self.clients6 {
             for type in [RRType.a, .aaaa] {
-                #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+                #expect(
+                    try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX,
+                    "\(c)")
             }
         }
         // A Paris client: par1 (down) is skipped, spill-over picks among lon1, fra1 and tyo1 by
@@ -280,14 +338,16 @@ import Testing
         next.unhealthy = ["par1", "lon1"]
         r = Self.responder(next)
         for c in Self.clients4 {
-            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            #expect(
+                try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
         }
 
         // A write of the same compile (a record change) keeps the maps and the health.
         try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: next)
         #expect(try Self.slotIDs(fp.geo4) == after)
         for c in Self.clients4 {
-            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+            #expect(
+                try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
         }
         // And without geo names, the slots are emptied.
         try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity))
@@ -300,7 +360,9 @@ import Testing
     @Test func healthChangesMadeWhileGenerationsAreWrittenAreNeverLost() async throws {
         let fp = try Self.fastPath(Self.table)
         let writer = GenerationWriter(fp)
-        let tables = try (0..<2).map { _ in try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath)) }
+        let tables = try (0..<2).map { _ in
+            try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath))
+        }
         #expect(tables[0].serial != tables[1].serial, "two compiles: each write builds its maps anew")
         let done = Atomic<Bool>(false)
         let flipper = Task.detached {
@@ -324,7 +386,9 @@ import Testing
         let r = Self.responder(last)
         for c in Self.clients4 + Self.clients6 {
             for type in [RRType.a, .aaaa] {
-                #expect(try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(c)")
+                #expect(
+                    try run(fp, r, query("geo.example.test.", type, ecs: nil), client: c) == XDPProgramTests.XDP_TX,
+                    "\(c)")
             }
         }
     }

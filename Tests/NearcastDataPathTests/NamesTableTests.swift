@@ -36,13 +36,17 @@ import Testing
         h ^= h >> 33
         #expect(NamesTable.hash(name: [1, 0x61, 0], qtype: 1) == h)
         // Nine octets: two words, the second zero padded.
-        #expect(NamesTable.hash(name: [7] + Array("example".utf8) + [0], qtype: 1) != NamesTable.hash(name: [7] + Array("examplf".utf8) + [0], qtype: 1))
+        #expect(
+            NamesTable.hash(name: [7] + Array("example".utf8) + [0], qtype: 1)
+                != NamesTable.hash(name: [7] + Array("examplf".utf8) + [0], qtype: 1))
         #expect(NamesTable.hash(name: [1, 0x61, 0], qtype: 1) != NamesTable.hash(name: [1, 0x61, 0], qtype: 28))
     }
 
     @Test func anEntryGoesToItsHomeSlotOrTheNextFree() {
         let t = NamesTable(capacity: 8)  // 16 slots
-        let a = entry(0xAAAA_0000_0000_0003), b = entry(0xBBBB_0000_0000_0013), c = entry(0xCCCC_0000_0000_0004)
+        let a = entry(0xAAAA_0000_0000_0003)
+        let b = entry(0xBBBB_0000_0000_0013)
+        let c = entry(0xCCCC_0000_0000_0004)
         let p = t.plan([a, b, c], live: [:])
         #expect(slot(p, 3)?.tag == 0xAAAA_0000 && slot(p, 3)?.index == 0)
         #expect(slot(p, 4)?.tag == 0xBBBB_0000 && slot(p, 4)?.index == 1, "home 3 is taken: the next slot")
@@ -53,7 +57,8 @@ import Testing
     @Test func nothingIsPlacedBehindASlotOfTheSameTag() {
         // The program stops at the first slot whose tag matches: b could never be found behind a.
         let t = NamesTable(capacity: 8)
-        let a = entry(0xAAAA_0000_0000_0003, 1), b = entry(0xAAAA_0000_0000_0003, 2)
+        let a = entry(0xAAAA_0000_0000_0003, 1)
+        let b = entry(0xAAAA_0000_0000_0003, 2)
         let p = t.plan([a, b], live: [:])
         #expect(p.live.keys.contains(a) && !p.live.keys.contains(b) && p.collisions == 1)
         #expect(slot(p, 4) == nil)
@@ -69,7 +74,9 @@ import Testing
 
     @Test func liveIndexesAreKeptForEqualEntriesAndNeverReusedForNewOnes() {
         let t = NamesTable(capacity: 4)
-        let a = entry(1 << 32 | 1), b = entry(2 << 32 | 2), c = entry(3 << 32 | 3)
+        let a = entry(1 << 32 | 1)
+        let b = entry(2 << 32 | 2)
+        let c = entry(3 << 32 | 3)
         let first = t.plan([a, b], live: [:])
         #expect(first.live == [a: 0, b: 1])
         // b changes (c stands for its new bytes): a keeps its index and is not written again; c

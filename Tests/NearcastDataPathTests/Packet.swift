@@ -76,7 +76,8 @@ struct Packet {
         } else {
             guard f.count >= at + 20 else { return nil }
             let ip = Array(f[at..<(at + 20)])
-            ipOK = Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == Self.server4 && Array(ip[16..<20]) == source4
+            ipOK =
+                Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == Self.server4 && Array(ip[16..<20]) == source4
                 && Int(ip[2]) << 8 | Int(ip[3]) == f.count - at
             ttl = ip[8]
             pseudo = Array(ip[12..<20])

@@ -9,7 +9,9 @@ import Testing
     @Test func aPinRootWithADotIsRefusedInWords() throws {
         let fs = try TemporaryBPFFS()
         #expect(throws: XDPDeployment.SetupError.self) { try PinRoot.prepare(fs.path + "/nearcast.prod") }
-        do { try PinRoot.prepare(fs.path + "/nearcast.prod") } catch { #expect(error.description.contains("no dots"), "\(error)") }
+        do { try PinRoot.prepare(fs.path + "/nearcast.prod") } catch {
+            #expect(error.description.contains("no dots"), "\(error)")
+        }
         try PinRoot.prepare(fs.path + "/nearcast")
         #expect(FileManager.default.fileExists(atPath: fs.path + "/nearcast"))
     }
@@ -17,10 +19,14 @@ import Testing
     @Test func whatAnUpgradeLeftHalfWayIsRemoved() throws {
         let fs = try TemporaryBPFFS()
         let root = fs.path + "/nearcast"
-        for d in [root, root + "-next", root + "-old"] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: false) }
+        for d in [root, root + "-next", root + "-old"] {
+            try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: false)
+        }
         try PinRoot.prepare(root)
         #expect(FileManager.default.fileExists(atPath: root))
-        #expect(!FileManager.default.fileExists(atPath: root + "-next") && !FileManager.default.fileExists(atPath: root + "-old"))
+        #expect(
+            !FileManager.default.fileExists(atPath: root + "-next")
+                && !FileManager.default.fileExists(atPath: root + "-old"))
         let next = try PinRoot.staging(for: root, replacing: 99)
         #expect(next == root + "-next" && FileManager.default.fileExists(atPath: next))
         try PinRoot.switchIn(staging: next, as: root)
@@ -33,7 +39,9 @@ import Testing
         let fs = try TemporaryBPFFS()
         #expect(throws: XDPDeployment.SetupError.self) { try PinRoot.staging(for: fs.path, replacing: 99) }
         do { _ = try PinRoot.staging(for: fs.path, replacing: 99) } catch {
-            #expect(error.description.contains("ABI version 99") && error.description.contains("is not a bpffs"), "\(error)")
+            #expect(
+                error.description.contains("ABI version 99") && error.description.contains("is not a bpffs"), "\(error)"
+            )
         }
     }
 }

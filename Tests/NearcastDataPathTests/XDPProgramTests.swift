@@ -43,7 +43,8 @@ import Testing
     static let origin = try! DNSName("example.test.")
     static let responder: Responder = {
         let rrs = try! ZoneFileParser.parse(text: zoneText, fileName: "xdp.zone", origin: origin)
-        return Responder(authority: Authority(zones: [try! Zone.build(origin: origin, records: rrs, sourceName: "xdp.zone")]))
+        return Responder(
+            authority: Authority(zones: [try! Zone.build(origin: origin, records: rrs, sourceName: "xdp.zone")]))
     }()
     static let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
 
@@ -58,15 +59,22 @@ import Testing
         return fp
     }()
 
+    // The kernel's names for the XDP actions (enum xdp_action).
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     static let XDP_DROP: UInt32 = 1
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     static let XDP_PASS: UInt32 = 2
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     static let XDP_TX: UInt32 = 3
 
-    static func query(_ name: String, _ type: RRType, id: UInt16 = 0x4242, edns: EDNS? = nil, rd: Bool = true) -> [UInt8] {
+    static func query(_ name: String, _ type: RRType, id: UInt16 = 0x4242, edns: EDNS? = nil, rd: Bool = true)
+        -> [UInt8]
+    {
         var h = DNSHeader()
         h.id = id
         h.rd = rd
-        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
+        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns)
+            .serialize()
     }
 
     @Test func abiLayoutsMatchTheCHeader() {
@@ -87,7 +95,9 @@ import Testing
     @Test func theCountersAreTheHeadersVerdictReasons() {
         #expect(ABIHeader.verdictReasons.count == Int(NC_REASON_MAX.rawValue))
         #expect(ABIHeader.reasonConstants.count == ABIHeader.verdictReasons.count)
-        #expect(ABIHeader.reasonConstants.map { $0.dropFirst(3).lowercased() } == ABIHeader.verdictReasons, "enum nc_reason and struct nc_stats agree")
+        #expect(
+            ABIHeader.reasonConstants.map { $0.dropFirst(3).lowercased() } == ABIHeader.verdictReasons,
+            "enum nc_reason and struct nc_stats agree")
         #expect(FastPathStats().counters.map(\.name) == ABIHeader.verdictReasons)
     }
 
@@ -144,9 +154,12 @@ import Testing
         #expect(try entry("txt.example.test.", .a)?.ancount == 0)
         #expect(try entry("www.example.test.", .mx) == nil, "NODATA for other types stays in the slow path")
         #expect(try entry("alias.example.test.", .https)?.ancount == 1, "a CNAME answers every type")
-        #expect(!Set(entries.map(\.name)).contains(try DNSName("sub.example.test.").wire), "referrals stay in the slow path")
+        #expect(
+            !Set(entries.map(\.name)).contains(try DNSName("sub.example.test.").wire), "referrals stay in the slow path"
+        )
         #expect(Self.image.nodata > 0 && entries.suffix(Self.image.nodata).allSatisfy { $0.ancount == 0 })
-        #expect(entries.prefix(entries.count - Self.image.nodata).allSatisfy { $0.ancount > 0 }, "positive entries first")
+        #expect(
+            entries.prefix(entries.count - Self.image.nodata).allSatisfy { $0.ancount > 0 }, "positive entries first")
         #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an entry")
     }
 
@@ -155,11 +168,17 @@ import Testing
     /// passed.
     @Test func answersNODATAForTheTypesAskedOfEveryName() throws {
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
-        for (name, type) in [("txt.example.test.", RRType.aaaa), ("WWW.example.test.", .https), ("mail.example.test.", .https), ("txt.example.test.", .a)] {
+        for (name, type) in [
+            ("txt.example.test.", RRType.aaaa), ("WWW.example.test.", .https), ("mail.example.test.", .https),
+            ("txt.example.test.", .a),
+        ] {
             for edns in [nil, EDNS(udpPayloadSize: 1232), EDNS(options: [ecs.option])] {
-                let reply = try #require(try run(Packet(payload: Self.query(name, type, edns: edns)), expect: Self.XDP_TX))
+                let reply = try #require(
+                    try run(Packet(payload: Self.query(name, type, edns: edns)), expect: Self.XDP_TX))
                 let msg = try DNSMessage(wire: reply.payload)
-                #expect(msg.rcode == .noError && msg.answers.isEmpty && msg.authority.first?.type == .soa, "\(name) \(type)")
+                #expect(
+                    msg.rcode == .noError && msg.answers.isEmpty && msg.authority.first?.type == .soa, "\(name) \(type)"
+                )
             }
         }
         try run(Packet(payload: Self.query("nope.example.test.", .aaaa)), expect: Self.XDP_PASS)
@@ -168,7 +187,9 @@ import Testing
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
     @discardableResult
-    func run(_ p: Packet, expect action: UInt32, sourceLocation: SourceLocation = #_sourceLocation) throws -> Packet.Reply? {
+    func run(_ p: Packet, expect action: UInt32, sourceLocation: SourceLocation = #_sourceLocation) throws -> Packet
+        .Reply?
+    {
         let input = p.bytes
         let out = try Self.fastPath.program.testRun(input)
         #expect(out.returnValue == action, "action", sourceLocation: sourceLocation)
@@ -177,9 +198,13 @@ import Testing
             return nil
         }
         let reply = try #require(p.parseReply(out.data), sourceLocation: sourceLocation)
-        #expect(reply.ethernetSwapped && reply.ipChecksumOK && reply.udpChecksumOK, "\(reply)", sourceLocation: sourceLocation)
+        #expect(
+            reply.ethernetSwapped && reply.ipChecksumOK && reply.udpChecksumOK, "\(reply)",
+            sourceLocation: sourceLocation)
         #expect(reply.srcPort == p.dstPort && reply.dstPort == p.srcPort, sourceLocation: sourceLocation)
-        #expect(reply.payload == Self.responder.respond(to: p.payload, transport: .udp), "byte for byte", sourceLocation: sourceLocation)
+        #expect(
+            reply.payload == Self.responder.respond(to: p.payload, transport: .udp), "byte for byte",
+            sourceLocation: sourceLocation)
         return reply
     }
 
@@ -187,16 +212,21 @@ import Testing
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa)), expect: Self.XDP_TX)
         try run(Packet(vlanTags: [100], payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
-        try run(Packet(vlanTags: [100, 200], ipv6: true, payload: Self.query("mail.example.test.", .aaaa)), expect: Self.XDP_TX)
+        try run(
+            Packet(vlanTags: [100, 200], ipv6: true, payload: Self.query("mail.example.test.", .aaaa)),
+            expect: Self.XDP_TX)
         // Three tags are more than the program parses: the kernel gets it.
         try run(Packet(vlanTags: [1, 2, 3], payload: Self.query("www.example.test.", .a)), expect: Self.XDP_PASS)
     }
 
     @Test func answersEveryKindOfRecordInTheImage() throws {
         for (name, type) in [
-            ("alias.example.test.", RRType.a), ("external.example.test.", .a), ("example.test.", .mx), ("txt.example.test.", .txt),
-            ("_dns._udp.example.test.", .srv), ("caa.example.test.", .caa), ("ptr.example.test.", .ptr), ("example.test.", .ns),
-            ("example.test.", .soa), (Self.longName, .a), ("a-name-of-the-second-class-longer-than-thirty-two.example.test.", .a),
+            ("alias.example.test.", RRType.a), ("external.example.test.", .a), ("example.test.", .mx),
+            ("txt.example.test.", .txt),
+            ("_dns._udp.example.test.", .srv), ("caa.example.test.", .caa), ("ptr.example.test.", .ptr),
+            ("example.test.", .ns),
+            ("example.test.", .soa), (Self.longName, .a),
+            ("a-name-of-the-second-class-longer-than-thirty-two.example.test.", .a),
             ("\(String(repeating: "t", count: 60)).third-class.example.test.", .a),
         ] {
             try run(Packet(payload: Self.query(name, type)), expect: Self.XDP_TX)
@@ -204,29 +234,43 @@ import Testing
     }
 
     @Test func echoesTheClientsCaseAndHeaderBits() throws {
-        let r = try #require(try run(Packet(payload: Self.query("WwW.ExAmPlE.TeSt.", .a, id: 0xBEEF, rd: false)), expect: Self.XDP_TX))
+        let r = try #require(
+            try run(Packet(payload: Self.query("WwW.ExAmPlE.TeSt.", .a, id: 0xBEEF, rd: false)), expect: Self.XDP_TX))
         let m = try DNSMessage(wire: r.payload)
-        #expect(m.header.id == 0xBEEF && !m.header.rd && m.header.aa && m.questions[0].name.description == "WwW.ExAmPlE.TeSt.")
+        #expect(
+            m.header.id == 0xBEEF && !m.header.rd && m.header.aa
+                && m.questions[0].name.description == "WwW.ExAmPlE.TeSt.")
         var cd = try DNSMessage(wire: Self.query("www.example.test.", .a))
         cd.header.cd = true
         try run(Packet(payload: try cd.serialize()), expect: Self.XDP_TX)
     }
 
     @Test func ednsGetsOurOPTAndTheDOBit() throws {
-        let r = try #require(try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true))), expect: Self.XDP_TX))
+        let r = try #require(
+            try run(
+                Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true))),
+                expect: Self.XDP_TX))
         let m = try DNSMessage(wire: r.payload)
         #expect(m.edns?.udpPayloadSize == 1232 && m.edns?.dnssecOK == true)
-        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(udpPayloadSize: 512))), expect: Self.XDP_TX)
+        try run(
+            Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(udpPayloadSize: 512))),
+            expect: Self.XDP_TX)
     }
 
     @Test func optionsTheSlowPathIgnoresAreIgnored() throws {
         // dig sends a COOKIE by default; a server without cookies ignores it (RFC 7873 §5.2), and
         // so does the slow path, so XDP answers.
         let cookie = EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])
-        try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie]))), expect: Self.XDP_TX)
+        try run(
+            Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie]))), expect: Self.XDP_TX)
         let padding = EDNSOption(code: 12, data: [UInt8](repeating: 0, count: 40))
-        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(options: [cookie, padding]))), expect: Self.XDP_TX)
-        try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 3, data: [])]))), expect: Self.XDP_TX)
+        try run(
+            Packet(
+                ipv6: true, payload: Self.query("www.example.test.", .aaaa, edns: EDNS(options: [cookie, padding]))),
+            expect: Self.XDP_TX)
+        try run(
+            Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 3, data: [])]))),
+            expect: Self.XDP_TX)
     }
 
     @Test func clientSubnetIsEchoedWithScopeZero() throws {
@@ -235,11 +279,16 @@ import Testing
             ClientSubnet(family: 1, sourcePrefixLength: 0, scopePrefixLength: 0, address: []),
             ClientSubnet(family: 1, sourcePrefixLength: 21, scopePrefixLength: 0, address: [198, 51, 96]),
             ClientSubnet(family: 1, sourcePrefixLength: 32, scopePrefixLength: 0, address: [198, 51, 100, 7]),
-            ClientSubnet(family: 2, sourcePrefixLength: 56, scopePrefixLength: 0, address: [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0x12]),
-            ClientSubnet(family: 2, sourcePrefixLength: 128, scopePrefixLength: 0, address: Array(repeating: 0xab, count: 16)),
+            ClientSubnet(
+                family: 2, sourcePrefixLength: 56, scopePrefixLength: 0, address: [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0x12]),
+            ClientSubnet(
+                family: 2, sourcePrefixLength: 128, scopePrefixLength: 0, address: Array(repeating: 0xab, count: 16)),
         ] {
             let cookie = EDNSOption(code: 10, data: [1, 2, 3, 4, 5, 6, 7, 8])
-            let r = try #require(try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie, ecs.option]))), expect: Self.XDP_TX))
+            let r = try #require(
+                try run(
+                    Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [cookie, ecs.option]))),
+                    expect: Self.XDP_TX))
             #expect(try DNSMessage(wire: r.payload).edns?.options == [ecs.option], "\(ecs)")
         }
     }
@@ -247,8 +296,12 @@ import Testing
     @Test func repliesThatDoNotFitGoToTheSlowPath() throws {
         // Five 120-byte strings: more than 512 bytes, less than 1232.
         try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
-        try run(Packet(payload: Self.query("big.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))), expect: Self.XDP_TX)
-        try run(Packet(payload: Self.query("huge.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))), expect: Self.XDP_PASS)
+        try run(
+            Packet(payload: Self.query("big.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))),
+            expect: Self.XDP_TX)
+        try run(
+            Packet(payload: Self.query("huge.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))),
+            expect: Self.XDP_PASS)
     }
 
     @Test func ethernetPaddingIsNotPartOfTheQueryOrTheReply() throws {
@@ -274,23 +327,76 @@ import Testing
             ("two questions", Packet(payload: q { $0[5] = 2 }), Self.XDP_PASS),
             ("class CH", Packet(payload: q { $0[$0.count - 1] = 3 }), Self.XDP_PASS),
             ("trailing byte", Packet(payload: q { $0.append(0) }), Self.XDP_PASS),
-            ("option runs past the OPT record", Packet(payload: q {
-                $0 = Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4])]))
-                $0[$0.count - 5] = 9  // the option says 9 bytes, 4 follow
-            }), Self.XDP_PASS),
-            ("ECS with bits past the prefix", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 23, 0, 1, 2, 3])]))), Self.XDP_PASS),
-            ("ECS with a scope", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 24, 8, 1, 2, 3])]))), Self.XDP_PASS),
-            ("ECS longer than its prefix", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 8, 0, 1, 2])]))), Self.XDP_PASS),
-            ("ECS family 3", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 3, 0, 0])]))), Self.XDP_PASS),
-            ("ECS /33 for IPv4", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 33, 0, 1, 2, 3, 4, 5])]))), Self.XDP_PASS),
-            ("two ECS options", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(options: [
-                ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [10]).option,
-                ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [11]).option,
-            ]))), Self.XDP_PASS),
-            ("EDNS version 1", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), Self.XDP_PASS),
-            ("compressed qname", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]), Self.XDP_PASS),
-            ("label type 0x40", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x41, 0x61, 0, 0, 1, 0, 1]), Self.XDP_PASS),
-            ("name runs off the end", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5, 0x61, 0x61]), Self.XDP_PASS),
+            (
+                "option runs past the OPT record",
+                Packet(
+                    payload: q {
+                        $0 = Self.query(
+                            "www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 10, data: [1, 2, 3, 4])]))
+                        $0[$0.count - 5] = 9  // the option says 9 bytes, 4 follow
+                    }), Self.XDP_PASS
+            ),
+            (
+                "ECS with bits past the prefix",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a,
+                        edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 23, 0, 1, 2, 3])]))), Self.XDP_PASS
+            ),
+            (
+                "ECS with a scope",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a,
+                        edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 24, 8, 1, 2, 3])]))), Self.XDP_PASS
+            ),
+            (
+                "ECS longer than its prefix",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 8, 0, 1, 2])]))),
+                Self.XDP_PASS
+            ),
+            (
+                "ECS family 3",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: 8, data: [0, 3, 0, 0])]))),
+                Self.XDP_PASS
+            ),
+            (
+                "ECS /33 for IPv4",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a,
+                        edns: EDNS(options: [EDNSOption(code: 8, data: [0, 1, 33, 0, 1, 2, 3, 4, 5])]))), Self.XDP_PASS
+            ),
+            (
+                "two ECS options",
+                Packet(
+                    payload: Self.query(
+                        "www.example.test.", .a,
+                        edns: EDNS(options: [
+                            ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [10]).option,
+                            ClientSubnet(family: 1, sourcePrefixLength: 8, scopePrefixLength: 0, address: [11]).option,
+                        ]))), Self.XDP_PASS
+            ),
+            (
+                "EDNS version 1", Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))),
+                Self.XDP_PASS
+            ),
+            (
+                "compressed qname", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]),
+                Self.XDP_PASS
+            ),
+            (
+                "label type 0x40", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x41, 0x61, 0, 0, 1, 0, 1]),
+                Self.XDP_PASS
+            ),
+            (
+                "name runs off the end", Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5, 0x61, 0x61]),
+                Self.XDP_PASS
+            ),
             ("shorter than a header", Packet(payload: [1, 2, 3, 4, 5]), Self.XDP_DROP),
         ]
         for (what, p, action) in cases {
@@ -331,10 +437,14 @@ import Testing
 
     @Test func aboveThePassBudgetQueriesAreTruncatedOrDropped() throws {
         defer { try! Self.fastPath.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload) }
-        try Self.fastPath.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload, passBudget: PassBudget(rate: 1, burst: 2))
+        try Self.fastPath.configure(
+            dnsPort: 53, udpPayload: Self.responder.maxUDPPayload, passBudget: PassBudget(rate: 1, burst: 2))
         // Spend the bucket (at most the burst passes), then every miss is answered TC=1.
         var passed = 0
-        for _ in 0..<3 where try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue == Self.XDP_PASS {
+        for _ in 0..<3
+        where try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue
+            == Self.XDP_PASS
+        {
             passed += 1
         }
         #expect(passed <= 2)
@@ -346,16 +456,26 @@ import Testing
             let r = try #require(p.parseReply(out.data))
             #expect(r.udpChecksumOK && r.ipChecksumOK && r.ethernetSwapped)
             let m = try DNSMessage(wire: r.payload)
-            #expect(m.header.id == 0x7777 && m.header.qr && m.header.tc && m.header.rd && !m.header.aa && m.rcode == .noError)
-            #expect(m.questions.map(\.name.description) == ["NoPe.example.test."] && m.answers.isEmpty && m.authority.isEmpty)
+            #expect(
+                m.header.id == 0x7777 && m.header.qr && m.header.tc && m.header.rd && !m.header.aa
+                    && m.rcode == .noError)
+            #expect(
+                m.questions.map(\.name.description) == ["NoPe.example.test."] && m.answers.isEmpty
+                    && m.authority.isEmpty)
             #expect((m.edns != nil) == (edns != nil) && m.edns?.dnssecOK == edns?.dnssecOK)
         }
         // Hot names are not limited: XDP answers them whatever the budget.
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         // Malformed queries have no question to echo: dropped.
-        #expect(try Self.fastPath.program.testRun(Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]).bytes).returnValue == Self.XDP_DROP)
-        try Self.fastPath.configure(dnsPort: 53, udpPayload: 1232, passBudget: PassBudget(rate: 1, burst: 1, truncate: false))
-        #expect(try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue == Self.XDP_DROP)
+        #expect(
+            try Self.fastPath.program.testRun(
+                Packet(payload: [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1]).bytes
+            ).returnValue == Self.XDP_DROP)
+        try Self.fastPath.configure(
+            dnsPort: 53, udpPayload: 1232, passBudget: PassBudget(rate: 1, burst: 1, truncate: false))
+        #expect(
+            try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue
+                == Self.XDP_DROP)
         let after = try Self.fastPath.statistics()
         #expect(after.limitTruncated - before.limitTruncated == 2)
         #expect(after.limitDropped - before.limitDropped == 2)
@@ -369,7 +489,9 @@ import Testing
     /// The same with every reply grown at the head, as on frames without tailroom (kxdpgun's
     /// over veth, say): the program built with NC_TAILROOM_FIRST=0.
     @Test func differentialWhenRepliesGrowAtTheHead() throws {
-        let path = URL(fileURLWithPath: Self.objectPath).deletingLastPathComponent().appendingPathComponent("nearcast-headroom.bpf.o").path
+        let path = URL(fileURLWithPath: Self.objectPath).deletingLastPathComponent().appendingPathComponent(
+            "nearcast-headroom.bpf.o"
+        ).path
         let fp = try FastPath(objectPath: path)
         try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
         try fp.write(Self.image)
@@ -380,7 +502,8 @@ import Testing
     /// bytes are the slow path's.
     static func differential(_ program: BPFProgram, queries: Int) throws {
         var rng = SplitMix(seed: 42)
-        let names = Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
+        let names =
+            Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
             + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test."]
         let types: [RRType] = [.a, .aaaa, .https, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
         var answered = 0
@@ -391,22 +514,34 @@ import Testing
             var edns: EDNS?
             switch Int.random(in: 0..<6, using: &rng) {
             case 0: edns = nil
-            case 1: edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
+            case 1:
+                edns = EDNS(
+                    udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
             case 2: edns = EDNS(udpPayloadSize: 1232)
-            case 3: edns = EDNS(options: [EDNSOption(code: UInt16.random(in: 8...12, using: &rng), data: [1, 2, 3, 4, 5, 6, 7, 8])])
+            case 3:
+                edns = EDNS(options: [
+                    EDNSOption(code: UInt16.random(in: 8...12, using: &rng), data: [1, 2, 3, 4, 5, 6, 7, 8])
+                ])
             case 4:
                 let family: UInt16 = Bool.random(using: &rng) ? 1 : 2
                 let source = UInt8.random(in: 0...(family == 1 ? 32 : 128), using: &rng)
                 var address = (0..<((Int(source) + 7) / 8)).map { _ in UInt8.random(in: 0...255, using: &rng) }
                 if source % 8 != 0, Bool.random(using: &rng) { address[address.count - 1] &= 0xFF << (8 - source % 8) }
-                edns = EDNS(options: [ClientSubnet(family: family, sourcePrefixLength: source, scopePrefixLength: 0, address: address).option])
+                edns = EDNS(options: [
+                    ClientSubnet(family: family, sourcePrefixLength: source, scopePrefixLength: 0, address: address)
+                        .option
+                ])
             default: edns = EDNS(udpPayloadSize: 512, dnssecOK: true)
             }
-            var payload = Self.query(name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns, rd: Bool.random(using: &rng))
+            var payload = Self.query(
+                name, types.randomElement(using: &rng)!, id: UInt16(truncatingIfNeeded: i), edns: edns,
+                rd: Bool.random(using: &rng))
             if Int.random(in: 0..<4, using: &rng) == 0 {  // mutate a quarter of them
                 payload = rng.mutate(payload, edits: Int.random(in: 1...3, using: &rng))
             }
-            let p = Packet(vlanTags: Int.random(in: 0..<4, using: &rng) == 0 ? [7] : [], ipv6: Bool.random(using: &rng), payload: payload)
+            let p = Packet(
+                vlanTags: Int.random(in: 0..<4, using: &rng) == 0 ? [7] : [], ipv6: Bool.random(using: &rng),
+                payload: payload)
             let out = try program.testRun(p.bytes)
             guard out.returnValue == Self.XDP_TX else { continue }
             answered += 1
@@ -456,7 +591,9 @@ final class TemporaryBPFFS {
     static func run(_ tool: String, _ args: [String]) throws {
         let p = try Process.run(URL(fileURLWithPath: tool), arguments: args)
         p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["command": "\(tool) \(args)"]) }
+        guard p.terminationStatus == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: ["command": "\(tool) \(args)"])
+        }
     }
 }
 
@@ -467,7 +604,8 @@ final class TemporaryBPFFS {
         let image = XDPProgramTests.image
         let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 512)
         try first.configure(dnsPort: 53, udpPayload: 1232)
-        #expect(try first.write(image) == FastPath.TableWrite(entries: image.entries.count, written: image.entries.count))
+        #expect(
+            try first.write(image) == FastPath.TableWrite(entries: image.entries.count, written: image.entries.count))
         #expect(try first.write(image).written == 0)
 
         // A new instance on the same pins, asking for another size: the pinned table keeps its own,
@@ -476,10 +614,13 @@ final class TemporaryBPFFS {
         #expect(second.capacity == 512)
         try second.configure(dnsPort: 53, udpPayload: 1232)
         let query = Packet(payload: XDPProgramTests.query("www.example.test.", .a)).bytes
-        #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "configure keeps the live generation")
+        #expect(
+            try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX,
+            "configure keeps the live generation")
         #expect(try second.write(image) == FastPath.TableWrite(entries: image.entries.count, written: 0))
         #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX)
-        #expect(try first.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "both programs read the same maps")
+        #expect(
+            try first.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "both programs read the same maps")
         try first.object.unpinMaps(under: pins.path)
     }
 }

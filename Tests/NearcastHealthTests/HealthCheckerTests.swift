@@ -1,6 +1,6 @@
 import DNSWire
-import NIOCore
 import Foundation
+import NIOCore
 import NIOPosix
 import NIOSSL
 import NearcastTestSupport
@@ -21,7 +21,9 @@ import Testing
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard let reply else { return }
             let channel = context.channel
-            context.writeAndFlush(NIOAny(channel.allocator.buffer(string: reply))).whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(NIOAny(channel.allocator.buffer(string: reply))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
         }
     }
 
@@ -45,7 +47,8 @@ import Testing
             r.header.id = q.header.id
             r.header.qr = true
             r.rcode = rcode
-            let out = AddressedEnvelope(remoteAddress: env.remoteAddress, data: context.channel.allocator.buffer(bytes: try! r.serialize()))
+            let out = AddressedEnvelope(
+                remoteAddress: env.remoteAddress, data: context.channel.allocator.buffer(bytes: try! r.serialize()))
             context.writeAndFlush(NIOAny(out), promise: nil)
         }
     }
@@ -70,7 +73,9 @@ import Testing
             junk.close(promise: nil)
         }
         func http(_ port: Int, _ body: String? = nil) async -> (passed: Bool, reason: String) {
-            await checker.run(.http(host: "127.0.0.1", port: port, path: "/health", status: 200...299, bodyContains: body), timeout: .seconds(2))
+            await checker.run(
+                .http(host: "127.0.0.1", port: port, path: "/health", status: 200...299, bodyContains: body),
+                timeout: .seconds(2))
         }
         #expect(await http(okPort) == (true, "status 200"))
         #expect(await http(okPort, "healthy").passed)
@@ -82,7 +87,9 @@ import Testing
         defer { withExtendedLifetime(gone) {} }
         let gonePort = gone.port
         #expect(await !http(gonePort).passed)
-        let dnsGone = await checker.run(.dns(host: "127.0.0.1", port: gonePort, name: .root, type: .soa, rcode: .noError), timeout: .milliseconds(300))
+        let dnsGone = await checker.run(
+            .dns(host: "127.0.0.1", port: gonePort, name: .root, type: .soa, rcode: .noError),
+            timeout: .milliseconds(300))
         #expect(!dnsGone.passed)
     }
 
@@ -91,11 +98,13 @@ import Testing
     static func makeCertificate() throws -> (cert: String, key: String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        let cert = dir.appendingPathComponent("cert.pem").path
+        let key = dir.appendingPathComponent("key.pem").path
         let openssl = try TestSupport.run(
             try TestSupport.tool("openssl"),
             [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=node.test",
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=node.test",
                 "-addext", "subjectAltName=DNS:node.test", "-keyout", key, "-out", cert,
             ])
         guard openssl.status == 0 else { throw HealthCheckError("openssl req failed: \(openssl.stderr)") }
@@ -106,21 +115,27 @@ import Testing
         let (cert, key) = try Self.makeCertificate()
         let context = try NIOSSLContext(
             configuration: .makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) }, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
+                certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         let server = try await ServerBootstrap(group: Self.group)
             .childChannelInitializer { ch in
                 ch.eventLoop.makeCompletedFuture {
                     try ch.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    try ch.pipeline.syncOperations.addHandler(Canned("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nhealthy"))
+                    try ch.pipeline.syncOperations.addHandler(
+                        Canned("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nhealthy"))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         defer { server.close(promise: nil) }
         let port = server.localAddress!.port!
         func https(_ tls: TLSCheck, body: String? = "healthy") async -> (passed: Bool, reason: String) {
-            await checker.run(.https(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: body, tls: tls), timeout: .seconds(3))
+            await checker.run(
+                .https(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: body, tls: tls),
+                timeout: .seconds(3))
         }
-        #expect(await https(TLSCheck(serverName: "node.test", caFile: cert)) == (true, "status 200"), "the name is in the certificate")
+        #expect(
+            await https(TLSCheck(serverName: "node.test", caFile: cert)) == (true, "status 200"),
+            "the name is in the certificate")
         let byAddress = await https(TLSCheck(caFile: cert))
         #expect(!byAddress.passed, "without server-name the address must be in it, and is not: \(byAddress.reason)")
         let wrongName = await https(TLSCheck(serverName: "other.test", caFile: cert))
@@ -129,7 +144,11 @@ import Testing
         #expect(!untrusted.passed, "not signed by a CA the system trusts: \(untrusted.reason)")
         #expect(await https(TLSCheck(verify: false)).passed, "verify: false takes any certificate")
         // Plain HTTP to a TLS port is no pass.
-        #expect(await !checker.run(.http(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(1)).passed)
+        #expect(
+            await !checker.run(
+                .http(host: "127.0.0.1", port: port, path: "/", status: 200...299, bodyContains: nil),
+                timeout: .seconds(1)
+            ).passed)
         try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: cert).deletingLastPathComponent().path)
     }
 
@@ -140,8 +159,12 @@ import Testing
         defer { server.close(promise: nil) }
         let port = server.localAddress!.port!
         let name = try DNSName("node.example.")
-        #expect(await checker.run(.dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .nxDomain), timeout: .seconds(2)).passed)
-        let wrong = await checker.run(.dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .noError), timeout: .seconds(2))
+        #expect(
+            await checker.run(
+                .dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .nxDomain), timeout: .seconds(2)
+            ).passed)
+        let wrong = await checker.run(
+            .dns(host: "127.0.0.1", port: port, name: name, type: .a, rcode: .noError), timeout: .seconds(2))
         #expect(!wrong.passed && wrong.reason.hasPrefix("rcode"))
     }
 
@@ -156,12 +179,16 @@ import Testing
         let order = await withTaskGroup(of: String.self) { tasks -> [String] in
             tasks.addTask {
                 // A timeout far above what the quick check takes even on a loaded machine.
-                let r = await checker.run(.http(host: "127.0.0.1", port: hangPort, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(6))
+                let r = await checker.run(
+                    .http(host: "127.0.0.1", port: hangPort, path: "/", status: 200...299, bodyContains: nil),
+                    timeout: .seconds(6))
                 #expect(!r.passed, "a target that never answers fails at its timeout")
                 return "hanging"
             }
             tasks.addTask {
-                let r = await checker.run(.http(host: "127.0.0.1", port: okPort, path: "/", status: 200...299, bodyContains: nil), timeout: .seconds(5))
+                let r = await checker.run(
+                    .http(host: "127.0.0.1", port: okPort, path: "/", status: 200...299, bodyContains: nil),
+                    timeout: .seconds(5))
                 #expect(r.passed)
                 return "quick"
             }

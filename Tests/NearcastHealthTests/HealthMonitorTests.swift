@@ -1,7 +1,7 @@
 import NIOCore
 import NIOPosix
-import Synchronization
 import NearcastCore
+import Synchronization
 import Testing
 
 @testable import NearcastHealth
@@ -32,8 +32,9 @@ import Testing
         try await closed.close()
 
         func scheduled(_ port: Int) -> HealthMonitor.Scheduled {
-            .init(name: "tcp", check: .tcp(host: "127.0.0.1", port: port), policy: CheckPolicy(rise: 2, fall: 2),
-                  interval: .milliseconds(100), timeout: .seconds(1))
+            .init(
+                name: "tcp", check: .tcp(host: "127.0.0.1", port: port), policy: CheckPolicy(rise: 2, fall: 2),
+                interval: .milliseconds(100), timeout: .seconds(1))
         }
         let changes = Changes()
         let monitor = HealthMonitor(
@@ -47,7 +48,9 @@ import Testing
         try await eventually("a goes down once its listener is gone") { await monitor.state(of: "a") == .down }
         try await Task.sleep(for: .milliseconds(400))
         let seen = changes.all
-        #expect(seen.map(\.node).sorted() == ["a", "b"], "one change each, however many results: \(seen.map { "\($0.node) \($0.to)" })")
+        #expect(
+            seen.map(\.node).sorted() == ["a", "b"],
+            "one change each, however many results: \(seen.map { "\($0.node) \($0.to)" })")
         #expect(seen.allSatisfy { $0.from == .up && $0.to == .down && $0.reason.hasPrefix("tcp (tcp 127.0.0.1:") })
 
         // An operator's override is a change at once.
@@ -59,7 +62,9 @@ import Testing
 
     @Test func aTimedOverrideReportsItsEnd() async throws {
         let changes = Changes()
-        let monitor = HealthMonitor(checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["c": ([], .up)], onChange: { changes.add($0) })
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["c": ([], .up)],
+            onChange: { changes.add($0) })
         await monitor.setOverride("c", HealthOverride(.drain, until: .now + .milliseconds(300)))
         #expect(await monitor.state(of: "c") == .drained)
         #expect(await monitor.statuses().first?.override == "drain")
@@ -73,9 +78,11 @@ import Testing
         let caps = Mutex<[PoolTTL.Change]>([])
         let pool = PoolConfig(id: "web", members: ["d", "e"], minTTL: 4, maxTTL: 60, settle: 2, declaredAt: "c.yaml:1")
         let monitor = HealthMonitor(
-            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["d": ([], .up), "e": ([], .up)], pools: [pool],
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["d": ([], .up), "e": ([], .up)],
+            pools: [pool],
             onChange: { _ in }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
-        #expect(await monitor.poolStatuses() == [PoolStatus(id: "web", members: ["d", "e"], settled: true, ttlCap: 60)])
+        #expect(
+            await monitor.poolStatuses() == [PoolStatus(id: "web", members: ["d", "e"], settled: true, ttlCap: 60)])
         await monitor.setOverride("d", HealthOverride(.forceDown))
         #expect(caps.withLock { $0 } == [PoolTTL.Change(pool: "web", cap: 4, settled: false)])
         await monitor.setOverride("d", nil)
@@ -91,9 +98,11 @@ import Testing
     @Test func reportsDriveAReportCheckAndSilenceCountsAsFailure() async throws {
         let changes = Changes()
         let report = HealthMonitor.Scheduled(
-            name: "1:report", check: .report, policy: CheckPolicy(rise: 1, fall: 1), interval: .seconds(2), timeout: .seconds(1))
+            name: "1:report", check: .report, policy: CheckPolicy(rise: 1, fall: 1), interval: .seconds(2),
+            timeout: .seconds(1))
         let monitor = HealthMonitor(
-            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["f": ([report], .up), "g": ([], .up)], onChange: { changes.add($0) })
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["f": ([report], .up), "g": ([], .up)],
+            onChange: { changes.add($0) })
         await monitor.start()
         #expect(await monitor.report("g", passed: true, detail: nil) == .notExpected)
         #expect(await monitor.report("nosuch", passed: true, detail: nil) == .unknownNode)
@@ -101,16 +110,23 @@ import Testing
         // a loaded machine has starved this test's task for longer than stale-after.)
         for _ in 0..<4 {
             try await Task.sleep(for: .milliseconds(100))
-            guard case .recorded(let s) = await monitor.report("f", passed: true, detail: nil) else { Issue.record("not recorded"); return }
+            guard case .recorded(let s) = await monitor.report("f", passed: true, detail: nil) else {
+                Issue.record("not recorded")
+                return
+            }
             #expect(s.state == "up")
         }
-        guard case .recorded(let down) = await monitor.report("f", passed: false, detail: "disk full") else { Issue.record("not recorded"); return }
+        guard case .recorded(let down) = await monitor.report("f", passed: false, detail: "disk full") else {
+            Issue.record("not recorded")
+            return
+        }
         #expect(down.state == "down" && down.lastReason == "1:report: reported failing (disk full)")
         #expect(await monitor.report("f", passed: true, detail: nil) != .unknownNode)
         #expect(await monitor.state(of: "f") == .up)
         // Silence: stale after 2 s.
         try await eventually("no report goes stale") { await monitor.state(of: "f") == .down }
-        #expect(changes.all.last?.reason.hasPrefix("1:report: no report for 2.0 s") == true, "\(changes.all.map(\.reason))")
+        #expect(
+            changes.all.last?.reason.hasPrefix("1:report: no report for 2.0 s") == true, "\(changes.all.map(\.reason))")
         await monitor.stop()
     }
 
@@ -129,7 +145,8 @@ import Testing
         let caps = Mutex<[PoolTTL.Change]>([])
         let web = PoolConfig(id: "web", members: ["a", "b"], minTTL: 4, declaredAt: "c.yaml:1")
         let monitor = HealthMonitor(
-            checker: HealthChecker(group: group), nodes: ["a": ([], .up), "b": ([failing], .up), "gone": ([failing], .up)],
+            checker: HealthChecker(group: group),
+            nodes: ["a": ([], .up), "b": ([failing], .up), "gone": ([failing], .up)],
             pools: [web], onChange: { changes.add($0) }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
         await monitor.start()
         try await eventually("b and gone go down") {
@@ -140,14 +157,17 @@ import Testing
         let countA = await monitor.statuses().first { $0.id == "a" }?.changes
 
         let cdn = PoolConfig(id: "cdn", members: ["new"], declaredAt: "c.yaml:2")
-        await monitor.reconfigure(nodes: ["a": ([], .up), "b": ([failing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        await monitor.reconfigure(
+            nodes: ["a": ([], .up), "b": ([failing], .up), "new": ([failing], .down)], pools: [web, cdn])
         #expect(await monitor.state(of: "a") == .drained)
         #expect(await monitor.statuses().first { $0.id == "a" }?.changes == countA, "kept as it was, counts too")
         #expect(await monitor.state(of: "b") == .down, "unchanged checks: not restarted, still down")
         #expect(await monitor.state(of: "gone") == nil)
         #expect(await monitor.statuses().map(\.id) == ["a", "b", "new"])
         #expect(await monitor.state(of: "new") == .down, "a cold start as configured")
-        #expect(caps.withLock { $0.last } == PoolTTL.Change(pool: "cdn", cap: cdn.ttlCap(settled: false), settled: false), "the new pool's cap is reported")
+        #expect(
+            caps.withLock { $0.last } == PoolTTL.Change(pool: "cdn", cap: cdn.ttlCap(settled: false), settled: false),
+            "the new pool's cap is reported")
         #expect(await monitor.poolStatuses().map(\.id) == ["cdn", "web"])
 
         // b's check changes to one that passes: it starts again from b's state now and comes up.
@@ -159,7 +179,8 @@ import Testing
         var slowPassing = passing
         slowPassing.interval = .milliseconds(100)
         let before = changes.all.count
-        await monitor.reconfigure(nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([failing], .down)], pools: [web, cdn])
+        await monitor.reconfigure(
+            nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([failing], .down)], pools: [web, cdn])
         #expect(await monitor.state(of: "a") == .drained)
         await monitor.setOverride("a", nil)
         #expect(await monitor.state(of: "a") == .up, "undrained: up at once, as its checks were")
@@ -168,9 +189,12 @@ import Testing
         #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" }, "the gone node's checks stopped")
 
         // new (down on a failing check) loses its checks: always up now, and the change is reported.
-        await monitor.reconfigure(nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([], .down)], pools: [web, cdn])
+        await monitor.reconfigure(
+            nodes: ["a": ([passing], .up), "b": ([slowPassing], .up), "new": ([], .down)], pools: [web, cdn])
         #expect(await monitor.state(of: "new") == .up)
-        #expect(changes.all.last.map { "\($0.node) \($0.from) -> \($0.to): \($0.reason)" } == "new down -> up: checks changed by a reload")
+        #expect(
+            changes.all.last.map { "\($0.node) \($0.from) -> \($0.to): \($0.reason)" }
+                == "new down -> up: checks changed by a reload")
         await monitor.stop()
         try await listener.close()
     }

@@ -9,7 +9,8 @@ import Testing
     let t0 = ContinuousClock.now
     func at(_ s: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int64(s * 1000)) }
 
-    static let web = PoolConfig(id: "web", members: ["fra1", "par1"], minTTL: 5, maxTTL: 120, settle: 30, declaredAt: "c.yaml:1")
+    static let web = PoolConfig(
+        id: "web", members: ["fra1", "par1"], minTTL: 5, maxTTL: 120, settle: 30, declaredAt: "c.yaml:1")
     static let api = PoolConfig(id: "api", members: ["nyc1"], declaredAt: "c.yaml:2")
 
     @Test func aDownMemberLowersTheTTLUntilThePoolHasBeenSteadyForItsSettleTime() {
@@ -18,7 +19,8 @@ import Testing
         #expect(p.caps == ["web": 120, "api": .max], "cold start, all up: settled")
 
         states["fra1"] = .down
-        #expect(p.nodeChanged("fra1", states: states, at: at(1)) == [PoolTTL.Change(pool: "web", cap: 5, settled: false)])
+        #expect(
+            p.nodeChanged("fra1", states: states, at: at(1)) == [PoolTTL.Change(pool: "web", cap: 5, settled: false)])
         #expect(p.caps["api"] == .max, "a pool without the node keeps its TTL")
         #expect(p.settle(states: states, at: at(100)).isEmpty, "still down: unsettled however long")
 
@@ -51,7 +53,9 @@ import Testing
         #expect(p.caps["api"] == 5 && p.isSettled("api") == false)
         states["nyc1"] = .drained
         #expect(p.nodeChanged("nyc1", states: states, at: at(1)).isEmpty)
-        #expect(p.settle(states: states, at: at(31)) == [PoolTTL.Change(pool: "api", cap: .max, settled: true)], "a drain is no fault")
+        #expect(
+            p.settle(states: states, at: at(31)) == [PoolTTL.Change(pool: "api", cap: .max, settled: true)],
+            "a drain is no fault")
         #expect(p.nodeChanged("unknown", states: states, at: at(40)).isEmpty)
     }
 
@@ -70,7 +74,10 @@ import Testing
         // Same members: the settle clock runs on; a new pool with a member down starts low.
         let cdn = PoolConfig(id: "cdn", members: ["lon1"], minTTL: 3, declaredAt: "c.yaml:3")
         states["lon1"] = .down
-        #expect(p.reconfigure(pools: [Self.web, cdn], states: states, at: at(20)) == [PoolTTL.Change(pool: "cdn", cap: 3, settled: false)])
+        #expect(
+            p.reconfigure(pools: [Self.web, cdn], states: states, at: at(20)) == [
+                PoolTTL.Change(pool: "cdn", cap: 3, settled: false)
+            ])
         #expect(p.caps == ["web": 5, "cdn": 3], "api is gone")
         #expect(p.nextSettle(after: at(20)) == at(40))
         #expect(p.settle(states: states, at: at(40)) == [PoolTTL.Change(pool: "web", cap: 120, settled: true)])
@@ -78,8 +85,13 @@ import Testing
         // New members: a change now, so the pool waits for its settle time again.
         var bigger = Self.web
         bigger.members.append("ams1")
-        #expect(p.reconfigure(pools: [bigger, cdn], states: states, at: at(50)) == [PoolTTL.Change(pool: "web", cap: 5, settled: false)])
+        #expect(
+            p.reconfigure(pools: [bigger, cdn], states: states, at: at(50)) == [
+                PoolTTL.Change(pool: "web", cap: 5, settled: false)
+            ])
         #expect(p.nextSettle(after: at(50)) == at(80))
-        #expect(p.nodeChanged("ams1", states: states, at: at(60)).isEmpty && p.nextSettle(after: at(60)) == at(90), "the new member counts")
+        #expect(
+            p.nodeChanged("ams1", states: states, at: at(60)).isEmpty && p.nextSettle(after: at(60)) == at(90),
+            "the new member counts")
     }
 }

@@ -13,7 +13,9 @@ import Glibc
 
     /// Starts nearcastd on 127.0.0.1 and ::1, on one port the kernel picks, and waits until it is ready.
     static func startDaemon(extraArgs: [String] = []) throws -> (Daemon, Int) {
-        let args = ["--zone", "example.test=\(zone)", "--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--threads", "2"]
+        let args = [
+            "--zone", "example.test=\(zone)", "--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--threads", "2",
+        ]
         let server = try Daemon(args + extraArgs)
         return (server, server.dnsPort)
     }
@@ -24,7 +26,8 @@ import Glibc
         defer { server.stop() }
         let (host, tcp) = via
         let out = try TestSupport.run(
-            try TestSupport.tool(client), ["@\(host)", "-p", "\(port)", tcp ? "+tcp" : "+notcp", "www.example.test", "A", "+short"])
+            try TestSupport.tool(client),
+            ["@\(host)", "-p", "\(port)", tcp ? "+tcp" : "+notcp", "www.example.test", "A", "+short"])
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.stdout.split(separator: "\n").sorted() == ["192.0.2.1", "192.0.2.2"], "\(out.stdout)")
     }
@@ -52,7 +55,9 @@ import Glibc
     @Test func kdigSubnetIsEchoedWithScopeZero() throws {
         let (server, port) = try Self.startDaemon()
         defer { server.stop() }
-        let out = try TestSupport.run(try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(port)", "+subnet=198.51.100.0/24", "www.example.test", "A"])
+        let out = try TestSupport.run(
+            try TestSupport.tool("kdig"),
+            ["@127.0.0.1", "-p", "\(port)", "+subnet=198.51.100.0/24", "www.example.test", "A"])
         #expect(out.stdout.contains("CLIENT-SUBNET: 198.51.100.0/24/0"), "\(out.stdout)")
     }
 
@@ -81,12 +86,12 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: dir) }
         let cfg = dir.appendingPathComponent("nearcast.yaml")
         try """
-            listen: ["127.0.0.1:0"]
-            tcp-idle-timeout: 1
-            zones:
-              - origin: example.test
-                file: \(Self.zone)
-            """.write(to: cfg, atomically: true, encoding: .utf8)
+        listen: ["127.0.0.1:0"]
+        tcp-idle-timeout: 1
+        zones:
+          - origin: example.test
+            file: \(Self.zone)
+        """.write(to: cfg, atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", cfg.path, "--threads", "1"])
         defer { server.stop() }
         let fd = try #require(RawClient.tcpConnect(port: server.dnsPort, timeout: 4))
@@ -99,10 +104,13 @@ import Glibc
     }
 
     @Test func wildcardIPv4AndIPv6OnOnePort() throws {
-        let server = try Daemon(["--zone", "example.test=\(Self.zone)", "--listen", "0.0.0.0:0", "--listen", "[::]:0", "--threads", "1"])
+        let server = try Daemon([
+            "--zone", "example.test=\(Self.zone)", "--listen", "0.0.0.0:0", "--listen", "[::]:0", "--threads", "1",
+        ])
         defer { server.stop() }
         let port = server.dnsPort
-        #expect(Daemon.ports(in: server.log)["dns"] == [port, port], "port 0 on both addresses is one port: \(server.log)")
+        #expect(
+            Daemon.ports(in: server.log)["dns"] == [port, port], "port 0 on both addresses is one port: \(server.log)")
         #expect(RawClient.udp(RawClient.query("www.example.test.", .a), port: port) != nil)
         #expect(RawClient.tcp(RawClient.query("www.example.test.", .a), host: "::1", port: port) != nil)
         #expect(server.log.contains("listening on a wildcard address"))
@@ -119,11 +127,14 @@ import Glibc
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let zone = dir.appendingPathComponent("bad.zone")
-        try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\n".write(to: zone, atomically: true, encoding: .utf8)
+        try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\n".write(
+            to: zone, atomically: true, encoding: .utf8)
         let out = try TestSupport.run(
             try TestSupport.product("nearcastd"), ["--zone", "example.test=\(zone.path)", "--listen", "127.0.0.1:0"])
         #expect(out.status == 1)
-        #expect(out.stderr.contains("\(zone.path):5: A record for www.example.test.: '300.1.1.1' is not an IPv4 address"), "\(out.stderr)")
+        #expect(
+            out.stderr.contains("\(zone.path):5: A record for www.example.test.: '300.1.1.1' is not an IPv4 address"),
+            "\(out.stderr)")
     }
 }
 
@@ -133,10 +144,13 @@ import Glibc
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        try FileManager.default.copyItem(
+            at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
+            to: dir.appendingPathComponent("z.zone"))
         try "listen: [\"127.0.0.1:53\"]\nzones:\n  - origin: example.test.\n    file: z.zone\n".write(
             to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        let out = try TestSupport.run(try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
+        let out = try TestSupport.run(
+            try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.stdout.contains("ok: 1 zone, 36 records, 1 listen address"), "\(out.stdout)")
     }
@@ -150,20 +164,27 @@ import Glibc
         #expect(plain.status == 0 && plain.stdout.contains("ok: 1 zone"), "\(plain.stdout) \(plain.stderr)")
 
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-sample-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("zones"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("zones"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.copyItem(
-            at: dist.appendingPathComponent("zones/example.net.zone"), to: dir.appendingPathComponent("zones/example.net.zone"))
-        try FileManager.default.copyItem(at: dist.appendingPathComponent("tokens"), to: dir.appendingPathComponent("tokens"))
+            at: dist.appendingPathComponent("zones/example.net.zone"),
+            to: dir.appendingPathComponent("zones/example.net.zone"))
+        try FileManager.default.copyItem(
+            at: dist.appendingPathComponent("tokens"), to: dir.appendingPathComponent("tokens"))
         let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
         var lines: [String] = []
         var inGeo = false
-        for line in try String(contentsOf: dist.appendingPathComponent("nearcast.yaml"), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in try String(contentsOf: dist.appendingPathComponent("nearcast.yaml"), encoding: .utf8).split(
+            separator: "\n", omittingEmptySubsequences: false)
+        {
             if line.hasPrefix("# geo:") { inGeo = true }
             lines.append(inGeo && line.hasPrefix("# ") ? String(line.dropFirst(2)) : String(line))
         }
-        let geo = lines.joined(separator: "\n").replacingOccurrences(of: "/var/lib/GeoIP/GeoLite2-City.mmdb", with: database)
-            .replacingOccurrences(of: "    - { name: www.example.net,", with: "    - { name: geo.example.net,")
+        let geo = lines.joined(separator: "\n").replacingOccurrences(
+            of: "/var/lib/GeoIP/GeoLite2-City.mmdb", with: database
+        )
+        .replacingOccurrences(of: "    - { name: www.example.net,", with: "    - { name: geo.example.net,")
         try geo.write(to: dir.appendingPathComponent("nearcast.yaml"), atomically: true, encoding: .utf8)
         let full = try TestSupport.run(cli, ["check-config", dir.appendingPathComponent("nearcast.yaml").path])
         #expect(full.status == 0, "\(full.stdout) \(full.stderr)")
@@ -173,7 +194,9 @@ import Glibc
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        try FileManager.default.copyItem(
+            at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
+            to: dir.appendingPathComponent("z.zone"))
         let database = XDPEndToEndTests.root.appendingPathComponent(".build/geo/test-city.mmdb").path
         let text = """
             listen: ["127.0.0.1:53"]
@@ -191,11 +214,18 @@ import Glibc
         let cc = try TestSupport.product("nearcast")
         let ok = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(ok.status == 0, "\(ok.stderr)")
-        #expect(ok.stdout.contains("1 geo name over 2 nodes (nearcast-Test-City: 16 networks, 2 location classes, 10 prefixes)"), "\(ok.stdout)")
-        try text.replacingOccurrences(of: database, with: "missing.mmdb").write(to: cfg, atomically: true, encoding: .utf8)
+        #expect(
+            ok.stdout.contains(
+                "1 geo name over 2 nodes (nearcast-Test-City: 16 networks, 2 location classes, 10 prefixes)"),
+            "\(ok.stdout)")
+        try text.replacingOccurrences(of: database, with: "missing.mmdb").write(
+            to: cfg, atomically: true, encoding: .utf8)
         let missing = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("\(dir.path)/missing.mmdb: geo database: cannot open the file: No such file or directory"), "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains(
+                "\(dir.path)/missing.mmdb: geo database: cannot open the file: No such file or directory"),
+            "\(missing.stderr)")
     }
 
     @Test func everyErrorIsPrintedWithFileAndLine() throws {
@@ -225,15 +255,22 @@ import Glibc
         #expect(out.status == 1)
         #expect(out.stderr.contains("\(cfg.path):3: listen: '127.0.0.1' is not ADDR:PORT"), "\(out.stderr)")
         #expect(out.stderr.contains("\(cfg.path):9: unknown key 'colour'"), "\(out.stderr)")
-        #expect(out.stderr.contains("\(cfg.path):11: xdp names-capacity must be a number of answers (16 to 4000000)"), "\(out.stderr)")
+        #expect(
+            out.stderr.contains("\(cfg.path):11: xdp names-capacity must be a number of answers (16 to 4000000)"),
+            "\(out.stderr)")
         #expect(out.stderr.contains("\(cfg.path):12: xdp over-budget must be truncate or drop"), "\(out.stderr)")
         // Config errors come first; once the config is right, the zones' errors are all listed.
-        try cfgText.replacingOccurrences(of: "  - 127.0.0.1\n", with: "").replacingOccurrences(of: "colour: blue", with: "")
-            .replacingOccurrences(of: "names-capacity: 8", with: "names-capacity: 64").replacingOccurrences(of: "bounce", with: "drop")
-            .write(to: cfg, atomically: true, encoding: .utf8)
+        try cfgText.replacingOccurrences(of: "  - 127.0.0.1\n", with: "").replacingOccurrences(
+            of: "colour: blue", with: ""
+        )
+        .replacingOccurrences(of: "names-capacity: 8", with: "names-capacity: 64").replacingOccurrences(
+            of: "bounce", with: "drop"
+        )
+        .write(to: cfg, atomically: true, encoding: .utf8)
         let zones = try TestSupport.run(cc, ["check-config", cfg.path])
         #expect(zones.status == 1)
-        #expect(zones.stderr.contains("z.zone:5: www.example.test. has a CNAME and other data (TXT)"), "\(zones.stderr)")
+        #expect(
+            zones.stderr.contains("z.zone:5: www.example.test. has a CNAME and other data (TXT)"), "\(zones.stderr)")
         #expect(zones.stderr.contains("missing.zone: zone file does not exist"), "\(zones.stderr)")
         #expect(zones.stderr.contains("2 errors"))
     }

@@ -14,22 +14,24 @@ import FoundationNetworking
     static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (Daemon, Int, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: dir.appendingPathComponent("z.zone"))
+        try FileManager.default.copyItem(
+            at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
+            to: dir.appendingPathComponent("z.zone"))
         let database = Repository.testCityDatabase
         try """
-            listen: ["127.0.0.1:0", "[::1]:0"]
-            zones: [{ origin: example.test., file: z.zone }]
-            geo:
-              database: \(database)
-              nodes:
-                - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
-                - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR, checks: \(par1Checks) }
-                - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
-              pools: [{ id: web, members: [fra1, par1, nyc1] }]
-              names:
-                - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
-                - { name: geo.example.test, type: AAAA, pool: web }
-            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        listen: ["127.0.0.1:0", "[::1]:0"]
+        zones: [{ origin: example.test., file: z.zone }]
+        geo:
+          database: \(database)
+          nodes:
+            - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
+            - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR, checks: \(par1Checks) }
+            - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
+          pools: [{ id: web, members: [fra1, par1, nyc1] }]
+          names:
+            - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+            - { name: geo.example.test, type: AAAA, pool: web }
+        """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path] + extraArgs)
         #expect(server.log.contains("geo compiled"))
         return (server, server.dnsPort, dir)
@@ -48,16 +50,24 @@ import FoundationNetworking
         // Paris, Berlin, New York, by ECS: the order and the scope (the merged prefix).
         let paris = try ask(["A", "+subnet=198.51.100.0/24"])
         #expect(paris.contains("CLIENT-SUBNET: 198.51.100.0/24/24"), "\(paris)")
-        #expect(try ask(["A", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == ["192.0.2.20", "192.0.2.10"])
-        #expect(try ask(["A", "+subnet=192.0.2.192/26", "+short"]).split(separator: "\n") == ["192.0.2.10", "192.0.2.20"])
-        #expect(try ask(["A", "+subnet=203.0.113.128/25", "+short"]).split(separator: "\n") == ["192.0.2.30", "192.0.2.20"])
+        #expect(
+            try ask(["A", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == ["192.0.2.20", "192.0.2.10"])
+        #expect(
+            try ask(["A", "+subnet=192.0.2.192/26", "+short"]).split(separator: "\n") == ["192.0.2.10", "192.0.2.20"])
+        #expect(
+            try ask(["A", "+subnet=203.0.113.128/25", "+short"]).split(separator: "\n") == ["192.0.2.30", "192.0.2.20"])
         // Over TCP as over UDP.
-        #expect(try ask(["A", "+tcp", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == ["192.0.2.20", "192.0.2.10"])
+        #expect(
+            try ask(["A", "+tcp", "+subnet=198.51.100.0/24", "+short"]).split(separator: "\n") == [
+                "192.0.2.20", "192.0.2.10",
+            ])
         // No ECS: dig's own address, 127.0.0.1, is in no network: the fallback order (nyc weighs 3).
         #expect(try ask(["A", "+short"]).split(separator: "\n") == ["192.0.2.30", "192.0.2.10"])
         // kdig, IPv6 subnet and transport.
         let kdig = try TestSupport.run(
-            try TestSupport.tool("kdig"), ["@::1", "-p", "\(port)", "+subnet=2001:db8:4::/48", "geo.example.test", "AAAA"]).stdout
+            try TestSupport.tool("kdig"),
+            ["@::1", "-p", "\(port)", "+subnet=2001:db8:4::/48", "geo.example.test", "AAAA"]
+        ).stdout
         #expect(kdig.contains("CLIENT-SUBNET: 2001:db8:4::/48/48") && kdig.contains("2001:db8::10"), "\(kdig)")
         // The name exists: another type there is NODATA.
         #expect(try ask(["MX"]).contains("status: NOERROR"))
@@ -65,7 +75,8 @@ import FoundationNetworking
 
     /// `nearcast explain` gives the answer dig gets, and says why.
     @Test func explainTellsWhyAndAgreesWithDig() throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-tokens-\(UUID().uuidString)")
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-geo-tokens-\(UUID().uuidString)")
         try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
         let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
@@ -80,19 +91,29 @@ import FoundationNetworking
         }
         let out = try explain(["geo.example.test", "A", "--client", "10.1.1.1", "--ecs", "198.51.100.0/24"])
         #expect(out.status == 0, "\(out.stderr)")
-        #expect(out.stdout.contains("location:  FR, IDF, EU at 48.8566, 2.3522 (database network 198.51.100.0/24)"), "\(out.stdout)")
+        #expect(
+            out.stdout.contains("location:  FR, IDF, EU at 48.8566, 2.3522 (database network 198.51.100.0/24)"),
+            "\(out.stdout)")
         #expect(out.stdout.contains("prefix 198.51.100.0/24"), "\(out.stdout)")
         #expect(out.stdout.contains("1. par1 192.0.2.20  score 1.0000, 0 km  up"), "\(out.stdout)")
         #expect(out.stdout.contains("2. fra1 192.0.2.10  score 0.9761, 478 km  up"), "\(out.stdout)")
-        #expect(out.stdout.contains("answer:    192.0.2.20 192.0.2.10  (TTL 20)") && out.stdout.contains("ECS scope: 24"), "\(out.stdout)")
+        #expect(
+            out.stdout.contains("answer:    192.0.2.20 192.0.2.10  (TTL 20)") && out.stdout.contains("ECS scope: 24"),
+            "\(out.stdout)")
         let dig = try TestSupport.run(
-            try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
+            try TestSupport.tool("dig"),
+            ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
         #expect(dig.stdout.split(separator: "\n") == ["192.0.2.20", "192.0.2.10"], "the same answer")
 
         let unknown = try explain(["geo.example.test", "A", "--client", "127.0.0.1"])
-        #expect(unknown.stdout.contains("location:  unknown") && unknown.stdout.contains("class:     0 (unknown location"), "\(unknown.stdout)")
+        #expect(
+            unknown.stdout.contains("location:  unknown") && unknown.stdout.contains("class:     0 (unknown location"),
+            "\(unknown.stdout)")
         let notGeo = try explain(["www.example.test", "A", "--client", "127.0.0.1"])
-        #expect(notGeo.status == 1 && notGeo.stderr.contains("the management API answered 400: www.example.test. A is not a geo name"), "\(notGeo.stderr)")
+        #expect(
+            notGeo.status == 1
+                && notGeo.stderr.contains("the management API answered 400: www.example.test. A is not a geo name"),
+            "\(notGeo.stderr)")
     }
 
     /// An operator drains a node from the CLI: a read token may not (403), a write token may; the
@@ -101,11 +122,13 @@ import FoundationNetworking
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-drain-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let readOnly = dir.appendingPathComponent("read"), writer = dir.appendingPathComponent("write")
+        let readOnly = dir.appendingPathComponent("read")
+        let writer = dir.appendingPathComponent("write")
         try "read \(ManagementAPITests.readToken)\n".write(to: readOnly, atomically: true, encoding: .utf8)
         try "write fedcba9876543210fedcba9876543210\n".write(to: writer, atomically: true, encoding: .utf8)
         let all = dir.appendingPathComponent("all")
-        try ("read \(ManagementAPITests.readToken)\nwrite fedcba9876543210fedcba9876543210\n").write(to: all, atomically: true, encoding: .utf8)
+        try ("read \(ManagementAPITests.readToken)\nwrite fedcba9876543210fedcba9876543210\n").write(
+            to: all, atomically: true, encoding: .utf8)
         let (server, port, zdir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path])
         let api = try #require(server.apiPort)
         defer {
@@ -117,13 +140,20 @@ import FoundationNetworking
             try TestSupport.run(cli, args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
         }
         func paris() throws -> [Substring] {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
-                .stdout.split(separator: "\n")
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"]
+            )
+            .stdout.split(separator: "\n")
         }
         let nodes = try run(["nodes"], tokens: readOnly)
         let lines = nodes.stdout.split(separator: "\n")
-        #expect(nodes.status == 0 && lines.count == 4 && lines[0].hasPrefix("fra1") && nodes.stdout.contains("par1"), "\(nodes.stdout) \(nodes.stderr)")
-        #expect(lines.last?.hasPrefix("pool ") == true && lines.last?.contains("settled") == true, "the pools' TTL state: \(nodes.stdout)")
+        #expect(
+            nodes.status == 0 && lines.count == 4 && lines[0].hasPrefix("fra1") && nodes.stdout.contains("par1"),
+            "\(nodes.stdout) \(nodes.stderr)")
+        #expect(
+            lines.last?.hasPrefix("pool ") == true && lines.last?.contains("settled") == true,
+            "the pools' TTL state: \(nodes.stdout)")
         #expect(try paris().first == "192.0.2.20")
 
         let refused = try run(["node", "drain", "par1"], tokens: readOnly)
@@ -132,8 +162,11 @@ import FoundationNetworking
         // The read token against the write route itself: 403, and the API says why.
         var env = ProcessInfo.processInfo.environment
         env["NEARCAST_TOKEN"] = ManagementAPITests.readToken
-        let forbidden = try TestSupport.run(cli, ["node", "drain", "par1", "--api", "127.0.0.1:\(api)"], environment: env)
-        #expect(forbidden.stderr.contains("answered 403: this needs a token of role write or above; this one is read"), "\(forbidden.stderr)")
+        let forbidden = try TestSupport.run(
+            cli, ["node", "drain", "par1", "--api", "127.0.0.1:\(api)"], environment: env)
+        #expect(
+            forbidden.stderr.contains("answered 403: this needs a token of role write or above; this one is read"),
+            "\(forbidden.stderr)")
 
         let drained = try run(["node", "drain", "par1"], tokens: writer)
         #expect(drained.status == 0 && drained.stdout.contains("drained"), "\(drained.stdout) \(drained.stderr)")
@@ -145,18 +178,24 @@ import FoundationNetworking
         #expect(try run(["node", "drain", "par1", "--for", "1s"], tokens: writer).stdout.contains("drained"))
         #expect(try paris().first == "192.0.2.10")
         try poll("the drain runs out and par1 answers Paris again", timeout: 10) { try paris().first == "192.0.2.20" }
-        #expect(try run(["node", "drain", "ghost"], tokens: writer).stderr.contains("answered 404: no node has the id 'ghost'"))
+        #expect(
+            try run(["node", "drain", "ghost"], tokens: writer).stderr.contains(
+                "answered 404: no node has the id 'ghost'"))
 
         // Every node out: the pool's names answer by their all-down policy (fail-open), and the
         // log says so once, and again when a node is back.
         for n in ["fra1", "par1", "nyc1"] { #expect(try run(["node", "drain", n], tokens: writer).status == 0) }
         #expect(try paris().first == "192.0.2.20", "fail-open: the top candidates anyway")
-        try server.waitUntilReady(timeout: 5) { server.log.contains("every node of the pool is down") && server.log.contains("pool=web") }
+        try server.waitUntilReady(timeout: 5) {
+            server.log.contains("every node of the pool is down") && server.log.contains("pool=web")
+        }
         #expect(try run(["node", "undrain", "fra1"], tokens: writer).status == 0)
         try server.waitUntilReady(timeout: 5) { server.log.contains("pool has a node up again") }
         // Counted without a fast path too: changes happen, no map is written.
         let stats = try run(["stats"], tokens: readOnly).stdout
-        #expect(stats.contains(" pool TTL change") && stats.contains(", 0 map writes") && !stats.contains(" 0 pool TTL change"), "\(stats)")
+        #expect(
+            stats.contains(" pool TTL change") && stats.contains(", 0 map writes")
+                && !stats.contains(" 0 pool TTL change"), "\(stats)")
         #expect(try paris().first == "192.0.2.10")
     }
 
@@ -165,12 +204,15 @@ import FoundationNetworking
     /// disk too, those of removed nodes dropped), explain follows; a geo section with an error is
     /// refused and nothing changes; every geo name removed and then back is served as such.
     @Test func geoSectionChangesAreReloadedWholeOrRefused() throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-georeload-\(UUID().uuidString)")
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-georeload-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: state) }
         let tokens = state.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path])
+        let (server, port, dir) = try Self.start(extraArgs: [
+            "--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path,
+        ])
         let api = try #require(server.apiPort)
         defer {
             server.stop()
@@ -179,11 +221,15 @@ import FoundationNetworking
         let configFile = dir.appendingPathComponent("c.yaml")
         let original = try String(contentsOf: configFile, encoding: .utf8)
         func cli(_ args: [String]) throws -> TestSupport.Output {
-            try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
+            try TestSupport.run(
+                try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
         }
         func paris() throws -> [Substring] {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
-                .stdout.split(separator: "\n")
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"]
+            )
+            .stdout.split(separator: "\n")
         }
         #expect(try paris() == ["192.0.2.20", "192.0.2.10"])
         #expect(try cli(["node", "drain", "par1"]).status == 0 && cli(["node", "drain", "nyc1"]).status == 0)
@@ -191,14 +237,20 @@ import FoundationNetworking
         // par1 moves, nyc1 leaves, lon1 joins.
         let changed = original.replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
             .replacingOccurrences(
-                of: "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
-                with: "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }")
+                of:
+                    "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
+                with:
+                    "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }"
+            )
             .replacingOccurrences(of: "members: [fra1, par1, nyc1]", with: "members: [fra1, par1, lon1]")
         #expect(changed.contains("lon1") && changed.contains("192.0.2.21"))
         try changed.write(to: configFile, atomically: true, encoding: .utf8)
         let ok = try cli(["reload"])
-        #expect(ok.status == 0 && ok.stdout.contains("geo section changed and switched in"), "\(ok.stdout) \(ok.stderr)")
-        #expect(Set(try paris()) == ["192.0.2.10", "192.0.2.50"], "par1 is still drained: Frankfurt and London, spilled over by weight")
+        #expect(
+            ok.status == 0 && ok.stdout.contains("geo section changed and switched in"), "\(ok.stdout) \(ok.stderr)")
+        #expect(
+            Set(try paris()) == ["192.0.2.10", "192.0.2.50"],
+            "par1 is still drained: Frankfurt and London, spilled over by weight")
         let nodes = try cli(["nodes"]).stdout
         #expect(nodes.contains("lon1") && !nodes.contains("nyc1"), "\(nodes)")
         #expect(nodes.split(separator: "\n").contains { $0.hasPrefix("par1") && $0.contains("drain") }, "\(nodes)")
@@ -206,7 +258,9 @@ import FoundationNetworking
         #expect(kept.contains("par1") && !kept.contains("nyc1"), "only overrides of nodes that exist are kept: \(kept)")
         let explain = try cli(["explain", "geo.example.test", "A", "--client", "198.51.100.7"]).stdout
         let answer = try paris().joined(separator: " ")
-        #expect(explain.contains("lon1 192.0.2.50") && explain.contains("answer:    \(answer)  "), "as dig got it (\(answer)): \(explain)")
+        #expect(
+            explain.contains("lon1 192.0.2.50") && explain.contains("answer:    \(answer)  "),
+            "as dig got it (\(answer)): \(explain)")
         #expect(try cli(["node", "undrain", "par1"]).status == 0)
         #expect(try paris().first == "192.0.2.21", "par1 back, at its new address")
 
@@ -214,7 +268,9 @@ import FoundationNetworking
         try changed.replacingOccurrences(of: "members: [fra1, par1, lon1]", with: "members: [fra1, par1, ghost]")
             .write(to: configFile, atomically: true, encoding: .utf8)
         let bad = try cli(["reload"])
-        #expect(bad.status == 1 && bad.stderr.contains("answered 400") && bad.stderr.contains("c.yaml:") && bad.stderr.contains("ghost"), "\(bad.stderr)")
+        #expect(
+            bad.status == 1 && bad.stderr.contains("answered 400") && bad.stderr.contains("c.yaml:")
+                && bad.stderr.contains("ghost"), "\(bad.stderr)")
         #expect(try paris().first == "192.0.2.21")
         // Only a node's checks change: no compile, the monitor runs the new check (fra1's target is
         // a closed port, so it goes down).
@@ -224,59 +280,96 @@ import FoundationNetworking
         let closedPort = closed.port
         let checked = changed.replacingOccurrences(
             of: "longitude: 8.68, country: DE }",
-            with: "longitude: 8.68, country: DE, checks: [{ type: tcp, host: 127.0.0.1, port: \(closedPort), interval: 0.2, timeout: 0.2, fall: 1 }] }")
+            with:
+                "longitude: 8.68, country: DE, checks: [{ type: tcp, host: 127.0.0.1, port: \(closedPort), interval: 0.2, timeout: 0.2, fall: 1 }] }"
+        )
         #expect(checked != changed)
         try checked.write(to: configFile, atomically: true, encoding: .utf8)
         let checksOnly = try cli(["reload"])
-        #expect(checksOnly.status == 0 && !checksOnly.stdout.contains("geo section changed"), "\(checksOnly.stdout) \(checksOnly.stderr)")
+        #expect(
+            checksOnly.status == 0 && !checksOnly.stdout.contains("geo section changed"),
+            "\(checksOnly.stdout) \(checksOnly.stderr)")
         try server.waitUntilReady(timeout: 10) {
-            (try? cli(["nodes"]).stdout.split(separator: "\n").contains { $0.hasPrefix("fra1") && $0.contains("down") }) == true
+            (try? cli(["nodes"]).stdout.split(separator: "\n").contains { $0.hasPrefix("fra1") && $0.contains("down") })
+                == true
         }
-        #expect(server.log.components(separatedBy: "geo compiled").count == compiles, "no compile for a change of checks")
+        #expect(
+            server.log.components(separatedBy: "geo compiled").count == compiles, "no compile for a change of checks")
         #expect(try paris() == ["192.0.2.21", "192.0.2.50"])
         try changed.write(to: configFile, atomically: true, encoding: .utf8)
         #expect(try cli(["reload"]).status == 0)
         // Only a pool's TTL settings change: no compile either; the monitor writes the new cap (the
         // pool is unsettled: fra1 changed state a moment ago, so its names answer with min-ttl).
         func ttls() throws -> [Substring] {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+noall", "+answer"])
-                .stdout.split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace)[1] }
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                [
+                    "@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+noall",
+                    "+answer",
+                ]
+            )
+            .stdout.split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace)[1] }
         }
         #expect(try ttls() == ["5", "5"], "unsettled: the default min-ttl")
-        try changed.replacingOccurrences(of: "members: [fra1, par1, lon1] }", with: "members: [fra1, par1, lon1], min-ttl: 7 }")
-            .write(to: configFile, atomically: true, encoding: .utf8)
+        try changed.replacingOccurrences(
+            of: "members: [fra1, par1, lon1] }", with: "members: [fra1, par1, lon1], min-ttl: 7 }"
+        )
+        .write(to: configFile, atomically: true, encoding: .utf8)
         let ttlOnly = try cli(["reload"])
-        #expect(ttlOnly.status == 0 && !ttlOnly.stdout.contains("geo section changed"), "\(ttlOnly.stdout) \(ttlOnly.stderr)")
+        #expect(
+            ttlOnly.status == 0 && !ttlOnly.stdout.contains("geo section changed"),
+            "\(ttlOnly.stdout) \(ttlOnly.stderr)")
         #expect(try ttls() == ["7", "7"], "the new min-ttl, without a compile")
-        #expect(server.log.components(separatedBy: "geo compiled").count == compiles, "no compile for a change of TTL settings")
+        #expect(
+            server.log.components(separatedBy: "geo compiled").count == compiles,
+            "no compile for a change of TTL settings")
         try changed.write(to: configFile, atomically: true, encoding: .utf8)
         #expect(try cli(["reload"]).status == 0)
 
         // No geo names left: served as plain zones (nothing at the geo name), no nodes, explain 404;
         // then the geo names back, the nodes checked again.
         try changed.replacingOccurrences(of: "- { name: geo.example.test, type: AAAA, pool: web }", with: "")
-            .replacingOccurrences(of: "- { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }", with: "[]")
+            .replacingOccurrences(
+                of: "- { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }", with: "[]"
+            )
             .write(to: configFile, atomically: true, encoding: .utf8)
         let none = try cli(["reload"])
         #expect(none.status == 0 && none.stdout.contains("geo section changed"), "\(none.stdout) \(none.stderr)")
-        let nx = try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A"]).stdout
+        let nx = try TestSupport.run(
+            try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A"]
+        ).stdout
         #expect(nx.contains("status: NXDOMAIN"), "\(nx)")
         #expect(try cli(["nodes"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
         let noExplain = try cli(["explain", "geo.example.test", "A", "--client", "198.51.100.7"])
-        #expect(noExplain.status == 1 && noExplain.stderr.contains("answered 404: no geo names are configured"), "\(noExplain.stderr)")
+        #expect(
+            noExplain.status == 1 && noExplain.stderr.contains("answered 404: no geo names are configured"),
+            "\(noExplain.stderr)")
         try changed.write(to: configFile, atomically: true, encoding: .utf8)
         #expect(try cli(["reload"]).status == 0)
-        #expect(try paris() == ["192.0.2.21", "192.0.2.50"], "the geo section back: par1, then London (nearer than Frankfurt)")
+        #expect(
+            try paris() == ["192.0.2.21", "192.0.2.50"],
+            "the geo section back: par1, then London (nearer than Frankfurt)")
         #expect(try cli(["nodes"]).stdout.contains("lon1"))
         // Every reload audited, refused ones too: "before" is what was served (not the file as
         // edited since), so the accepted one changes the digest and the refused ones do not.
-        let reloads = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
-            .map { try JSONDecoder().decode(DurableChangeTests.AuditLine.self, from: Data($0.utf8)) }.filter { $0.action == "reload" }
-        #expect(reloads.map(\.outcome) == ["done", "refused", "done", "done", "done", "done", "done", "done"], "\(reloads)")
+        let reloads = try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(
+            separator: "\n"
+        )
+        .map { try JSONDecoder().decode(DurableChangeTests.AuditLine.self, from: Data($0.utf8)) }.filter {
+            $0.action == "reload"
+        }
+        #expect(
+            reloads.map(\.outcome) == ["done", "refused", "done", "done", "done", "done", "done", "done"], "\(reloads)")
         #expect(reloads.count == 8 && reloads[0].before != reloads[0].after, "\(reloads)")
-        #expect(reloads.count == 8 && reloads[1].before == reloads[0].after && reloads[1].after == reloads[0].after, "\(reloads)")
-        #expect(reloads.count == 8 && reloads[2].before == reloads[0].after && reloads[7].after == reloads[0].after, "\(reloads)")
-        #expect(reloads.count == 8 && reloads[4].before != reloads[4].after, "a change of TTL settings is a change: \(reloads)")
+        #expect(
+            reloads.count == 8 && reloads[1].before == reloads[0].after && reloads[1].after == reloads[0].after,
+            "\(reloads)")
+        #expect(
+            reloads.count == 8 && reloads[2].before == reloads[0].after && reloads[7].after == reloads[0].after,
+            "\(reloads)")
+        #expect(
+            reloads.count == 8 && reloads[4].before != reloads[4].after,
+            "a change of TTL settings is a change: \(reloads)")
     }
 
     /// Passive health: par1's agent posts reports (with `nearcast report` and its agent token);
@@ -286,15 +379,18 @@ import FoundationNetworking
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-report-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let par1Agent = "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4", fra1Agent = "f1f1f1f1e2e2e2e2d3d3d3d3c4c4c4c4"
+        let par1Agent = "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4"
+        let fra1Agent = "f1f1f1f1e2e2e2e2d3d3d3d3c4c4c4c4"
         let writeToken = "fedcba9876543210fedcba9876543210"
         let all = dir.appendingPathComponent("tokens")
-        try "read \(ManagementAPITests.readToken)\nagent:par1 \(par1Agent)\nagent:fra1 \(fra1Agent)\nwrite \(writeToken)\n"
+        try
+            "read \(ManagementAPITests.readToken)\nagent:par1 \(par1Agent)\nagent:fra1 \(fra1Agent)\nwrite \(writeToken)\n"
             .write(to: all, atomically: true, encoding: .utf8)
         let agentFile = dir.appendingPathComponent("agent")
         try "agent:par1 \(par1Agent)\n".write(to: agentFile, atomically: true, encoding: .utf8)
         let (server, port, zdir) = try Self.start(
-            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path], par1Checks: "[{ type: report, stale-after: 1.5 }]")
+            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path],
+            par1Checks: "[{ type: report, stale-after: 1.5 }]")
         let api = try #require(server.apiPort)
         defer {
             server.stop()
@@ -305,8 +401,11 @@ import FoundationNetworking
             try TestSupport.run(cli, ["report"] + args + ["--api", "127.0.0.1:\(api)", "--token-file", agentFile.path])
         }
         func paris() throws -> Substring? {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
-                .stdout.split(separator: "\n").first
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"]
+            )
+            .stdout.split(separator: "\n").first
         }
         func post(_ node: String, _ body: String, token: String) async throws -> (Int, String) {
             var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/nodes/\(node)/report")!)

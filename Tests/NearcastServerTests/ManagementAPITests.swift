@@ -14,7 +14,8 @@ import FoundationNetworking
 
     /// A daemon with the API on a free port and a tokens file with one read token.
     static func start() throws -> (daemon: Daemon, api: Int, tokens: URL) {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tokens-\(UUID().uuidString)")
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-tokens-\(UUID().uuidString)")
         try "# test\nread \(readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         return (daemon, try #require(daemon.apiPort), tokens)
@@ -67,31 +68,43 @@ import FoundationNetworking
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("XDP fast path: off"), "\(ok.stdout)")
 
-        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-notokens-\(UUID().uuidString)")
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-notokens-\(UUID().uuidString)")
         try "# nobody\n".write(to: empty, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: empty) }
         let noToken = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)", "--token-file", empty.path])
-        #expect(noToken.status == 1 && noToken.stderr.contains("has no token of role read or above"), "\(noToken.stderr)")
+        #expect(
+            noToken.status == 1 && noToken.stderr.contains("has no token of role read or above"), "\(noToken.stderr)")
 
         var env = ProcessInfo.processInfo.environment
         env["NEARCAST_TOKEN"] = String(repeating: "x", count: 32)
         let refused = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)"], environment: env)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("the management API answered 401: the bearer token is not valid"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("the management API answered 401: the bearer token is not valid"),
+            "\(refused.stderr)")
 
-        let down = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(try TestSupport.unusedPort())", "--token-file", tokens.path])
+        let down = try TestSupport.run(
+            cli, ["stats", "--api", "127.0.0.1:\(try TestSupport.unusedPort())", "--token-file", tokens.path])
         #expect(down.status == 1 && down.stderr.contains("cannot reach the management API"), "\(down.stderr)")
     }
 
     @Test func aBadTokensFileStopsTheDaemonAtStart() throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-badtokens-\(UUID().uuidString)")
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-badtokens-\(UUID().uuidString)")
         try "reader \(Self.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
         let out = try TestSupport.run(
             try TestSupport.product("nearcastd"),
-            ["--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0", "--api-tokens", tokens.path])
+            [
+                "--zone", "example.test=\(DaemonTests.zone)", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0",
+                "--api-tokens", tokens.path,
+            ])
         #expect(out.status == 1)
-        #expect(out.stderr.contains("\(tokens.path):1: unknown role 'reader' (known: read, write, admin, agent, agent:NODE)"), "\(out.stderr)")
+        #expect(
+            out.stderr.contains(
+                "\(tokens.path):1: unknown role 'reader' (known: read, write, admin, agent, agent:NODE)"),
+            "\(out.stderr)")
     }
 }
 
@@ -102,35 +115,49 @@ import FoundationNetworking
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-apitls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        let cert = dir.appendingPathComponent("cert.pem").path
+        let key = dir.appendingPathComponent("key.pem").path
         let openssl = try TestSupport.run(
             try TestSupport.tool("openssl"),
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert])
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+            ])
         #expect(openssl.status == 0, "\(openssl.stderr)")
-        try "read \(ManagementAPITests.readToken)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        try "read \(ManagementAPITests.readToken)\n".write(
+            to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         try """
-            listen: ["127.0.0.1:0"]
-            zones: [{ origin: example.test., file: \(DaemonTests.zone) }]
-            api: { listen: "127.0.0.1:0", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
-            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        listen: ["127.0.0.1:0"]
+        zones: [{ origin: example.test., file: \(DaemonTests.zone) }]
+        api: { listen: "127.0.0.1:0", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
+        """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
         defer { server.stop() }
         #expect(server.log.contains("tls=true"))
         let api = try #require(server.apiPort)
         let curl = try TestSupport.tool("curl")
         let ok = try TestSupport.run(
-            curl, ["-s", "--cacert", cert, "-H", "Authorization: Bearer \(ManagementAPITests.readToken)", "https://127.0.0.1:\(api)/v1/stats"])
+            curl,
+            [
+                "-s", "--cacert", cert, "-H", "Authorization: Bearer \(ManagementAPITests.readToken)",
+                "https://127.0.0.1:\(api)/v1/stats",
+            ])
         #expect(ok.status == 0 && ok.stdout.contains("\"uptime\""), "\(ok.stdout) \(ok.stderr)")
-        let clear = try TestSupport.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(api)/healthz"])
+        let clear = try TestSupport.run(
+            curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(api)/healthz"])
         #expect(clear.stdout == "000", "nothing in the clear: \(clear.stdout)")
         let untrusted = try TestSupport.run(
-            try TestSupport.product("nearcast"), ["stats", "--api", "https://127.0.0.1:\(api)", "--token-file", dir.appendingPathComponent("tokens").path])
+            try TestSupport.product("nearcast"),
+            ["stats", "--api", "https://127.0.0.1:\(api)", "--token-file", dir.appendingPathComponent("tokens").path])
         #expect(untrusted.status == 1 && untrusted.stderr.contains("is not trusted"), "\(untrusted.stderr)")
 
         // A missing key is a config error with its line.
         try FileManager.default.removeItem(atPath: key)
-        let check = try TestSupport.run(try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
-        #expect(check.status == 1 && check.stderr.contains("c.yaml:3: api tls key \(key) does not exist or cannot be read"), "\(check.stderr)")
+        let check = try TestSupport.run(
+            try TestSupport.product("nearcast"), ["check-config", dir.appendingPathComponent("c.yaml").path])
+        #expect(
+            check.status == 1 && check.stderr.contains("c.yaml:3: api tls key \(key) does not exist or cannot be read"),
+            "\(check.stderr)")
     }
 }

@@ -13,7 +13,9 @@ import FoundationNetworking
 @Suite(.timeLimit(.minutes(2))) struct MetricsTests {
     /// The value of the series `name{labels}` in an exposition, if present.
     static func value(_ text: String, _ series: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Double($0.split(separator: " ").last ?? "")
+        }
     }
 
     @Test func snapshotsBecomeSeriesAndTotalsOnlyGrow() {
@@ -22,9 +24,12 @@ import FoundationNetworking
         m.countReply([0, 1, 0x84, 0x00], transport: .tcp)
         m.countReload(seconds: 0.25)
         var snap = MetricsSnapshot(
-            uptime: 12, geoCompileSeconds: 3.5, xdp: [.init(name: "answered", value: 40), .init(name: "pass_miss", value: 2)],
-            nodes: [NodeStatus(id: "fra1", state: "drained", changes: 3)], pools: [PoolStatus(id: "web", members: ["fra1"], settled: false, ttlCap: 5)],
-            health: HealthWrites(nodeChanges: 3, poolChanges: 1, mapWrites: 4, p50Micros: 2, p99Micros: 9, maxMicros: 20, samples: 3),
+            uptime: 12, geoCompileSeconds: 3.5,
+            xdp: [.init(name: "answered", value: 40), .init(name: "pass_miss", value: 2)],
+            nodes: [NodeStatus(id: "fra1", state: "drained", changes: 3)],
+            pools: [PoolStatus(id: "web", members: ["fra1"], settled: false, ttlCap: 5)],
+            health: HealthWrites(
+                nodeChanges: 3, poolChanges: 1, mapWrites: 4, p50Micros: 2, p99Micros: 9, maxMicros: 20, samples: 3),
             maps: [("nc_names", 17, 4096)])
         var text = String(decoding: m.render(snap), as: UTF8.self)
         #expect(Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NXDOMAIN"}"#) == 1, "\(text)")
@@ -50,8 +55,13 @@ import FoundationNetworking
         let m = NearcastMetrics()
         var snap = MetricsSnapshot(
             uptime: 1, geoCompileSeconds: 1, xdp: nil,
-            nodes: [NodeStatus(id: "fra1", state: "up", changes: 2), NodeStatus(id: "par1", state: "down", changes: 5)],
-            pools: [PoolStatus(id: "web", members: ["fra1", "par1"], settled: true, ttlCap: nil), PoolStatus(id: "old", members: ["par1"], settled: false, ttlCap: 5)],
+            nodes: [
+                NodeStatus(id: "fra1", state: "up", changes: 2), NodeStatus(id: "par1", state: "down", changes: 5),
+            ],
+            pools: [
+                PoolStatus(id: "web", members: ["fra1", "par1"], settled: true, ttlCap: nil),
+                PoolStatus(id: "old", members: ["par1"], settled: false, ttlCap: 5),
+            ],
             health: nil, maps: [("nc_names", 17, 4096), ("nc_geo4", 9, 8192)])
         var text = String(decoding: m.render(snap), as: UTF8.self)
         #expect(Self.value(text, #"nearcast_node_state{node="par1",state="down"}"#) == 1, "\(text)")
@@ -60,7 +70,9 @@ import FoundationNetworking
         snap.pools = [PoolStatus(id: "web", members: ["fra1"], settled: true, ttlCap: nil)]
         snap.maps = [("nc_names", 17, 4096)]
         text = String(decoding: m.render(snap), as: UTF8.self)
-        #expect(!text.contains(#"node="par1""#) && !text.contains(#"pool="old""#) && !text.contains(#"map="nc_geo4""#), "\(text)")
+        #expect(
+            !text.contains(#"node="par1""#) && !text.contains(#"pool="old""#) && !text.contains(#"map="nc_geo4""#),
+            "\(text)")
         #expect(Self.value(text, #"nearcast_node_state{node="fra1",state="up"}"#) == 1)
         #expect(Self.value(text, #"nearcast_pool_settled{pool="web"}"#) == 1)
         #expect(Self.value(text, #"nearcast_map_entries{map="nc_names"}"#) == 17)
@@ -73,10 +85,13 @@ import FoundationNetworking
     }
 
     @Test func theDaemonServesMetricsToReadTokensOnly() async throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-metrics-tokens-\(UUID().uuidString)")
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-metrics-tokens-\(UUID().uuidString)")
         try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
-        let (server, port, dir) = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
+        let (server, port, dir) = try GeoDaemonTests.start(extraArgs: [
+            "--api", "127.0.0.1:0", "--api-tokens", tokens.path,
+        ])
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: dir)
@@ -87,10 +102,13 @@ import FoundationNetworking
         }
         let (refused, _, _) = try await ManagementAPITests.get(api, "/metrics")
         #expect(refused == 401)
-        let (status, headers, body) = try await ManagementAPITests.get(api, "/metrics", token: ManagementAPITests.readToken)
+        let (status, headers, body) = try await ManagementAPITests.get(
+            api, "/metrics", token: ManagementAPITests.readToken)
         let text = String(decoding: body, as: UTF8.self)
         #expect(status == 200 && headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
-        #expect((Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NOERROR"}"#) ?? 0) >= 1, "\(text)")
+        #expect(
+            (Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NOERROR"}"#) ?? 0) >= 1,
+            "\(text)")
         #expect((Self.value(text, #"nearcast_slowpath_replies_total{transport="udp",rcode="NXDOMAIN"}"#) ?? 0) >= 1)
         #expect(Self.value(text, #"nearcast_node_state{node="par1",state="up"}"#) == 1)
         #expect(Self.value(text, #"nearcast_pool_settled{pool="web"}"#) == 1)

@@ -22,27 +22,27 @@ import Testing
     static func startNSD(dir: URL, port: Int) throws -> ServerProcess {
         let conf = dir.appendingPathComponent("nsd.conf")
         try """
-            server:
-              ip-address: 127.0.0.1@\(port)
-              username: ""
-              chroot: ""
-              zonesdir: "\(dir.path)"
-              pidfile: "\(dir.path)/nsd.pid"
-              database: ""
-              zonelistfile: "\(dir.path)/zone.list"
-              xfrdfile: "\(dir.path)/xfrd.state"
-              xfrdir: "\(dir.path)"
-              server-count: 1
-              hide-version: yes
-              hide-identity: yes
-              rrl-ratelimit: 0
-              rrl-whitelist-ratelimit: 0
-            remote-control:
-              control-enable: no
-            zone:
-              name: example.test
-              zonefile: "\(zoneFile.path)"
-            """.write(to: conf, atomically: true, encoding: .utf8)
+        server:
+          ip-address: 127.0.0.1@\(port)
+          username: ""
+          chroot: ""
+          zonesdir: "\(dir.path)"
+          pidfile: "\(dir.path)/nsd.pid"
+          database: ""
+          zonelistfile: "\(dir.path)/zone.list"
+          xfrdfile: "\(dir.path)/xfrd.state"
+          xfrdir: "\(dir.path)"
+          server-count: 1
+          hide-version: yes
+          hide-identity: yes
+          rrl-ratelimit: 0
+          rrl-whitelist-ratelimit: 0
+        remote-control:
+          control-enable: no
+        zone:
+          name: example.test
+          zonefile: "\(zoneFile.path)"
+        """.write(to: conf, atomically: true, encoding: .utf8)
         return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
     }
 
@@ -86,12 +86,16 @@ import Testing
             // question check covers case echoing, so compare them case-folded.
             authority: m.authority.map { $0.description.lowercased() }.sorted(),
             additional: m.additional.map { $0.description.lowercased() }.sorted(),
-            edns: m.edns.map { "size=\($0.udpPayloadSize) do=\($0.dnssecOK) v=\($0.version) opts=\($0.options.map(\.code))" })
+            edns: m.edns.map {
+                "size=\($0.udpPayloadSize) do=\($0.dnssecOK) v=\($0.version) opts=\($0.options.map(\.code))"
+            })
     }
 
     /// Removes what `minimalResponses` allows NSD to add: the apex NS RRset in the authority section of
     /// a positive answer, and the addresses of those name servers in the additional section.
-    static func withoutApexNS(_ n: Normalized, apexNS: [String], nsAddresses: Set<String>, keep: Set<String>) -> Normalized {
+    static func withoutApexNS(_ n: Normalized, apexNS: [String], nsAddresses: Set<String>, keep: Set<String>)
+        -> Normalized
+    {
         var r = n
         if !r.answer.isEmpty && r.authority == apexNS { r.authority = [] }
         r.additional = r.additional.filter { !nsAddresses.contains($0) || keep.contains($0) }
@@ -107,11 +111,14 @@ import Testing
         defer { nsd.stop() }
         let (nearcast, port) = try DaemonTests.startDaemon()
         defer { nearcast.stop() }
-        try nsd.waitUntilReady { RawClient.udp(RawClient.query("example.test.", .soa), port: nsdPort, timeout: 0.2) != nil }
+        try nsd.waitUntilReady {
+            RawClient.udp(RawClient.query("example.test.", .soa), port: nsdPort, timeout: 0.2) != nil
+        }
 
         let apexNS = ["example.test. 300 in ns ns1.example.test.", "example.test. 300 in ns ns2.example.test."]
         let nsAddresses: Set<String> = [
-            "ns1.example.test. 300 in a 127.0.0.1", "ns1.example.test. 300 in aaaa ::1", "ns2.example.test. 300 in a 127.0.0.2",
+            "ns1.example.test. 300 in a 127.0.0.1", "ns1.example.test. 300 in aaaa ::1",
+            "ns2.example.test. 300 in a 127.0.0.2",
         ]
         var used: [KnownDifference: Int] = [:]
         var mismatches: [String] = []
@@ -121,13 +128,16 @@ import Testing
             for tcp in [false, true] where !tcp || i % 3 == 0 {
                 let send = { (p: Int) in tcp ? RawClient.tcp(q, port: p) : RawClient.udp(q, port: p) }
                 guard let a = send(port), let b = send(nsdPort) else {
-                    mismatches.append("\(name) \(type) tcp=\(tcp): no reply from \(send(port) == nil ? "nearcast" : "nsd")")
+                    mismatches.append(
+                        "\(name) \(type) tcp=\(tcp): no reply from \(send(port) == nil ? "nearcast" : "nsd")")
                     continue
                 }
                 let ours = try DNSMessage(wire: a)
                 let theirs = try DNSMessage(wire: b)
                 #expect(ours.header.id == UInt16(truncatingIfNeeded: i))
-                #expect(ours.questions.map(\.name.description) == theirs.questions.map(\.name.description), "the question is echoed as sent (0x20 case)")
+                #expect(
+                    ours.questions.map(\.name.description) == theirs.questions.map(\.name.description),
+                    "the question is echoed as sent (0x20 case)")
                 #expect(ours.questions.map(\.name.description) == [name] || ours.questions.isEmpty)
                 compared += 1
                 let n1 = Self.normalize(ours)
@@ -146,7 +156,9 @@ import Testing
                     used[.anyPicksOneRRset, default: 0] += 1
                     continue
                 }
-                mismatches.append("\(name) \(type) edns=\(edns.map { "\($0.udpPayloadSize)" } ?? "-") tcp=\(tcp)\n nearcast: \(n1)\n nsd:      \(n2)")
+                mismatches.append(
+                    "\(name) \(type) edns=\(edns.map { "\($0.udpPayloadSize)" } ?? "-") tcp=\(tcp)\n nearcast: \(n1)\n nsd:      \(n2)"
+                )
             }
         }
         #expect(compared > 1000)

@@ -28,13 +28,20 @@ import FoundationNetworking
     }
 
     @Test func theDocumentListsEveryRouteAndNoOther() {
-        let router = ManagementAPI.makeRouter(tokens: APITokens(), sources: .init(stats: { StatsReport(uptime: 0, xdp: nil) }), logger: Logger(label: "t"))
+        let router = ManagementAPI.makeRouter(
+            tokens: APITokens(), sources: .init(stats: { StatsReport(uptime: 0, xdp: nil) }), logger: Logger(label: "t")
+        )
         let served = Set(
             router.routes.map { r in
-                let path = "\(r.path)".split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+                let path = "\(r.path)".split(separator: "/").map {
+                    $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
+                }.joined(separator: "/")
                 return "\(r.method.rawValue) /" + path
             })
-        #expect(served == Set(Self.documented.keys), "served, not documented: \(served.subtracting(Self.documented.keys).sorted()); documented, not served: \(Set(Self.documented.keys).subtracting(served).sorted())")
+        #expect(
+            served == Set(Self.documented.keys),
+            "served, not documented: \(served.subtracting(Self.documented.keys).sorted()); documented, not served: \(Set(Self.documented.keys).subtracting(served).sorted())"
+        )
     }
 
     @Test func everyRouteTakesTheRoleItDocuments() async throws {
@@ -46,9 +53,11 @@ import FoundationNetworking
             "write": "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2", "admin": "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3",
         ]
         let file = dir.appendingPathComponent("tokens")
-        try tokens.map { "\($0.key) \($0.value)" }.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        try tokens.map { "\($0.key) \($0.value)" }.joined(separator: "\n").write(
+            to: file, atomically: true, encoding: .utf8)
         let (server, _, zdir) = try GeoDaemonTests.start(
-            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", file.path], par1Checks: "[{ type: report, stale-after: 60 }]")
+            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", file.path],
+            par1Checks: "[{ type: report, stale-after: 60 }]")
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: zdir)
@@ -56,19 +65,24 @@ import FoundationNetworking
         let api = try #require(server.apiPort)
         let below = ["read": "agent", "write": "read", "admin": "write", "agent": "read"]
         func call(_ method: String, _ path: String, _ token: String?) async throws -> Int {
-            let concrete = path.replacingOccurrences(of: "{id}", with: "par1").replacingOccurrences(of: "{origin}", with: "example.test.")
+            let concrete = path.replacingOccurrences(of: "{id}", with: "par1").replacingOccurrences(
+                of: "{origin}", with: "example.test.")
             var query = ""
             if concrete.hasSuffix("/explain") { query = "?name=geo.example.test&type=A&client=198.51.100.7" }
             if method == "DELETE" { query = "?name=doc&type=A" }  // the record the POST added
             var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)\(concrete)\(query)")!)
             r.httpMethod = method
-            if concrete.hasSuffix("/records") && method == "POST" { r.httpBody = Data(#"{"name": "doc", "type": "A", "data": "192.0.2.9"}"#.utf8) }
+            if concrete.hasSuffix("/records") && method == "POST" {
+                r.httpBody = Data(#"{"name": "doc", "type": "A", "data": "192.0.2.9"}"#.utf8)
+            }
             if let token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
             return (try await URLSession.shared.data(for: r).1 as! HTTPURLResponse).statusCode
         }
         // Reads first, then changes (a record added before it is deleted), the reload last.
         let order = Self.documented.sorted { a, b in
-            func rank(_ k: String) -> Int { k.hasPrefix("GET") ? 0 : k.contains("reload") ? 3 : k.hasPrefix("DELETE") ? 2 : 1 }
+            func rank(_ k: String) -> Int {
+                k.hasPrefix("GET") ? 0 : k.contains("reload") ? 3 : k.hasPrefix("DELETE") ? 2 : 1
+            }
             return (rank(a.key), a.key) < (rank(b.key), b.key)
         }
         for (route, role) in order {
@@ -79,7 +93,9 @@ import FoundationNetworking
             }
             #expect(try await call(parts[0], parts[1], nil) == 401, "\(route) without a token")
             if let lower = below[role] {
-                #expect(try await call(parts[0], parts[1], tokens[lower]) == 403, "\(route) with a \(lower) token (it takes \(role))")
+                #expect(
+                    try await call(parts[0], parts[1], tokens[lower]) == 403,
+                    "\(route) with a \(lower) token (it takes \(role))")
             }
             let status = try await call(parts[0], parts[1], tokens[role])
             #expect(status == 200, "\(route) with a \(role) token: \(status)")

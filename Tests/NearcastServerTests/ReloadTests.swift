@@ -18,30 +18,39 @@ import FoundationNetworking
         let config = dir.appendingPathComponent("c.yaml")
         func writeConfig(listen: String) throws {
             try """
-                listen: ["\(listen)"]
-                zones: [{ origin: example.test., file: z.zone }]
-                api: { listen: "127.0.0.1:0", tokens: tokens }
-                """.write(to: config, atomically: true, encoding: .utf8)
+            listen: ["\(listen)"]
+            zones: [{ origin: example.test., file: z.zone }]
+            api: { listen: "127.0.0.1:0", tokens: tokens }
+            """.write(to: config, atomically: true, encoding: .utf8)
         }
         try writeConfig(listen: "127.0.0.1:0")
-        let admin = "abcdefabcdefabcdefabcdefabcdef00", writer = "abcdefabcdefabcdefabcdefabcdef11"
-        try "admin \(admin)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        let admin = "abcdefabcdefabcdefabcdefabcdef00"
+        let writer = "abcdefabcdefabcdefabcdefabcdef11"
+        try "admin \(admin)\nwrite \(writer)\n".write(
+            to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", config.path])
         defer { server.stop() }
-        let port = server.dnsPort, api = try #require(server.apiPort)
+        let port = server.dnsPort
+        let api = try #require(server.apiPort)
         let dig = try TestSupport.tool("dig")
-        func ask(_ name: String) throws -> String { try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"]).stdout }
+        func ask(_ name: String) throws -> String {
+            try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"]).stdout
+        }
         func reload(_ token: String) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
             env["NEARCAST_TOKEN"] = token
-            return try TestSupport.run(try TestSupport.product("nearcast"), ["reload", "--api", "127.0.0.1:\(api)"], environment: env)
+            return try TestSupport.run(
+                try TestSupport.product("nearcast"), ["reload", "--api", "127.0.0.1:\(api)"], environment: env)
         }
         #expect(try ask("new.example.test") == "192.0.2.77\n")
 
         // A zone with an error: refused with file and line, the old data still served.
-        try (fixture + "\nnew.example.test. 300 IN A 192.0.2.78\nbroken.example.test. 300 IN A 300.1.1.1\n").write(to: zone, atomically: true, encoding: .utf8)
+        try (fixture + "\nnew.example.test. 300 IN A 192.0.2.78\nbroken.example.test. 300 IN A 300.1.1.1\n").write(
+            to: zone, atomically: true, encoding: .utf8)
         let bad = try reload(admin)
-        #expect(bad.status == 1 && bad.stderr.contains("answered 400: the new config is not valid, nothing was changed"), "\(bad.stderr)")
+        #expect(
+            bad.status == 1 && bad.stderr.contains("answered 400: the new config is not valid, nothing was changed"),
+            "\(bad.stderr)")
         #expect(bad.stderr.contains("z.zone:"), "the file and line at fault: \(bad.stderr)")
         #expect(try ask("new.example.test") == "192.0.2.77\n")
 
@@ -52,7 +61,9 @@ import FoundationNetworking
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.79\n").write(to: zone, atomically: true, encoding: .utf8)
         try writeConfig(listen: "127.0.0.2:0")
         let conflict = try reload(admin)
-        #expect(conflict.status == 1 && conflict.stderr.contains("answered 409: listen changed: those apply at a restart"), "\(conflict.stderr)")
+        #expect(
+            conflict.status == 1 && conflict.stderr.contains("answered 409: listen changed: those apply at a restart"),
+            "\(conflict.stderr)")
         #expect(try ask("new.example.test") == "192.0.2.77\n")
 
         // Put back, it goes through; SIGHUP does the same.
@@ -63,7 +74,9 @@ import FoundationNetworking
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.80\n").write(to: zone, atomically: true, encoding: .utf8)
         kill(server.pid, SIGHUP)
         try server.waitUntilReady(timeout: 10) { (try? ask("new.example.test")) == "192.0.2.80\n" }
-        try server.waitUntilReady(timeout: 5) { server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") } }
+        try server.waitUntilReady(timeout: 5) {
+            server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") }
+        }
     }
 }
 
@@ -82,24 +95,32 @@ import FoundationNetworking
     @Test func overridesAreAuditedKeptAndRestoredAfterARestart() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-state-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: state) }
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-durable-tokens-\(UUID().uuidString)")
-        let writer = "fedcba9876543210fedcba9876543210", admin = "00112233445566778899aabbccddeeff"
+        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-durable-tokens-\(UUID().uuidString)")
+        let writer = "fedcba9876543210fedcba9876543210"
+        let admin = "00112233445566778899aabbccddeeff"
         try "write \(writer)\nadmin \(admin)\n".write(to: tokens, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: tokens) }
         var api = 0  // the API's port, new at each start
         func start() throws -> (Daemon, Int, URL) {
-            let s = try GeoDaemonTests.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path])
+            let s = try GeoDaemonTests.start(extraArgs: [
+                "--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path,
+            ])
             api = try #require(s.0.apiPort)
             return s
         }
         func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
             env["NEARCAST_TOKEN"] = token
-            return try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
+            return try TestSupport.run(
+                try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
         }
         func paris(_ port: Int) throws -> Substring? {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"])
-                .stdout.split(separator: "\n").first
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                ["@127.0.0.1", "-p", "\(port)", "geo.example.test", "A", "+subnet=198.51.100.0/24", "+short"]
+            )
+            .stdout.split(separator: "\n").first
         }
         func audit() throws -> [AuditLine] {
             try String(contentsOf: state.appendingPathComponent("audit.log"), encoding: .utf8).split(separator: "\n")
@@ -111,9 +132,13 @@ import FoundationNetworking
         #expect(try cli(["node", "drain", "nyc1", "--for", "1h"], writer).status == 0)
         #expect(try paris(port) == "192.0.2.10")
         var lines = try audit()
-        #expect(lines.count == 2 && lines.map(\.action) == ["drain", "drain"] && lines.map(\.target) == ["par1", "nyc1"], "\(lines)")
+        #expect(
+            lines.count == 2 && lines.map(\.action) == ["drain", "drain"] && lines.map(\.target) == ["par1", "nyc1"],
+            "\(lines)")
         #expect(lines.allSatisfy { $0.who.hasPrefix("write ") && $0.who.contains(tokens.path) && $0.outcome == "done" })
-        #expect(lines[0].after == lines[1].before && lines[0].before != lines[0].after, "digests chain from change to change")
+        #expect(
+            lines[0].after == lines[1].before && lines[0].before != lines[0].after,
+            "digests chain from change to change")
 
         // A restart keeps both, the timed one with its time.
         server.stop()
@@ -128,14 +153,18 @@ import FoundationNetworking
         let nodes = try cli(["nodes"], writer).stdout
         #expect(nodes.contains("nyc1") && nodes.contains("(drain, 3") && nodes.contains("s left)"), "\(nodes)")
         let status = try cli(["status"], writer).stdout
-        #expect(status.contains("nodes 1 up, 2 drained") && status.contains("state:     \(state.path) (overrides and audit log kept)"), "\(status)")
+        #expect(
+            status.contains("nodes 1 up, 2 drained")
+                && status.contains("state:     \(state.path) (overrides and audit log kept)"), "\(status)")
         #expect(try cli(["node", "undrain", "par1"], writer).status == 0)
         #expect(try paris(port) == "192.0.2.20")
 
         // Reloads are audited too, refused ones included.
         #expect(try cli(["reload"], admin).status == 0)
         lines = try audit()
-        #expect(lines.last?.action == "reload" && lines.last?.outcome == "done" && lines.last?.who.hasPrefix("admin ") == true, "\(lines)")
+        #expect(
+            lines.last?.action == "reload" && lines.last?.outcome == "done"
+                && lines.last?.who.hasPrefix("admin ") == true, "\(lines)")
         #expect(lines.last?.before == lines.last?.after, "the same files: the same digest")
     }
 }
@@ -151,15 +180,18 @@ import FoundationNetworking
         let zone = dir.appendingPathComponent("z.zone")
         try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: zone.path)
-        var port = 0, api = 0  // new at each start
-        let reader = "11111111111111111111111111111111", writer = "22222222222222222222222222222222"
-        try "read \(reader)\nwrite \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        var port = 0
+        var api = 0  // new at each start
+        let reader = "11111111111111111111111111111111"
+        let writer = "22222222222222222222222222222222"
+        try "read \(reader)\nwrite \(writer)\n".write(
+            to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         try """
-            listen: ["127.0.0.1:0"]
-            zones: [{ origin: example.test., file: z.zone }]
-            api: { listen: "127.0.0.1:0", tokens: tokens }
-            state-dir: state
-            """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        listen: ["127.0.0.1:0"]
+        zones: [{ origin: example.test., file: z.zone }]
+        api: { listen: "127.0.0.1:0", tokens: tokens }
+        state-dir: state
+        """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         func start() throws -> Daemon {
             let s = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
             port = s.dnsPort
@@ -171,51 +203,76 @@ import FoundationNetworking
         func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
             env["NEARCAST_TOKEN"] = token
-            return try TestSupport.run(try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
+            return try TestSupport.run(
+                try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
         }
         func ask(_ name: String, _ type: String = "A") throws -> String {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, type, "+short"]).stdout
+            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, type, "+short"])
+                .stdout
         }
         let zones = try cli(["zones"], reader)
-        #expect(zones.stdout.contains("example.test.  serial 2026112201  36 records"), "\(zones.stdout) \(zones.stderr)")
+        #expect(
+            zones.stdout.contains("example.test.  serial 2026112201  36 records"), "\(zones.stdout) \(zones.stderr)")
 
         let added = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200", "--ttl", "120"], writer)
-        #expect(added.status == 0 && added.stdout == "example.test.: added 1, serial 2026112202, 37 records\n", "\(added.stdout) \(added.stderr)")
+        #expect(
+            added.status == 0 && added.stdout == "example.test.: added 1, serial 2026112202, 37 records\n",
+            "\(added.stdout) \(added.stderr)")
         #expect(try ask("api.example.test") == "192.0.2.200\n", "served at once")
         #expect(try cli(["record", "add", "example.test.", "@", "TXT", "\"hello world\""], writer).status == 0)
         #expect(try ask("example.test", "TXT").contains("\"hello world\""))
         let listed = try cli(["records", "example.test.", "--name", "api"], reader)
         #expect(listed.stdout == "api.example.test. 120 IN A 192.0.2.200\n", "\(listed.stdout) \(listed.stderr)")
-        #expect(try String(contentsOf: zone, encoding: .utf8).contains("api.example.test. 120 IN A 192.0.2.200"), "written to the file")
+        #expect(
+            try String(contentsOf: zone, encoding: .utf8).contains("api.example.test. 120 IN A 192.0.2.200"),
+            "written to the file")
         let mode = try FileManager.default.attributesOfItem(atPath: zone.path)[.posixPermissions] as? Int
         #expect(mode == 0o644, "the zone file keeps its mode: \(String(mode ?? 0, radix: 8))")
 
         // Refusals, each with its status and the field or rule at fault; nothing changes.
         let readOnly = try cli(["record", "add", "example.test.", "x", "A", "192.0.2.1"], reader)
-        #expect(readOnly.stderr.contains("has no token of role write") || readOnly.stderr.contains("403"), "\(readOnly.stderr)")
+        #expect(
+            readOnly.stderr.contains("has no token of role write") || readOnly.stderr.contains("403"),
+            "\(readOnly.stderr)")
         let bad = try cli(["record", "add", "example.test.", "x", "A", "not-an-address"], writer)
-        #expect(bad.stderr.contains("answered 400: data: A record for x.example.test.: 'not-an-address' is not an IPv4 address"), "\(bad.stderr)")
+        #expect(
+            bad.stderr.contains(
+                "answered 400: data: A record for x.example.test.: 'not-an-address' is not an IPv4 address"),
+            "\(bad.stderr)")
         let cname = try cli(["record", "add", "example.test.", "api", "CNAME", "www"], writer)
         #expect(cname.stderr.contains("answered 400: the zone would not be valid"), "\(cname.stderr)")
-        #expect(cname.stderr.contains("z.zone as changed:") && cname.stderr.contains("has a CNAME and other data"), "\(cname.stderr)")
+        #expect(
+            cname.stderr.contains("z.zone as changed:") && cname.stderr.contains("has a CNAME and other data"),
+            "\(cname.stderr)")
         let twice = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200"], writer)
-        #expect(twice.stderr.contains("answered 409:") && twice.stderr.contains("already in the zone"), "\(twice.stderr)")
-        #expect(try cli(["record", "delete", "example.test.", "nothere", "A"], writer).stderr.contains("answered 404: no A record at nothere.example.test."))
-        #expect(try cli(["records", "other.test."], reader).stderr.contains("answered 404: no zone other.test. is served here"))
+        #expect(
+            twice.stderr.contains("answered 409:") && twice.stderr.contains("already in the zone"), "\(twice.stderr)")
+        #expect(
+            try cli(["record", "delete", "example.test.", "nothere", "A"], writer).stderr.contains(
+                "answered 404: no A record at nothere.example.test."))
+        #expect(
+            try cli(["records", "other.test."], reader).stderr.contains(
+                "answered 404: no zone other.test. is served here"))
         var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/zones/example.test./records")!)
         r.httpMethod = "POST"
         r.httpBody = Data(#"{"name": "x", "type": "A"}"#.utf8)
         r.setValue("Bearer \(writer)", forHTTPHeaderField: "Authorization")
         let (body, response) = try await URLSession.shared.data(for: r)
-        #expect((response as! HTTPURLResponse).statusCode == 400 && String(decoding: body, as: UTF8.self).contains("field data is missing"))
+        #expect(
+            (response as! HTTPURLResponse).statusCode == 400
+                && String(decoding: body, as: UTF8.self).contains("field data is missing"))
 
         // A restart serves what was acknowledged; a delete takes it away again.
         server.stop()
         server = try start()
         #expect(try ask("api.example.test") == "192.0.2.200\n", "kept across a restart")
-        #expect(try cli(["record", "delete", "example.test.", "api", "A", "192.0.2.200"], writer).stdout.contains("deleted 1, serial 2026112204"))
+        #expect(
+            try cli(["record", "delete", "example.test.", "api", "A", "192.0.2.200"], writer).stdout.contains(
+                "deleted 1, serial 2026112204"))
         #expect(try ask("api.example.test").isEmpty)
         let audit = try String(contentsOf: dir.appendingPathComponent("state/audit.log"), encoding: .utf8)
-        #expect(audit.split(separator: "\n").count == 3 && audit.contains(#""action":"record""#) && audit.contains("delete api A 192.0.2.200"), "\(audit)")
+        #expect(
+            audit.split(separator: "\n").count == 3 && audit.contains(#""action":"record""#)
+                && audit.contains("delete api A 192.0.2.200"), "\(audit)")
     }
 }

@@ -23,11 +23,17 @@ import Glibc
         let bpffs: URL
         init() throws {
             let tools = XDPEndToEndTests.root.appendingPathComponent("tools")
-            let up = try TestSupport.run(tools.appendingPathComponent("netns.sh").path, ["up", XDPEndToEndTests.prefix])
+            let up = try TestSupport.run(
+                tools.appendingPathComponent("netns.sh").path, ["up", XDPEndToEndTests.prefix])
             guard up.status == 0 else { throw TestFailure("netns.sh up: \(up.stderr)") }
             let pass = XDPEndToEndTests.root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
             let ip = try TestSupport.tool("ip")
-            let xdp = try TestSupport.run(ip, ["-n", XDPEndToEndTests.cli, "link", "set", "dev", "\(XDPEndToEndTests.prefix)-c", "xdpdrv", "obj", pass, "sec", "xdp"])
+            let xdp = try TestSupport.run(
+                ip,
+                [
+                    "-n", XDPEndToEndTests.cli, "link", "set", "dev", "\(XDPEndToEndTests.prefix)-c", "xdpdrv", "obj",
+                    pass, "sec", "xdp",
+                ])
             guard xdp.status == 0 else { throw TestFailure("client XDP: \(xdp.stderr)") }
             // `ip netns exec` gives a fresh /sys, where /sys/fs/bpf is no bpffs: pin elsewhere.
             bpffs = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bpffs-\(UUID().uuidString)")
@@ -41,14 +47,17 @@ import Glibc
         deinit {
             _ = try? TestSupport.run("/bin/umount", [bpffs.path])
             try? FileManager.default.removeItem(at: bpffs)
-            _ = try? TestSupport.run(XDPEndToEndTests.root.appendingPathComponent("tools/netns.sh").path, ["down", XDPEndToEndTests.prefix])
+            _ = try? TestSupport.run(
+                XDPEndToEndTests.root.appendingPathComponent("tools/netns.sh").path, ["down", XDPEndToEndTests.prefix])
         }
     }
 
     /// Starts nearcastd with XDP on the server end and waits until the fast path is ready and the
     /// slow path answers dig (`digReady: false`: only the former, e.g. while kxdpgun holds the
     /// client end and takes dig's replies).
-    static func startDaemon(_ t: Topology, config: String? = nil, zone: String? = nil, extraArgs: [String] = [], digReady: Bool = true) throws -> ServerProcess {
+    static func startDaemon(
+        _ t: Topology, config: String? = nil, zone: String? = nil, extraArgs: [String] = [], digReady: Bool = true
+    ) throws -> ServerProcess {
         var args = [
             "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(zone ?? TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
@@ -64,20 +73,28 @@ import Glibc
         let d = try ServerProcess(try TestSupport.tool("ip"), args)
         // The slow path listens first; the fast path is attached after it. Wait for both.
         try d.waitUntilReady { d.log.contains("fast path ready") }
-        if digReady { try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true } }
+        if digReady {
+            try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true }
+        }
         return d
     }
 
     static func dig(_ args: [String]) throws -> String {
-        try TestSupport.run(try TestSupport.tool("ip"), ["netns", "exec", cli, try TestSupport.tool("dig"), "@\(server)", "+tries=1", "+time=1"] + args).stdout
+        try TestSupport.run(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", cli, try TestSupport.tool("dig"), "@\(server)", "+tries=1", "+time=1"] + args
+        ).stdout
     }
 
     /// The XDP counters summed over CPUs, from the pinned stats map.
     static func counters(_ t: Topology) throws -> [String: Int] {
-        let out = try TestSupport.run(try TestSupport.tool("bpftool"), ["-j", "map", "dump", "pinned", t.pinRoot + "/nc_stats"])
+        let out = try TestSupport.run(
+            try TestSupport.tool("bpftool"), ["-j", "map", "dump", "pinned", t.pinRoot + "/nc_stats"])
         // With BTF, `bpftool -j` gives the raw bytes and, under "formatted", the named fields.
-        guard out.status == 0, let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]],
-            let formatted = json.first?["formatted"] as? [String: Any], let values = formatted["values"] as? [[String: Any]]
+        guard out.status == 0,
+            let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]],
+            let formatted = json.first?["formatted"] as? [String: Any],
+            let values = formatted["values"] as? [[String: Any]]
         else { throw TestFailure("bpftool map dump: \(out.stderr) \(out.stdout)") }
         var total: [String: Int] = [:]
         for v in values {
@@ -102,7 +119,9 @@ import Glibc
     /// `queries` ("NAME TYPE" lines), and `meanwhile` once it is under way. kxdpgun brings its own
     /// XDP program for the client end (it takes every reply to its ports, dig's too): the
     /// pass-through one comes off meanwhile and goes back after.
-    static func underLoad(_ t: Topology, queries: String, seconds: Int, rate: Int, meanwhile: () throws -> Void = {}) throws -> Load {
+    static func underLoad(_ t: Topology, queries: String, seconds: Int, rate: Int, meanwhile: () throws -> Void = {})
+        throws -> Load
+    {
         let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-load-\(getpid()).txt")
         try queries.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -112,7 +131,10 @@ import Glibc
         let before = try counters(t)
         let load = try ServerProcess(
             ip,
-            ["netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i", file.path, "-I", clientIf, server])
+            [
+                "netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i",
+                file.path, "-I", clientIf, server,
+            ])
         usleep(500_000)
         try meanwhile()
         load.waitForExit(timeout: Double(seconds) + 10)
@@ -120,11 +142,14 @@ import Glibc
         load.stop()
         let after = try counters(t)
         let pass = root.appendingPathComponent(".build/bpf/xdp_pass.bpf.o").path
-        let restore = try TestSupport.run(ip, ["-force", "-n", cli, "link", "set", "dev", clientIf, "xdpdrv", "obj", pass, "sec", "xdp"])
+        let restore = try TestSupport.run(
+            ip, ["-force", "-n", cli, "link", "set", "dev", clientIf, "xdpdrv", "obj", pass, "sec", "xdp"])
         #expect(restore.status == 0, "\(restore.stderr)")
         // kxdpgun: "total queries: N (...)", "total replies: N (...)".
         func total(_ what: String) -> Int {
-            guard let line = output.split(separator: "\n").first(where: { $0.contains("total \(what):") }) else { return 0 }
+            guard let line = output.split(separator: "\n").first(where: { $0.contains("total \(what):") }) else {
+                return 0
+            }
             return Int(line.split(separator: " ").dropFirst(2).first ?? "") ?? 0
         }
         return Load(sent: total("queries"), replies: total("replies"), output: output, before: before, after: after)
@@ -138,10 +163,14 @@ import Glibc
         let t = try Topology()
         let d = try ServerProcess(
             try TestSupport.tool("ip"),
-            ["netns", "exec", Self.srv, try TestSupport.product("nearcastd"),
-             "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
-             "--listen", "\(Self.server):53", "--threads", "1", "--xdp", "\(Self.serverIf):native", "--pin-root", t.pinRoot,
-             "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path, "--api", "192.0.2.99:8053"])
+            [
+                "netns", "exec", Self.srv, try TestSupport.product("nearcastd"),
+                "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+                "--listen", "\(Self.server):53", "--threads", "1", "--xdp", "\(Self.serverIf):native", "--pin-root",
+                t.pinRoot,
+                "--bpf-object", Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path, "--api",
+                "192.0.2.99:8053",
+            ])
         d.waitForExit(timeout: 20)
         let log = d.log
         #expect(d.stop() == 1, "\(log)")
@@ -156,7 +185,8 @@ import Glibc
         var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])
         defer { daemon.stop(signal: SIGKILL) }
         #expect(daemon.stop(signal: SIGTERM) == 0)
-        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf])
+            .stdout
         #expect(link.contains("prog/xdp"), "still attached")
         #expect(FileManager.default.fileExists(atPath: t.pinRoot + "/nc_stats"), "still pinned")
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"), "still answering")
@@ -183,10 +213,12 @@ import Glibc
         let entry = try JSONSerialization.jsonObject(with: Data(lookup.stdout.utf8)) as? [String: Any]
         let bytes = try #require(entry?["value"] as? [String], "\(lookup.stdout) \(lookup.stderr)")
         let value = ["63", "00", "00", "00"] + bytes.dropFirst(4).map { $0.replacingOccurrences(of: "0x", with: "") }
-        let update = try TestSupport.run(bpftool, ["map", "update", "pinned", config, "key", "hex"] + zero + ["value", "hex"] + value)
+        let update = try TestSupport.run(
+            bpftool, ["map", "update", "pinned", config, "key", "hex"] + zero + ["value", "hex"] + value)
         #expect(update.status == 0, "\(update.stderr)")
         func programID() throws -> String? {
-            let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+            let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf])
+                .stdout
             return link.firstRange(of: "prog/xdp id ").map { String(link[$0.upperBound...].prefix { $0.isNumber }) }
         }
         let old = try #require(try programID())
@@ -196,15 +228,23 @@ import Glibc
             daemon = try Self.startDaemon(t, digReady: false)
         }
         #expect(load.sent > 50_000 && load.replies >= load.sent * 99 / 100, "answered throughout: \(load.output)")
-        #expect(daemon.log.contains("maps pinned by another ABI version replaced") && daemon.log.contains("pinned-abi=99"), "\(daemon.log)")
+        #expect(
+            daemon.log.contains("maps pinned by another ABI version replaced") && daemon.log.contains("pinned-abi=99"),
+            "\(daemon.log)")
         let new = try #require(try programID())
         #expect(new != old, "the new program is attached")
         let after = try TestSupport.run(bpftool, ["-j", "map", "lookup", "pinned", config, "key", "hex"] + zero).stdout
-        #expect(!after.contains("\"abi_version\": 99") && after.contains("\"abi_version\":"), "the new config under the pin root: \(after)")
-        #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "-next") && !FileManager.default.fileExists(atPath: t.pinRoot + "-old"))
+        #expect(
+            !after.contains("\"abi_version\": 99") && after.contains("\"abi_version\":"),
+            "the new config under the pin root: \(after)")
+        #expect(
+            !FileManager.default.fileExists(atPath: t.pinRoot + "-next")
+                && !FileManager.default.fileExists(atPath: t.pinRoot + "-old"))
         let answered = try Self.counters(t)["answered", default: 0]
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
-        #expect(try Self.counters(t)["answered", default: 0] > answered, "answered by the new program, counted in the new maps")
+        #expect(
+            try Self.counters(t)["answered", default: 0] > answered,
+            "answered by the new program, counted in the new maps")
         #expect(daemon.stop(signal: SIGTERM) == 0)
         #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_stats"), "unpinned at the stop")
     }
@@ -226,15 +266,22 @@ import Glibc
         }
         let seconds = 3
         let flood = try Self.underLoad(t, queries: lines.joined(separator: "\n"), seconds: seconds, rate: 200_000)
-        let sent = flood.sent, replies = flood.replies
+        let sent = flood.sent
+        let replies = flood.replies
         #expect(sent > 100_000, "kxdpgun ran: \(flood.output)")
-        let answered = flood.delta("answered"), passed = flood.delta("pass_miss"), truncated = flood.delta("limit_truncated")
+        let answered = flood.delta("answered")
+        let passed = flood.delta("pass_miss")
+        let truncated = flood.delta("limit_truncated")
         let cpus = ProcessInfo.processInfo.activeProcessorCount
-        print("flood: kxdpgun sent \(sent), got \(replies) replies; XDP answered \(answered), truncated \(truncated), passed \(passed)")
+        print(
+            "flood: kxdpgun sent \(sent), got \(replies) replies; XDP answered \(answered), truncated \(truncated), passed \(passed)"
+        )
         // Two queries in twelve are hot; all of them are answered by XDP, the flood notwithstanding.
         #expect(Double(answered) >= Double(sent) * 2 / 12 * 0.95, "hot answered \(answered) of \(sent) sent")
         #expect(flood.delta("pass_no_room") == 0, "every reply found room")
-        #expect(Double(truncated) >= Double(sent) * 10 / 12 * 0.9, "above the budget, misses are answered TC=1 (\(truncated))")
+        #expect(
+            Double(truncated) >= Double(sent) * 10 / 12 * 0.9,
+            "above the budget, misses are answered TC=1 (\(truncated))")
         #expect(passed <= cpus * (200 * (seconds + 2) + 50), "the slow path gets no more than its budget (\(passed))")
         #expect(Double(replies) >= Double(sent) * 0.95, "kxdpgun got its replies (\(replies) of \(sent))")
         // The budget refills: a query after the flood is answered by the slow path.
@@ -270,11 +317,19 @@ import Glibc
         let ip = try TestSupport.tool("ip")
         // Paris, New York and Tokyo in the test database; 198.18.0.2 (the client's own) is Strasbourg.
         for a in ["198.51.100.7", "203.0.113.9", "198.18.1.9"] {
-            #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status == 0)
+            #expect(
+                try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status
+                    == 0)
         }
         let before = try Self.counters(t)
-        for (source, nearest) in [("198.51.100.7", "192.0.2.20"), ("203.0.113.9", "192.0.2.30"), ("198.18.1.9", "192.0.2.40"), ("198.18.0.2", "192.0.2.10")] {
-            #expect(try Self.dig(["-b", source, "geo.example.test", "A", "+short"]).split(separator: "\n") == [Substring(nearest)], "from \(source)")
+        for (source, nearest) in [
+            ("198.51.100.7", "192.0.2.20"), ("203.0.113.9", "192.0.2.30"), ("198.18.1.9", "192.0.2.40"),
+            ("198.18.0.2", "192.0.2.10"),
+        ] {
+            #expect(
+                try Self.dig(["-b", source, "geo.example.test", "A", "+short"]).split(separator: "\n") == [
+                    Substring(nearest)
+                ], "from \(source)")
         }
         // A resolver asking for a client in Tokyo: scope 24, from XDP.
         let ecs = try Self.dig(["geo.example.test", "A", "+subnet=198.18.1.0/24"])
@@ -286,10 +341,15 @@ import Glibc
         // nearcast explain gives the answer dig got through XDP.
         let explain = try TestSupport.run(
             ip,
-            ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "explain", "geo.example.test", "A", "--client", "198.18.0.2",
-             "--ecs", "198.18.1.0/24", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+            [
+                "netns", "exec", Self.srv, try TestSupport.product("nearcast"), "explain", "geo.example.test", "A",
+                "--client", "198.18.0.2",
+                "--ecs", "198.18.1.0/24", "--api", "127.0.0.1:8053", "--token-file", tokens.path,
+            ])
         #expect(explain.status == 0, "\(explain.stderr)")
-        #expect(explain.stdout.contains("answer:    192.0.2.40  (TTL 30)") && explain.stdout.contains("ECS scope: 24"), "\(explain.stdout)")
+        #expect(
+            explain.stdout.contains("answer:    192.0.2.40  (TTL 30)") && explain.stdout.contains("ECS scope: 24"),
+            "\(explain.stdout)")
     }
 
     /// Failover: par1's HTTP check and fra1's TCP and DNS checks target a service in the client
@@ -333,21 +393,29 @@ import Glibc
         func startService() throws -> ServerProcess {
             let s = try ServerProcess(
                 try TestSupport.tool("ip"),
-                ["netns", "exec", Self.cli, try TestSupport.product("nearcastd"),
-                 "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
-                 "--listen", "198.18.0.2:5353", "--api", "198.18.0.2:\(servicePort)"])
+                [
+                    "netns", "exec", Self.cli, try TestSupport.product("nearcastd"),
+                    "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
+                    "--listen", "198.18.0.2:5353", "--api", "198.18.0.2:\(servicePort)",
+                ])
             try s.waitUntilReady { s.log.contains("management API listening") }
             return s
         }
         var service = try startService()
         defer { service.stop() }
         let ip = try TestSupport.tool("ip")
-        #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "198.51.100.7/32", "dev", "\(Self.prefix)-c"]).status == 0)
-        func answer() throws -> [Substring] { try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).split(separator: "\n") }
+        #expect(
+            try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "198.51.100.7/32", "dev", "\(Self.prefix)-c"])
+                .status == 0)
+        func answer() throws -> [Substring] {
+            try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).split(separator: "\n")
+        }
         /// The TTL of the answer, from dig's answer section.
         func ttl() throws -> Int? {
             let out = try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+noall", "+answer"])
-            return out.split(separator: "\n").first.flatMap { Int($0.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) }
+            return out.split(separator: "\n").first.flatMap {
+                Int($0.split(whereSeparator: { $0 == " " || $0 == "\t" })[1])
+            }
         }
         #expect(try answer() == ["192.0.2.20"], "Paris: par1")
         #expect(try ttl() == 30, "a settled pool: the name's TTL")
@@ -392,19 +460,25 @@ import Glibc
         // An operator drains par1 and undrains it, from the CLI in the server's namespace.
         func cli(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(
-                ip, ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + ["--api", "127.0.0.1:8053", "--token-file", tokens.path])
+                ip,
+                ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + [
+                    "--api", "127.0.0.1:8053", "--token-file", tokens.path,
+                ])
         }
         let drained = try cli(["node", "drain", "par1"])
         #expect(drained.status == 0 && drained.stdout.contains("drained"), "\(drained.stdout) \(drained.stderr)")
         #expect(try answer() != ["192.0.2.20"], "drained: Paris clients elsewhere at once")
         let listing = try cli(["nodes"])
-        #expect(listing.stdout.contains("pool web") && listing.stdout.contains("unsettled, TTL at most 3 s"), "\(listing.stdout)")
+        #expect(
+            listing.stdout.contains("pool web") && listing.stdout.contains("unsettled, TTL at most 3 s"),
+            "\(listing.stdout)")
         #expect(try cli(["node", "undrain", "par1"]).status == 0)
         #expect(try answer() == ["192.0.2.20"], "undrained: par1 again")
         // Every change was counted, and each made one map write (a node's entry; a pool's too when
         // its TTL cap moved), timed from its decision.
         let stats = try cli(["stats"])
-        let health = try #require(stats.stdout.split(separator: "\n").first { $0.hasPrefix("health: ") }, "\(stats.stdout)")
+        let health = try #require(
+            stats.stdout.split(separator: "\n").first { $0.hasPrefix("health: ") }, "\(stats.stdout)")
         let numbers = health.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
         // par1: down, up, drain, undrain; fra1: down and up (through degraded when its two checks
         // fail a moment apart).
@@ -428,49 +502,65 @@ import Glibc
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let zone = dir.appendingPathComponent("example.test.zone")
-        let fixture = try String(contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
+        let fixture = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
         @Sendable func writeZone(_ i: Int) throws {
             // Through a temporary file and a rename, as an operator's tools should write zones.
             let tmp = dir.appendingPathComponent("zone.tmp")
-            try (fixture + "\nreload.example.test. 300 IN A 192.0.2.\(100 + i)\n").write(to: tmp, atomically: false, encoding: .utf8)
+            try (fixture + "\nreload.example.test. 300 IN A 192.0.2.\(100 + i)\n").write(
+                to: tmp, atomically: false, encoding: .utf8)
             _ = rename(tmp.path, zone.path)
         }
         try writeZone(0)
         let tokens = dir.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        let daemon = try Self.startDaemon(t, zone: zone.path, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
+        let daemon = try Self.startDaemon(
+            t, zone: zone.path, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
         defer { daemon.stop() }
         let ip = try TestSupport.tool("ip")
         @Sendable func reload() throws -> TestSupport.Output {
             try TestSupport.run(
-                ip, ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "reload", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+                ip,
+                [
+                    "netns", "exec", Self.srv, try TestSupport.product("nearcast"), "reload", "--api", "127.0.0.1:8053",
+                    "--token-file", tokens.path,
+                ])
         }
         #expect(try Self.dig(["reload.example.test", "A", "+short"]) == "192.0.2.100\n")
 
         // Under kxdpgun's load.
         var reloads = 0
-        let load = try Self.underLoad(t, queries: "reload.example.test A\nwww.example.test A\n", seconds: 4, rate: 50_000) {
+        let load = try Self.underLoad(
+            t, queries: "reload.example.test A\nwww.example.test A\n", seconds: 4, rate: 50_000
+        ) {
             for i in 1...6 {
                 try writeZone(i)
                 let r = try reload()
-                #expect(r.status == 0 && r.stdout.contains("reloaded: 1 zone") && r.stdout.contains(" written") && !r.stdout.contains(" 0 written"), "\(r.stdout) \(r.stderr)")
+                #expect(
+                    r.status == 0 && r.stdout.contains("reloaded: 1 zone") && r.stdout.contains(" written")
+                        && !r.stdout.contains(" 0 written"), "\(r.stdout) \(r.stderr)")
                 reloads += 1
                 // And a burst of record changes through the API, each a generation of its own.
                 for k in 0..<3 {
                     let add = try TestSupport.run(
                         ip,
-                        ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "record", "add", "example.test.", "burst\(i)-\(k)", "A",
-                         "192.0.2.\(k + 1)", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
+                        [
+                            "netns", "exec", Self.srv, try TestSupport.product("nearcast"), "record", "add",
+                            "example.test.", "burst\(i)-\(k)", "A",
+                            "192.0.2.\(k + 1)", "--api", "127.0.0.1:8053", "--token-file", tokens.path,
+                        ])
                     #expect(add.status == 0, "\(add.stderr)")
                     reloads += 1
                 }
                 usleep(200_000)
             }
         }
-        let sent = load.sent, answered = load.delta("answered")
+        let sent = load.sent
+        let answered = load.delta("answered")
         #expect(sent > 50_000, "kxdpgun ran: \(load.output)")
         #expect(load.delta("pass_miss") == 0, "no query fell through a switch as a miss")
-        #expect(Double(answered) >= Double(sent) * 0.99, "XDP answered \(answered) of \(sent) across \(reloads) switches")
+        #expect(
+            Double(answered) >= Double(sent) * 0.99, "XDP answered \(answered) of \(sent) across \(reloads) switches")
         #expect(Double(load.replies) >= Double(sent) * 0.99, "\(load.output)")
 
         // dig through XDP while reloads go on: only values that were written, never nothing.
@@ -492,7 +582,9 @@ import Glibc
         // SIGHUP does the same.
         try writeZone(20)
         kill(daemon.child.pid, SIGHUP)
-        try daemon.waitUntilReady(timeout: 10) { (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n" }
+        try daemon.waitUntilReady(timeout: 10) {
+            (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n"
+        }
         #expect(daemon.log.contains("reloaded") && daemon.log.contains("by=SIGHUP"), "\(daemon.log)")
         print("reloads under load: kxdpgun sent \(sent), XDP answered \(answered); dig saw \(Set(seen).sorted())")
     }
@@ -543,7 +635,10 @@ import Glibc
         let ip = try TestSupport.tool("ip")
         @Sendable func cli(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(
-                ip, ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + ["--api", "127.0.0.1:8053", "--token-file", tokens.path])
+                ip,
+                ["netns", "exec", Self.srv, try TestSupport.product("nearcast")] + args + [
+                    "--api", "127.0.0.1:8053", "--token-file", tokens.path,
+                ])
         }
         @Sendable func switchTo(_ version: Int) throws -> TestSupport.Output {
             // Through a temporary file and a rename, as an operator's tools should write configs.
@@ -553,9 +648,14 @@ import Glibc
             return try cli(["reload"])
         }
         for a in ["198.51.100.7", "198.18.1.9"] {
-            #expect(try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status == 0)
+            #expect(
+                try TestSupport.run(ip, ["-n", Self.cli, "addr", "add", "\(a)/32", "dev", "\(Self.prefix)-c"]).status
+                    == 0)
         }
-        func paris() throws -> String { try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).trimmingCharacters(in: .whitespacesAndNewlines) }
+        func paris() throws -> String {
+            try Self.dig(["-b", "198.51.100.7", "geo.example.test", "A", "+short"]).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+        }
         #expect(try paris() == "192.0.2.20")
         // An operator drains Tokyo's node: Tokyo's clients go elsewhere, across every reload below.
         #expect(try cli(["node", "drain", "tyo1"]).status == 0)
@@ -567,12 +667,15 @@ import Glibc
                 usleep(200_000)
             }
         }
-        let sent = load.sent, answered = load.delta("answered_geo")
+        let sent = load.sent
+        let answered = load.delta("answered_geo")
         #expect(sent > 50_000, "kxdpgun ran: \(load.output)")
         for reason in ["pass_miss", "pass_geo"] {
             #expect(load.delta(reason) == 0, "no query fell through a switch (\(reason))")
         }
-        #expect(Double(answered) >= Double(sent) * 0.99, "XDP answered \(answered) of \(sent) geo queries across 6 geo switches")
+        #expect(
+            Double(answered) >= Double(sent) * 0.99,
+            "XDP answered \(answered) of \(sent) geo queries across 6 geo switches")
 
         // The first version is live again; then the second: par1's new address, lon1 in and nyc1
         // out, tyo1 still drained.
@@ -581,7 +684,9 @@ import Glibc
         #expect(try paris() == "192.0.2.21")
         let nodes = try cli(["nodes"])
         #expect(nodes.stdout.contains("lon1") && !nodes.stdout.contains("nyc1"), "\(nodes.stdout)")
-        #expect(nodes.stdout.split(separator: "\n").contains { $0.contains("tyo1") && $0.contains("drain") }, "\(nodes.stdout)")
+        #expect(
+            nodes.stdout.split(separator: "\n").contains { $0.contains("tyo1") && $0.contains("drain") },
+            "\(nodes.stdout)")
         let tokyo = try Self.dig(["-b", "198.18.1.9", "geo.example.test", "A", "+short"])
         #expect(!tokyo.isEmpty && !tokyo.contains("192.0.2.40"), "tyo1 stays drained: \(tokyo)")
 
@@ -626,17 +731,26 @@ import Glibc
         let stats = { (extra: [String]) throws -> TestSupport.Output in
             try TestSupport.run(
                 try TestSupport.tool("ip"),
-                ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "stats", "--api", "127.0.0.1:8053", "--token-file", tokens.path]
+                [
+                    "netns", "exec", Self.srv, try TestSupport.product("nearcast"), "stats", "--api", "127.0.0.1:8053",
+                    "--token-file", tokens.path,
+                ]
                     + extra)
         }
         let out = try stats([])
         let bpftool = try Self.counters(t)
         #expect(out.status == 0, "\(out.stderr)")
         func printed(_ reason: String) -> Int? {
-            guard let line = out.stdout.split(separator: "\n").first(where: { $0.split(separator: " ").first.map(String.init) == reason }) else { return nil }
+            guard
+                let line = out.stdout.split(separator: "\n").first(where: {
+                    $0.split(separator: " ").first.map(String.init) == reason
+                })
+            else { return nil }
             return Int(line.split(separator: " ").last ?? "")
         }
-        #expect(printed("answered") == bpftool["answered"] && bpftool["answered", default: 0] >= 3, "\(out.stdout) vs \(bpftool)")
+        #expect(
+            printed("answered") == bpftool["answered"] && bpftool["answered", default: 0] >= 3,
+            "\(out.stdout) vs \(bpftool)")
         #expect(printed("pass_miss") == bpftool["pass_miss"] && bpftool["pass_miss", default: 0] >= 1, "\(out.stdout)")
         for reason in ABIHeader.verdictReasons {
             #expect(printed(reason) != nil, "\(reason) is listed: \(out.stdout)")
@@ -644,11 +758,18 @@ import Glibc
 
         let status = try TestSupport.run(
             try TestSupport.tool("ip"),
-            ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "status", "--api", "127.0.0.1:8053", "--token-file", tokens.path])
-        #expect(status.stdout.contains("fast path: XDP on \(Self.serverIf):native,") && status.stdout.contains("zones:     example.test. (serial"), "\(status.stdout) \(status.stderr)")
+            [
+                "netns", "exec", Self.srv, try TestSupport.product("nearcast"), "status", "--api", "127.0.0.1:8053",
+                "--token-file", tokens.path,
+            ])
+        #expect(
+            status.stdout.contains("fast path: XDP on \(Self.serverIf):native,")
+                && status.stdout.contains("zones:     example.test. (serial"), "\(status.stdout) \(status.stderr)")
         let watch = try stats(["--watch", "--interval", "0.3", "--count", "2"])
         #expect(watch.status == 0, "\(watch.stderr)")
-        #expect(watch.stdout.components(separatedBy: "per second").count - 1 == 2, "two refreshes with rates: \(watch.stdout)")
+        #expect(
+            watch.stdout.components(separatedBy: "per second").count - 1 == 2,
+            "two refreshes with rates: \(watch.stdout)")
     }
 
     @Test func xdpAnswersHotNamesTheSlowPathTheRestAndTheFastPathOutlivesTheDaemon() throws {
@@ -675,19 +796,22 @@ import Glibc
         daemon.stop(signal: SIGKILL)
         before = try Self.counters(t)
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
-        #expect(!(try Self.dig(["nope.example.test", "A"]).contains("status:")), "no slow path while the daemon is down")
+        #expect(
+            !(try Self.dig(["nope.example.test", "A"]).contains("status:")), "no slow path while the daemon is down")
         after = try Self.counters(t)
         #expect(after["answered", default: 0] - before["answered", default: 0] == 1)
 
         // A new daemon takes over the pinned maps and replaces the program in one step.
         daemon = try Self.startDaemon(t)
-        #expect(daemon.log.contains("replaced-program=") && !daemon.log.contains("replaced-program=none"), "\(daemon.log)")
+        #expect(
+            daemon.log.contains("replaced-program=") && !daemon.log.contains("replaced-program=none"), "\(daemon.log)")
         #expect(try Self.counters(t)["answered", default: 0] >= after["answered", default: 0], "counters carried over")
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.2"))
 
         // SIGTERM: the daemon detaches its program and removes its pins.
         #expect(daemon.stop(signal: SIGTERM) == 0)
-        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf]).stdout
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf])
+            .stdout
         #expect(!link.contains("xdp"), "\(link)")
         #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_names"))
     }

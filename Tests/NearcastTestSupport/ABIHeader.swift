@@ -23,7 +23,8 @@ public enum ABIHeader {
             let start = text.range(of: "enum nc_reason {"), let end = text[start.upperBound...].range(of: "};")
         else { return [] }
         return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
-            let name = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," || $0 == "=" }).first.map(String.init)
+            let name = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," || $0 == "=" }).first.map(
+                String.init)
             return name.flatMap { $0.hasPrefix("NC_") && $0 != "NC_REASON_MAX" ? $0 : nil }
         }
     }()

@@ -35,7 +35,9 @@ public final class ChildProcess: Sendable {
 
     /// Starts `path` with `arguments`, standard input from /dev/null. `environment` replaces the
     /// test's own when given. With `separateStderr`, standard error goes to a file of its own.
-    public init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, separateStderr: Bool = false) throws {
+    public init(
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, separateStderr: Bool = false
+    ) throws {
         commandLine = ([path] + arguments).joined(separator: " ")
         let base = TestLogs.fileStem(for: path)
         stdoutPath = base + ".log"
@@ -67,7 +69,8 @@ public final class ChildProcess: Sendable {
         sigemptyset(&defaults)
         for s in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
@@ -87,7 +90,8 @@ public final class ChildProcess: Sendable {
         }
         pid = child
         TestLogs.note(pid: child, commandLine: commandLine, logPath: stdoutPath, test: Self.currentTest)
-        let reaped = reaped, spawned = child
+        let reaped = reaped
+        let spawned = child
         Thread.detachNewThread {
             var raw: Int32 = 0
             while waitpid(spawned, &raw, 0) == -1 && errno == EINTR {}
@@ -184,12 +188,15 @@ extension ChildProcess {
     /// Runs `path` to completion: killed (its whole group) after `timeout` seconds, and then the
     /// test fails with what the program said. Standard output and error are kept apart.
     @discardableResult
-    public static func run(_ path: String, _ arguments: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> Output {
+    public static func run(
+        _ path: String, _ arguments: [String], timeout: Double = 20, environment: [String: String]? = nil
+    ) throws -> Output {
         let child = try ChildProcess(path, arguments, environment: environment, separateStderr: true)
         defer { child.removeOutput() }
         guard let status = child.wait(timeout: timeout) else {
             child.stop(signal: SIGKILL)
-            throw TestFailure("\(child.commandLine) did not finish in \(timeout) s and was killed; it said:\n\(child.tail())")
+            throw TestFailure(
+                "\(child.commandLine) did not finish in \(timeout) s and was killed; it said:\n\(child.tail())")
         }
         return Output(status: status, stdout: child.output, stderr: child.errorOutput)
     }
@@ -207,7 +214,8 @@ extension ChildProcess {
 /// children that were running. Each child also leaves a `.cmd` file with its command line.
 public enum TestLogs {
     public static let directory: String = {
-        let dir = ProcessInfo.processInfo.environment["NEARCAST_TEST_LOG_DIR"]
+        let dir =
+            ProcessInfo.processInfo.environment["NEARCAST_TEST_LOG_DIR"]
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-test-logs-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir

@@ -29,7 +29,9 @@ public enum RawClient {
 
     /// Sends one datagram and returns the reply whose ID and question match the query (as a resolver
     /// would: a stray late datagram on a reused port is ignored). Resends up to `tries` times.
-    public static func udp(_ query: [UInt8], host: String = "127.0.0.1", port: Int, timeout: Double = 1, tries: Int = 3) -> [UInt8]? {
+    public static func udp(_ query: [UInt8], host: String = "127.0.0.1", port: Int, timeout: Double = 1, tries: Int = 3)
+        -> [UInt8]?
+    {
         let (family, addr) = sockaddr(host, port)
         let fd = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -39,7 +41,9 @@ public enum RawClient {
         for _ in 0..<tries {
             let sent = addr.withUnsafeBytes { a in
                 query.withUnsafeBytes { q in
-                    sendto(fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self), socklen_t(a.count))
+                    sendto(
+                        fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self),
+                        socklen_t(a.count))
                 }
             }
             guard sent == query.count else { return nil }
@@ -106,9 +110,13 @@ public enum RawClient {
         return tcpReadMessage(fd)
     }
 
-    public static func query(_ name: String, _ type: RRType, id: UInt16 = 1, edns: EDNS? = nil, qclass: RRClass = .in) -> [UInt8] {
+    public static func query(_ name: String, _ type: RRType, id: UInt16 = 1, edns: EDNS? = nil, qclass: RRClass = .in)
+        -> [UInt8]
+    {
         var h = DNSHeader()
         h.id = id
-        return try! DNSMessage(header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type, qclass: qclass)], edns: edns).serialize()
+        return try! DNSMessage(
+            header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type, qclass: qclass)], edns: edns
+        ).serialize()
     }
 }

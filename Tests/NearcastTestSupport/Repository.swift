@@ -51,7 +51,9 @@ public enum Repository {
 
 /// Polls `condition` every `interval` seconds until it holds; fails after `timeout` seconds with
 /// `what` (and the condition's last error, if it threw). Conditions are polled, never slept for.
-public func poll(_ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () throws -> Bool) throws {
+public func poll(
+    _ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () throws -> Bool
+) throws {
     let deadline = Date().addingTimeInterval(timeout)
     var lastError: (any Error)?
     while true {
@@ -65,7 +67,10 @@ public func poll(_ what: @autoclosure () -> String, timeout: Double = 10, interv
 }
 
 /// The async form of `poll`, for async tests.
-public func poll(_ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () async throws -> Bool) async throws {
+public func poll(
+    _ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05,
+    _ condition: () async throws -> Bool
+) async throws {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     var lastError: (any Error)?
     while true {

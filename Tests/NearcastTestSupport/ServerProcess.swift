@@ -23,7 +23,9 @@ public final class ServerProcess: Sendable {
     public func waitUntilReady(timeout: Double = 15, probe: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let status = child.exitStatus { throw TestFailure("\(child.commandLine) exited early (\(status)):\n\(child.tail())") }
+            if let status = child.exitStatus {
+                throw TestFailure("\(child.commandLine) exited early (\(status)):\n\(child.tail())")
+            }
             if probe() { return }
             usleep(20_000)
         }
@@ -95,11 +97,15 @@ public final class Daemon: Sendable {
 
     /// Waits until `probe` holds (e.g. a line in the log), failing with the log after `timeout` s
     /// or as soon as the daemon exits.
-    public func waitUntilReady(timeout: Double = 15, probe: () -> Bool) throws { try process.waitUntilReady(timeout: timeout, probe: probe) }
+    public func waitUntilReady(timeout: Double = 15, probe: () -> Bool) throws {
+        try process.waitUntilReady(timeout: timeout, probe: probe)
+    }
 
     /// The API's address for the CLI's --api.
     public var api: String { "127.0.0.1:\(apiPort ?? 0)" }
 
     @discardableResult
-    public func stop(signal: Int32 = SIGTERM, timeout: Double = 10) -> Int32 { process.stop(signal: signal, timeout: timeout) }
+    public func stop(signal: Int32 = SIGTERM, timeout: Double = 10) -> Int32 {
+        process.stop(signal: signal, timeout: timeout)
+    }
 }

@@ -11,7 +11,9 @@ public enum TestSupport {
 
     /// Runs a program to completion, killed after `timeout` seconds (the test then fails with its output).
     @discardableResult
-    public static func run(_ path: String, _ args: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> Output {
+    public static func run(_ path: String, _ args: [String], timeout: Double = 20, environment: [String: String]? = nil)
+        throws -> Output
+    {
         try ChildProcess.run(path, args, timeout: timeout, environment: environment)
     }
 
@@ -45,7 +47,9 @@ public enum TestSupport {
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard bound else { return nil }
         let port = Int(UInt16(bigEndian: a.sin_port))
@@ -53,7 +57,9 @@ public enum TestSupport {
         guard udp >= 0 else { return nil }
         defer { close(udp) }
         let udpFree = withUnsafePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         return udpFree ? port : nil
     }
@@ -74,7 +80,9 @@ public final class RefusingPort: Sendable {
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard bound else {
             close(fd)

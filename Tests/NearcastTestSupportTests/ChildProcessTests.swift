@@ -29,10 +29,12 @@ import Glibc
 
     @Test func theDeadlineKillsWhatTheChildStartedToo() throws {
         // The grandchild holds the output file open: were it left alive, it would outlive the test.
-        let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-grandchild-\(getpid())").path
+        let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-grandchild-\(getpid())")
+            .path
         defer { unlink(pidFile) }
         _ = try? ChildProcess.run("/bin/sh", ["-c", "sleep 600 & echo $! >\(pidFile); wait"], timeout: 1)
-        let grandchild = pid_t(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
+        let grandchild = pid_t(
+            try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
         try poll("the grandchild \(grandchild) ends", timeout: 10) { kill(grandchild, 0) != 0 }
     }
 
@@ -81,7 +83,8 @@ import Glibc
     }
 
     @Test func daemonPortsAreReadFromItsLog() {
-        let log = "nearcastd: dns listening on 127.0.0.1:40001\nnoise\nnearcastd: dns listening on [::1]:40001\nnearcastd: api listening on 127.0.0.1:40002\nnearcastd: ready\n"
+        let log =
+            "nearcastd: dns listening on 127.0.0.1:40001\nnoise\nnearcastd: dns listening on [::1]:40001\nnearcastd: api listening on 127.0.0.1:40002\nnearcastd: ready\n"
         #expect(Daemon.ports(in: log) == ["dns": [40001, 40001], "api": [40002]])
     }
 }
