@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health verifier-stats install uninstall clean
 
 all: build
 
@@ -74,6 +74,13 @@ test: test-build
 
 test-build: deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests
+
+# The Swift code as .swift-format says (swift-format comes with the toolchain); CI runs `lint`.
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
 bench: bench-xdp bench-slowpath bench-geo bench-health
