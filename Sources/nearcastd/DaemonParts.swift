@@ -16,7 +16,7 @@ struct DaemonParts: Sendable {
     var monitor: HealthMonitor?
     var changes: OperatorChanges?
     var healthWrites: HealthWriteLog
-    var reloader: Reloader
+    var served: ServedConfig
     var metrics: NearcastMetrics
 
     func apiSources() -> ManagementAPI.Sources {
@@ -25,7 +25,7 @@ struct DaemonParts: Sendable {
         let stateDirectory = stateDirectory
         let changes = changes
         let healthWrites = healthWrites
-        let reloader = reloader
+        let served = served
         let metrics = metrics
         let live = live
         let explain: @Sendable (String, String, String, String?) throws -> GeoExplanation = { name, type, client, ecs in
@@ -57,7 +57,7 @@ struct DaemonParts: Sendable {
                     xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report }
                 )
             }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
-            setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloader.reload(by: by) },
+            setOverride: overrideSource, reload: { by throws(ReloadError) in try await served.reload(by: by) },
             metrics: {
                 let uptime = ContinuousClock.now - startedAt
                 let snapshot = MetricsSnapshot(
@@ -69,17 +69,17 @@ struct DaemonParts: Sendable {
                     maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [])
                 return metrics.render(snapshot)
             },
-            zones: { await reloader.zoneList() },
+            zones: { await served.zoneList() },
             records: { origin, name, type throws(ZoneEditError) in
-                try await reloader.records(origin, name: name, type: type)
+                try await served.records(origin, name: name, type: type)
             },
-            editRecords: { origin, edit, who throws(ZoneEditError) in try await reloader.edit(origin, edit, by: who) },
+            editRecords: { origin, edit, who throws(ZoneEditError) in try await served.edit(origin, edit, by: who) },
             status: {
                 let uptime = ContinuousClock.now - startedAt
                 let nodes = await health?.statuses() ?? []
                 return StatusReport(
                     version: Nearcastd.version, uptime: uptime.seconds,
-                    zones: await reloader.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
+                    zones: await served.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
                     fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries,
                     geoNames: live.current?.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),

@@ -246,7 +246,7 @@ struct Nearcastd: AsyncParsableCommand {
             logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")
         }
         let command = self
-        let reloader = Reloader(
+        let served = ServedConfig(
             running: cfg, zones: zones,
             load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
@@ -261,7 +261,7 @@ struct Nearcastd: AsyncParsableCommand {
             let parts = DaemonParts(
                 startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
                 monitor: monitor, changes: changes,
-                healthWrites: healthWrites, reloader: reloader, metrics: metrics)
+                healthWrites: healthWrites, served: served, metrics: metrics)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
@@ -277,8 +277,8 @@ struct Nearcastd: AsyncParsableCommand {
         Self.announce("ready")
         let signal = await Self.waitForTermination(onHangup: {
             Task {
-                // Refused reloads are logged by the reloader; the old data goes on being served.
-                _ = try? await reloader.reload(by: "SIGHUP")
+                // Refused reloads are logged by ServedConfig; the old data goes on being served.
+                _ = try? await served.reload(by: "SIGHUP")
             }
         })
         logger.info("stopping", metadata: ["signal": "\(signal)"])

@@ -6,7 +6,10 @@ import NearcastDataPath
 import NearcastHealth
 import NearcastServer
 
-/// Reloads the config and zone files (SIGHUP, `POST /v1/reload`) the way ARCHITECTURE §2 asks: the new
+/// The config and zones served now, and the one place they change: reloads of the config and zone
+/// files (SIGHUP, `POST /v1/reload`) and record changes through the API (`edit`), each audited.
+///
+/// A reload goes the way ARCHITECTURE §2 asks: the new
 /// files are read and checked first, and a rejected reload leaves everything as it was; then the
 /// fast path's names table (and geo maps) are written as a new generation switched in with one
 /// write, and the slow path's responder is replaced whole. Each answer is the old data or the
@@ -20,7 +23,7 @@ import NearcastServer
 ///
 /// Reloads and record changes take turns (an await inside one, such as a geo compile, lets no
 /// other change in).
-actor Reloader {
+actor ServedConfig {
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
     var running: NearcastConfig
     /// The zones served now, in the config's order.
