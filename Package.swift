@@ -80,6 +80,8 @@ let package = Package(
         .executableTarget(
             name: "nearcastd",
             dependencies: [
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastCore", "NearcastServer", "NearcastDataPath", "NearcastHealth", "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -274,15 +274,13 @@ struct Nearcastd: AsyncParsableCommand {
                     "cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
-        Self.announce("ready")
-        let signal = await Self.waitForTermination(onHangup: {
-            Task {
+        try await started.runUntilStopped(
+            onReady: { Self.announce("ready") },
+            onHangup: {
                 // Refused reloads are logged by ServedConfig; the old data goes on being served.
                 _ = try? await served.reload(by: "SIGHUP")
-            }
-        })
-        logger.info("stopping", metadata: ["signal": "\(signal)"])
-        await started.stopAll(logger: logger)
+            }, logger: logger)
+        logger.info("stopped")
     }
 
     /// A line on standard output for whoever started the daemon: where it listens (with port 0, the
@@ -310,40 +308,5 @@ struct Nearcastd: AsyncParsableCommand {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
             Thread.detachNewThread { c.resume(with: Result { try body() }) }
         }
-    }
-
-    /// Suspends until SIGTERM or SIGINT arrives; returns its name. Each SIGHUP meanwhile calls
-    /// `onHangup`.
-    static func waitForTermination(onHangup: @escaping @Sendable () -> Void) async -> String {
-        await withCheckedContinuation { (cont: CheckedContinuation<String, Never>) in
-            let queue = DispatchQueue(label: "nearcastd.signals")
-            let once = SignalOnce(cont)
-            signal(SIGHUP, SIG_IGN)
-            let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-            hangup.setEventHandler(handler: onHangup)
-            hangup.resume()
-            once.keep(hangup)
-            for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-                source.setEventHandler { once.fire(name) }
-                source.resume()
-                once.keep(source)
-            }
-        }
-    }
-}
-
-/// Resumes a continuation at most once from signal handlers that all run on one serial queue.
-/// `@unchecked Sendable`: its state is only touched on that queue (and during set-up, before any
-/// source is resumed).
-final class SignalOnce: @unchecked Sendable {
-    private var cont: CheckedContinuation<String, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-    init(_ c: CheckedContinuation<String, Never>) { cont = c }
-    func keep(_ s: any DispatchSourceSignal) { sources.append(s) }
-    func fire(_ name: String) {
-        cont?.resume(returning: name)
-        cont = nil
     }
 }

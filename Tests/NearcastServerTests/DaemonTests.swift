@@ -122,6 +122,19 @@ import Glibc
         #expect(status == 0)
     }
 
+    /// SIGTERM (or SIGINT) stops the daemon's parts in the reverse order of their start: the API
+    /// first, the DNS listeners and their event loops last, and the process exits 0.
+    @Test(arguments: [SIGTERM, SIGINT]) func aStopGoesInTheReverseOrderOfTheStart(signal: Int32) throws {
+        let (server, _) = try Self.startDaemon(extraArgs: ["--api", "127.0.0.1:0"])
+        let (status, log) = server.stopReadingLog(signal: signal)
+        #expect(status == 0, "\(log)")
+        let order = log.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("] stopping"), let r = line.range(of: "service=") else { return nil }
+            return String(line[r.upperBound...].prefix { $0 != "[" }).trimmingCharacters(in: .whitespaces)
+        }
+        #expect(order == ["management API", "health checks", "DNS listeners", "event loops"], "\(log)")
+    }
+
     @Test func aBadZoneIsNotLoadedAndNamesFileAndLine() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bad-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

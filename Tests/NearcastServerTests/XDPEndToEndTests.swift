@@ -71,8 +71,9 @@ import Glibc
         }
         args += extraArgs
         let d = try ServerProcess(try TestSupport.tool("ip"), args)
-        // The slow path listens first; the fast path is attached after it. Wait for both.
-        try d.waitUntilReady { d.log.contains("fast path ready") }
+        // Ready: the slow path listens, the fast path is attached after it, and every signal is trapped
+        // (a SIGTERM from now on stops it gracefully).
+        try d.waitUntilReady { d.log.contains("nearcastd: ready\n") }
         if digReady {
             try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true }
         }

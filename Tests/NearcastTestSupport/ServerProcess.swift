@@ -40,9 +40,15 @@ public final class ServerProcess: Sendable {
     /// returns the exit status: the code, or 128 + the signal that ended it.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, timeout: Double = 10) -> Int32 {
+        stopReadingLog(signal: signal, timeout: timeout).status
+    }
+
+    /// `stop`, and what the server had printed by the time it ended.
+    public func stopReadingLog(signal: Int32 = SIGTERM, timeout: Double = 10) -> (status: Int32, log: String) {
         let status = child.stop(signal: signal, grace: timeout)
+        let log = child.output
         child.removeOutput()
-        return status
+        return (status, log)
     }
 }
 
@@ -107,5 +113,10 @@ public final class Daemon: Sendable {
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, timeout: Double = 10) -> Int32 {
         process.stop(signal: signal, timeout: timeout)
+    }
+
+    /// `stop`, and what the daemon had printed by the time it ended.
+    public func stopReadingLog(signal: Int32 = SIGTERM, timeout: Double = 10) -> (status: Int32, log: String) {
+        process.stopReadingLog(signal: signal, timeout: timeout)
     }
 }
