@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NearcastCore
+import NearcastTestSupport
 import Synchronization
 import Testing
 
@@ -13,14 +14,6 @@ import Testing
         let list = Mutex<[HealthMonitor.Change]>([])
         func add(_ c: HealthMonitor.Change) { list.withLock { $0.append(c) } }
         var all: [HealthMonitor.Change] { list.withLock { $0 } }
-    }
-
-    func eventually(_ what: String, _ ok: () async -> Bool) async throws {
-        for _ in 0..<200 {
-            if await ok() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("not within 10 s: \(what)")
     }
 
     @Test func nodesGoDownWhenTheirTargetsStopAndOnlyChangesAreReported() async throws {

@@ -434,7 +434,7 @@ import FoundationNetworking
         // The last report; then silence: stale 1.5 s after it, and the log says why.
         let quiet = Date()
         #expect(try await post("par1", "{\"ok\": true}", token: writeToken).0 == 200, "a write token may report too")
-        try poll("a silent par1 is taken out", timeout: 10, interval: 0.1) { try paris() == "192.0.2.10" }
+        try await eventually("a silent par1 is taken out", timeout: 10, interval: 0.1) { try paris() == "192.0.2.10" }
         #expect(Date().timeIntervalSince(quiet) >= 1.45, "not before stale-after")
         try server.waitUntilReady(timeout: 5) { server.log.contains("no report for 1.5 s") }
     }

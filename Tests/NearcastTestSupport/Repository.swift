@@ -51,6 +51,9 @@ public enum Repository {
 
 /// Polls `condition` every `interval` seconds until it holds; fails after `timeout` seconds with
 /// `what` (and the condition's last error, if it threw). Conditions are polled, never slept for.
+/// It blocks its thread between polls: async tests use `eventually`, which suspends instead (a
+/// blocked thread of Swift's small cooperative pool can stall what the test waits for).
+@available(*, noasync, message: "use eventually(_:_:) in async code: poll blocks its thread")
 public func poll(
     _ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05, _ condition: () throws -> Bool
 ) throws {
@@ -66,8 +69,8 @@ public func poll(
     throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
 }
 
-/// The async form of `poll`, for async tests.
-public func poll(
+/// `poll` for async tests: suspends between polls rather than blocking a thread.
+public func eventually(
     _ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05,
     _ condition: () async throws -> Bool
 ) async throws {
