@@ -35,18 +35,14 @@ wait_xdp() {
 	exit 1
 }
 
-# The geo name the XDP benchmarks ask for, as a config's `geo:` section: four nodes; the client,
-# 198.18.0.2, is in Strasbourg in the test City database, so fra1 is its nearest node.
+# The geo name the XDP benchmarks ask for, as a config's `geo:` section: the four nodes of
+# Tests/Fixtures/four-nodes.yaml; the client, 198.18.0.2, is in Strasbourg in the test City
+# database, so fra1 is its nearest node.
 bench_geo_yaml() {
 	cat <<C
 geo:
   database: $PWD/.build/geo/test-city.mmdb
-  nodes:
-    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
-    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+$(grep -v '^#' Tests/Fixtures/four-nodes.yaml | sed 's/^/  /')
   names: [{ name: geo.example.test, type: A, pool: web, answers: 2 }]
 C
 }

@@ -24,12 +24,7 @@ import Testing
         listen: ["127.0.0.1:53"]
         geo:
           database: DB
-          nodes:
-            - { id: fra1, ipv4: 192.0.2.10, ipv6: "2001:db8::10", latitude: 50.11, longitude: 8.68, country: DE }
-            - { id: par1, ipv4: 192.0.2.20, ipv6: "2001:db8::20", latitude: 48.86, longitude: 2.35, country: FR }
-            - { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }
-            - { id: tyo1, ipv4: 192.0.2.40, ipv6: "2001:db8::40", latitude: 35.68, longitude: 139.65, country: JP }
-          pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+        \(Fixtures.fourNodes(indent: 2))
           names:
             - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
             - { name: geo.example.test, type: AAAA, pool: web, answers: 3, ttl: 40, strategy: stepped }

@@ -306,12 +306,7 @@ import Glibc
                 api: { listen: "127.0.0.1:8053", tokens: \(tokens.path) }
                 geo:
                   database: \(database)
-                  nodes:
-                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-                    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
-                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-                  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+                \(Fixtures.fourNodes(indent: 2))
                   names: [{ name: geo.example.test, type: A, pool: web }]
                 """)
         defer { daemon.stop() }
@@ -605,27 +600,23 @@ import Glibc
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
         @Sendable func config(_ version: Int) -> String {
+            // Version 1: par1 at a new address, nyc1 out and lon1 in.
+            let four = Fixtures.fourNodes(indent: 2)
             let nodes =
                 version == 0
-                ? """
-                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-                    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35 }
-                    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
-                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-                  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-                """
-                : """
-                    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68 }
-                    - { id: par1, ipv4: 192.0.2.21, latitude: 48.86, longitude: 2.35 }
-                    - { id: lon1, ipv4: 192.0.2.50, latitude: 51.51, longitude: -0.13 }
-                    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
-                  pools: [{ id: web, members: [fra1, par1, lon1, tyo1] }]
-                """
+                ? four
+                : four.replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
+                    .replacingOccurrences(
+                        of:
+                            #"- { id: nyc1, ipv4: 192.0.2.30, ipv6: "2001:db8::30", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }"#,
+                        with: "- { id: lon1, ipv4: 192.0.2.50, latitude: 51.51, longitude: -0.13 }"
+                    )
+                    .replacingOccurrences(
+                        of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [fra1, par1, lon1, tyo1]")
             return """
                 api: { listen: "127.0.0.1:8053", tokens: \(tokens.path) }
                 geo:
                   database: \(database)
-                  nodes:
                 \(nodes)
                   names: [{ name: geo.example.test, type: A, pool: web }]
                 """

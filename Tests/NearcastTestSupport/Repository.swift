@@ -85,3 +85,14 @@ public func eventually(
     }
     throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
 }
+
+/// The fixtures that tests compose their configs from.
+public enum Fixtures {
+    /// Tests/Fixtures/four-nodes.yaml (its comments left out), each line indented by `indent`
+    /// spaces: the `nodes:` and `pools:` of a geo section.
+    public static func fourNodes(indent: Int) -> String {
+        let text = (try? String(contentsOfFile: Repository.fixture("four-nodes.yaml"), encoding: .utf8)) ?? ""
+        let pad = String(repeating: " ", count: indent)
+        return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { pad + $0 }.joined(separator: "\n")
+    }
+}
