@@ -96,19 +96,7 @@ import Testing
     /// A certificate for node.test (not for its address, as fog nodes' often are not), its own CA,
     /// made by openssl for this run.
     static func makeCertificate() throws -> (cert: String, key: String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let cert = dir.appendingPathComponent("cert.pem").path
-        let key = dir.appendingPathComponent("key.pem").path
-        let openssl = try TestSupport.run(
-            try TestSupport.tool("openssl"),
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-                "-subj", "/CN=node.test",
-                "-addext", "subjectAltName=DNS:node.test", "-keyout", key, "-out", cert,
-            ])
-        guard openssl.status == 0 else { throw HealthCheckError("openssl req failed: \(openssl.stderr)") }
-        return (cert, key)
+        try TestSupport.selfSignedCertificate(commonName: "node.test", subjectAltName: "DNS:node.test")
     }
 
     @Test func httpsVerifiesTheCertificateAndItsName() async throws {

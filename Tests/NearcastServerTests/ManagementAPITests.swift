@@ -115,22 +115,14 @@ import FoundationNetworking
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-apitls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let cert = dir.appendingPathComponent("cert.pem").path
-        let key = dir.appendingPathComponent("key.pem").path
-        let openssl = try TestSupport.run(
-            try TestSupport.tool("openssl"),
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-                "-subj", "/CN=localhost",
-                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
-            ])
-        #expect(openssl.status == 0, "\(openssl.stderr)")
+        let (cert, key) = try TestSupport.selfSignedCertificate(commonName: "localhost", subjectAltName: "IP:127.0.0.1")
+        defer { try? FileManager.default.removeItem(atPath: (cert as NSString).deletingLastPathComponent) }
         try "read \(ManagementAPITests.readToken)\n".write(
             to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         try """
         listen: ["127.0.0.1:0"]
         zones: [{ origin: example.test., file: \(DaemonTests.zone) }]
-        api: { listen: "127.0.0.1:0", tokens: tokens, tls: { certificate: cert.pem, key: key.pem } }
+        api: { listen: "127.0.0.1:0", tokens: tokens, tls: { certificate: \(cert), key: \(key) } }
         """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
         defer { server.stop() }

@@ -39,29 +39,57 @@ public enum TestSupport {
     /// Binds TCP on 127.0.0.1 port 0, reads the port and closes; nil if that port is not also free
     /// for UDP.
     private static func kernelPort() -> Int? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let tcp = try? Loopback.bind(SOCK_STREAM, port: 0) else { return nil }
+        defer { close(tcp.fd) }
+        guard let udp = try? Loopback.bind(SOCK_DGRAM, port: tcp.port) else { return nil }
+        close(udp.fd)
+        return tcp.port
+    }
+
+    /// A self-signed certificate (EC P-256, two days) for `subjectAltName` (`DNS:node.test`,
+    /// `IP:127.0.0.1`), made by openssl in a new folder under the temporary directory: the paths of
+    /// the certificate (its own CA) and of its key.
+    public static func selfSignedCertificate(commonName: String, subjectAltName: String) throws -> (
+        cert: String, key: String
+    ) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let cert = dir.appendingPathComponent("cert.pem").path
+        let key = dir.appendingPathComponent("key.pem").path
+        let openssl = try run(
+            try tool("openssl"),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=\(commonName)", "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out",
+                cert,
+            ])
+        guard openssl.status == 0 else { throw TestFailure("openssl req: \(openssl.stderr)") }
+        return (cert, key)
+    }
+}
+
+/// Sockets bound on 127.0.0.1.
+enum Loopback {
+    /// A socket of `type` bound to `port` (0: the kernel picks), and the port it got.
+    static func bind(_ type: __socket_type, port: Int) throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(type.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(port).bigEndian
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &a) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+                Glibc.bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
             }
         }
-        guard bound else { return nil }
-        let port = Int(UInt16(bigEndian: a.sin_port))
-        let udp = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard udp >= 0 else { return nil }
-        defer { close(udp) }
-        let udpFree = withUnsafePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+        guard bound else {
+            let error = String(cString: strerror(errno))
+            close(fd)
+            throw TestFailure("bind 127.0.0.1:\(port): \(error)")
         }
-        return udpFree ? port : nil
+        return (fd, Int(UInt16(bigEndian: a.sin_port)))
     }
 }
 
@@ -73,23 +101,7 @@ public final class RefusingPort: Sendable {
     private let fd: Int32
 
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw TestFailure("bind: \(String(cString: strerror(errno)))")
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: a.sin_port))
+        (fd, port) = try Loopback.bind(SOCK_STREAM, port: 0)
     }
 
     deinit { close(fd) }
