@@ -136,7 +136,9 @@ import Glibc
                 "netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i",
                 file.path, "-I", clientIf, server,
             ])
-        usleep(500_000)
+        // Under way once it has its interface ("using interface …, native mode"), then a moment.
+        try load.waitUntilReady(timeout: 10) { load.log.contains("using interface") }
+        usleep(200_000)
         try meanwhile()
         load.waitForExit(timeout: Double(seconds) + 10)
         let output = load.log
