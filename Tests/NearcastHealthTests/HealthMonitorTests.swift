@@ -9,7 +9,13 @@ import Testing
 
 /// The monitor on real sockets: nodes whose check targets stop answering go down after `fall`
 /// results, changes are reported once each, and overrides report their change at once.
-@Suite(.timeLimit(.minutes(1))) struct HealthMonitorTests {
+@Suite(.timeLimit(.minutes(3))) struct HealthMonitorTests {
+    /// How long a timer-driven change may take to be seen. The monitor's timers run on Swift's
+    /// cooperative pool, two threads here, which the suite's synchronous tests (waiting for dig,
+    /// nsd, nearcastd) can keep busy for seconds at a time when all run in parallel; a change seen
+    /// late is still right, a change never seen is what these tests catch.
+    static let patience: Double = 40
+
     final class Changes: Sendable {
         let list = Mutex<[HealthMonitor.Change]>([])
         func add(_ c: HealthMonitor.Change) { list.withLock { $0.append(c) } }
@@ -35,10 +41,12 @@ import Testing
             nodes: ["a": ([scheduled(open)], .up), "b": ([scheduled(closedPort)], .up)],
             onChange: { changes.add($0) })
         await monitor.start()
-        try await eventually("b goes down") { await monitor.state(of: "b") == .down }
+        try await eventually("b goes down", timeout: Self.patience) { await monitor.state(of: "b") == .down }
         #expect(await monitor.state(of: "a") == .up)
         try await listener.close()
-        try await eventually("a goes down once its listener is gone") { await monitor.state(of: "a") == .down }
+        try await eventually("a goes down once its listener is gone", timeout: Self.patience) {
+            await monitor.state(of: "a") == .down
+        }
         try await Task.sleep(for: .milliseconds(400))
         let seen = changes.all
         #expect(
@@ -61,7 +69,7 @@ import Testing
         await monitor.setOverride("c", HealthOverride(.drain, until: .now + .milliseconds(300)))
         #expect(await monitor.state(of: "c") == .drained)
         #expect(await monitor.statuses().first?.override == "drain")
-        try await eventually("the drain ends") { changes.all.count == 2 }
+        try await eventually("the drain ends", timeout: Self.patience) { changes.all.count == 2 }
         #expect(changes.all.map(\.to) == [.drained, .up] && changes.all.last?.reason == "override expired")
         #expect(await monitor.statuses().first?.override == nil)
         await monitor.stop()
@@ -81,7 +89,7 @@ import Testing
         await monitor.setOverride("d", nil)
         try await Task.sleep(for: .milliseconds(100))
         #expect(caps.withLock { $0.count } == 1, "back up, but not yet settled")
-        try await eventually("the pool settles") { caps.withLock { $0.count } == 2 }
+        try await eventually("the pool settles", timeout: Self.patience) { caps.withLock { $0.count } == 2 }
         #expect(caps.withLock { $0.last } == PoolTTL.Change(pool: "web", cap: 60, settled: true))
         let d = await monitor.statuses().first { $0.id == "d" }
         #expect(d?.changes == 2 && d?.lastReason == "override removed" && (d?.secondsSinceChange ?? -1) >= 0)
@@ -117,7 +125,7 @@ import Testing
         #expect(await monitor.report("f", passed: true, detail: nil) != .unknownNode)
         #expect(await monitor.state(of: "f") == .up)
         // Silence: stale after 2 s.
-        try await eventually("no report goes stale") { await monitor.state(of: "f") == .down }
+        try await eventually("no report goes stale", timeout: Self.patience) { await monitor.state(of: "f") == .down }
         #expect(
             changes.all.last?.reason.hasPrefix("1:report: no report for 2.0 s") == true, "\(changes.all.map(\.reason))")
         await monitor.stop()
@@ -142,7 +150,7 @@ import Testing
             nodes: ["a": ([], .up), "b": ([failing], .up), "gone": ([failing], .up)],
             pools: [web], onChange: { changes.add($0) }, onPoolTTL: { c in caps.withLock { $0.append(c) } })
         await monitor.start()
-        try await eventually("b and gone go down") {
+        try await eventually("b and gone go down", timeout: Self.patience) {
             let (b, gone) = (await monitor.state(of: "b"), await monitor.state(of: "gone"))
             return b == .down && gone == .down
         }
@@ -177,7 +185,9 @@ import Testing
         #expect(await monitor.state(of: "a") == .drained)
         await monitor.setOverride("a", nil)
         #expect(await monitor.state(of: "a") == .up, "undrained: up at once, as its checks were")
-        try await eventually("b comes up on its new check") { await monitor.state(of: "b") == .up }
+        try await eventually("b comes up on its new check", timeout: Self.patience) {
+            await monitor.state(of: "b") == .up
+        }
         try await Task.sleep(for: .milliseconds(300))
         #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" }, "the gone node's checks stopped")
 
