@@ -1,4 +1,5 @@
 import Foundation
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastDataPath

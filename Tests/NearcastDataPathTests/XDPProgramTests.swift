@@ -573,30 +573,6 @@ extension DNSName {
     }
 }
 
-/// A bpffs mounted in a temporary directory for as long as the value lives (tests run as root).
-final class TemporaryBPFFS {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-pins-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try Self.run("/bin/mount", ["-t", "bpf", "bpf", path])
-    }
-
-    deinit {
-        try? Self.run("/bin/umount", [path])
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    static func run(_ tool: String, _ args: [String]) throws {
-        let p = try Process.run(URL(fileURLWithPath: tool), arguments: args)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: ["command": "\(tool) \(args)"])
-        }
-    }
-}
-
 /// Taking over a pinned names table: what a restarted daemon does.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct NamesTableTakeoverTests {
     @Test func aPinnedTableIsTakenOverAsItIsAndKeepsItsSize() throws {

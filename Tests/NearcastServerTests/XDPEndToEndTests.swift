@@ -20,7 +20,10 @@ import Glibc
 
     /// The namespaces, the client's pass-through XDP program and a bpffs for the pins.
     final class Topology {
-        let bpffs: URL
+        /// `ip netns exec` gives a fresh /sys, where /sys/fs/bpf is no bpffs: the pins go here.
+        let pins: TemporaryBPFFS
+        var bpffs: URL { URL(fileURLWithPath: pins.path) }
+
         init() throws {
             let tools = XDPEndToEndTests.root.appendingPathComponent("tools")
             let up = try TestSupport.run(
@@ -35,18 +38,12 @@ import Glibc
                     pass, "sec", "xdp",
                 ])
             guard xdp.status == 0 else { throw TestFailure("client XDP: \(xdp.stderr)") }
-            // `ip netns exec` gives a fresh /sys, where /sys/fs/bpf is no bpffs: pin elsewhere.
-            bpffs = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bpffs-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: bpffs, withIntermediateDirectories: true)
-            let mount = try TestSupport.run("/bin/mount", ["-t", "bpf", "bpf", bpffs.path])
-            guard mount.status == 0 else { throw TestFailure("mount bpffs: \(mount.stderr)") }
+            pins = try TemporaryBPFFS()
         }
 
         var pinRoot: String { bpffs.appendingPathComponent("nearcast").path }
 
         deinit {
-            _ = try? TestSupport.run("/bin/umount", [bpffs.path])
-            try? FileManager.default.removeItem(at: bpffs)
             _ = try? TestSupport.run(
                 XDPEndToEndTests.root.appendingPathComponent("tools/netns.sh").path, ["down", XDPEndToEndTests.prefix])
         }
