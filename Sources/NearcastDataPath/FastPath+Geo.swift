@@ -54,8 +54,7 @@ extension FastPath {
             var done = 0
             for (map, prefixes, v4) in [(maps.geo4, maps.ipv4, true), (maps.geo6, maps.ipv6, false)] {
                 for p in prefixes {
-                    let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
-                    try? map.map.delete(key: Self.bytes(of: UInt32(p.length)) + addr)
+                    try? map.map.delete(key: Self.lpmKey(p, v4: v4))
                     done += 1
                     if done % chunk == 0 { Thread.sleep(forTimeInterval: pause.seconds) }
                 }
@@ -206,8 +205,7 @@ extension FastPath {
             keys.reserveCapacity(prefixes.count)
             values.reserveCapacity(prefixes.count)
             for p in prefixes {
-                let addr = withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
-                keys.append(Self.bytes(of: UInt32(p.length)) + addr)
+                keys.append(Self.lpmKey(p, v4: v4))
                 values.append(
                     Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
             }
@@ -219,6 +217,12 @@ extension FastPath {
             serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex,
             ipv4: geo.image.ipv4,
             ipv6: geo.image.ipv6)
+    }
+
+    /// A prefix's key in its family's trie (struct nc_geo4_key / nc_geo6_key): length, then the
+    /// address in network order.
+    static func lpmKey(_ p: ClassPrefix, v4: Bool) -> [UInt8] {
+        bytes(of: UInt32(p.length)) + withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
     }
 
     /// A node's nodes-map value (up, until health says otherwise).
