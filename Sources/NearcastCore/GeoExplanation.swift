@@ -84,7 +84,8 @@ extension GeoTable {
             throw GeoExplainError(description: "'\(text)' is not an IP address")
         }
         let found = try database.lookup(text)
-        let answer = self.answer(geoName, client: address)
+        let health = self.health
+        let answer = self.answer(geoName, client: address, health: health)
         let ranking = rankings[geoName.ranking]
         let scored = Dictionary(
             ranking.policy.rank(
@@ -96,7 +97,7 @@ extension GeoTable {
         let candidates = answer.candidates.map { id in
             GeoExplanation.Candidate(
                 node: id, score: scored[id]?.score, distanceKm: scored[id]?.distanceKm,
-                healthy: !unhealthy.contains(id),
+                healthy: health.isServing(id),
                 address: (v4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6).map { Self.text($0) })
         }
         let prefix = answer.prefixLength.map { len -> String in

@@ -36,28 +36,79 @@ public struct GeoTable: Sendable {
     let owners: Set<DNSName>
     let ownersWire: Set<[UInt8]>
     let nodes: [String: NodeConfig]
-    /// Which nodes are down or drained, and each pool's TTL cap, shared by every copy of this table
-    /// (the responders of all event loops), so health changes reach them all at once.
-    public private(set) var board = HealthBoard()
+    /// The daemon's health board, shared by every copy of this table (the responders of all event
+    /// loops) and by the compiles before and after it, so a health change reaches them all at once
+    /// and no reload carries health from one compile to the next.
+    public var board: HealthBoard
+    /// What the board says of a node or pool it does not hold: the config's cold start.
+    let coldStart: ColdStart
 
-    /// The nodes that are down or drained. Setting it gives this copy a board of its own.
-    public var unhealthy: Set<String> {
-        get { board.down }
-        set { board = HealthBoard(newValue, ttlCaps: board.ttlCaps) }
+    /// The cold start of a compile's nodes and pools: the nodes configured to start down, and each
+    /// pool's TTL cap (a pool with a member that starts down starts unsettled).
+    struct ColdStart: Sendable {
+        var down: Set<String>
+        var ttlCaps: [String: UInt32]
+
+        init(_ config: GeoConfig) {
+            let down = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))
+            self.down = down
+            ttlCaps = Dictionary(
+                config.pools.map { p in (p.id, p.ttlCap(settled: !p.members.contains(where: down.contains))) },
+                uniquingKeysWith: { a, _ in a })
+        }
     }
 
-    /// The cold start's TTL caps: a pool with a member that starts down starts unsettled.
-    static func coldStartCaps(_ pools: [PoolConfig], down: Set<String>) -> [String: UInt32] {
-        Dictionary(
-            pools.map { p in (p.id, p.ttlCap(settled: !p.members.contains(where: down.contains))) },
-            uniquingKeysWith: { a, _ in a })
+    /// Health as this compile's answers follow it at one moment: the board's word on each node and
+    /// pool, the cold start for those it does not hold.
+    public struct Health: Sendable {
+        public let board: HealthBoard.Snapshot
+        let coldStart: ColdStart
+
+        /// Whether answers may name `node`.
+        public func isServing(_ node: String) -> Bool { board.nodes[node]?.isServing ?? !coldStart.down.contains(node) }
+
+        /// The cap on the TTL of the names of `pool` (UInt32.max: none).
+        public func ttlCap(_ pool: String) -> UInt32 { board.ttlCaps[pool] ?? coldStart.ttlCaps[pool] ?? .max }
+    }
+
+    /// The board's reader for this compile: small, and it holds nothing of the compile's image.
+    public struct HealthView: Sendable {
+        let board: HealthBoard
+        let coldStart: ColdStart
+
+        /// Health now.
+        public func now() -> Health { Health(board: board.snapshot, coldStart: coldStart) }
+    }
+
+    /// The board's reader for this compile.
+    public var healthView: HealthView { HealthView(board: board, coldStart: coldStart) }
+
+    /// Health now.
+    public var health: Health { healthView.now() }
+
+    /// The nodes that are not answered with now. Setting it gives this copy a board of its own on
+    /// which these nodes are down and the others up (tests, and tables without a daemon).
+    public var unhealthy: Set<String> {
+        get {
+            let h = health
+            return Set(nodes.keys.filter { !h.isServing($0) })
+        }
+        set {
+            board = HealthBoard(
+                HealthBoard.Snapshot(
+                    nodes: Dictionary(
+                        uniqueKeysWithValues: nodes.keys.map { ($0, newValue.contains($0) ? .down : .up) }),
+                    ttlCaps: board.snapshot.ttlCaps))
+        }
     }
 
     /// Compiles `config`'s geo names against `database`: one ranking per distinct pool, policy
-    /// and fallback. `progress` as for GeoCompiler.compile.
-    public static func build(_ config: GeoConfig, database: MaxMindDatabase, progress: ((Int) -> Void)? = nil) throws
-        -> GeoTable
-    {
+    /// and fallback. `board`: the daemon's health board, which answers follow (a new one, empty, by
+    /// default: every node and pool in its cold start). `progress` as for GeoCompiler.compile.
+    public static func build(
+        _ config: GeoConfig, database: MaxMindDatabase, board: HealthBoard = HealthBoard(),
+        progress: ((Int) -> Void)? = nil
+    ) throws -> GeoTable {
         let nodes = Dictionary(config.nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let pools = Dictionary(config.pools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let poolIndex = Dictionary(
@@ -82,12 +133,11 @@ public struct GeoTable: Sendable {
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
         let owners = Set(names.keys.map(\.name))
-        let down = Set(config.nodes.filter { !$0.initiallyUp }.map(\.id))  // the cold start
         return GeoTable(
             serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings,
             pools: config.pools, names: names, owners: owners,
             ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes,
-            board: HealthBoard(down, ttlCaps: coldStartCaps(config.pools, down: down)))
+            board: board, coldStart: ColdStart(config))
     }
 
     /// Every geo name, in no particular order.
@@ -129,15 +179,16 @@ public struct GeoTable: Sendable {
     }
 
     /// The answer of `name` for a client at `address` (4 or 16 bytes: the ECS address when the
-    /// query had one with a non-zero source prefix, else the query's source address).
-    public func answer(_ name: Name, client address: [UInt8]) -> Answer {
+    /// query had one with a non-zero source prefix, else the query's source address), with
+    /// `health` (default: the board now).
+    public func answer(_ name: Name, client address: [UInt8], health: Health? = nil) -> Answer {
         let (c, prefix) = image.lookup(address)
         let candidates = image.classes[c][name.ranking]
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
-        let (down, caps) = board.snapshot
+        let health = health ?? self.health
         let order = Self.spillOrder(
-            candidates, isUp: { !down.contains($0) }, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
+            candidates, isUp: health.isServing, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
             seed: prefix?.seed ?? 0)
         var chosen = order.prefix(name.config.answers).compactMap(addressOf)
         var outcome = Answer.Outcome.answered
@@ -149,7 +200,7 @@ public struct GeoTable: Sendable {
             }
         }
         return Answer(
-            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, caps[pools[name.pool].id] ?? .max),
+            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, health.ttlCap(pools[name.pool].id)),
             locationClass: c, prefixLength: prefix?.length,
             candidates: candidates)
     }
@@ -183,30 +234,3 @@ public struct GeoTable: Sendable {
 
 /// The serial of the last compile (GeoTable.serial).
 private let nextSerial = Atomic<UInt64>(0)
-
-/// The nodes that are down or drained and each pool's TTL cap (pool id -> cap; none: no cap), read
-/// by every responder and written by the health monitor.
-public final class HealthBoard: Sendable {
-    private let state: Mutex<(down: Set<String>, ttlCaps: [String: UInt32])>
-
-    public init(_ down: Set<String> = [], ttlCaps: [String: UInt32] = [:]) { state = Mutex((down, ttlCaps)) }
-
-    /// The nodes down now.
-    public var down: Set<String> { state.withLock { $0.down } }
-
-    /// The pools' TTL caps now.
-    public var ttlCaps: [String: UInt32] { state.withLock { $0.ttlCaps } }
-
-    /// Both, read at once.
-    public var snapshot: (down: Set<String>, ttlCaps: [String: UInt32]) { state.withLock { $0 } }
-
-    /// Marks `node` up or down.
-    public func set(_ node: String, up: Bool) {
-        _ = state.withLock { up ? $0.down.remove(node) : $0.down.insert(node).memberAfterInsert }
-    }
-
-    /// Sets `pool`'s TTL cap.
-    public func setTTLCap(_ pool: String, _ cap: UInt32) {
-        state.withLock { $0.ttlCaps[pool] = cap }
-    }
-}

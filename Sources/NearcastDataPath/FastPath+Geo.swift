@@ -62,26 +62,25 @@ extension FastPath {
         }
     }
 
-    /// Writes generation `gen`'s health: its nodes map and its half of the pools map, each node
-    /// and pool that stays with what was last written for it (`s`), new ones as `geo`'s board
-    /// says. A few thousand entries at most: done under the state lock, at the switch. Returns
-    /// the nodes and pools as written.
-    func writeGeoHealth(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?, carrying s: State) throws(BPFError) -> (
+    /// Writes generation `gen`'s health: its nodes map and its half of the pools map, as `geo`'s
+    /// board says now. A few thousand entries at most: done under the state lock, at the switch.
+    /// Returns the nodes and pools as written.
+    func writeGeoHealth(_ gen: UInt32, _ maps: GeoMaps?, _ geo: GeoTable?) throws(BPFError) -> (
         [String: (index: UInt32, value: nc_node)], [String: (index: UInt32, cap: UInt32)]
     ) {
         guard let maps, let geo else { return ([:], [:]) }
+        let health = geo.health
         var nodeValues: [String: (index: UInt32, value: nc_node)] = [:]
         for n in geo.allNodes {
             guard let i = maps.nodeIndex[n.id] else { continue }
             var v = Self.nodeValue(n)
-            v.up = s.nodes[n.id].map { $0.value.up } ?? (geo.unhealthy.contains(n.id) ? 0 : 1)
+            v.up = health.isServing(n.id) ? 1 : 0
             nodeValues[n.id] = (i, v)
         }
-        let caps = geo.board.ttlCaps
         var poolCaps: [String: (index: UInt32, cap: UInt32)] = [:]
         for p in geo.pools {
             guard let i = maps.poolIndex[p.id] else { continue }
-            poolCaps[p.id] = (i, s.pools[p.id]?.cap ?? caps[p.id] ?? .max)
+            poolCaps[p.id] = (i, health.ttlCap(p.id))
         }
         let poolBase = gen * UInt32(NC_POOLS_MAX)
         if !nodeValues.isEmpty {
@@ -134,13 +133,16 @@ extension FastPath {
             hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
     }
 
-    /// Marks a geo node up or down for the XDP program: one write of its nodes-map entry (ARCHITECTURE
-    /// §2: a health change never recomputes the prefix maps). Returns false for an unknown node.
+    /// Writes a geo node's health for the XDP program as the live generation's health board says
+    /// now: one write of its nodes-map entry (ARCHITECTURE §2: a health change never recomputes the
+    /// prefix maps). Call it after each change of the node on the board: whatever the order of
+    /// changes and calls, the map ends as the board says. Returns false for a node the live
+    /// generation does not have, true when it wrote.
     @discardableResult
-    public func setNodeHealth(_ id: String, up: Bool) throws(BPFError) -> Bool {
+    public func writeNodeHealth(_ id: String) throws(BPFError) -> Bool {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
-            guard var n = s.nodes[id] else { return false }
-            n.value.up = up ? 1 : 0
+            guard var n = s.nodes[id], let health = s.health else { return false }
+            n.value.up = health.now().isServing(id) ? 1 : 0
             try nodeMaps[Int(s.settings.generation & 1)].map.update(
                 key: Self.bytes(of: n.index), value: Self.bytes(of: n.value))
             s.nodes[id] = n
@@ -148,12 +150,13 @@ extension FastPath {
         }
     }
 
-    /// Sets a pool's TTL cap for the XDP program: one write of its pools-map entry. Returns false
-    /// for an unknown pool.
+    /// Writes a pool's TTL cap for the XDP program as the board says now: one write of its
+    /// pools-map entry. Returns false for a pool the live generation does not have.
     @discardableResult
-    public func setPoolTTLCap(_ id: String, _ cap: UInt32) throws(BPFError) -> Bool {
+    public func writePoolTTLCap(_ id: String) throws(BPFError) -> Bool {
         try state.withLock { (s: inout State) throws(BPFError) -> Bool in
-            guard let p = s.pools[id] else { return false }
+            guard let p = s.pools[id], let health = s.health else { return false }
+            let cap = health.now().ttlCap(id)
             try pools.update(
                 key: Self.bytes(of: s.settings.generation * UInt32(NC_POOLS_MAX) + p.index),
                 value: Self.bytes(of: nc_pool(ttl_cap: cap)))

@@ -55,6 +55,8 @@ public final class FastPath: Sendable {
         var nodes: [String: (index: UInt32, value: nc_node)] = [:]
         /// The pools: index within a half of the pools map and the TTL cap written there.
         var pools: [String: (index: UInt32, cap: UInt32)] = [:]
+        /// The health board the live generation follows (that of its geo table).
+        var health: GeoTable.HealthView?
     }
 
     /// The most section bytes one names-table entry holds.
@@ -199,8 +201,9 @@ public final class FastPath: Sendable {
     ///
     /// The geo prefix and candidate maps are built anew (beside the live ones, which go on
     /// answering meanwhile) only for a geo table of a compile not yet written; otherwise the new
-    /// generation shares the live ones. Nodes and pools that stay keep the health and TTL cap last
-    /// written for them (`setNodeHealth`, `setPoolTTLCap`); new ones start as `geo`'s board says.
+    /// generation shares the live ones. Its nodes and pools get the health and TTL caps `geo`'s
+    /// board says at the switch; changes after it are written by `writeNodeHealth` and
+    /// `writePoolTTLCap`.
     ///
     /// Blocking work, seconds for a whole GeoLite2-City: call it from a thread of its own
     /// (`GenerationWriter`), one write at a time. Only the switch holds the state lock, for a few
@@ -241,10 +244,11 @@ public final class FastPath: Sendable {
             values: plan.slots.map { Self.bytes(of: $0) })
         try setGeoSlots(nextGeneration, maps)
 
-        // The switch: its nodes and pools with the health last written (under the lock, so no
-        // health change falls between), then one write of the settings.
+        // The switch: its nodes and pools as the board says (read under the lock: a change written
+        // to the board after this read is written to the map after the switch, by
+        // `writeNodeHealth`), then one write of the settings.
         try state.withLock { (s: inout State) throws(BPFError) in
-            let (nodeValues, poolCaps) = try writeGeoHealth(nextGeneration, maps, geo, carrying: s)
+            let (nodeValues, poolCaps) = try writeGeoHealth(nextGeneration, maps, geo)
             var next = s.settings
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
@@ -255,6 +259,7 @@ public final class FastPath: Sendable {
             s.geo = maps
             s.nodes = nodeValues
             s.pools = poolCaps
+            s.health = geo?.healthView
         }
         // The old generation's indexes are reused by the next write: no run may still read them.
         // Waited for without the lock: health changes go to the live generation meanwhile.

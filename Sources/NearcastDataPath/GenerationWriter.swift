@@ -12,7 +12,7 @@ import Glibc
 /// runs on a thread of its own, one at a time, in the order asked: seconds of blocking work for a
 /// whole GeoLite2-City never hold Swift's cooperative pool or a NIO event loop, and the caller
 /// awaits the result. Health changes do not queue here: they are single map writes
-/// (`FastPath.setNodeHealth`, `setPoolTTLCap`) that go in while a write is under way.
+/// (`FastPath.writeNodeHealth`, `writePoolTTLCap`) that go in while a write is under way.
 public final class GenerationWriter: Sendable {
     public let fastPath: FastPath
     private let thread = WorkerThread(name: "nearcast-writer")

@@ -1,8 +1,9 @@
 import NIOCore
 import NearcastCore
 
-/// Runs every node's checks on their intervals and keeps each node's NodeHealth; reports each
-/// change of a node's state as it happens (ARCHITECTURE §6). Checks run concurrently, each on its own
+/// Runs every node's checks on their intervals and keeps each node's NodeHealth; writes each node's
+/// state and each pool's TTL cap on the health board, the one place answers read them from, and
+/// reports each change after writing it there (ARCHITECTURE §6). Checks run concurrently, each on its own
 /// schedule with jitter, so checks of many nodes do not fire in lockstep and a slow target holds
 /// up only its own check.
 public actor HealthMonitor {
@@ -35,6 +36,8 @@ public actor HealthMonitor {
     }
 
     let checker: HealthChecker
+    /// Where every node's state and pool's cap is published; this monitor is its only writer.
+    public nonisolated let board: HealthBoard
     var plan: [String: [Scheduled]]
     var health: [String: NodeHealth]
     let onChange: @Sendable (Change) -> Void
@@ -52,9 +55,11 @@ public actor HealthMonitor {
     var reportDue: [String: ContinuousClock.Instant] = [:]
 
     /// `nodes`: node id -> its checks and its cold-start state. `pools`: the pools whose TTL cap
-    /// follows their members' health; each change of a cap goes to `onPoolTTL`.
+    /// follows their members' health; each change of a cap goes to `onPoolTTL`. `board`: where
+    /// states and caps are published (the daemon's one board), written at once with the cold start.
     public init(
         checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig] = [],
+        board: HealthBoard = HealthBoard(),
         onChange: @escaping @Sendable (Change) -> Void,
         onPoolTTL: @escaping @Sendable (PoolTTL.Change) -> Void = { _ in }
     ) {
@@ -69,6 +74,8 @@ public actor HealthMonitor {
         poolTTL = PoolTTL(pools: pools, states: health.mapValues { $0.state(at: .now) })
         self.onChange = onChange
         self.onPoolTTL = onPoolTTL
+        self.board = board
+        board.replace(HealthBoard.Snapshot(nodes: health.mapValues { $0.state(at: .now) }, ttlCaps: poolTTL.caps))
     }
 
     /// Starts every check's loop.
@@ -131,9 +138,11 @@ public actor HealthMonitor {
             plan[id] = n.checks
             if started { startChecks(id) }
         }
-        for c in poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now) {
-            onPoolTTL(c)
-        }
+        let changes = poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now)
+        // The board holds exactly the nodes and pools followed now: those gone leave it, new ones
+        // join in their cold start.
+        board.replace(HealthBoard.Snapshot(nodes: health.mapValues { $0.state(at: now) }, ttlCaps: poolTTL.caps))
+        for c in changes { onPoolTTL(c) }
         scheduleSettle(after: now)
     }
 
@@ -179,14 +188,15 @@ public actor HealthMonitor {
     /// Every node's state now.
     public func states() -> [String: HealthState] { health.mapValues { $0.state(at: .now) } }
 
-    /// Every node's state and override now, by id.
+    /// Every node's state (as the board holds it: what answers follow) and override now, by id.
     public func statuses() -> [NodeStatus] {
         let now = ContinuousClock.now
+        let board = board.snapshot
         return health.keys.sorted().map { id in
             let h = health[id]!
             let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
             return NodeStatus(
-                id: id, state: h.state(at: now).rawValue, override: o?.kind.rawValue,
+                id: id, state: (board.nodes[id] ?? h.state(at: now)).rawValue, override: o?.kind.rawValue,
                 overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
                 lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds })
         }
@@ -209,11 +219,18 @@ public actor HealthMonitor {
         let now = ContinuousClock.now
         counts[change.node, default: 0] += 1
         last[change.node] = (now, change.reason)
+        board.set(change.node, change.to)
         onChange(change)
         for c in poolTTL.nodeChanged(change.node, states: health.mapValues { $0.state(at: now) }, at: now) {
-            onPoolTTL(c)
+            poolCapChanged(c)
         }
         scheduleSettle(after: now)
+    }
+
+    /// Reports a change of a pool's cap, once it is on the board.
+    func poolCapChanged(_ c: PoolTTL.Change) {
+        board.setTTLCap(c.pool, c.cap)
+        onPoolTTL(c)
     }
 
     /// One timer, for the next time a pool may settle.
@@ -230,7 +247,7 @@ public actor HealthMonitor {
     /// Lets pools whose settle time has passed go back to their normal TTL.
     func settlePools() {
         let now = ContinuousClock.now
-        for c in poolTTL.settle(states: health.mapValues { $0.state(at: now) }, at: now) { onPoolTTL(c) }
+        for c in poolTTL.settle(states: health.mapValues { $0.state(at: now) }, at: now) { poolCapChanged(c) }
         scheduleSettle(after: now)
     }
 

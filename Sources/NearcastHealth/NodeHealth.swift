@@ -1,17 +1,4 @@
-/// What a node's health says about answering with it (ARCHITECTURE §6).
-public enum HealthState: String, Sendable, CaseIterable, Codable {
-    /// Every check passes: answered.
-    case up
-    /// Some checks fail, not all: still answered, and counted.
-    case degraded
-    /// Every check fails (or an operator forced it down): not answered.
-    case down
-    /// Taken out by an operator: not answered.
-    case drained
-
-    /// Whether the node is answered with.
-    public var isServing: Bool { self == .up || self == .degraded }
-}
+import NearcastCore
 
 /// How one check turns results into up or down: `rise` successes in a row to go up, `fall`
 /// failures in a row to go down. In between, it keeps its state: no flapping on one bad result.

@@ -5,10 +5,10 @@ import NearcastDataPath
 import NearcastHealth
 import Synchronization
 
-/// Connects the health monitor to what answers (ARCHITECTURE §2, §6): each change of a node's state is
-/// one write of the board the responders read and one write of the node's entry in the XDP nodes
-/// map; each change of a pool's TTL cap the same, for the pool. Both are logged with the reason.
-/// They go to the geo data live at the time (LiveGeo), which a reload may replace.
+/// Connects the health monitor to what answers (ARCHITECTURE §2, §6): the monitor writes each change
+/// of a node's state on the health board, which the responders read; then the node's entry in the
+/// XDP nodes map is written as the board says. A change of a pool's TTL cap the same, for the
+/// pool. Both are logged with the reason.
 enum HealthWiring {
     /// What the monitor checks for `config`: each node's checks and its cold-start state.
     static func plan(_ config: GeoConfig) -> [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] {
@@ -29,19 +29,18 @@ enum HealthWiring {
     ) async -> HealthMonitor {
         let config = live.current?.config ?? GeoConfig()
         let nodes = plan(config)
+        let board = live.board
         let m = HealthMonitor(
-            checker: HealthChecker(group: group), nodes: nodes, pools: config.pools,
+            checker: HealthChecker(group: group), nodes: nodes, pools: config.pools, board: board,
             onChange: { change in
-                live.nodeChanged(change.node, up: change.to.isServing) {
-                    do {
-                        if try fastPath?.setNodeHealth(change.node, up: change.to.isServing) == true {
-                            writes.nodeWritten(after: change.decidedAt)
-                        }
-                    } catch {
-                        logger.error(
-                            "node health not written to the fast path",
-                            metadata: ["node": "\(change.node)", "error": "\(error)"])
+                do {
+                    if try fastPath?.writeNodeHealth(change.node) == true {
+                        writes.nodeWritten(after: change.decidedAt)
                     }
+                } catch {
+                    logger.error(
+                        "node health not written to the fast path",
+                        metadata: ["node": "\(change.node)", "error": "\(error)"])
                 }
                 writes.nodeChanged()
                 logger.notice(
@@ -54,9 +53,9 @@ enum HealthWiring {
                 // (ARCHITECTURE §5: always logged; XDP counts its fail-open answers).
                 if change.from.isServing != change.to.isServing, let current = live.current {
                     let config = current.config
-                    let down = current.table.board.down
+                    let health = current.table.health
                     for pool in config.pools where pool.members.contains(change.node) {
-                        let othersDown = pool.members.allSatisfy { $0 == change.node || down.contains($0) }
+                        let othersDown = pool.members.allSatisfy { $0 == change.node || !health.isServing($0) }
                         guard othersDown else { continue }
                         if change.to.isServing {
                             logger.notice(
@@ -74,13 +73,10 @@ enum HealthWiring {
                 }
             },
             onPoolTTL: { change in
-                live.poolCapChanged(change.pool, cap: change.cap) {
-                    do { if try fastPath?.setPoolTTLCap(change.pool, change.cap) == true { writes.mapWritten() } } catch
-                    {
-                        logger.error(
-                            "pool TTL not written to the fast path",
-                            metadata: ["pool": "\(change.pool)", "error": "\(error)"])
-                    }
+                do { if try fastPath?.writePoolTTLCap(change.pool) == true { writes.mapWritten() } } catch {
+                    logger.error(
+                        "pool TTL not written to the fast path",
+                        metadata: ["pool": "\(change.pool)", "error": "\(error)"])
                 }
                 writes.poolChanged()
                 logger.notice(

@@ -10,9 +10,8 @@ import Glibc
 /// The geo data answered from now: the geo section, the table compiled from it and the database it
 /// was compiled from, or nothing while the config has no geo names. A reload that changes any of
 /// them replaces them whole (`switchTo`, issue 6), geo names added or all removed included.
-/// Health changes are written to the board of the table in place at that moment, under the same
-/// lock as a switch, so none is lost across one: a switch carries the health of the nodes and
-/// pools that stay into the new table's board.
+/// Every compile answers by the one health board (`board`), which the health monitor writes and
+/// which outlives them all: a switch carries no health from one compile to the next.
 final class LiveGeo: Sendable {
     /// One compile of a geo section.
     struct Compiled: Sendable {
@@ -25,23 +24,29 @@ final class LiveGeo: Sendable {
     }
 
     private let state: Mutex<Compiled?>
+    /// Each node's state and pool's TTL cap, for the daemon's life (ARCHITECTURE §6).
+    let board: HealthBoard
 
-    init(_ compiled: Compiled?) { state = Mutex(compiled) }
+    init(board: HealthBoard) {
+        state = Mutex(nil)
+        self.board = board
+    }
 
     /// What is served now; nil: no geo names.
     var current: Compiled? { state.withLock { $0 } }
 
     /// Compiles `config`'s geo names on a thread of its own (seconds of blocking work for a whole
-    /// GeoLite2-City), with a progress bar on a terminal.
-    static func compile(_ config: GeoConfig) async throws -> Compiled {
+    /// GeoLite2-City), with a progress bar on a terminal, to answer by the board.
+    func compile(_ config: GeoConfig) async throws -> Compiled {
         let started = ContinuousClock.now
+        let board = board
         var compiled = try await Nearcastd.onOwnThread { () throws -> Compiled in
             guard let path = config.databasePath, let db = try config.openDatabase() else {
                 throw DiagnosticsError([Diagnostic(file: "geo", line: 0, message: "geo names need a database")])
             }
             // Networks are about as many as search-tree nodes: the bar's estimate.
             let bar = TerminalProgress("geo compile: networks", expected: db.nodeCount)
-            let table = try GeoTable.build(config, database: db, progress: bar.update)
+            let table = try GeoTable.build(config, database: db, board: board, progress: bar.update)
             bar.finish(table.image.report.networks)
             return Compiled(
                 config: config, table: table, database: db, compileSeconds: 0, databaseStamp: FileStamp(path))
@@ -70,41 +75,12 @@ final class LiveGeo: Sendable {
         state.withLock { c in c?.config = config }
     }
 
-    /// A node's health changed: its entry on the board, then `write` (the fast path's map), with no
-    /// switch between them.
-    func nodeChanged(_ node: String, up: Bool, then write: () -> Void) {
-        state.withLock { c in
-            if let c, c.table.hasNode(node) { c.table.board.set(node, up: up) }
-            write()
-        }
-    }
-
-    /// A pool's TTL cap changed: the board, then `write`, with no switch between them.
-    func poolCapChanged(_ pool: String, cap: UInt32, then write: () -> Void) {
-        state.withLock { c in
-            if let c, c.table.pools.contains(where: { $0.id == pool }) { c.table.board.setTTLCap(pool, cap) }
-            write()
-        }
-    }
-
-    /// Serves `next` from now on. Nodes and pools that stay keep the health and TTL cap they have
-    /// now; new ones keep what `next`'s board says (cold start). Returns the compile served until
-    /// now, released by the caller outside the lock (freeing a GeoLite2-wide compile takes tens of
-    /// milliseconds, which a health change waiting for the lock would wait too).
+    /// Serves `next` from now on. Returns the compile served until now, released by the caller
+    /// outside the lock (freeing a GeoLite2-wide compile takes tens of milliseconds, which a reader
+    /// waiting for the lock would wait too).
     @discardableResult
     func switchTo(_ next: Compiled?) -> Compiled? {
         state.withLock { c in
-            if let old = c, let next {
-                let (down, caps) = old.table.board.snapshot
-                for n in next.table.allNodes where old.table.hasNode(n.id) {
-                    next.table.board.set(n.id, up: !down.contains(n.id))
-                }
-                for p in next.table.pools {
-                    if let cap = caps[p.id], old.table.pools.contains(where: { $0.id == p.id }) {
-                        next.table.board.setTTLCap(p.id, cap)
-                    }
-                }
-            }
             let old = c
             c = next
             return old

@@ -153,10 +153,10 @@ struct Nearcastd: AsyncParsableCommand {
         for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
 
         // Geo names: the MaxMind database compiled for them (a reload may add or remove them).
-        let live = LiveGeo(nil)
+        let live = LiveGeo(board: HealthBoard())
         if !cfg.geo.names.isEmpty {
             do {
-                let compiled = try await LiveGeo.compile(cfg.geo)
+                let compiled = try await live.compile(cfg.geo)
                 live.switchTo(compiled)
                 Self.logCompiled(compiled, logger: logger)
             } catch {

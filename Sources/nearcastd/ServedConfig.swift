@@ -165,7 +165,7 @@ actor ServedConfig {
             } else if live.compilesLike(next.geo) {
                 geo = .checks(next.geo)  // only nodes' checks changed: no compile
             } else {
-                do { geo = .to(try await LiveGeo.compile(next.geo)) } catch let e as DiagnosticsError {
+                do { geo = .to(try await live.compile(next.geo)) } catch let e as DiagnosticsError {
                     throw .invalid(e)
                 } catch {
                     let file = next.geo.databasePath ?? "geo"

@@ -127,6 +127,26 @@ import Testing
         #expect(addresses(ask(responder(unhealthy: ["par1"]), ecs: "198.51.100.0/24")) == ["192.0.2.10", "192.0.2.30"])
     }
 
+    /// Answers follow the health board a table is built with: a node the board does not hold (not
+    /// yet followed by a monitor) is in its configured cold start, and once the board holds it,
+    /// its word goes, in every compile built with that board.
+    @Test func answersFollowTheBoardAndTheColdStartForNodesItDoesNotHold() throws {
+        let cold = Self.configText.replacingOccurrences(of: "country: FR }", with: "country: FR, initial: down }")
+        let config = try NearcastConfig.parse(
+            yaml: cold.replacingOccurrences(of: "DB", with: Self.databasePath), fileName: "c.yaml", baseDirectory: "")
+        let board = HealthBoard()
+        let tables = try (0..<2).map { _ in
+            try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath), board: board)
+        }
+        let r = tables.map { Responder(authority: Authority(zones: [Self.zone]), geo: $0) }
+        let paris = "198.51.100.0/24"  // par1, fra1, nyc1 in rank order
+        #expect(addresses(ask(r[0], ecs: paris)) == ["192.0.2.10", "192.0.2.30"], "par1 starts down")
+        board.set("par1", .up)
+        #expect(r.allSatisfy { addresses(ask($0, ecs: paris)) == ["192.0.2.20", "192.0.2.10"] }, "both compiles")
+        board.set("fra1", .drained)
+        #expect(addresses(ask(r[1], ecs: paris)) == ["192.0.2.20", "192.0.2.30"])
+    }
+
     @Test func aDownNodesClientsSpreadOverTheNextCandidatesByWeight() {
         let weights: [String: UInt32] = ["b": 100, "c": 300, "d": 100, "e": 1000]
         func order(_ down: Set<String>, _ seed: UInt32) -> [String] {

@@ -241,14 +241,14 @@ import Testing
         }
         #expect(try ttls(.a) == [7, 7])  // written at fill
         #expect(try ttls(.aaaa) == [7, 7, 7])
-        #expect(try fp.setPoolTTLCap("web", 3))
         t.board.setTTLCap("web", 3)
+        #expect(try fp.writePoolTTLCap("web"))
         #expect(try ttls(.a) == [3, 3])
-        #expect(try fp.setPoolTTLCap("web", .max))
         t.board.setTTLCap("web", .max)
+        #expect(try fp.writePoolTTLCap("web"))
         #expect(try ttls(.a) == [20, 20])  // each name's own
         #expect(try ttls(.aaaa) == [40, 40, 40])
-        #expect(try fp.setPoolTTLCap("nope", 1) == false)
+        #expect(try fp.writePoolTTLCap("nope") == false)
     }
 
     @Test(arguments: [Set<String>(), ["par1"], ["fra1", "tyo1"], ["fra1", "par1", "nyc1", "tyo1"]])
@@ -292,13 +292,15 @@ import Testing
 
     /// Issue 6 (nodes changed while serving): a new geo table (a node moved, one gone, one new) is
     /// written beside the live maps and switched in with the names table. XDP then answers exactly
-    /// as the new table's slow path, a node that stays keeps the health last written for it,
-    /// health writes reach the new generation, and the old maps are let go.
+    /// as the new table's slow path, both following the one health board: a node that stays keeps
+    /// its health, a new one starts as configured, health writes reach the new generation, and the
+    /// old maps are let go.
     @Test func aChangedGeoTableIsSwitchedInWholeAndKeepsHealth() throws {
-        var t = Self.table
-        t.unhealthy = ["par1"]
+        let board = HealthBoard()
+        let t = try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath), board: board)
         let fp = try Self.fastPath(t)
-        #expect(try fp.setNodeHealth("par1", up: false))
+        board.set("par1", .down)
+        #expect(try fp.writeNodeHealth("par1"))
         let before = try Self.slotIDs(fp.geo4)
         #expect(before[0] != nil && before[0] == before[1], "both generations share the one compile's maps")
         let nodeMaps = try Self.slotIDs(fp.nodes)
@@ -316,8 +318,8 @@ import Testing
             )
             .replacingOccurrences(of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [lon1, fra1, par1, tyo1]")
         let config = try NearcastConfig.parse(yaml: changed, fileName: "c.yaml", baseDirectory: "")
-        var next = try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath))
-        next.unhealthy = ["par1"]  // as the daemon carries health over
+        let next = try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath), board: board)
+        #expect(board.state(of: "lon1") == nil && next.health.isServing("lon1"), "a new node starts as configured")
         try fp.write(
             AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity), geo: next)
         let after = try Self.slotIDs(fp.geo4)
@@ -336,9 +338,10 @@ import Testing
         #expect(got.count == 2 && got.isSubset(of: ["a(192.0.2.50)", "a(192.0.2.10)", "a(192.0.2.40)"]), "\(got)")
 
         // Health writes go to the live generation: the new node, and not the one that is gone.
-        #expect(try fp.setNodeHealth("lon1", up: false))
-        #expect(try fp.setNodeHealth("nyc1", up: false) == false)
-        next.unhealthy = ["par1", "lon1"]
+        board.set("lon1", .down)
+        board.set("nyc1", .down)
+        #expect(try fp.writeNodeHealth("lon1"))
+        #expect(try fp.writeNodeHealth("nyc1") == false)
         r = Self.responder(next)
         for c in Self.clients4 {
             #expect(
@@ -358,25 +361,30 @@ import Testing
     }
 
     /// Health changes made while generations are being written (the writer on its own thread, a
-    /// whole new geo compile each time) are never lost at a switch: each new generation carries
-    /// the health last written, and writes to the live one go in meanwhile (ARCHITECTURE §11).
+    /// whole new geo compile each time) are never lost at a switch: each new generation starts as
+    /// the board says, and writes to the live one go in meanwhile (ARCHITECTURE §11).
     @Test func healthChangesMadeWhileGenerationsAreWrittenAreNeverLost() async throws {
-        let fp = try Self.fastPath(Self.table)
-        let writer = GenerationWriter(fp)
+        let board = HealthBoard()
         let tables = try (0..<2).map { _ in
-            try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath))
+            try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath), board: board)
         }
+        let fp = try Self.fastPath(tables[0])
+        let writer = GenerationWriter(fp)
         #expect(tables[0].serial != tables[1].serial, "two compiles: each write builds its maps anew")
         let done = Atomic<Bool>(false)
         let flipper = Task.detached {
             // Ends with fra1 down and tyo1 up, after thousands of changes of each.
             defer { done.store(true, ordering: .releasing) }
-            for i in 0..<4000 {
-                try fp.setNodeHealth("fra1", up: i % 2 == 1)
-                try fp.setNodeHealth("tyo1", up: i % 2 == 0)
+            func set(_ node: String, _ up: Bool) throws {
+                board.set(node, up ? .up : .down)
+                try fp.writeNodeHealth(node)
             }
-            try fp.setNodeHealth("fra1", up: false)
-            try fp.setNodeHealth("tyo1", up: true)
+            for i in 0..<4000 {
+                try set("fra1", i % 2 == 1)
+                try set("tyo1", i % 2 == 0)
+            }
+            try set("fra1", false)
+            try set("tyo1", true)
         }
         var writes = 0
         while writes < 6 || !done.load(ordering: .acquiring) {
@@ -384,8 +392,8 @@ import Testing
             writes += 1
         }
         try await flipper.value
-        var last = tables[(writes - 1) % 2]
-        last.unhealthy = ["fra1"]
+        let last = tables[(writes - 1) % 2]
+        #expect(last.unhealthy == ["fra1"])
         let r = Self.responder(last)
         try expectEveryClientAnswered(fp, r)
     }

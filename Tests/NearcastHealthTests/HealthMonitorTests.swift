@@ -61,6 +61,46 @@ import Testing
         await monitor.stop()
     }
 
+    /// One health board (ARCHITECTURE §6): the monitor writes every node's state and pool's cap on
+    /// it from the cold start on, each change before anyone is told of it (so a reader told of a
+    /// change finds it there), and after a reload it holds exactly the nodes and pools followed.
+    @Test func theBoardHoldsEveryDecisionBeforeAnyoneIsTold() async throws {
+        let board = HealthBoard()
+        let web = PoolConfig(id: "web", members: ["a", "b"], minTTL: 4, declaredAt: "c.yaml:1")
+        let told = Mutex<[String]>([])
+        // Never started: states change by overrides and reloads alone.
+        let check = HealthMonitor.Scheduled(
+            name: "tcp", check: .tcp(host: "127.0.0.1", port: 9), policy: CheckPolicy(), interval: .seconds(60),
+            timeout: .seconds(1))
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: HealthCheckerTests.group), nodes: ["a": ([], .up), "b": ([check], .down)],
+            pools: [web], board: board,
+            onChange: { c in
+                let seen = board.state(of: c.node).map { "\($0)" } ?? "-"
+                told.withLock { $0.append("\(c.node) \(c.to) board \(seen)") }
+            },
+            onPoolTTL: { c in
+                let seen = board.snapshot.ttlCaps[c.pool].map { "\($0)" } ?? "-"
+                told.withLock { $0.append("\(c.pool) \(c.cap) board \(seen)") }
+            })
+        #expect(
+            board.snapshot == HealthBoard.Snapshot(nodes: ["a": .up, "b": .down], ttlCaps: ["web": 4]), "cold start")
+
+        await monitor.setOverride("a", HealthOverride(.drain))
+        await monitor.setOverride("b", HealthOverride(.forceUp))
+        #expect(told.withLock { $0 } == ["a drained board drained", "b up board up"])
+        #expect(await monitor.statuses().map(\.state) == ["drained", "up"], "the API reads what answers follow")
+
+        told.withLock { $0 = [] }
+        let cdn = PoolConfig(id: "cdn", members: ["c"], declaredAt: "c.yaml:2")
+        await monitor.reconfigure(nodes: ["b": ([check], .down), "c": ([check], .down)], pools: [cdn])
+        #expect(
+            board.snapshot
+                == HealthBoard.Snapshot(nodes: ["b": .up, "c": .down], ttlCaps: ["cdn": cdn.ttlCap(settled: false)]),
+            "a and web are gone, c and cdn start cold, b keeps its override")
+        #expect(told.withLock { $0 } == ["cdn \(cdn.ttlCap(settled: false)) board \(cdn.ttlCap(settled: false))"])
+    }
+
     @Test func aTimedOverrideReportsItsEnd() async throws {
         let changes = Changes()
         let monitor = HealthMonitor(
