@@ -33,28 +33,45 @@ let package = Package(
         .target(name: "CNearcastABI"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
-        // Config, zones and the master-file parser, authoritative lookup, the reply cache, the answer image,
-        // the geo policy.
+        // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
+        .target(name: "NearcastBasics"),
+        // Zones: the master-file parser and writer, the zone and its lookup, record edits, which zone is authoritative.
+        .target(name: "NearcastZones", dependencies: ["DNSWire", "NearcastBasics"]),
+        // The geo section (nodes, pools, names, their checks), the policy, the compiler over a MaxMind database,
+        // the compiled table with explain, and the health board answers follow.
         .target(
-            name: "NearcastCore",
+            name: "NearcastGeo",
             dependencies: [
-                "DNSWire", "MaxMindDB",
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Logging", package: "swift-log"),
+                "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
+        .target(name: "NearcastAnswers", dependencies: ["DNSWire", "NearcastZones", "NearcastGeo"]),
+        // The config file: listen addresses, zones, XDP, API settings and tokens, with the geo section.
+        .target(
+            name: "NearcastConfiguration",
+            dependencies: [
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        // The management API's wire types, shared by the daemon and the CLI.
+        .target(name: "NearcastAPIModel", dependencies: ["NearcastBasics", "NearcastZones"]),
+        // A progress bar on a terminal.
+        .target(name: "TerminalUI"),
         // Loads the XDP program, writes its maps, reads its counters; the only user of the ABI structs.
         .target(
             name: "NearcastDataPath",
             dependencies: [
-                "BPFKit", "CNearcastABI", "DNSWire", "NearcastCore", .product(name: "Logging", package: "swift-log"),
+                "BPFKit", "CNearcastABI", "DNSWire", "NearcastBasics", "NearcastGeo", "NearcastAnswers",
+                "NearcastConfiguration", "NearcastAPIModel", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Health: the state machine of a node's checks and overrides, and the checkers (NIOSSL for HTTPS checks).
         .target(
             name: "NearcastHealth",
             dependencies: [
-                "DNSWire", "NearcastCore", .product(name: "NIOCore", package: "swift-nio"),
+                "DNSWire", "NearcastBasics", "NearcastGeo", "NearcastAPIModel",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
@@ -64,7 +81,9 @@ let package = Package(
         .target(
             name: "NearcastServer",
             dependencies: [
-                "DNSWire", "NearcastCore", "MaxMindDB",
+                "DNSWire", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
+                "NearcastAPIModel",
+                "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -82,7 +101,8 @@ let package = Package(
             dependencies: [
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                "NearcastCore", "NearcastServer", "NearcastDataPath", "NearcastHealth", "MaxMindDB",
+                "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
+                "NearcastAPIModel", "TerminalUI", "NearcastServer", "NearcastDataPath", "NearcastHealth", "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -93,7 +113,8 @@ let package = Package(
         .executableTarget(
             name: "xdpbench",
             dependencies: [
-                "BPFKit", "DNSWire", "MaxMindDB", "NearcastCore", "NearcastDataPath",
+                "BPFKit", "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
+                "NearcastConfiguration", "NearcastDataPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -101,14 +122,17 @@ let package = Package(
         .executableTarget(
             name: "geobench",
             dependencies: [
-                "MaxMindDB", "NearcastCore", "NearcastDataPath",
+                "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
+                "NearcastConfiguration",
+                "NearcastDataPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "nearcast",
             dependencies: [
-                "NearcastCore",
+                "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "NearcastAPIModel",
+                "TerminalUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -122,22 +146,37 @@ let package = Package(
         .testTarget(
             name: "NearcastHealthTests",
             dependencies: [
-                "NearcastHealth", "DNSWire", "NearcastTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "NearcastHealth", "NearcastGeo", "NearcastAPIModel", "DNSWire", "NearcastTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(
-            name: "NearcastCoreTests", dependencies: ["NearcastCore", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
+            name: "NearcastZonesTests",
+            dependencies: ["NearcastZones", "NearcastBasics", "DNSWire", "NearcastTestSupport"]),
+        .testTarget(
+            name: "NearcastGeoTests",
+            dependencies: ["NearcastGeo", "NearcastConfiguration", "DNSWire", "MaxMindDB", "NearcastTestSupport"]),
+        .testTarget(
+            name: "NearcastAnswersTests",
+            dependencies: [
+                "NearcastAnswers", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "DNSWire", "MaxMindDB",
+                "NearcastTestSupport",
+            ]),
+        .testTarget(
+            name: "NearcastConfigurationTests",
+            dependencies: ["NearcastConfiguration", "NearcastBasics", "DNSWire", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",
             dependencies: [
-                "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastCore", "DNSWire", "NearcastTestSupport",
+                "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastZones", "NearcastGeo", "NearcastAnswers",
+                "NearcastConfiguration", "DNSWire", "MaxMindDB", "NearcastTestSupport",
             ]
         ),
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [
-                "NearcastServer", "NearcastCore", "DNSWire", "NearcastTestSupport",
+                "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "DNSWire", "NearcastTestSupport",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

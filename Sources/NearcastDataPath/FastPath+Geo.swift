@@ -1,10 +1,11 @@
 import BPFKit
 import CNearcastABI
 import Foundation
-import NearcastCore
+import Glibc
+import NearcastBasics
+import NearcastGeo
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// The geo half of the fast path (ARCHITECTURE §2, §5): the maps one geo compile is written into, each

@@ -2,11 +2,13 @@ import BPFKit
 import CNearcastABI
 import DNSWire
 import Foundation
-import NearcastCore
+import Glibc
+import NearcastAPIModel
+import NearcastAnswers
+import NearcastGeo
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// The XDP program and its maps, seen from the control plane: load the object, set the program's

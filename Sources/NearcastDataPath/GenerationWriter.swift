@@ -1,10 +1,11 @@
 import BPFKit
 import Foundation
-import NearcastCore
+import Glibc
+import NearcastAnswers
+import NearcastGeo
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// The one writer of the fast path's generations (ARCHITECTURE §11). Each write (the answer image

@@ -1,5 +1,7 @@
 import NIOCore
-import NearcastCore
+import NearcastAPIModel
+import NearcastBasics
+import NearcastGeo
 
 /// Runs every node's checks on their intervals and keeps each node's NodeHealth; writes each node's
 /// state and each pool's TTL cap on the health board, the one place answers read them from, and

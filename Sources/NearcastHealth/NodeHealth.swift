@@ -1,4 +1,4 @@
-import NearcastCore
+import NearcastGeo
 
 /// How one check turns results into up or down: `rise` successes in a row to go up, `fall`
 /// failures in a row to go down. In between, it keeps its state: no flapping on one bad result.

@@ -1,4 +1,4 @@
-import NearcastCore
+import NearcastGeo
 
 /// TTL follows health (ARCHITECTURE §6): each pool's TTL cap from its members' states and how recently
 /// they changed. A pool is unsettled while a member is down or degraded, or changed state less

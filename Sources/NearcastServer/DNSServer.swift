@@ -1,11 +1,12 @@
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NearcastCore
+import NearcastAnswers
+import NearcastConfiguration
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// The slow path: UDP and TCP listeners on every configured address, answering from the current

@@ -1,5 +1,4 @@
 import NIOCore
-import NearcastCore
 
 /// Splits a TCP stream into DNS messages by their two-byte length prefix (RFC 1035 §4.2.2).
 struct DNSTCPFrameDecoder: ByteToMessageDecoder {

@@ -1,5 +1,5 @@
 import NIOCore
-import NearcastCore
+import NearcastAnswers
 
 /// Answers each UDP datagram with the responder's reply; replies are flushed once per read batch.
 final class DNSUDPHandler: ChannelInboundHandler {

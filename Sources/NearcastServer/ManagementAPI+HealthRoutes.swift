@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import NearcastCore
+import NearcastAPIModel
 
 extension ManagementAPI {
     /// Nodes and pools: their health and TTL state (read), operators' overrides (write), node

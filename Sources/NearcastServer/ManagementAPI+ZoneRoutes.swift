@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
-import NearcastCore
+import NearcastAPIModel
+import NearcastZones
 
 extension ManagementAPI {
     /// Zones and records (read, and write to change records), and reloads (admin).

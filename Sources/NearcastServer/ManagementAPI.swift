@@ -7,7 +7,10 @@ import MaxMindDB
 import NIOCore
 import NIOPosix
 import NIOSSL
-import NearcastCore
+import NearcastAPIModel
+import NearcastConfiguration
+import NearcastGeo
+import NearcastZones
 import ServiceLifecycle
 
 /// The daemon's HTTP management API (Hummingbird), on a loopback address by default. Every route

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
-import NearcastCore
+import NearcastAPIModel
+import NearcastAnswers
 import Prometheus
 
 /// The daemon's Prometheus metrics (`GET /metrics`, swift-prometheus). The slow path counts its

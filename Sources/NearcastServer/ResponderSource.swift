@@ -1,5 +1,5 @@
 import NIOConcurrencyHelpers
-import NearcastCore
+import NearcastAnswers
 
 /// The responder the slow path answers from, replaced whole by a reload: a query is answered by
 /// the old responder or the new one, never a mix. Each generation has a number, so a handler's

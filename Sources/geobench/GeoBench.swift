@@ -1,8 +1,12 @@
 import ArgumentParser
 import Foundation
 import MaxMindDB
-import NearcastCore
+import NearcastAnswers
+import NearcastBasics
+import NearcastConfiguration
 import NearcastDataPath
+import NearcastGeo
+import NearcastZones
 
 /// `geobench`: the geo compile of a whole MaxMind City database (GeoLite2-City from
 /// tools/fetch-geolite2.sh) for a fog network of 24 nodes in two pools: time, peak memory and the

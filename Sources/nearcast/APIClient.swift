@@ -1,8 +1,8 @@
 import Foundation
-import NearcastCore
+import FoundationNetworking
+import NearcastConfiguration
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
 
 /// The CLI's side of the daemon's management API: where it is and which token to present.

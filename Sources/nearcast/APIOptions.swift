@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import NearcastConfiguration
 
 /// How a command finds the daemon's management API and the token to present: `--api`, then
 /// NEARCAST_API, then 127.0.0.1:8053; NEARCAST_TOKEN, else the first token of the right role in

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import FoundationNetworking
+import NearcastGeo
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
 
 /// `nearcast explain NAME TYPE --client ADDR [--ecs PREFIX]`: why a client gets the answer it

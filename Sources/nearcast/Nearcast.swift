@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import NearcastBasics
+import NearcastConfiguration
+import NearcastGeo
+import TerminalUI
 
 /// `nearcast`: the operator's command line.
 @main

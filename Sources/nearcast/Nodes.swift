@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import NearcastAPIModel
 
 /// `nearcast nodes`: every geo node's health and override, then every pool's TTL state.
 struct Nodes: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import NearcastCore
+import NearcastAPIModel
+import NearcastBasics
 
 /// `nearcast reload`: the daemon reads its config and zone files again (as on SIGHUP) and switches
 /// to them at once, or refuses and keeps serving what it has.

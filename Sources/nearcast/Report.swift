@@ -1,5 +1,5 @@
 import ArgumentParser
-import NearcastCore
+import NearcastAPIModel
 
 /// `nearcast report ID [--failing] [--detail TEXT]`: a node agent's health report (a heartbeat
 /// unless `--failing`), for nodes with a `report` check.

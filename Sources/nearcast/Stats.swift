@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import NearcastAPIModel
 
 /// `nearcast stats [--watch]`: the XDP fast path's verdicts by reason, from the daemon's API.
 struct Stats: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import NearcastCore
+import NearcastAPIModel
 
 /// `nearcast status`: the daemon at a glance.
 struct Status: AsyncParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import NearcastCore
+import NearcastZones
 
 /// `nearcast zones`: the zones served, with their serials and sizes.
 struct Zones: AsyncParsableCommand {

@@ -1,8 +1,11 @@
 import MaxMindDB
-import NearcastCore
+import NearcastAPIModel
+import NearcastBasics
 import NearcastDataPath
+import NearcastGeo
 import NearcastHealth
 import NearcastServer
+import NearcastZones
 
 /// The daemon's running parts, and the management API wired to them: what each route reads or
 /// changes (ManagementAPI.Sources). Parts that are off (no XDP, no geo names, no state

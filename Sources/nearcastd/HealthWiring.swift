@@ -1,7 +1,9 @@
 import Logging
 import NIOCore
-import NearcastCore
+import NearcastAPIModel
+import NearcastBasics
 import NearcastDataPath
+import NearcastGeo
 import NearcastHealth
 import Synchronization
 

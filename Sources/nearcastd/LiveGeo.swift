@@ -1,10 +1,12 @@
 import Foundation
+import Glibc
 import MaxMindDB
-import NearcastCore
+import NearcastBasics
+import NearcastGeo
 import Synchronization
+import TerminalUI
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// The geo data answered from now: the geo section, the table compiled from it and the database it

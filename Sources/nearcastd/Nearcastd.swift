@@ -2,17 +2,21 @@ import ArgumentParser
 import DNSWire
 import Dispatch
 import Foundation
+import Glibc
 import Logging
 import MaxMindDB
 import NIOCore
 import NIOPosix
-import NearcastCore
+import NearcastAnswers
+import NearcastBasics
+import NearcastConfiguration
 import NearcastDataPath
+import NearcastGeo
 import NearcastHealth
 import NearcastServer
+import NearcastZones
 
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// `nearcastd`: the nearcast DNS daemon.

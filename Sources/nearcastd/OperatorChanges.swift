@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NearcastCore
+import NearcastAPIModel
 import NearcastHealth
 import NearcastServer
 

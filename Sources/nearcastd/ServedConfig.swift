@@ -1,10 +1,15 @@
 import DNSWire
 import Foundation
 import Logging
-import NearcastCore
+import NearcastAPIModel
+import NearcastAnswers
+import NearcastBasics
+import NearcastConfiguration
 import NearcastDataPath
+import NearcastGeo
 import NearcastHealth
 import NearcastServer
+import NearcastZones
 
 /// The config and zones served now, and the one place they change: reloads of the config and zone
 /// files (SIGHUP, `POST /v1/reload`) and record changes through the API (`edit`), each audited.

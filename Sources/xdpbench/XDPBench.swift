@@ -3,8 +3,12 @@ import BPFKit
 import DNSWire
 import Foundation
 import MaxMindDB
-import NearcastCore
+import NearcastAnswers
+import NearcastBasics
+import NearcastConfiguration
 import NearcastDataPath
+import NearcastGeo
+import NearcastZones
 
 /// `xdpbench`: nanoseconds per packet of the XDP program, beside a minimal reflect program (the
 /// ceiling), the same growing the frame by an answer's size (the ceiling with the one helper call

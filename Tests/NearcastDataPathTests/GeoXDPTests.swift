@@ -2,8 +2,11 @@ import BPFKit
 import DNSWire
 import Foundation
 import MaxMindDB
-import NearcastCore
+import NearcastAnswers
+import NearcastConfiguration
+import NearcastGeo
 import NearcastTestSupport
+import NearcastZones
 import Synchronization
 import Testing
 

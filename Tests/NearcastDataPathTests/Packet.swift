@@ -1,5 +1,5 @@
 import DNSWire
-import NearcastCore
+import NearcastAnswers
 
 /// Builds and takes apart Ethernet frames carrying DNS over UDP, for the XDP tests.
 struct Packet {

@@ -2,8 +2,9 @@ import BPFKit
 import CNearcastABI
 import DNSWire
 import Foundation
-import NearcastCore
+import NearcastAnswers
 import NearcastTestSupport
+import NearcastZones
 import Testing
 
 @testable import NearcastDataPath

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
-import NearcastCore
+import NearcastAPIModel
+import NearcastGeo
 import NearcastTestSupport
 import Synchronization
 import Testing

@@ -1,4 +1,4 @@
-import NearcastCore
+import NearcastGeo
 import Testing
 
 @testable import NearcastHealth

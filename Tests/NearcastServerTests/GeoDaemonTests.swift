@@ -1,5 +1,4 @@
 import Foundation
-import NearcastCore
 import NearcastTestSupport
 import Testing
 

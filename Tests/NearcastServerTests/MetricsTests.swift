@@ -1,12 +1,12 @@
 import Foundation
-import NearcastCore
+import FoundationNetworking
+import NearcastAPIModel
 import NearcastTestSupport
 import Testing
 
 @testable import NearcastServer
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
 
 /// Prometheus metrics: the exposition from a snapshot, and `GET /metrics` of a running daemon.

@@ -1,6 +1,8 @@
 import Foundation
+import FoundationNetworking
 import Logging
-import NearcastCore
+import NearcastAPIModel
+import NearcastConfiguration
 import NearcastTestSupport
 import Testing
 import Yams
@@ -8,7 +10,6 @@ import Yams
 @testable import NearcastServer
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
 
 /// docs/openapi.yaml matches the API: the same routes, and each route takes exactly the role the

@@ -1,4 +1,5 @@
 import DNSWire
+import NearcastBasics
 
 /// A record as the management API takes and gives it: presentation form, names relative to the
 /// zone's origin or absolute.

@@ -1,4 +1,6 @@
 import DNSWire
+import NearcastGeo
+import NearcastZones
 
 /// The transport a query came over; it decides the size limit of the reply.
 public enum Transport: Sendable {

@@ -1,7 +1,8 @@
 import DNSWire
+import NearcastTestSupport
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastZones
 
 /// Zones changed through the API: rendered back to text that reads the same, and every change
 /// checked as a zone file is at start.
@@ -15,7 +16,7 @@ import Testing
         ptr      PTR   host.other.test.
         """
     static let records = try! ZoneFileParser.parse(
-        text: tableZoneText + "\n" + extra, fileName: "z.zone", origin: origin
+        text: Fixtures.queryTableZone + "\n" + extra, fileName: "z.zone", origin: origin
     ).map(\.record)
 
     @Test func renderedZonesReadBackAsTheSameRecords() throws {

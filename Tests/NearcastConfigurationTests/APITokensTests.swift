@@ -1,6 +1,7 @@
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastBasics
+@testable import NearcastConfiguration
 
 @Suite(.timeLimit(.minutes(1))) struct APITokensTests {
     let read = "0123456789abcdef0123456789abcdef"

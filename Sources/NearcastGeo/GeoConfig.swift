@@ -1,6 +1,8 @@
 import DNSWire
 import Foundation
 import MaxMindDB
+import NearcastBasics
+import NearcastZones
 import Yams
 
 /// The `geo:` section of the config: the MaxMind database, the nodes, the pools and the geo names
@@ -172,7 +174,9 @@ extension GeoConfig {
     ]
 
     /// Reads the `geo:` mapping; every problem goes to `diags` with its line.
-    static func parse(_ node: Node, fileName: String, baseDirectory: String, diags: inout [Diagnostic]) -> GeoConfig {
+    package static func parse(_ node: Node, fileName: String, baseDirectory: String, diags: inout [Diagnostic])
+        -> GeoConfig
+    {
         var d: [Diagnostic] = []
         func line(_ n: Node?) -> Int { n?.mark?.line ?? 0 }
         func fail(_ n: Node?, _ m: String) { d.append(Diagnostic(file: fileName, line: line(n), message: m)) }

@@ -3,7 +3,7 @@ import MaxMindDB
 import NearcastTestSupport
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastGeo
 
 /// The geo compiler on the test City database (tools/geo/test-city.json, written by MaxMind's
 /// writer; `make test` builds it).

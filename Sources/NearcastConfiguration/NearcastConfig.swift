@@ -1,5 +1,8 @@
 import DNSWire
 import Foundation
+import NearcastBasics
+import NearcastGeo
+import NearcastZones
 import Yams
 
 /// Where a zone comes from: its origin and its master file.

@@ -1,3 +1,5 @@
+import NearcastBasics
+
 /// Where the management API listens and whose tokens it takes (`api:` in the config, or
 /// `nearcastd --api ADDR:PORT --api-tokens FILE`).
 public struct APISettings: Hashable, Sendable {

@@ -1,7 +1,8 @@
 import DNSWire
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastConfiguration
+@testable import NearcastGeo
 
 /// The `geo:` section: what a good one gives, and every mistake reported with its line.
 @Suite(.timeLimit(.minutes(1))) struct GeoConfigTests {

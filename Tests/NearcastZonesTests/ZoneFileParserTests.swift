@@ -2,7 +2,8 @@ import DNSWire
 import Foundation
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastBasics
+@testable import NearcastZones
 
 @Suite(.timeLimit(.minutes(1))) struct ZoneFileParserTests {
     static let origin = try! DNSName("example.test.")

@@ -1,3 +1,6 @@
+import NearcastBasics
+import NearcastZones
+
 /// What `GET /v1/stats` of the management API returns, and `nearcast stats` prints.
 public struct StatsReport: Codable, Equatable, Sendable {
     /// One counter: its name (as `bpftool map dump` names the XDP ones) and its value.

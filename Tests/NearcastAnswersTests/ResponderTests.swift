@@ -1,46 +1,14 @@
 import DNSWire
+import NearcastTestSupport
 import Testing
 
-@testable import NearcastCore
-
-/// The zone the query table runs against.
-let tableZoneText = """
-    $ORIGIN example.test.
-    $TTL 300
-    @        SOA   ns1 hostmaster 2026112201 3600 600 1209600 60
-    @        NS    ns1
-    @        NS    ns.other.test.
-    @        MX    10 mail
-    ns1      A     192.0.2.53
-    mail     A     192.0.2.25
-    mail     AAAA  2001:db8::25
-    www      A     192.0.2.1
-    www      A     192.0.2.2
-    www      AAAA  2001:db8::1
-    alias    CNAME www
-    chain1   CNAME chain2
-    chain2   CNAME www
-    loop1    CNAME loop2
-    loop2    CNAME loop1
-    dangling CNAME nothere
-    external CNAME www.other.test.
-    a.b.c    TXT   "deep"
-    *.wild   A     192.0.2.100
-    *.wild   TXT   "wild"
-    sub.wild A     192.0.2.101
-    *.cw     CNAME www
-    sub      NS    ns.sub
-    sub      NS    ns.other.test.
-    ns.sub   A     192.0.2.77
-    _dns._udp SRV  0 1 53 ns1
-    \((0..<4).map { "big TXT \"\(String(repeating: "x", count: 200))\($0)\"\n" }.joined())
-    \((0..<30).map { "huge TXT \"\(String(repeating: "y", count: 250))\($0)\"\n" }.joined())
-    """
+@testable import NearcastAnswers
+@testable import NearcastZones
 
 @Suite(.timeLimit(.minutes(1))) struct ResponderTests {
     static let origin = try! DNSName("example.test.")
     static let responder: Responder = {
-        let records = try! ZoneFileParser.parse(text: tableZoneText, fileName: "table.zone", origin: origin)
+        let records = try! ZoneFileParser.parse(text: Fixtures.queryTableZone, fileName: "table.zone", origin: origin)
         let zone = try! Zone.build(origin: origin, records: records, sourceName: "table.zone")
         return Responder(authority: Authority(zones: [zone]))
     }()

@@ -4,7 +4,10 @@ import MaxMindDB
 import NearcastTestSupport
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastAnswers
+@testable import NearcastConfiguration
+@testable import NearcastGeo
+@testable import NearcastZones
 
 /// Geo names through the slow path: who gets which node, the ECS scope, negative answers at a geo
 /// name, the reply cache, the answer image, the all-down policies, and the checks against zones.

@@ -1,3 +1,5 @@
+import NearcastBasics
+
 /// Splits RFC 1035 master-file text into entries: one entry per logical line, parentheses joining
 /// physical lines, comments removed.
 struct MasterFileTokenizer {

@@ -2,7 +2,7 @@ import DNSWire
 import NearcastTestSupport
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastAnswers
 
 /// The reply cache must be invisible: for any query, cached or not, the bytes equal the full path's.
 @Suite(.timeLimit(.minutes(1))) struct ReplyCacheTests {

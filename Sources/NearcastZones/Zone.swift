@@ -1,4 +1,5 @@
 import DNSWire
+import NearcastBasics
 
 /// The records of one owner and type, with one TTL (RFC 2181 §5).
 public struct RRSet: Hashable, Sendable {
@@ -17,7 +18,7 @@ public struct RRSet: Hashable, Sendable {
 public struct Zone: Sendable {
     public let origin: DNSName
     /// owner → type → RRset.
-    let nodes: [DNSName: [RRType: RRSet]]
+    package let nodes: [DNSName: [RRType: RRSet]]
     /// Every owner name and every ancestor of one, down to the apex: names that exist (RFC 4592 §2.2.2),
     /// including empty non-terminals.
     let existing: Set<DNSName>

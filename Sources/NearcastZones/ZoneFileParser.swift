@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 
 /// A record read from a zone file, with where it came from (for error messages).
 public struct SourcedRecord: Hashable, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import NearcastBasics
 
 /// What a management API token may do. Read, write and admin each include the ones before them;
 /// an agent stands apart.

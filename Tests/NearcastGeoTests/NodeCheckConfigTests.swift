@@ -1,7 +1,7 @@
 import DNSWire
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastConfiguration
 
 /// A node's `checks:`: what good ones give (defaults included), and every mistake with its line.
 @Suite(.timeLimit(.minutes(1))) struct NodeCheckConfigTests {

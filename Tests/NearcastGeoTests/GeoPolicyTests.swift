@@ -1,7 +1,7 @@
 import MaxMindDB
 import Testing
 
-@testable import NearcastCore
+@testable import NearcastGeo
 
 /// The geo policy against rankings worked out by hand (distances and scores computed separately
 /// from the formulas of ARCHITECTURE §5, to 0.1 km).
