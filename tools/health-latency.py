@@ -7,7 +7,7 @@ until the answer shows the change (NODE's ADDRESS gone, or back). Each change is
 before its API request to the first reply that shows it. Runs until --flips changes are timed, or,
 with --until FILE, until FILE exists (and at least --flips). Prints one JSON object: the changes'
 times in milliseconds ("ms"), of which until the API's reply ("api_ms"), when each began in seconds
-into the run ("at"), and how many DNS replies were read.
+into the run ("at"), when the run began as Unix time ("began"), and how many DNS replies were read.
 
 Run it from the client's side of the fast path (the client namespace), so that its queries are
 answered by XDP.
@@ -91,6 +91,7 @@ def main() -> int:
     api_times: list[float] = []  # of those, until the API's reply
     starts: list[float] = []  # when each began, seconds into the run
     begin = time.perf_counter()
+    began = time.time()  # the same moment, as wall-clock time (to line the run up with logs)
     replies = 0
     n = 0
     while n < a.flips or (a.until and not os.path.exists(a.until)):
@@ -121,7 +122,7 @@ def main() -> int:
     if n % 2 == 1:
         api.request("POST", f"/v1/nodes/{a.node}/undrain", headers=headers)
         api.getresponse().read()
-    json.dump({"ms": times, "api_ms": api_times, "at": starts, "replies": replies}, sys.stdout)
+    json.dump({"ms": times, "api_ms": api_times, "at": starts, "began": began, "replies": replies}, sys.stdout)
     return 0
 
 

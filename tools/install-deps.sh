@@ -8,7 +8,7 @@ PACKAGES=(
 	# build: the BPF object, libbpf and libmaxminddb for the Swift system-library targets
 	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
 	libmaxminddb-dev mmdb-bin libmaxmind-db-writer-perl
-	# the release binaries link the Swift runtime statically; the CLI's URLSession needs libcurl
+	# the release binaries link the Swift runtime statically; the tests' URLSession needs libcurl
 	libcurl4-openssl-dev
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl

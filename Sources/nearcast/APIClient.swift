@@ -1,11 +1,13 @@
+import AsyncHTTPClient
 import Foundation
-import FoundationNetworking
+import NIOCore
+import NIOSSL
 import NearcastConfiguration
 
-#if canImport(FoundationNetworking)
-#endif
-
-/// The CLI's side of the daemon's management API: where it is and which token to present.
+/// The CLI's side of the daemon's management API: where it is and which token to present. Requests
+/// go through AsyncHTTPClient (SwiftNIO), which waits for a slow answer (a reload compiling a whole
+/// GeoLite2-City) without using the CPU; Foundation's URLSession on Linux spins on both cores while
+/// it waits, taking them from the daemon it is talking to.
 struct APIClient {
     var address: ListenAddress
     var token: String?
@@ -42,32 +44,42 @@ struct APIClient {
         s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? s
     }
 
-    /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON.
-    func post<T: Decodable>(_ path: String, body: (some Encodable)? = Optional<Int>.none, as type: T.Type) async throws
-        -> T
-    {
-        try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, as: type)
+    /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON; `timeout` for the
+    /// whole exchange.
+    func post<T: Decodable>(
+        _ path: String, body: (some Encodable)? = Optional<Int>.none, timeout: Duration = Self.timeout, as type: T.Type
+    ) async throws -> T {
+        try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, timeout: timeout, as: type)
     }
 
-    func call<T: Decodable>(_ method: String, _ path: String, body: Data? = nil, as type: T.Type) async throws -> T {
+    /// How long an answer may take, unless a call says otherwise.
+    static let timeout = Duration.seconds(10)
+    /// The most bytes of an answer read.
+    static let maxAnswer = 64 << 20
+
+    func call<T: Decodable>(
+        _ method: String, _ path: String, body: Data? = nil, timeout: Duration = Self.timeout, as type: T.Type
+    ) async throws -> T {
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
-        guard let url = URL(string: "\(tls ? "https" : "http")://\(host):\(address.port)\(path)") else {
-            throw Failure(description: "bad API address \(address)")
-        }
-        var request = URLRequest(url: url, timeoutInterval: 5)
-        request.httpMethod = method
+        var request = HTTPClientRequest(url: "\(tls ? "https" : "http")://\(host):\(address.port)\(path)")
+        request.method = .init(rawValue: method)
         if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.body = .bytes(ByteBuffer(bytes: body))
+            request.headers.add(name: "Content-Type", value: "application/json")
         }
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let data: Data
-        let response: URLResponse
+        let status: UInt
         do {
-            (data, response) = try await URLSession.shared.data(for: request)
+            let response = try await HTTPClient.shared.execute(
+                request, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000))
+            status = response.status.code
+            data = Data(try await response.body.collect(upTo: Self.maxAnswer).readableBytesView)
+        } catch let e as HTTPClientError where e == .deadlineExceeded {
+            throw Failure(description: "the management API at \(address) did not answer within \(timeout)")
         } catch {
-            let why = error.localizedDescription
-            if tls && (why.contains("SSL") || why.contains("certificate")) {
+            let why = "\(error)".contains("Connection refused") ? "connection refused" : "\(error)"
+            if tls && (error is NIOSSLError || why.contains("SSL") || why.contains("certificate")) {
                 throw Failure(
                     description:
                         "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates)"
@@ -78,7 +90,6 @@ struct APIClient {
                     "cannot reach the management API at \(address) (\(why)); is nearcastd running with --api \(address)?"
             )
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {
             let message =
                 (try? JSONDecoder().decode(ErrorBody.self, from: data).error.message)

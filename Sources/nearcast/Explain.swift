@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
-import FoundationNetworking
 import NearcastGeo
-
-#if canImport(FoundationNetworking)
-#endif
 
 /// `nearcast explain NAME TYPE --client ADDR [--ecs PREFIX]`: why a client gets the answer it
 /// gets for a geo name, from the daemon's API.

@@ -12,7 +12,9 @@ struct Reload: AsyncParsableCommand {
 
     func run() async throws {
         try await Nodes.reportingFailures {
-            let r = try await options.client(role: .admin).post("/v1/reload", as: ReloadReport.self)
+            // A reload compiles a new geo section: seconds for a whole GeoLite2-City, more on a busy host.
+            let r = try await options.client(role: .admin).post(
+                "/v1/reload", timeout: .seconds(600), as: ReloadReport.self)
             var line = "reloaded: \(counted(r.zones, "zone")), \(counted(r.records, "record"))"
             if let n = r.fastPathAnswers, let w = r.fastPathWritten {
                 line += "; XDP names table: \(n) answers, \(w) written"
