@@ -109,11 +109,15 @@ load() {
 delta() { echo $(($(grep "^$1=" "$work/after" | cut -d= -f2) - $(grep "^$1=" "$work/before" | cut -d= -f2))); }
 
 # The same load without flips first: what the veth pair and the two cores lose anyway.
-load steady
-B_SENT=$SENT B_REPLIES=$REPLIES B_GEO=$GEO B_PASSED=$PASSED B_LIMITED=$LIMITED
-load flips
-stats=$(nc stats | grep '^health: ' || echo "health: (none)")
-echo "$stats"
+# LATENCY_ONLY=1 skips both load runs (and leaves BENCHMARKS.md as it is): for work on the
+# GeoLite2 part alone.
+if [ -z "${LATENCY_ONLY:-}" ]; then
+	load steady
+	B_SENT=$SENT B_REPLIES=$REPLIES B_GEO=$GEO B_PASSED=$PASSED B_LIMITED=$LIMITED
+	load flips
+	stats=$(nc stats | grep '^health: ' || echo "health: (none)")
+	echo "$stats"
+fi
 
 # Health changes seen from outside, at rest and during GeoLite2-wide reloads: a daemon of its own
 # for each, so that its figures are of that run alone. The API listens on the server's veth address,
@@ -185,6 +189,7 @@ print(f"{q(0.5):.2f} {q(0.99):.2f} {t[-1]:.2f} {len(t)}")' "$work/lat-$1.json")
 }
 latency rest
 latency reloads
+[ -z "${LATENCY_ONLY:-}" ] || exit 0
 read -r R50 R99 RMAX RN <<<"$LAT_rest"
 read -r L50 L99 LMAX LN <<<"$LAT_reloads"
 

@@ -1,11 +1,12 @@
 import BPFKit
 import CNearcastABI
 import Foundation
-import Glibc
 import NearcastBasics
 import NearcastGeo
+import Synchronization
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// The geo half of the fast path (ARCHITECTURE §2, §5): the maps one geo compile is written into, each
@@ -25,6 +26,8 @@ extension FastPath {
         /// for `drainRetired`.
         let ipv4: [ClassPrefix]
         let ipv6: [ClassPrefix]
+        /// How many of those `drainRetired` has deleted (IPv4 first).
+        let drained = Atomic<Int>(0)
 
         init(
             serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32],
@@ -47,20 +50,28 @@ extension FastPath {
     /// (kernels built without preemption, as distributions' are): for a GeoLite2-wide compile,
     /// two million nodes and some 160 ms in which nothing else runs on that core, health changes
     /// and queries included (measured: `make bench-health`). Deleted all at once, the entries'
-    /// RCU callbacks pile up past the kernel's batch limit and stall a core the same way; `chunk`
-    /// deletes and a `pause` at a time keep each batch small. Blocking, seconds for a whole
-    /// GeoLite2-City: the writer's thread runs it after a write (GenerationWriter).
-    public func drainRetired(chunk: Int = 512, pause: Duration = .milliseconds(2)) {
-        while let maps = retired.withLock({ $0.popLast() }) {
-            var done = 0
-            for (map, prefixes, v4) in [(maps.geo4, maps.ipv4, true), (maps.geo6, maps.ipv6, false)] {
-                for p in prefixes {
-                    try? map.map.delete(key: Self.lpmKey(p, v4: v4))
-                    done += 1
-                    if done % chunk == 0 { Thread.sleep(forTimeInterval: pause.seconds) }
-                }
+    /// RCU callbacks pile up and the kernel threads that run them hold a core for tens of
+    /// milliseconds; `chunk` deletes and a `pause` at a time keep each batch small. Does at most
+    /// `slice` deletes and returns whether any retired trie is left, so that the writer's thread
+    /// can put a write asked for meanwhile before the rest (GenerationWriter).
+    public func drainRetired(slice: Int = 16_384, chunk: Int = 128, pause: Duration = .milliseconds(2)) -> Bool {
+        var done = 0
+        while done < slice, let maps = retired.withLock({ $0.last }) {
+            let total = maps.ipv4.count + maps.ipv6.count
+            var i = maps.drained.load(ordering: .relaxed)
+            while i < total && done < slice {
+                let v4 = i < maps.ipv4.count
+                try? (v4 ? maps.geo4 : maps.geo6).map.delete(
+                    key: Self.lpmKey(v4 ? maps.ipv4[i] : maps.ipv6[i - maps.ipv4.count], v4: v4))
+                i += 1
+                done += 1
+                if done % chunk == 0 { Thread.sleep(forTimeInterval: pause.seconds) }
             }
+            maps.drained.store(i, ordering: .relaxed)
+            // Empty: let go (the kernel frees an empty trie at once).
+            if i == total { retired.withLock { $0.removeAll { $0 === maps } } }
         }
+        return retired.withLock { !$0.isEmpty }
     }
 
     /// Writes generation `gen`'s health: its nodes map and its half of the pools map, as `geo`'s

@@ -2,13 +2,13 @@ import BPFKit
 import CNearcastABI
 import DNSWire
 import Foundation
-import Glibc
 import NearcastAPIModel
 import NearcastAnswers
 import NearcastGeo
 import Synchronization
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// The XDP program and its maps, seen from the control plane: load the object, set the program's
@@ -196,26 +196,44 @@ public final class FastPath: Sendable {
     }
 
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
-    /// §11): new and changed answers are written at indexes the live generation does not use, the
-    /// other generation's slots, geo map slots and node and pool halves are written whole, and one
-    /// write of the settings switches generations. Once every program run that could still read
-    /// the old generation has ended, what it alone used is freed or free for the next write.
-    ///
-    /// The geo prefix and candidate maps are built anew (beside the live ones, which go on
-    /// answering meanwhile) only for a geo table of a compile not yet written; otherwise the new
-    /// generation shares the live ones. Its nodes and pools get the health and TTL caps `geo`'s
-    /// board says at the switch; changes after it are written by `writeNodeHealth` and
-    /// `writePoolTTLCap`.
-    ///
-    /// Blocking work, seconds for a whole GeoLite2-City: call it from a thread of its own
-    /// (`GenerationWriter`), one write at a time. Only the switch holds the state lock, for a few
-    /// entries' writes; health changes go in meanwhile.
+    /// §11): `prepare` then `switchTo`, at once. Blocking work, seconds for a whole GeoLite2-City:
+    /// call it from a thread of its own, one write at a time (`GenerationWriter` runs the two halves
+    /// on two threads).
     @discardableResult
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
+        try switchTo(try prepare(image, geo: geo))
+    }
+
+    /// A generation written beside the live one and not yet switched to (`prepare`): until the
+    /// switch, no query reads it, and no other write may begin.
+    public struct Prepared: Sendable {
+        let generation: UInt32
+        let previous: UInt32
+        let maps: GeoMaps?
+        let liveMaps: GeoMaps?
+        let geo: GeoTable?
+        let plan: NamesTable.Plan
+    }
+
+    /// The bulk of a write, which no query sees: new and changed answers are written at indexes
+    /// the live generation does not use, and the other generation's slots and geo map slots are
+    /// written whole. The geo prefix and candidate maps are built anew (beside the live ones, which
+    /// go on answering meanwhile) only for a geo table of a compile not yet written; otherwise the
+    /// new generation shares the live ones. Seconds of CPU and kernel time for a whole
+    /// GeoLite2-City, holding no lock: fit for a thread that yields to everything else.
+    public func prepare(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> Prepared {
         guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
-            preconditionFailure("FastPath.write called while another write is under way")
+            preconditionFailure("FastPath.prepare called while another write is under way")
         }
-        defer { writing.store(false, ordering: .releasing) }
+        do {
+            return try prepareUnderWay(image, geo: geo)
+        } catch {
+            writing.store(false, ordering: .releasing)
+            throw error
+        }
+    }
+
+    private func prepareUnderWay(_ image: AnswerImage, geo: GeoTable?) throws(BPFError) -> Prepared {
         // Placed in this order, so that a table too small leaves the NODATA answers out first:
         // positive answers, geo names, then NODATA (the image's last `nodata` entries).
         let nodata = min(image.nodata, image.entries.count)
@@ -245,33 +263,45 @@ public final class FastPath: Sendable {
             keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
             values: plan.slots.map { Self.bytes(of: $0) })
         try setGeoSlots(nextGeneration, maps)
+        return Prepared(
+            generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
+            plan: plan)
+    }
 
-        // The switch: its nodes and pools as the board says (read under the lock: a change written
-        // to the board after this read is written to the map after the switch, by
-        // `writeNodeHealth`), then one write of the settings.
+    /// Switches to a prepared generation: its nodes and pools are written as the health board
+    /// says (under the state lock, so that a health change written to the board after this read is
+    /// written to the map after the switch, by `writeNodeHealth`), then one write of the settings
+    /// switches generations. Once every program run that could still read the old generation has
+    /// ended (a grace period, waited for without the lock: health changes go to the live
+    /// generation meanwhile), what it alone used is free for the next write. Short: a few entries
+    /// under the lock, then the wait.
+    @discardableResult
+    public func switchTo(_ p: Prepared) throws(BPFError) -> TableWrite {
+        defer { writing.store(false, ordering: .releasing) }
+        precondition(writing.load(ordering: .acquiring), "FastPath.switchTo without prepare")
         try state.withLock { (s: inout State) throws(BPFError) in
-            let (nodeValues, poolCaps) = try writeGeoHealth(nextGeneration, maps, geo)
+            let (nodeValues, poolCaps) = try writeGeoHealth(p.generation, p.maps, p.geo)
             var next = s.settings
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
-            next.generation = nextGeneration
+            next.generation = p.generation
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
-            s.live = plan.live
-            s.geo = maps
+            s.live = p.plan.live
+            s.geo = p.maps
             s.nodes = nodeValues
             s.pools = poolCaps
-            s.health = geo?.healthView
+            s.health = p.geo?.healthView
         }
         // The old generation's indexes are reused by the next write: no run may still read them.
-        // Waited for without the lock: health changes go to the live generation meanwhile.
         try BPFGracePeriod.wait()
         // Its geo slots now take the live maps too; maps of a compile no generation uses any more
         // are kept for `drainRetired` rather than handed to the kernel whole.
-        try setGeoSlots(settings.generation, maps)
-        if let old = liveGeo, old !== maps { retired.withLock { $0.append(old) } }
+        try setGeoSlots(p.previous, p.maps)
+        if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
-            entries: plan.live.count, written: plan.writes.count, full: plan.full, collisions: plan.collisions)
+            entries: p.plan.live.count, written: p.plan.writes.count, full: p.plan.full,
+            collisions: p.plan.collisions)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.

@@ -47,13 +47,13 @@ struct NamesTable: Equatable {
     }
 
     /// One question and its answer, encoded as an nc_name_entry, with its hash.
-    struct Entry: Hashable {
+    struct Entry: Hashable, Sendable {
         var hash: UInt64
         var bytes: [UInt8]
     }
 
     /// What to write for a new generation.
-    struct Plan {
+    struct Plan: Sendable {
         /// Entries to write at indexes the live generation does not use.
         var writes: [(index: UInt32, entry: Entry)] = []
         /// The new generation's slots, `slotCount` of them.

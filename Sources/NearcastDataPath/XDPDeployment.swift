@@ -1,12 +1,12 @@
 import BPFKit
 import Foundation
-import Glibc
 import Logging
 import NearcastAnswers
 import NearcastConfiguration
 import NearcastGeo
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// The fast path as the daemon runs it: the program loaded with its maps pinned, configured, filled

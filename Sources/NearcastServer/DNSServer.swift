@@ -1,4 +1,3 @@
-import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -7,6 +6,7 @@ import NearcastAnswers
 import NearcastConfiguration
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// The slow path: UDP and TCP listeners on every configured address, answering from the current

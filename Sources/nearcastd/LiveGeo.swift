@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import MaxMindDB
 import NearcastBasics
 import NearcastGeo
@@ -7,6 +6,7 @@ import Synchronization
 import TerminalUI
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// The geo data answered from now: the geo section, the table compiled from it and the database it
@@ -42,7 +42,9 @@ final class LiveGeo: Sendable {
     func compile(_ config: GeoConfig) async throws -> Compiled {
         let started = ContinuousClock.now
         let board = board
-        var compiled = try await Nearcastd.onOwnThread { () throws -> Compiled in
+        // In the background: a compile holds no lock a health change or a query waits for, and on
+        // a busy node its seconds of CPU would otherwise delay them by whole time slices.
+        var compiled = try await Nearcastd.onOwnThread(name: "nc-compile", background: true) { () throws -> Compiled in
             guard let path = config.databasePath, let db = try config.openDatabase() else {
                 throw DiagnosticsError([Diagnostic(file: "geo", line: 0, message: "geo names need a database")])
             }

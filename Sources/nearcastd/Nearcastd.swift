@@ -2,7 +2,6 @@ import ArgumentParser
 import DNSWire
 import Dispatch
 import Foundation
-import Glibc
 import Logging
 import MaxMindDB
 import NIOCore
@@ -17,6 +16,7 @@ import NearcastServer
 import NearcastZones
 
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// `nearcastd`: the nearcast DNS daemon.
@@ -307,10 +307,19 @@ struct Nearcastd: AsyncParsableCommand {
     }
 
     /// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's
-    /// cooperative pool.
-    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// cooperative pool, named `name` (top, perf and /proc show it). `background`: the thread
+    /// yields the CPU to everything else the daemon does (nice 10), for work that takes seconds of
+    /// CPU and holds no lock that others wait for (ARCHITECTURE §11).
+    static func onOwnThread<T: Sendable>(
+        name: String = "nc-blocking", background: Bool = false, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-            Thread.detachNewThread { c.resume(with: Result { try body() }) }
+            Thread.detachNewThread {
+                Thread.current.name = name
+                // Linux's nice is per thread: `who` 0 is this thread alone (setpriority(2), NOTES).
+                if background { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
+                c.resume(with: Result { try body() })
+            }
         }
     }
 }

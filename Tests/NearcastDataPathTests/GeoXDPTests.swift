@@ -363,6 +363,28 @@ import Testing
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
     }
 
+    /// A compile no generation uses any more is emptied a slice at a time, never handed to the
+    /// kernel whole (ARCHITECTURE §11), and let go once empty; XDP answers from the new one meanwhile.
+    @Test func aReplacedCompilesTriesAreEmptiedASliceAtATime() throws {
+        let fp = try Self.fastPath(Self.table)
+        let old = try #require(fp.state.withLock { $0.geo })
+        let next = try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath))
+        try fp.write(
+            AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity), geo: next)
+        #expect(fp.retired.withLock { $0.count == 1 && $0[0] === old })
+        func left() throws -> Int { try old.geo4.map.keys().count + old.geo6.map.keys().count }
+        let before = try left()
+        #expect(before == old.ipv4.count + old.ipv6.count && before > 3, "\(before)")
+        var calls = 1
+        #expect(fp.drainRetired(slice: 3, chunk: 2, pause: .zero), "more is left")
+        #expect(try left() == before - 3)
+        try expectEveryClientAnswered(fp, Self.responder(next))
+        while fp.drainRetired(slice: 3, chunk: 2, pause: .zero) { calls += 1 }
+        #expect(calls + 1 == (before + 2) / 3, "one slice per call")
+        #expect(try left() == 0 && fp.retired.withLock { $0.isEmpty })
+        try expectEveryClientAnswered(fp, Self.responder(next))
+    }
+
     /// Health changes made while generations are being written (the writer on its own thread, a
     /// whole new geo compile each time) are never lost at a switch: each new generation starts as
     /// the board says, and writes to the live one go in meanwhile (ARCHITECTURE §11).

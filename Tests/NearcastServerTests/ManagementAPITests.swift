@@ -1,10 +1,10 @@
 import Foundation
-import FoundationNetworking
 import NearcastAPIModel
 import NearcastTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
+import FoundationNetworking
 #endif
 
 /// The management API of the real nearcastd, and `nearcast stats` against it (the XDP counters

@@ -1,5 +1,4 @@
 import Foundation
-import FoundationNetworking
 import NearcastAPIModel
 import NearcastTestSupport
 import Testing
@@ -7,6 +6,7 @@ import Testing
 @testable import NearcastServer
 
 #if canImport(FoundationNetworking)
+import FoundationNetworking
 #endif
 
 /// Prometheus metrics: the exposition from a snapshot, and `GET /metrics` of a running daemon.

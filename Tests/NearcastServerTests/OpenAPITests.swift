@@ -1,5 +1,4 @@
 import Foundation
-import FoundationNetworking
 import Logging
 import NearcastAPIModel
 import NearcastConfiguration
@@ -10,6 +9,7 @@ import Yams
 @testable import NearcastServer
 
 #if canImport(FoundationNetworking)
+import FoundationNetworking
 #endif
 
 /// docs/openapi.yaml matches the API: the same routes, and each route takes exactly the role the
