@@ -1,6 +1,7 @@
 import BPFKit
 import Foundation
 import NearcastAnswers
+import NearcastBasics
 import NearcastGeo
 import Synchronization
 
@@ -50,64 +51,5 @@ public final class GenerationWriter: Sendable {
         { [fastPath, background] in
             if fastPath.drainRetired() { background.submit(self.drainSlice) }
         }
-    }
-}
-
-/// A thread of its own that runs jobs one at a time, in the order given. It ends once its owner is
-/// gone and the jobs given before have run.
-final class WorkerThread: Sendable {
-    private final class Queue: Sendable {
-        let jobs = Mutex<[(@Sendable () -> Void)?]>([])
-        let waiting = DispatchSemaphore(value: 0)
-
-        func add(_ job: (@Sendable () -> Void)?) {
-            jobs.withLock { $0.append(job) }
-            waiting.signal()
-        }
-    }
-    private let queue = Queue()
-
-    /// `nice`: the thread's nice value (Linux's is per thread), 0 for the daemon's own priority.
-    init(name: String, nice: Int32 = 0) {
-        let queue = queue
-        let thread = Thread {
-            // Named and niced from inside: both apply to the calling thread (setpriority(2) with
-            // `who` 0, on Linux), and the name shows in top, perf and /proc.
-            Thread.current.name = name
-            if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
-            while true {
-                queue.waiting.wait()
-                guard let job = queue.jobs.withLock({ $0.removeFirst() }) else { return }
-                job()
-            }
-        }
-        thread.start()
-    }
-
-    deinit { queue.add(nil) }
-
-    /// Runs `body` on the thread, without waiting for it.
-    func submit(_ body: @escaping @Sendable () -> Void) { queue.add(body) }
-
-    /// Runs `body` on the thread and blocks the calling thread (one of the daemon's own, never the
-    /// cooperative pool's) until it has returned or thrown.
-    func runAndWait<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) throws(E) -> T {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<T, E>?>(nil)
-        queue.add {
-            let r = Result { () throws(E) -> T in try body() }
-            result.withLock { $0 = r }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
-    }
-
-    /// Runs `body` on the thread and returns what it returned or threw.
-    func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
-        let result: Result<T, E> = await withCheckedContinuation { continuation in
-            queue.add { continuation.resume(returning: Result { () throws(E) -> T in try body() }) }
-        }
-        return try result.get()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NearcastAPIModel
+import NearcastBasics
 import NearcastHealth
 import NearcastServer
 
@@ -8,7 +9,14 @@ import NearcastServer
 /// written to the audit log and to the state directory's `overrides.json` (atomically, synced)
 /// before it is applied and acknowledged, and the overrides still running are applied again when
 /// the daemon starts. Without a state directory they last until a restart, as the log says.
+///
+/// Its methods write and sync files: it runs on a thread of its own (ThreadExecutor), not on the
+/// cooperative pool that health changes and API calls share. Between reading the kept overrides
+/// and replacing them a change does not await, so two changes at once never lose one.
 actor OperatorChanges {
+    private nonisolated let executor = ThreadExecutor(name: "nc-overrides")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// An override as kept on disk: its end in wall-clock time (monotonic clocks restart with the host).
     struct Kept: Codable, Equatable {
         var node: String
@@ -67,10 +75,11 @@ actor OperatorChanges {
     func setOverride(_ node: String, kind: String?, seconds: Double?, who: String) async throws -> NodeStatus? {
         guard await monitor.state(of: node) != nil else { return nil }
         let o = kind.flatMap(HealthOverride.Kind.init(rawValue:))
+        let before = await monitor.statuses().first { $0.id == node }
+        // From here to `kept = next`, no await: another change cannot come between.
         let now = Date().timeIntervalSince1970
         var next = kept.filter { ($0.value.until ?? .infinity) > now }
         next[node] = o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { now + $0 }) }
-        let before = await monitor.statuses().first { $0.id == node }
         if let audit {
             let detail =
                 "\(before?.state ?? "?")\(before?.override.map { " (\($0))" } ?? "") -> " + (kind ?? "no override")

@@ -27,8 +27,12 @@ import NearcastZones
 /// UDP size, the state directory) must be unchanged, or the reload is refused.
 ///
 /// Reloads and record changes take turns (an await inside one, such as a geo compile, lets no
-/// other change in).
+/// other change in). Its methods read, write and sync files: it runs on a thread of its own
+/// (ThreadExecutor), not on the cooperative pool that health changes and API calls share.
 actor ServedConfig {
+    private nonisolated let executor = ThreadExecutor(name: "nc-config")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
     var running: NearcastConfig
     /// The zones served now, in the config's order.
