@@ -97,13 +97,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What changes what is served, and who owns it: the live geo compile, reloads and record edits
+        // (ServedConfig), operators' overrides kept on disk, the health monitor wired to the board and maps.
+        .target(
+            name: "NearcastControl",
+            dependencies: [
+                "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
+                "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth", "NearcastServer",
+                "TerminalUI", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "nearcastd",
             dependencies: [
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
-                "NearcastAPIModel", "TerminalUI", "NearcastServer", "NearcastDataPath", "NearcastHealth", "MaxMindDB",
+                "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
+                "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -81,3 +81,20 @@ public final class ThreadExecutor: SerialExecutor {
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 }
+
+/// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's
+/// cooperative pool, named `name` (top, perf and /proc show it). `background`: the thread
+/// yields the CPU to everything else the daemon does (nice 10), for work that takes seconds of
+/// CPU and holds no lock that others wait for (ARCHITECTURE §11).
+public func onOwnThread<T: Sendable>(
+    name: String = "nc-blocking", background: Bool = false, _ body: @escaping @Sendable () throws -> T
+) async throws -> T {
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+        Thread.detachNewThread {
+            Thread.current.name = name
+            // Linux's nice is per thread: `who` 0 is this thread alone (setpriority(2), NOTES).
+            if background { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
+            c.resume(with: Result { try body() })
+        }
+    }
+}

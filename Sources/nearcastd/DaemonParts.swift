@@ -1,6 +1,7 @@
 import MaxMindDB
 import NearcastAPIModel
 import NearcastBasics
+import NearcastControl
 import NearcastDataPath
 import NearcastGeo
 import NearcastHealth

@@ -9,6 +9,7 @@ import NIOPosix
 import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
+import NearcastControl
 import NearcastDataPath
 import NearcastGeo
 import NearcastHealth
@@ -162,7 +163,7 @@ struct Nearcastd: AsyncParsableCommand {
             do {
                 let compiled = try await live.compile(cfg.geo)
                 live.switchTo(compiled)
-                Self.logCompiled(compiled, logger: logger)
+                compiled.log(to: logger)
             } catch {
                 FileHandle.standardError.write("\(error)\n")
                 throw ExitCode(1)
@@ -209,7 +210,7 @@ struct Nearcastd: AsyncParsableCommand {
                 let settings = cfg.xdp
                 let port = UInt16(dnsPorts[0])
                 let payload = cfg.maxUDPPayload
-                fastPath = try await Self.onOwnThread {
+                fastPath = try await onOwnThread {
                     let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
                     return try XDPDeployment(
                         settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload, logger: logger)
@@ -292,34 +293,5 @@ struct Nearcastd: AsyncParsableCommand {
     /// `nearcastd: api listening on ADDR:PORT` and `nearcastd: ready`. Logs go to standard error.
     static func announce(_ line: String) {
         FileHandle.standardOutput.write("nearcastd: \(line)\n")
-    }
-
-    /// Logs what a geo compile made.
-    static func logCompiled(_ c: LiveGeo.Compiled, logger: Logger) {
-        let r = c.table.image.report
-        logger.info(
-            "geo compiled",
-            metadata: [
-                "names": "\(c.config.names.count)", "nodes": "\(c.config.nodes.count)", "networks": "\(r.networks)",
-                "locations": "\(r.locations)", "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)",
-                "ipv6-prefixes": "\(r.ipv6After)", "seconds": "\(c.compileSeconds)",
-            ])
-    }
-
-    /// Runs blocking `body` on a thread of its own, away from NIO's event loops and Swift's
-    /// cooperative pool, named `name` (top, perf and /proc show it). `background`: the thread
-    /// yields the CPU to everything else the daemon does (nice 10), for work that takes seconds of
-    /// CPU and holds no lock that others wait for (ARCHITECTURE §11).
-    static func onOwnThread<T: Sendable>(
-        name: String = "nc-blocking", background: Bool = false, _ body: @escaping @Sendable () throws -> T
-    ) async throws -> T {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-            Thread.detachNewThread {
-                Thread.current.name = name
-                // Linux's nice is per thread: `who` 0 is this thread alone (setpriority(2), NOTES).
-                if background { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
-                c.resume(with: Result { try body() })
-            }
-        }
     }
 }

@@ -13,9 +13,9 @@ import NearcastServer
 /// Its methods write and sync files: it runs on a thread of its own (ThreadExecutor), not on the
 /// cooperative pool that health changes and API calls share. Between reading the kept overrides
 /// and replacing them a change does not await, so two changes at once never lose one.
-actor OperatorChanges {
+package actor OperatorChanges {
     private nonisolated let executor = ThreadExecutor(name: "nc-overrides")
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// An override as kept on disk: its end in wall-clock time (monotonic clocks restart with the host).
     struct Kept: Codable, Equatable {
@@ -36,7 +36,7 @@ actor OperatorChanges {
     }
 
     /// `storePath`: the kept overrides' file (nil: not kept); `audit`: the audit log, if any.
-    init(monitor: HealthMonitor, storePath: String?, audit: AuditLog?, logger: Logger) {
+    package init(monitor: HealthMonitor, storePath: String?, audit: AuditLog?, logger: Logger) {
         self.monitor = monitor
         self.storePath = storePath
         self.audit = audit
@@ -44,7 +44,7 @@ actor OperatorChanges {
     }
 
     /// Applies the overrides kept from before a restart that have not run out.
-    func restore() async throws {
+    package func restore() async throws {
         guard let path = storePath, let data = FileManager.default.contents(atPath: path) else { return }
         let list: [Kept]
         do { list = try JSONDecoder().decode([Kept].self, from: data) } catch {
@@ -72,7 +72,7 @@ actor OperatorChanges {
 
     /// Sets (kind nil: takes back) `node`'s override for `seconds` (nil: until taken back), by
     /// `who`. Returns the node's status, nil for an unknown node.
-    func setOverride(_ node: String, kind: String?, seconds: Double?, who: String) async throws -> NodeStatus? {
+    package func setOverride(_ node: String, kind: String?, seconds: Double?, who: String) async throws -> NodeStatus? {
         guard await monitor.state(of: node) != nil else { return nil }
         let o = kind.flatMap(HealthOverride.Kind.init(rawValue:))
         let before = await monitor.statuses().first { $0.id == node }

@@ -11,7 +11,7 @@ import Synchronization
 /// of a node's state on the health board, which the responders read; then the node's entry in the
 /// XDP nodes map is written as the board says. A change of a pool's TTL cap the same, for the
 /// pool. Both are logged with the reason.
-enum HealthWiring {
+package enum HealthWiring {
     /// What the monitor checks for `config`: each node's checks and its cold-start state.
     static func plan(_ config: GeoConfig) -> [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] {
         var nodes: [String: (checks: [HealthMonitor.Scheduled], initial: HealthState)] = [:]
@@ -26,7 +26,7 @@ enum HealthWiring {
 
     /// Starts monitoring every geo node (none while there are no geo names: a reload may add
     /// them): those without checks are up unless an operator says otherwise (drain, force-down).
-    static func start(
+    package static func start(
         live: LiveGeo, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
     ) async -> HealthMonitor {
         let config = live.current?.config ?? GeoConfig()
@@ -98,7 +98,7 @@ enum HealthWiring {
 
 /// Counts health changes and the map writes they make, and keeps the time from decision to write
 /// of the most recent node changes, for `GET /v1/stats`.
-final class HealthWriteLog: Sendable {
+package final class HealthWriteLog: Sendable {
     private struct State {
         var nodeChanges = 0
         var poolChanges = 0
@@ -108,6 +108,8 @@ final class HealthWriteLog: Sendable {
     }
     private let state = Mutex(State())
     static let keep = 4096
+
+    package init() {}
 
     func nodeChanged() { state.withLock { $0.nodeChanges += 1 } }
 
@@ -125,7 +127,7 @@ final class HealthWriteLog: Sendable {
 
     func mapWritten() { state.withLock { $0.mapWrites += 1 } }
 
-    var report: HealthWrites {
+    package var report: HealthWrites {
         let s = state.withLock { $0 }
         let sorted = s.latencies.sorted()
         func at(_ q: Double) -> Double {

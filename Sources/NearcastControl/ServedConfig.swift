@@ -29,9 +29,9 @@ import NearcastZones
 /// Reloads and record changes take turns (an await inside one, such as a geo compile, lets no
 /// other change in). Its methods read, write and sync files: it runs on a thread of its own
 /// (ThreadExecutor), not on the cooperative pool that health changes and API calls share.
-actor ServedConfig {
+package actor ServedConfig {
     private nonisolated let executor = ThreadExecutor(name: "nc-config")
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
     var running: NearcastConfig
@@ -53,7 +53,7 @@ actor ServedConfig {
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
 
-    init(
+    package init(
         running: NearcastConfig, zones: [Zone], load: @escaping @Sendable () throws(DiagnosticsError) -> NearcastConfig,
         live: LiveGeo,
         responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
@@ -89,7 +89,7 @@ actor ServedConfig {
 
     /// Reloads; `by` says who asked, for the log and the audit log. A reload that cannot be
     /// audited is refused.
-    func reload(by: String) async throws(ReloadError) -> ReloadReport {
+    package func reload(by: String) async throws(ReloadError) -> ReloadReport {
         await takeTurn()
         defer { endTurn() }
         let started = ContinuousClock.now
@@ -149,7 +149,7 @@ actor ServedConfig {
         let load = load
         let loaded: Result<(NearcastConfig, [Zone]), DiagnosticsError>
         do {
-            loaded = try await Nearcastd.onOwnThread {
+            loaded = try await onOwnThread {
                 Result { () throws(DiagnosticsError) -> (NearcastConfig, [Zone]) in
                     let next = try load()
                     return (next, try next.loadZones())
@@ -239,7 +239,7 @@ actor ServedConfig {
     /// nodes that are gone are no longer kept.
     func followGeo(_ config: GeoConfig?, compiled: LiveGeo.Compiled?) async {
         if let compiled {
-            Nearcastd.logCompiled(compiled, logger: logger)
+            compiled.log(to: logger)
         } else if config == nil {
             logger.notice("no geo names any more")
         }
@@ -249,7 +249,7 @@ actor ServedConfig {
     }
 
     /// The zones served, for the API.
-    func zoneList() -> [ZoneSummary] {
+    package func zoneList() -> [ZoneSummary] {
         zip(running.zones, zones).map { src, z in
             var serial: UInt32 = 0
             if case .soa(let s)? = z.soa.rdatas.first { serial = s.serial }
@@ -264,7 +264,7 @@ actor ServedConfig {
     }
 
     /// The records of zone `origin`, optionally of one name and type, as the API shows them.
-    func records(_ origin: String, name: String?, type: String?) throws(ZoneEditError) -> [RecordInput] {
+    package func records(_ origin: String, name: String?, type: String?) throws(ZoneEditError) -> [RecordInput] {
         guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
         let z = zones[i]
         let owner = try name.map { (n) throws(ZoneEditError) in try ZoneEditor.ownerName(n, origin: z.origin) }
@@ -290,7 +290,8 @@ actor ServedConfig {
     /// Changes zone `origin` as `edit` says, by `by`: checked as a zone file is at start, audited,
     /// written to the zone's file (atomically, synced), then served as a new generation. A change
     /// that fails at any step leaves the file and the served data as they were.
-    func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange {
+    package func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange
+    {
         await takeTurn()
         defer { endTurn() }
         let started = ContinuousClock.now

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import MaxMindDB
 import NearcastBasics
 import NearcastGeo
@@ -14,37 +15,37 @@ import Glibc
 /// them replaces them whole (`switchTo`, issue 6), geo names added or all removed included.
 /// Every compile answers by the one health board (`board`), which the health monitor writes and
 /// which outlives them all: a switch carries no health from one compile to the next.
-final class LiveGeo: Sendable {
+package final class LiveGeo: Sendable {
     /// One compile of a geo section.
-    struct Compiled: Sendable {
-        var config: GeoConfig
-        var table: GeoTable
-        var database: MaxMindDatabase
-        var compileSeconds: Double
+    package struct Compiled: Sendable {
+        package var config: GeoConfig
+        package var table: GeoTable
+        package var database: MaxMindDatabase
+        package var compileSeconds: Double
         /// The database file as compiled: a new file at the same path is a change too.
         var databaseStamp: FileStamp?
     }
 
     private let state: Mutex<Compiled?>
     /// Each node's state and pool's TTL cap, for the daemon's life (ARCHITECTURE §6).
-    let board: HealthBoard
+    package let board: HealthBoard
 
-    init(board: HealthBoard) {
+    package init(board: HealthBoard) {
         state = Mutex(nil)
         self.board = board
     }
 
     /// What is served now; nil: no geo names.
-    var current: Compiled? { state.withLock { $0 } }
+    package var current: Compiled? { state.withLock { $0 } }
 
     /// Compiles `config`'s geo names on a thread of its own (seconds of blocking work for a whole
     /// GeoLite2-City), with a progress bar on a terminal, to answer by the board.
-    func compile(_ config: GeoConfig) async throws -> Compiled {
+    package func compile(_ config: GeoConfig) async throws -> Compiled {
         let started = ContinuousClock.now
         let board = board
         // In the background: a compile holds no lock a health change or a query waits for, and on
         // a busy node its seconds of CPU would otherwise delay them by whole time slices.
-        var compiled = try await Nearcastd.onOwnThread(name: "nc-compile", background: true) { () throws -> Compiled in
+        var compiled = try await onOwnThread(name: "nc-compile", background: true) { () throws -> Compiled in
             guard let path = config.databasePath, let db = try config.openDatabase() else {
                 throw DiagnosticsError([Diagnostic(file: "geo", line: 0, message: "geo names need a database")])
             }
@@ -83,7 +84,7 @@ final class LiveGeo: Sendable {
     /// outside the lock (freeing a GeoLite2-wide compile takes tens of milliseconds, which a reader
     /// waiting for the lock would wait too).
     @discardableResult
-    func switchTo(_ next: Compiled?) -> Compiled? {
+    package func switchTo(_ next: Compiled?) -> Compiled? {
         state.withLock { c in
             let old = c
             c = next
@@ -126,5 +127,19 @@ enum Retired {
             Thread.sleep(forTimeInterval: holdFor.seconds)
             withExtendedLifetime(held) {}
         }
+    }
+}
+
+extension LiveGeo.Compiled {
+    /// Logs what a geo compile made.
+    package func log(to logger: Logger) {
+        let r = table.image.report
+        logger.info(
+            "geo compiled",
+            metadata: [
+                "names": "\(config.names.count)", "nodes": "\(config.nodes.count)", "networks": "\(r.networks)",
+                "locations": "\(r.locations)", "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)",
+                "ipv6-prefixes": "\(r.ipv6After)", "seconds": "\(compileSeconds)",
+            ])
     }
 }
