@@ -560,12 +560,14 @@ import Glibc
 
         // dig through XDP while reloads go on: only values that were written, never nothing.
         let written = Mutex<Set<String>>(["192.0.2.106"])
+        let reloading = Atomic<Bool>(true)
         let reloader = Thread {
             for i in 7...12 {
                 try? writeZone(i)
                 written.withLock { _ = $0.insert("192.0.2.\(100 + i)") }
                 _ = try? reload()
             }
+            reloading.store(false, ordering: .releasing)
         }
         reloader.start()
         var seen: [String] = []
@@ -574,11 +576,14 @@ import Glibc
             #expect(written.withLock { $0.contains(a) }, "an answer that was never written: '\(a)'")
             seen.append(a)
         }
-        // SIGHUP does the same.
+        // SIGHUP does the same, once the API's reloads are over (one of them would read the new
+        // zone too). The answer changes at the switch, the log line comes after it: both waited for.
+        try poll("the reloads through the API end", timeout: 60) { !reloading.load(ordering: .acquiring) }
         try writeZone(20)
         kill(daemon.child.pid, SIGHUP)
         try daemon.waitUntilReady(timeout: 10) {
             (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n"
+                && daemon.log.contains("by=SIGHUP")
         }
         #expect(daemon.log.contains("reloaded") && daemon.log.contains("by=SIGHUP"), "\(daemon.log)")
         print("reloads under load: kxdpgun sent \(sent), XDP answered \(answered); dig saw \(Set(seen).sorted())")
