@@ -45,6 +45,9 @@ extension FastPath {
         }
     }
 
+    /// Whether geo maps of a compile no generation uses are waiting for `drainRetired`.
+    public var hasRetired: Bool { retired.withLock { !$0.isEmpty } }
+
     /// Empties, a little at a time, the tries of compiles no generation uses any more, then lets
     /// them go. Handed a whole trie, the kernel frees it in one loop that does not yield the CPU
     /// (kernels built without preemption, as distributions' are): for a GeoLite2-wide compile,

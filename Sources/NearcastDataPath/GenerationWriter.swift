@@ -42,14 +42,30 @@ public final class GenerationWriter: Sendable {
         }
         // The maps it replaced are emptied after, a slice at a time: the caller does not wait,
         // and a write asked for meanwhile goes before the next slice.
-        background.submit(drainSlice)
+        startDrain()
         return written
     }
 
-    /// One slice of the drain, then the next after whatever was asked meanwhile.
+    /// Whether a drain is under way: one at a time, whatever the writes that retire maps.
+    private let draining = Atomic<Bool>(false)
+
+    /// Starts draining the retired maps unless a drain is under way.
+    private func startDrain() {
+        guard draining.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        background.submit(drainSlice)
+    }
+
+    /// One slice of the drain, then the next after whatever was asked meanwhile; at the end, a
+    /// check for maps retired while the last slice ran (their write saw a drain under way).
     private var drainSlice: @Sendable () -> Void {
         { [fastPath, background] in
-            if fastPath.drainRetired() { background.submit(self.drainSlice) }
+            if fastPath.drainRetired() {
+                background.submit(self.drainSlice)
+            } else {
+                self.draining.store(false, ordering: .releasing)
+                if fastPath.hasRetired { self.startDrain() }
+            }
         }
     }
 }
