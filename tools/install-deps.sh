@@ -14,8 +14,9 @@ PACKAGES=(
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl
 	# certificates for the HTTPS health-check tests
 	openssl
-	# reference servers for the differential tests and the benchmarks
-	nsd knot
+	# reference servers for the differential tests and the benchmarks; ldns-read-zone, another
+	# reader of zone files, for the presentation-format tests
+	nsd knot ldnsutils
 )
 
 missing=()

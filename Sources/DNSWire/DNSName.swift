@@ -28,6 +28,21 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// Parses presentation format (`www.example.net.`, with `\.` and `\DDD` escapes).
     ///
     /// A name without a trailing dot is relative and gets `origin` appended; `@` is the origin itself.
+    /// The name at the start of `bytes` in uncompressed wire form, and how many bytes it takes;
+    /// nil when the bytes hold no whole name (or a compression pointer).
+    public static func uncompressed(_ bytes: [UInt8]) -> (DNSName, Int)? {
+        var labels: [[UInt8]] = []
+        var i = 0
+        while i < bytes.count {
+            let n = Int(bytes[i])
+            if n == 0 { return (try? DNSName(labels: labels)).map { ($0, i + 1) } }
+            guard n < 64, i + 1 + n <= bytes.count else { return nil }
+            labels.append(Array(bytes[(i + 1)...(i + n)]))
+            i += 1 + n
+        }
+        return nil
+    }
+
     public init(_ text: String, origin: DNSName? = nil) throws(DNSWireError) {
         if text == "@" {
             guard let origin else { throw .badText("'@' used without an origin") }

@@ -27,8 +27,12 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
 
     static let mnemonics: [(String, RRType)] = [
         ("A", .a), ("NS", .ns), ("CNAME", .cname), ("SOA", .soa), ("PTR", .ptr), ("HINFO", .hinfo), ("MX", .mx),
-        ("TXT", .txt), ("AAAA", .aaaa), ("SRV", .srv), ("OPT", .opt), ("DS", .ds), ("RRSIG", .rrsig),
-        ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any), ("CAA", .caa),
+        ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("SRV", .srv),
+        ("NAPTR", RRType(35)), ("OPT", .opt), ("DS", .ds), ("SSHFP", RRType(44)), ("RRSIG", .rrsig),
+        ("DNSKEY", RRType(48)), ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
+        ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("ZONEMD", RRType(63)),
+        ("SPF", RRType(99)), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any),
+        ("URI", RRType(256)), ("CAA", .caa),
     ]
 
     /// Parses a mnemonic (`AAAA`) or the RFC 3597 form (`TYPE65280`), case-insensitively.

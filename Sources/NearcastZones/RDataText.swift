@@ -96,6 +96,7 @@ enum RDataText {
             else { throw RDataTextError("tag '\(tokens[1].string)' must be 1-255 letters and digits") }
             return .caa(flags: flags, tag: tag, value: try unescape(tokens[2].text))
         default:
+            if let bytes = try RDataLayout.parse(type: type, tokens: tokens, origin: origin) { return .unknown(bytes) }
             throw RDataTextError("type \(type) must be written in the generic form: \\# LENGTH HEX")
         }
     }
@@ -116,10 +117,17 @@ enum RDataText {
         guard bytes.count == len else {
             throw RDataTextError("\\# says \(len) bytes but \(bytes.count) are given")
         }
-        // Decoded by the wire reader, so known types are held typed and validated.
-        do { return try RData(type: type, bytes: bytes) } catch {
+        // Decoded by the wire reader, so known types are held typed and validated; a type kept as
+        // bytes must fit its fields (RFC 3597 §5: the generic form of a known type is that type).
+        let rdata: RData
+        do { rdata = try RData(type: type, bytes: bytes) } catch {
             throw RDataTextError("\\# data is not valid \(type) RDATA: \(error)")
         }
+        if case .unknown = rdata, RDataLayout.layouts[type] != nil, RDataLayout.render(type: type, bytes: bytes) == nil
+        {
+            throw RDataTextError("\\# data is not valid \(type) RDATA: it does not fit the type's fields")
+        }
+        return rdata
     }
 
     /// Decodes `\X` and `\DDD` escapes of a character-string.

@@ -35,6 +35,7 @@ public enum ZoneText {
         case .caa(let flags, let tag, let value):
             return "\(flags) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
         case .unknown(let bytes):
+            if let text = RDataLayout.render(type: type, bytes: bytes) { return text }
             return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + bytes.map { hex($0) }.joined())
         }
     }

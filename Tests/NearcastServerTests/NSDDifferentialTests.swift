@@ -57,9 +57,12 @@ import Testing
             "x.sub.wild.example.test.", "*.wild.example.test.", "q.cw.example.test.", "sub.example.test.",
             "host.sub.example.test.", "ns.sub.example.test.", "_dns._udp.example.test.", "ptr.example.test.",
             "caa.example.test.", "unk.example.test.", "big.example.test.", "nope.example.test.",
-            "deep.nope.example.test.", "WwW.ExAmPlE.TeSt.", "example.org.", "test.", ".",
+            "deep.nope.example.test.", "WwW.ExAmPlE.TeSt.", "example.org.", "test.", ".", "types.example.test.",
         ]
-        let types: [RRType] = [.a, .aaaa, .ns, .soa, .cname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
+        // The types of the zone's `types` name (RDataLayout) too: their RDATA is compared byte for byte.
+        let types: [RRType] =
+            [.a, .aaaa, .ns, .soa, .cname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
+            + [13, 17, 18, 35, 44, 52, 53, 61, 99, 256].map { RRType($0) }
         let ednsVariants: [EDNS?] = [nil, EDNS(udpPayloadSize: 1232), EDNS(udpPayloadSize: 4096, dnssecOK: true)]
         var out: [(String, RRType, EDNS?)] = []
         for n in names { for t in types { for e in ednsVariants { out.append((n, t, e)) } } }
