@@ -28,9 +28,11 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     static let mnemonics: [(String, RRType)] = [
         ("A", .a), ("NS", .ns), ("CNAME", .cname), ("SOA", .soa), ("PTR", .ptr), ("HINFO", .hinfo), ("MX", .mx),
         ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("SRV", .srv),
-        ("NAPTR", RRType(35)), ("OPT", .opt), ("DS", .ds), ("SSHFP", RRType(44)), ("RRSIG", .rrsig),
-        ("DNSKEY", RRType(48)), ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
-        ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("ZONEMD", RRType(63)),
+        ("NAPTR", RRType(35)), ("CERT", RRType(37)), ("OPT", .opt), ("DS", .ds), ("SSHFP", RRType(44)),
+        ("RRSIG", .rrsig), ("NSEC", RRType(47)), ("DNSKEY", RRType(48)), ("NSEC3", RRType(50)),
+        ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
+        ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("CSYNC", RRType(62)),
+        ("ZONEMD", RRType(63)),
         ("SPF", RRType(99)), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any),
         ("URI", RRType(256)), ("CAA", .caa),
     ]

@@ -26,6 +26,17 @@ enum RDataLayout {
         case salt
         /// The rest of the RDATA as one quoted string, without a length byte (URI's target).
         case text(String)
+        /// A type, by mnemonic or `TYPEnnn`, as 16 bits (RRSIG's type covered).
+        case type(String)
+        /// A time as 32 bits: `YYYYMMDDHHmmSS` in UTC, or seconds since 1970 (RFC 4034 §3.2).
+        case time(String)
+        /// The types present, as window blocks to the end of the RDATA (RFC 4034 §4.1.2); may be empty.
+        case bitmap
+        /// A length byte, then that many bytes, written in base32hex without padding (NSEC3's next
+        /// hashed owner, RFC 5155 §3.3).
+        case hashed
+        /// A certificate type by mnemonic or number, as 16 bits (RFC 4398 §2.1).
+        case certType
     }
 
     static let layouts: [RRType: [Field]] = [
@@ -36,7 +47,16 @@ enum RDataLayout {
             .u16("order"), .u16("preference"), .string("flags"), .string("services"), .string("regexp"),
             .name("replacement"),
         ],
+        RRType(37): [.certType, .u16("key tag"), .u8("algorithm"), .base64("certificate")],  // CERT
         RRType(43): [.u16("key tag"), .u8("algorithm"), .u8("digest type"), .hex("digest")],  // DS
+        RRType(46): [  // RRSIG
+            .type("type covered"), .u8("algorithm"), .u8("labels"), .u32("original TTL"), .time("expiration"),
+            .time("inception"), .u16("key tag"), .name("signer"), .base64("signature"),
+        ],
+        RRType(47): [.name("next name"), .bitmap],  // NSEC
+        RRType(50): [  // NSEC3
+            .u8("hash algorithm"), .u8("flags"), .u16("iterations"), .salt, .hashed, .bitmap,
+        ],
         RRType(44): [.u8("algorithm"), .u8("fingerprint type"), .hex("fingerprint")],  // SSHFP
         RRType(48): [.u16("flags"), .u8("protocol"), .u8("algorithm"), .base64("public key")],  // DNSKEY
         RRType(51): [.u8("hash algorithm"), .u8("flags"), .u16("iterations"), .salt],  // NSEC3PARAM
@@ -45,6 +65,7 @@ enum RDataLayout {
         RRType(59): [.u16("key tag"), .u8("algorithm"), .u8("digest type"), .hex("digest")],  // CDS
         RRType(60): [.u16("flags"), .u8("protocol"), .u8("algorithm"), .base64("public key")],  // CDNSKEY
         RRType(61): [.base64("public key")],  // OPENPGPKEY
+        RRType(62): [.u32("SOA serial"), .u16("flags"), .bitmap],  // CSYNC
         RRType(63): [.u32("serial"), .u8("scheme"), .u8("hash algorithm"), .hex("digest")],  // ZONEMD
         RRType(99): [.strings],  // SPF
         RRType(256): [.u16("priority"), .u16("weight"), .text("target")],  // URI
@@ -111,6 +132,40 @@ enum RDataLayout {
                     out += [UInt8(bytes.count)] + bytes
                 }
             case .text(let what): out += try RDataText.unescape(try next(what).text)
+            case .type(let what):
+                let t = try next(what)
+                guard let v = RRType(mnemonic: t.string) else {
+                    throw RDataTextError("\(type): \(what) '\(t.string)' is not a type")
+                }
+                out += [UInt8(v.rawValue >> 8), UInt8(v.rawValue & 0xFF)]
+            case .time(let what):
+                let t = try next(what)
+                guard let v = time(t.string) else {
+                    throw RDataTextError("\(type): \(what) '\(t.string)' is not YYYYMMDDHHmmSS or seconds")
+                }
+                out += [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+            case .bitmap:
+                var types: [RRType] = []
+                while i < tokens.count {
+                    let t = try next("type")
+                    guard let v = RRType(mnemonic: t.string) else {
+                        throw RDataTextError("\(type): '\(t.string)' in the type bitmap is not a type")
+                    }
+                    types.append(v)
+                }
+                out += bitmap(types)
+            case .hashed:
+                let t = try next("next hashed owner")
+                guard let bytes = base32hex(t.string), !bytes.isEmpty, bytes.count <= 255 else {
+                    throw RDataTextError("\(type): next hashed owner '\(t.string)' is not base32hex")
+                }
+                out += [UInt8(bytes.count)] + bytes
+            case .certType:
+                let t = try next("certificate type")
+                guard let v = UInt16(t.string) ?? certTypes.first(where: { $0.1 == t.string.uppercased() })?.0 else {
+                    throw RDataTextError("\(type): certificate type '\(t.string)' is not a number or a mnemonic")
+                }
+                out += [UInt8(v >> 8), UInt8(v & 0xFF)]
             }
         }
         guard i == tokens.count else {
@@ -176,6 +231,23 @@ enum RDataLayout {
             case .text:
                 parts.append(ZoneText.quoted(Array(bytes[i...])))
                 i = bytes.count
+            case .type:
+                guard let b = take(2) else { return nil }
+                parts.append("\(RRType(UInt16(b.first!) << 8 | UInt16(b.last!)))")
+            case .time:
+                guard let b = take(4) else { return nil }
+                parts.append(timeText(b.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
+            case .bitmap:
+                guard let types = types(Array(bytes[i...])) else { return nil }
+                parts += types.map(\.description)
+                i = bytes.count
+            case .hashed:
+                guard let n = take(1), n.first! > 0, let h = take(Int(n.first!)) else { return nil }
+                parts.append(base32hexText(Array(h)))
+            case .certType:
+                guard let b = take(2) else { return nil }
+                let v = UInt16(b.first!) << 8 | UInt16(b.last!)
+                parts.append(certTypes.first(where: { $0.0 == v })?.1 ?? "\(v)")
             }
         }
         return i == bytes.count ? parts.joined(separator: " ") : nil
@@ -192,5 +264,110 @@ enum RDataLayout {
             out.append(v)
         }
         return out
+    }
+
+    /// Certificate types' mnemonics (RFC 4398 §2.1).
+    static let certTypes: [(UInt16, String)] = [
+        (1, "PKIX"), (2, "SPKI"), (3, "PGP"), (4, "IPKIX"), (5, "ISPKI"), (6, "IPGP"), (7, "ACPKIX"),
+        (8, "IACPKIX"), (253, "URI"), (254, "OID"),
+    ]
+
+    /// A signature time: 14 digits as a UTC date and time, or a number of seconds (RFC 4034 §3.2).
+    static func time(_ s: String) -> UInt32? {
+        guard s.count == 14, s.allSatisfy(\.isASCII), s.allSatisfy(\.isNumber) else { return UInt32(s) }
+        let d = Array(s)
+        func n(_ a: Int, _ b: Int) -> Int { Int(String(d[a..<b]))! }
+        var c = DateComponents()
+        (c.year, c.month, c.day, c.hour, c.minute, c.second) = (
+            n(0, 4), n(4, 6), n(6, 8), n(8, 10), n(10, 12), n(12, 14)
+        )
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: c),
+            calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date) == c
+        else { return nil }
+        // Serial number arithmetic (RFC 1982): the low 32 bits of the seconds since 1970.
+        return UInt32(truncatingIfNeeded: Int64(date.timeIntervalSince1970))
+    }
+
+    /// A signature time as 14 digits, UTC (as BIND, NSD and ldns write it).
+    static func timeText(_ v: UInt32) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let c = calendar.dateComponents(
+            [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: Double(v)))
+        return String(format: "%04d%02d%02d%02d%02d%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+    }
+
+    /// Types as window blocks (RFC 4034 §4.1.2): for each 256-type window in use, its number, the
+    /// length of its bitmap, and the bitmap without trailing zero bytes.
+    static func bitmap(_ types: [RRType]) -> [UInt8] {
+        var windows: [UInt8: [UInt8]] = [:]
+        for t in Set(types) {
+            let (w, low) = (UInt8(t.rawValue >> 8), Int(t.rawValue & 0xFF))
+            var bits = windows[w] ?? []
+            if bits.count <= low / 8 { bits += [UInt8](repeating: 0, count: low / 8 + 1 - bits.count) }
+            bits[low / 8] |= 0x80 >> UInt8(low % 8)
+            windows[w] = bits
+        }
+        return windows.keys.sorted().flatMap { w in [w, UInt8(windows[w]!.count)] + windows[w]! }
+    }
+
+    /// The types of window blocks, in order; nil when they are not well formed.
+    static func types(_ bytes: [UInt8]) -> [RRType]? {
+        var out: [RRType] = []
+        var i = 0
+        var last = -1
+        while i < bytes.count {
+            guard i + 2 <= bytes.count else { return nil }
+            let (w, n) = (Int(bytes[i]), Int(bytes[i + 1]))
+            guard w > last, n >= 1, n <= 32, i + 2 + n <= bytes.count else { return nil }
+            for (k, b) in bytes[(i + 2)..<(i + 2 + n)].enumerated() {
+                for bit in 0..<8 where b & (0x80 >> UInt8(bit)) != 0 {
+                    out.append(RRType(UInt16(w * 256 + k * 8 + bit)))
+                }
+            }
+            last = w
+            i += 2 + n
+        }
+        return out
+    }
+
+    static let base32hexDigits = Array("0123456789ABCDEFGHIJKLMNOPQRSTUV".utf8)
+
+    /// Base32hex (RFC 4648 §7), any case, without padding, as bytes; nil when it is not.
+    static func base32hex(_ s: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for c in s.uppercased().utf8 {
+            guard let v = base32hexDigits.firstIndex(of: c) else { return nil }
+            buffer = buffer << 5 | v
+            bits += 5
+            if bits >= 8 {
+                out.append(UInt8((buffer >> (bits - 8)) & 0xFF))
+                bits -= 8
+            }
+            buffer &= (1 << bits) - 1
+        }
+        return buffer == 0 ? out : nil
+    }
+
+    /// Bytes in base32hex, upper case, without padding.
+    static func base32hexText(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for b in bytes {
+            buffer = buffer << 8 | Int(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(base32hexDigits[(buffer >> (bits - 5)) & 31])
+                bits -= 5
+            }
+            buffer &= (1 << bits) - 1
+        }
+        if bits > 0 { out.append(base32hexDigits[(buffer << (5 - bits)) & 31]) }
+        return String(decoding: out, as: UTF8.self)
     }
 }

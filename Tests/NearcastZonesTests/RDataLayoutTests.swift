@@ -35,6 +35,11 @@ import Testing
         @       ZONEMD 2018031500 1 1 FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE7EB1A7B641A47BA7FED2DD5B97AE499FAFA4F22C6BD647DE
         @       SPF   "v=spf1 -all" "second"
         _ftp._tcp URI 10 1 "ftp://ftp1.example.test/public"
+        host    CERT  PGP 0 0 mQENBFVHm5sBCACxwSVSdo4SnZgLd8x3kOSVr/8=
+        host    RRSIG A 8 3 300 20261224000000 20261124000000 60485 example.test. aGVsbG8gd29ybGQ=
+        host    NSEC  mail.example.test. A HINFO RRSIG NSEC TYPE1234
+        2vptu5timamqttgl4luu9kg21e0aor3s NSEC3 1 1 12 AABBCCDD 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A RRSIG
+        @       CSYNC 66 3 A NS AAAA
         """#
 
     static func records(_ text: String, file: String = "z.zone") throws -> [ResourceRecord] {
@@ -54,12 +59,16 @@ import Testing
 
     @Test func everyTypeReadsAndIsWrittenBackTheSame() throws {
         let rrs = try Self.records(Self.zone)
-        #expect(rrs.count == 21)
+        #expect(rrs.count == 26)
         let text = ZoneText.render(origin: Self.origin, records: rrs)
         #expect(!text.contains("\\#"), "every type in its own form: \(text)")
         #expect(text.contains("HINFO \"PC-Intel-700mhz\" \"Linux \\\"Debian\\\"\""), "\(text)")
         #expect(text.contains("NSEC3PARAM 1 0 0 -") && text.contains("URI 10 1 \"ftp://ftp1.example.test/public\""))
         #expect(text.contains("NAPTR 100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.example.test."), "\(text)")
+        #expect(text.contains("RRSIG A 8 3 300 20261224000000 20261124000000 60485 example.test."), "\(text)")
+        #expect(text.contains("NSEC mail.example.test. A HINFO RRSIG NSEC TYPE1234"), "\(text)")
+        #expect(text.contains("NSEC3 1 1 12 AABBCCDD 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A RRSIG"), "\(text)")
+        #expect(text.contains("CERT PGP 0 0 ") && text.contains("CSYNC 66 3 A NS AAAA"), "\(text)")
         let back = try Self.records(text, file: "rendered")
         #expect(Set(back) == Set(rrs) && back.count == rrs.count, "\(text)")
     }
@@ -95,6 +104,9 @@ import Testing
         ("$TTL 60\na URI 10\n", "URI: weight is missing"),
         ("$TTL 60\na DS 70000 5 1 AB\n", "DS: key tag '70000' is not a number 0-65535"),
         ("$TTL 60\na DNSKEY 257 3 8 !!!\n", "DNSKEY: public key is not base64"),
+        ("$TTL 60\na RRSIG A 8 3 300 20261340000000 20261124000000 1 a. AA==\n", "RRSIG: expiration '20261340000000'"),
+        ("$TTL 60\na NSEC b. A BOGUS\n", "NSEC: 'BOGUS' in the type bitmap is not a type"),
+        ("$TTL 60\na NSEC3 1 0 1 - ZZZ A\n", "NSEC3: next hashed owner 'ZZZ' is not base32hex"),
     ])
     func badFieldsSayWhichAndWhy(text: String, expected: String) {
         do {
