@@ -27,7 +27,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
 
     static let mnemonics: [(String, RRType)] = [
         ("A", .a), ("NS", .ns), ("CNAME", .cname), ("SOA", .soa), ("PTR", .ptr), ("HINFO", .hinfo), ("MX", .mx),
-        ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("SRV", .srv),
+        ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("LOC", RRType(29)), ("SRV", .srv),
         ("NAPTR", RRType(35)), ("CERT", RRType(37)), ("OPT", .opt), ("DS", .ds), ("SSHFP", RRType(44)),
         ("RRSIG", .rrsig), ("NSEC", RRType(47)), ("DNSKEY", RRType(48)), ("NSEC3", RRType(50)),
         ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),

@@ -37,12 +37,16 @@ enum RDataLayout {
         case hashed
         /// A certificate type by mnemonic or number, as 16 bits (RFC 4398 §2.1).
         case certType
+        /// LOC's whole RDATA (RFC 1876 §3): latitude, longitude, altitude, then optionally size and
+        /// horizontal and vertical precision.
+        case location
     }
 
     static let layouts: [RRType: [Field]] = [
         .hinfo: [.string("cpu"), .string("os")],
         RRType(17): [.name("mailbox"), .name("text name")],  // RP
         RRType(18): [.u16("subtype"), .name("hostname")],  // AFSDB
+        RRType(29): [.location],  // LOC
         RRType(35): [  // NAPTR
             .u16("order"), .u16("preference"), .string("flags"), .string("services"), .string("regexp"),
             .name("replacement"),
@@ -160,6 +164,9 @@ enum RDataLayout {
                     throw RDataTextError("\(type): next hashed owner '\(t.string)' is not base32hex")
                 }
                 out += [UInt8(bytes.count)] + bytes
+            case .location:
+                out += try Location.parse(tokens[i...].map(\.string), type: type)
+                i = tokens.count
             case .certType:
                 let t = try next("certificate type")
                 guard let v = UInt16(t.string) ?? certTypes.first(where: { $0.1 == t.string.uppercased() })?.0 else {
@@ -244,6 +251,10 @@ enum RDataLayout {
             case .hashed:
                 guard let n = take(1), n.first! > 0, let h = take(Int(n.first!)) else { return nil }
                 parts.append(base32hexText(Array(h)))
+            case .location:
+                guard let text = Location.render(Array(bytes[i...])) else { return nil }
+                parts.append(text)
+                i = bytes.count
             case .certType:
                 guard let b = take(2) else { return nil }
                 let v = UInt16(b.first!) << 8 | UInt16(b.last!)
@@ -369,5 +380,113 @@ enum RDataLayout {
         }
         if bits > 0 { out.append(base32hexDigits[(buffer << (5 - bits)) & 31]) }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// LOC (RFC 1876): text and wire forms.
+    enum Location {
+        /// 2^31: the equator and the prime meridian on the wire; 100,000 m below the WGS 84
+        /// spheroid is altitude 0.
+        static let origin: Int64 = 1 << 31
+        static let altitudeBase: Int64 = 10_000_000
+
+        static func parse(_ t: [String], type: RRType) throws(RDataTextError) -> [UInt8] {
+            var i = 0
+            func fail(_ why: String) -> RDataTextError { RDataTextError("\(type): \(why)") }
+            /// Degrees, optional minutes and seconds, then the hemisphere, in thousandths of a second.
+            func angle(_ hemispheres: (String, String), max: Int64) throws(RDataTextError) -> Int64 {
+                var parts: [String] = []
+                while i < t.count, parts.count < 3, t[i].uppercased() != hemispheres.0, t[i].uppercased() != hemispheres.1 {
+                    parts.append(t[i])
+                    i += 1
+                }
+                guard i < t.count, !parts.isEmpty else {
+                    throw fail("expected degrees [minutes [seconds]] and \(hemispheres.0) or \(hemispheres.1)")
+                }
+                let sign: Int64 = t[i].uppercased() == hemispheres.0 ? 1 : -1
+                i += 1
+                guard let d = Int64(parts[0]), d >= 0, d <= max else { throw fail("degrees '\(parts[0])' out of 0-\(max)") }
+                let m = parts.count > 1 ? Int64(parts[1]) : 0
+                let sec = parts.count > 2 ? thousandths(parts[2]) : 0
+                guard let m, m < 60, let sec, sec < 60_000 else { throw fail("minutes or seconds out of range") }
+                let v = (d * 3600 + m * 60) * 1000 + sec
+                guard v <= max * 3_600_000 else { throw fail("more than \(max) degrees") }
+                return origin + sign * v
+            }
+            let lat = try angle(("N", "S"), max: 90)
+            let lon = try angle(("E", "W"), max: 180)
+            guard i < t.count, let alt = centimetres(t[i], signed: true) else { throw fail("expected an altitude in metres") }
+            i += 1
+            var precisions: [UInt8] = [0x12, 0x16, 0x13]  // 1 m, 10,000 m, 10 m
+            for k in 0..<3 where i < t.count {
+                guard let cm = centimetres(t[i], signed: false), cm <= 9_000_000_000 else {
+                    throw fail("'\(t[i])' is not a size or precision in metres")
+                }
+                precisions[k] = precision(cm)
+                i += 1
+            }
+            guard i == t.count else { throw fail("\(t.count - i) field\(t.count - i == 1 ? "" : "s") too many") }
+            let a = alt + altitudeBase
+            guard a >= 0, a <= Int64(UInt32.max) else { throw fail("altitude out of range") }
+            func u32(_ v: Int64) -> [UInt8] { (0..<4).map { UInt8((v >> (24 - 8 * $0)) & 0xFF) } }
+            return [0] + precisions + u32(lat) + u32(lon) + u32(a)
+        }
+
+        static func render(_ b: [UInt8]) -> String? {
+            guard b.count == 16, b[0] == 0, b[1...3].allSatisfy({ $0 >> 4 <= 9 && $0 & 0xF <= 9 }) else { return nil }
+            func u32(_ at: Int) -> Int64 { b[at..<(at + 4)].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+            func angle(_ v: Int64, _ hemispheres: (String, String)) -> String {
+                let a = abs(v - origin)
+                return String(
+                    format: "%lld %lld %lld.%03lld %@", a / 3_600_000, a / 60_000 % 60, a / 1000 % 60, a % 1000,
+                    v >= origin ? hemispheres.0 : hemispheres.1)
+            }
+            func metres(_ cm: Int64) -> String {
+                (cm < 0 ? "-" : "") + "\(abs(cm) / 100)" + (abs(cm) % 100 == 0 ? "" : String(format: ".%02lld", abs(cm) % 100))
+                    + "m"
+            }
+            func size(_ p: UInt8) -> Int64 { Int64(p >> 4) * Int64(pow(10, Double(p & 0xF))) }
+            return [
+                angle(u32(4), ("N", "S")), angle(u32(8), ("E", "W")), metres(u32(12) - altitudeBase), metres(size(b[1])),
+                metres(size(b[2])), metres(size(b[3])),
+            ].joined(separator: " ")
+        }
+
+        /// Seconds with up to three decimals, in thousandths.
+        static func thousandths(_ s: String) -> Int64? {
+            let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let whole = Int64(parts[0]), whole >= 0 else { return nil }
+            guard parts.count == 2 else { return whole * 1000 }
+            let f = parts[1]
+            guard f.count <= 3, f.allSatisfy(\.isNumber), let v = Int64(f.padding(toLength: 3, withPad: "0", startingAt: 0))
+            else { return nil }
+            return whole * 1000 + v
+        }
+
+        /// Metres with up to two decimals and an optional `m`, in centimetres.
+        static func centimetres(_ s: String, signed: Bool) -> Int64? {
+            var text = s.hasSuffix("m") || s.hasSuffix("M") ? String(s.dropLast()) : s
+            var sign: Int64 = 1
+            if signed, text.hasPrefix("-") {
+                sign = -1
+                text.removeFirst()
+            }
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count <= 2, !parts[0].isEmpty, parts[0].allSatisfy(\.isNumber), let whole = Int64(parts[0]) else {
+                return nil
+            }
+            guard parts.count == 2 else { return sign * whole * 100 }
+            let f = parts[1]
+            guard f.count <= 2, f.allSatisfy(\.isNumber), let v = Int64(f.padding(toLength: 2, withPad: "0", startingAt: 0))
+            else { return nil }
+            return sign * (whole * 100 + v)
+        }
+
+        /// A size in centimetres as RFC 1876's mantissa and power of ten, rounded down.
+        static func precision(_ cm: Int64) -> UInt8 {
+            var e = 0
+            while e < 9, cm >= Int64(pow(10, Double(e + 1))) { e += 1 }
+            let m = min(9, cm / Int64(pow(10, Double(e))))
+            return UInt8(m << 4) | UInt8(e)
+        }
     }
 }

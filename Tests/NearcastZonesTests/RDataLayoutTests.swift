@@ -40,6 +40,9 @@ import Testing
         host    NSEC  mail.example.test. A HINFO RRSIG NSEC TYPE1234
         2vptu5timamqttgl4luu9kg21e0aor3s NSEC3 1 1 12 AABBCCDD 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A RRSIG
         @       CSYNC 66 3 A NS AAAA
+        host    LOC   52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m
+        gw      LOC   42 21 54 N 71 06 18 W -24m 30m
+        pole    LOC   90 S 180 W 10.5m
         """#
 
     static func records(_ text: String, file: String = "z.zone") throws -> [ResourceRecord] {
@@ -59,7 +62,7 @@ import Testing
 
     @Test func everyTypeReadsAndIsWrittenBackTheSame() throws {
         let rrs = try Self.records(Self.zone)
-        #expect(rrs.count == 26)
+        #expect(rrs.count == 29)
         let text = ZoneText.render(origin: Self.origin, records: rrs)
         #expect(!text.contains("\\#"), "every type in its own form: \(text)")
         #expect(text.contains("HINFO \"PC-Intel-700mhz\" \"Linux \\\"Debian\\\"\""), "\(text)")
@@ -69,6 +72,8 @@ import Testing
         #expect(text.contains("NSEC mail.example.test. A HINFO RRSIG NSEC TYPE1234"), "\(text)")
         #expect(text.contains("NSEC3 1 1 12 AABBCCDD 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A RRSIG"), "\(text)")
         #expect(text.contains("CERT PGP 0 0 ") && text.contains("CSYNC 66 3 A NS AAAA"), "\(text)")
+        #expect(text.contains("LOC 52 22 23.000 N 4 53 32.000 E -2m 0m 10000m 10m"), "\(text)")
+        #expect(text.contains("LOC 42 21 54.000 N 71 6 18.000 W -24m 30m 10000m 10m"), "\(text)")
         let back = try Self.records(text, file: "rendered")
         #expect(Set(back) == Set(rrs) && back.count == rrs.count, "\(text)")
     }
@@ -106,6 +111,7 @@ import Testing
         ("$TTL 60\na DNSKEY 257 3 8 !!!\n", "DNSKEY: public key is not base64"),
         ("$TTL 60\na RRSIG A 8 3 300 20261340000000 20261124000000 1 a. AA==\n", "RRSIG: expiration '20261340000000'"),
         ("$TTL 60\na NSEC b. A BOGUS\n", "NSEC: 'BOGUS' in the type bitmap is not a type"),
+        ("$TTL 60\na LOC 91 N 0 E 0m\n", "LOC: degrees '91' out of 0-90"),
         ("$TTL 60\na NSEC3 1 0 1 - ZZZ A\n", "NSEC3: next hashed owner 'ZZZ' is not base32hex"),
     ])
     func badFieldsSayWhichAndWhy(text: String, expected: String) {
