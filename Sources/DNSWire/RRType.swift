@@ -17,7 +17,8 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public static let opt = RRType(41)
     public static let ds = RRType(43)
     public static let rrsig = RRType(46)
-    public static let https = RRType(65)  // RFC 9460; no presentation format here (TYPE65)
+    public static let svcb = RRType(64)
+    public static let https = RRType(65)
     public static let ixfr = RRType(251)
     public static let axfr = RRType(252)
     public static let mailb = RRType(253)
@@ -32,7 +33,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
         ("RRSIG", .rrsig), ("NSEC", RRType(47)), ("DNSKEY", RRType(48)), ("NSEC3", RRType(50)),
         ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
         ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("CSYNC", RRType(62)),
-        ("ZONEMD", RRType(63)),
+        ("ZONEMD", RRType(63)), ("SVCB", .svcb), ("HTTPS", .https),
         ("SPF", RRType(99)), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any),
         ("URI", RRType(256)), ("CAA", .caa),
     ]

@@ -40,6 +40,8 @@ enum RDataLayout {
         /// LOC's whole RDATA (RFC 1876 §3): latitude, longitude, altitude, then optionally size and
         /// horizontal and vertical precision.
         case location
+        /// SVCB's and HTTPS's SvcParams, `key=value` to the end (RFC 9460 §2.1), sorted by key.
+        case svcParams
     }
 
     static let layouts: [RRType: [Field]] = [
@@ -73,6 +75,8 @@ enum RDataLayout {
         RRType(63): [.u32("serial"), .u8("scheme"), .u8("hash algorithm"), .hex("digest")],  // ZONEMD
         RRType(99): [.strings],  // SPF
         RRType(256): [.u16("priority"), .u16("weight"), .text("target")],  // URI
+        RRType(64): [.u16("priority"), .name("target"), .svcParams],  // SVCB
+        RRType(65): [.u16("priority"), .name("target"), .svcParams],  // HTTPS
     ]
 
     /// The wire bytes of `tokens` for a type with a layout; nil when the type has none.
@@ -167,6 +171,9 @@ enum RDataLayout {
             case .location:
                 out += try Location.parse(tokens[i...].map(\.string), type: type)
                 i = tokens.count
+            case .svcParams:
+                out += try SvcParams.parse(Array(tokens[i...]), type: type)
+                i = tokens.count
             case .certType:
                 let t = try next("certificate type")
                 guard let v = UInt16(t.string) ?? certTypes.first(where: { $0.1 == t.string.uppercased() })?.0 else {
@@ -254,6 +261,10 @@ enum RDataLayout {
             case .location:
                 guard let text = Location.render(Array(bytes[i...])) else { return nil }
                 parts.append(text)
+                i = bytes.count
+            case .svcParams:
+                guard let params = SvcParams.render(Array(bytes[i...])) else { return nil }
+                parts += params
                 i = bytes.count
             case .certType:
                 guard let b = take(2) else { return nil }
@@ -395,7 +406,9 @@ enum RDataLayout {
             /// Degrees, optional minutes and seconds, then the hemisphere, in thousandths of a second.
             func angle(_ hemispheres: (String, String), max: Int64) throws(RDataTextError) -> Int64 {
                 var parts: [String] = []
-                while i < t.count, parts.count < 3, t[i].uppercased() != hemispheres.0, t[i].uppercased() != hemispheres.1 {
+                while i < t.count, parts.count < 3, t[i].uppercased() != hemispheres.0,
+                    t[i].uppercased() != hemispheres.1
+                {
                     parts.append(t[i])
                     i += 1
                 }
@@ -404,7 +417,9 @@ enum RDataLayout {
                 }
                 let sign: Int64 = t[i].uppercased() == hemispheres.0 ? 1 : -1
                 i += 1
-                guard let d = Int64(parts[0]), d >= 0, d <= max else { throw fail("degrees '\(parts[0])' out of 0-\(max)") }
+                guard let d = Int64(parts[0]), d >= 0, d <= max else {
+                    throw fail("degrees '\(parts[0])' out of 0-\(max)")
+                }
                 let m = parts.count > 1 ? Int64(parts[1]) : 0
                 let sec = parts.count > 2 ? thousandths(parts[2]) : 0
                 guard let m, m < 60, let sec, sec < 60_000 else { throw fail("minutes or seconds out of range") }
@@ -414,7 +429,9 @@ enum RDataLayout {
             }
             let lat = try angle(("N", "S"), max: 90)
             let lon = try angle(("E", "W"), max: 180)
-            guard i < t.count, let alt = centimetres(t[i], signed: true) else { throw fail("expected an altitude in metres") }
+            guard i < t.count, let alt = centimetres(t[i], signed: true) else {
+                throw fail("expected an altitude in metres")
+            }
             i += 1
             var precisions: [UInt8] = [0x12, 0x16, 0x13]  // 1 m, 10,000 m, 10 m
             for k in 0..<3 where i < t.count {
@@ -441,12 +458,14 @@ enum RDataLayout {
                     v >= origin ? hemispheres.0 : hemispheres.1)
             }
             func metres(_ cm: Int64) -> String {
-                (cm < 0 ? "-" : "") + "\(abs(cm) / 100)" + (abs(cm) % 100 == 0 ? "" : String(format: ".%02lld", abs(cm) % 100))
+                (cm < 0 ? "-" : "") + "\(abs(cm) / 100)"
+                    + (abs(cm) % 100 == 0 ? "" : String(format: ".%02lld", abs(cm) % 100))
                     + "m"
             }
             func size(_ p: UInt8) -> Int64 { Int64(p >> 4) * Int64(pow(10, Double(p & 0xF))) }
             return [
-                angle(u32(4), ("N", "S")), angle(u32(8), ("E", "W")), metres(u32(12) - altitudeBase), metres(size(b[1])),
+                angle(u32(4), ("N", "S")), angle(u32(8), ("E", "W")), metres(u32(12) - altitudeBase),
+                metres(size(b[1])),
                 metres(size(b[2])), metres(size(b[3])),
             ].joined(separator: " ")
         }
@@ -457,7 +476,8 @@ enum RDataLayout {
             guard parts.count <= 2, let whole = Int64(parts[0]), whole >= 0 else { return nil }
             guard parts.count == 2 else { return whole * 1000 }
             let f = parts[1]
-            guard f.count <= 3, f.allSatisfy(\.isNumber), let v = Int64(f.padding(toLength: 3, withPad: "0", startingAt: 0))
+            guard f.count <= 3, f.allSatisfy(\.isNumber),
+                let v = Int64(f.padding(toLength: 3, withPad: "0", startingAt: 0))
             else { return nil }
             return whole * 1000 + v
         }
@@ -471,12 +491,14 @@ enum RDataLayout {
                 text.removeFirst()
             }
             let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count <= 2, !parts[0].isEmpty, parts[0].allSatisfy(\.isNumber), let whole = Int64(parts[0]) else {
+            guard parts.count <= 2, !parts[0].isEmpty, parts[0].allSatisfy(\.isNumber), let whole = Int64(parts[0])
+            else {
                 return nil
             }
             guard parts.count == 2 else { return sign * whole * 100 }
             let f = parts[1]
-            guard f.count <= 2, f.allSatisfy(\.isNumber), let v = Int64(f.padding(toLength: 2, withPad: "0", startingAt: 0))
+            guard f.count <= 2, f.allSatisfy(\.isNumber),
+                let v = Int64(f.padding(toLength: 2, withPad: "0", startingAt: 0))
             else { return nil }
             return sign * (whole * 100 + v)
         }
@@ -487,6 +509,202 @@ enum RDataLayout {
             while e < 9, cm >= Int64(pow(10, Double(e + 1))) { e += 1 }
             let m = min(9, cm / Int64(pow(10, Double(e))))
             return UInt8(m << 4) | UInt8(e)
+        }
+    }
+
+    /// SvcParams of SVCB and HTTPS (RFC 9460 §2.1, §7): text and wire forms.
+    enum SvcParams {
+        static let names: [(UInt16, String)] = [
+            (0, "mandatory"), (1, "alpn"), (2, "no-default-alpn"), (3, "port"), (4, "ipv4hint"), (5, "ech"),
+            (6, "ipv6hint"), (7, "dohpath"), (8, "ohttp"),
+        ]
+
+        static func key(_ name: String) -> UInt16? {
+            if let k = names.first(where: { $0.1 == name.lowercased() }) { return k.0 }
+            guard name.lowercased().hasPrefix("key"), let v = UInt16(name.dropFirst(3)), "key\(v)" == name.lowercased()
+            else { return nil }
+            return v
+        }
+
+        static func name(_ key: UInt16) -> String { names.first(where: { $0.0 == key })?.1 ?? "key\(key)" }
+
+        static func parse(_ tokens: [RDataText.Token], type: RRType) throws(RDataTextError) -> [UInt8] {
+            func fail(_ why: String) -> RDataTextError { RDataTextError("\(type): \(why)") }
+            var params: [UInt16: [UInt8]] = [:]
+            var i = 0
+            while i < tokens.count {
+                let t = tokens[i].string
+                i += 1
+                let (keyText, hasValue) = t.firstIndex(of: "=").map { (String(t[..<$0]), true) } ?? (t, false)
+                guard let k = key(keyText) else { throw fail("'\(keyText)' is not a SvcParam key") }
+                guard params[k] == nil else { throw fail("\(keyText) appears twice") }
+                // `key="value"`: the tokenizer ends the unquoted part at the quote.
+                var raw = t.firstIndex(of: "=").map { Array(t[t.index(after: $0)...].utf8) } ?? []
+                if hasValue, raw.isEmpty, i < tokens.count, tokens[i].quoted {
+                    raw = tokens[i].text
+                    i += 1
+                }
+                params[k] = try value(k, name: keyText, raw: raw, hasValue: hasValue, fail: fail)
+            }
+            if let m = params[0] {
+                let keys = stride(from: 0, to: m.count, by: 2).map { UInt16(m[$0]) << 8 | UInt16(m[$0 + 1]) }
+                for k in keys where params[k] == nil { throw fail("mandatory names \(name(k)), which is not given") }
+            }
+            var out: [UInt8] = []
+            for k in params.keys.sorted() {
+                let v = params[k]!
+                guard v.count <= 0xFFFF else { throw fail("\(name(k)) is too long") }
+                out += [UInt8(k >> 8), UInt8(k & 0xFF), UInt8(v.count >> 8), UInt8(v.count & 0xFF)] + v
+            }
+            return out
+        }
+
+        /// A value list's items: split at commas not escaped, each item's escapes decoded.
+        static func items(_ raw: [UInt8]) throws(RDataTextError) -> [[UInt8]] {
+            var items: [[UInt8]] = []
+            var current: [UInt8] = []
+            var i = 0
+            while i < raw.count {
+                if raw[i] == UInt8(ascii: "\\"), i + 1 < raw.count {
+                    current += raw[i...(i + 1)]
+                    i += 2
+                } else if raw[i] == UInt8(ascii: ",") {
+                    items.append(try RDataText.unescape(current))
+                    current = []
+                    i += 1
+                } else {
+                    current.append(raw[i])
+                    i += 1
+                }
+            }
+            items.append(try RDataText.unescape(current))
+            return items
+        }
+
+        static func value(
+            _ k: UInt16, name: String, raw: [UInt8], hasValue: Bool, fail: (String) -> RDataTextError
+        ) throws(RDataTextError) -> [UInt8] {
+            let text = String(decoding: raw, as: UTF8.self)
+            switch k {
+            case 2, 8:
+                guard !hasValue else { throw fail("\(name) takes no value") }
+                return []
+            default:
+                guard hasValue, !raw.isEmpty || k >= 9 || k == 7 else { throw fail("\(name) needs a value") }
+            }
+            switch k {
+            case 0:
+                var keys: [UInt16] = []
+                for item in try items(raw) {
+                    let s = String(decoding: item, as: UTF8.self)
+                    guard let v = key(s), v != 0 else { throw fail("mandatory: '\(s)' is not a key it may name") }
+                    guard !keys.contains(v) else { throw fail("mandatory names \(s) twice") }
+                    keys.append(v)
+                }
+                return keys.sorted().flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+            case 1:
+                var out: [UInt8] = []
+                for item in try items(raw) {
+                    guard !item.isEmpty, item.count <= 255 else { throw fail("alpn: an empty or too long protocol id") }
+                    out += [UInt8(item.count)] + item
+                }
+                return out
+            case 3:
+                guard let p = UInt16(text) else { throw fail("port '\(text)' is not a number 0-65535") }
+                return [UInt8(p >> 8), UInt8(p & 0xFF)]
+            case 4:
+                var out: [UInt8] = []
+                for a in text.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let v = IPv4Address(String(a)) else { throw fail("ipv4hint: '\(a)' is not an IPv4 address") }
+                    out += v.array
+                }
+                return out
+            case 5:
+                guard let d = Data(base64Encoded: text) else { throw fail("ech is not base64") }
+                return Array(d)
+            case 6:
+                var out: [UInt8] = []
+                for a in text.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let v = IPv6Address(String(a)) else { throw fail("ipv6hint: '\(a)' is not an IPv6 address") }
+                    out += v.bytes
+                }
+                return out
+            default:
+                return try RDataText.unescape(raw)
+            }
+        }
+
+        /// Each SvcParam as `key=value`; nil when the bytes are not well-formed SvcParams.
+        static func render(_ b: [UInt8]) -> [String]? {
+            var out: [String] = []
+            var i = 0
+            var last = -1
+            while i < b.count {
+                guard i + 4 <= b.count else { return nil }
+                let k = UInt16(b[i]) << 8 | UInt16(b[i + 1])
+                let n = Int(b[i + 2]) << 8 | Int(b[i + 3])
+                guard Int(k) > last, i + 4 + n <= b.count else { return nil }
+                let v = Array(b[(i + 4)..<(i + 4 + n)])
+                guard let text = valueText(k, v) else { return nil }
+                out.append(text.map { "\(name(k))=\($0)" } ?? name(k))
+                last = Int(k)
+                i += 4 + n
+            }
+            return out
+        }
+
+        /// A value in presentation form (nil inside: a key without a value); nil when malformed.
+        static func valueText(_ k: UInt16, _ v: [UInt8]) -> String?? {
+            switch k {
+            case 0:
+                guard v.count % 2 == 0, !v.isEmpty else { return nil }
+                return .some(
+                    stride(from: 0, to: v.count, by: 2).map { name(UInt16(v[$0]) << 8 | UInt16(v[$0 + 1])) }
+                        .joined(separator: ","))
+            case 1:
+                var items: [String] = []
+                var i = 0
+                while i < v.count {
+                    let n = Int(v[i])
+                    guard n > 0, i + 1 + n <= v.count else { return nil }
+                    items.append(escaped(Array(v[(i + 1)...(i + n)]), comma: true))
+                    i += 1 + n
+                }
+                guard !items.isEmpty else { return nil }
+                return .some(items.joined(separator: ","))
+            case 2, 8: return v.isEmpty ? .some(nil) : nil
+            case 3: return v.count == 2 ? .some("\(UInt16(v[0]) << 8 | UInt16(v[1]))") : nil
+            case 4:
+                guard !v.isEmpty, v.count % 4 == 0 else { return nil }
+                return .some(
+                    stride(from: 0, to: v.count, by: 4).map {
+                        IPv4Address(v[$0], v[$0 + 1], v[$0 + 2], v[$0 + 3]).description
+                    }
+                    .joined(separator: ","))
+            case 5: return .some(Data(v).base64EncodedString())
+            case 6:
+                guard !v.isEmpty, v.count % 16 == 0 else { return nil }
+                let addresses = stride(from: 0, to: v.count, by: 16).compactMap {
+                    IPv6Address(bytes: Array(v[$0..<($0 + 16)]))
+                }
+                return .some(addresses.map(\.description).joined(separator: ","))
+            default: return .some(escaped(v, comma: false))
+            }
+        }
+
+        /// Bytes as a value: printable ASCII as is (`"`, `\`, and with `comma` a comma, escaped),
+        /// the rest as \DDD; in quotes when it holds a blank.
+        static func escaped(_ v: [UInt8], comma: Bool) -> String {
+            var s = ""
+            for b in v {
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): s += "\\" + String(UnicodeScalar(b))
+                case UInt8(ascii: ",") where comma: s += "\\,"
+                case 0x21...0x7E: s.append(Character(UnicodeScalar(b)))
+                default: s += "\\" + String(format: "%03d", Int(b))
+                }
+            }
+            return s
         }
     }
 }

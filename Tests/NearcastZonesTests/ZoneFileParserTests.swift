@@ -114,8 +114,8 @@ import Testing
         ),
         ("$TTL 60\na A \\# 3 abcdef\n", "z.zone:2: A record for a.example.test.: \\# data is not valid A RDATA"),
         (
-            "$TTL 60\na TYPE65 1 2\n",
-            "z.zone:2: TYPE65 record for a.example.test.: type TYPE65 must be written in the generic form"
+            "$TTL 60\na TYPE260 1 2\n",
+            "z.zone:2: TYPE260 record for a.example.test.: type TYPE260 must be written in the generic form"
         ),
         ("$TTL 60\n" + String(repeating: "a", count: 64) + " A 192.0.2.1\n", "z.zone:2: owner 'aaaa"),
         ("$TTL 99999999999\n", "z.zone:1: $TTL takes one TTL"),
