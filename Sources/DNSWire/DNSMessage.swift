@@ -55,13 +55,18 @@ extension DNSMessage {
             questions.append(DNSQuestion(name: name, type: type, qclass: qclass))
         }
         var edns: EDNS?
+        var tsigAt: Int?
         func section(_ count: Int, additional: Bool) throws(DNSWireError) -> [ResourceRecord] {
             var out: [ResourceRecord] = []
             out.reserveCapacity(count)
             for _ in 0..<count {
                 let start = r.offset
+                // RFC 8945 §5.1: a TSIG record is the last record of the message, or the message is
+                // malformed.
+                if let tsigAt { throw .misplacedTSIG(offset: tsigAt) }
                 let name = try r.name()
                 let type = RRType(try r.u16())
+                if type == .tsig { tsigAt = start }
                 if type == .opt {
                     guard additional else { throw .badOPT(offset: start, reason: "OPT outside the additional section") }
                     guard edns == nil else { throw .badOPT(offset: start, reason: "more than one OPT record") }
@@ -80,6 +85,7 @@ extension DNSMessage {
         let authority = try section(ns, additional: false)
         let additional = try section(ar, additional: true)
         if r.remaining > 0 { throw .trailingBytes(offset: r.offset, count: r.remaining) }
+        if let tsigAt, additional.last?.type != .tsig { throw .misplacedTSIG(offset: tsigAt) }
         self.init(
             header: h, questions: questions, answers: answers, authority: authority, additional: additional,
             edns: edns)
@@ -112,8 +118,10 @@ extension DNSMessage {
         }
         for rr in answers { try w.record(rr) }
         for rr in authority { try w.record(rr) }
-        for rr in additional { try w.record(rr) }
+        // A TSIG record goes last, after the OPT record (RFC 8945 §5.1).
+        for rr in additional where rr.type != .tsig { try w.record(rr) }
         if let edns { try w.opt(edns) }
+        for rr in additional where rr.type == .tsig { try w.record(rr) }
         if w.count > 65535 { throw .unencodable("message of \(w.count) bytes") }
     }
 }

@@ -18,6 +18,8 @@ public enum DNSWireError: Error, Equatable, Sendable, CustomStringConvertible {
     case badRData(type: UInt16, offset: Int, reason: String)
     /// An OPT record where it may not be: not at the root, more than one, or outside the additional section.
     case badOPT(offset: Int, reason: String)
+    /// A TSIG record anywhere but last in the message (RFC 8945 §5.1).
+    case misplacedTSIG(offset: Int)
     /// Bytes left over after the last record the header announced.
     case trailingBytes(offset: Int, count: Int)
     /// A message or field that cannot be encoded (too large, out of range).
@@ -36,6 +38,7 @@ public enum DNSWireError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badRData(let type, let offset, let reason):
             return "bad RDATA for type \(type) at offset \(offset): \(reason)"
         case .badOPT(let offset, let reason): return "bad OPT record at offset \(offset): \(reason)"
+        case .misplacedTSIG(let offset): return "TSIG record at offset \(offset) is not the last record"
         case .trailingBytes(let offset, let count): return "\(count) trailing bytes at offset \(offset)"
         case .unencodable(let what): return "cannot encode: \(what)"
         case .badText(let what): return what

@@ -19,6 +19,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public static let rrsig = RRType(46)
     public static let svcb = RRType(64)
     public static let https = RRType(65)
+    public static let tsig = RRType(250)
     public static let ixfr = RRType(251)
     public static let axfr = RRType(252)
     public static let mailb = RRType(253)
@@ -34,7 +35,8 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
         ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
         ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("CSYNC", RRType(62)),
         ("ZONEMD", RRType(63)), ("SVCB", .svcb), ("HTTPS", .https),
-        ("SPF", RRType(99)), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila), ("ANY", .any),
+        ("SPF", RRType(99)), ("TSIG", .tsig), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila),
+        ("ANY", .any),
         ("URI", RRType(256)), ("CAA", .caa),
     ]
 
@@ -109,6 +111,7 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let nxDomain = RCode(3)
     public static let notImp = RCode(4)
     public static let refused = RCode(5)
+    public static let notAuth = RCode(9)
     public static let badVers = RCode(16)
 
     public var description: String {
@@ -119,6 +122,7 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case 3: return "NXDOMAIN"
         case 4: return "NOTIMP"
         case 5: return "REFUSED"
+        case 9: return "NOTAUTH"
         case 16: return "BADVERS"
         default: return "RCODE\(rawValue)"
         }

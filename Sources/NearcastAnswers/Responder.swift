@@ -49,6 +49,13 @@ public struct Responder: Sendable {
                 replyEDNS!.options.append(ecs.option)
             }
         }
+        if let tsig = msg.additional.last, tsig.type == .tsig {
+            let reply = DNSMessage(header: replyHeader(header), questions: question.map { [$0] } ?? [], edns: replyEDNS)
+            guard let signed = TSIGReply.unknownKey(reply, tsig: tsig), let bytes = try? signed.serialize() else {
+                return errorReply(header, question: question, .formErr, edns: replyEDNS)
+            }
+            return bytes
+        }
         guard header.opcode == .query else { return errorReply(header, question: question, .notImp, edns: replyEDNS) }
         guard let question, msg.answers.isEmpty, msg.authority.isEmpty else {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)

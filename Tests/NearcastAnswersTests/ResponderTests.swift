@@ -236,6 +236,47 @@ import Testing
         #expect(r.rcode == .formErr && r.answers.isEmpty && r.edns != nil)
     }
 
+    /// A TSIG record as a client signs a query with key `k.` (hmac-sha256, a 32-byte MAC).
+    static func tsig(originalID: UInt16) throws -> ResourceRecord {
+        let rdata =
+            try DNSName("hmac-sha256.").wire + [0, 0, 0x69, 0x20, 0x3A, 0x5B, 0x01, 0x2C, 0, 32]
+            + [UInt8](repeating: 0xAB, count: 32) + [UInt8(originalID >> 8), UInt8(originalID & 0xFF), 0, 0, 0, 0]
+        return ResourceRecord(name: try DNSName("k."), type: .tsig, rrClass: .any, ttl: 0, rdata: .unknown(rdata))
+    }
+
+    /// RFC 8945 §5.2.1: a query signed with a key the server does not have (nearcast has none yet)
+    /// is answered NOTAUTH, without data, with an unsigned TSIG whose error is BADKEY, last after
+    /// our OPT; a TSIG record anywhere but last is a FORMERR.
+    @Test func aQuerySignedWithAnUnknownKeyIsNotAuthWithBadKey() throws {
+        for edns in [nil, EDNS()] {
+            let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: edns)) {
+                $0.additional = [try! Self.tsig(originalID: 0x4242)]
+            }
+            #expect(r.rcode == .notAuth && r.answers.isEmpty && r.authority.isEmpty)
+            #expect((r.edns != nil) == (edns != nil))
+            let t = try #require(r.additional.last)
+            let key = try DNSName("k.")
+            #expect(t.type == .tsig && t.name == key && t.rrClass == .any && t.ttl == 0)
+            guard case .unknown(let bytes) = t.rdata else { throw TestFailure("TSIG RDATA not kept as bytes") }
+            let alg = try DNSName("hmac-sha256.").wire
+            #expect(Array(bytes.prefix(alg.count)) == alg)
+            #expect(
+                Array(bytes[(alg.count + 6)...]) == [0x01, 0x2C, 0, 0, 0x42, 0x42, 0, 17, 0, 0], "fudge, no MAC, BADKEY"
+            )
+        }
+        // The TSIG record, then an A record after it (DNSMessage writes TSIG last: built by hand).
+        var h = DNSHeader()
+        h.id = 7
+        var m = DNSMessage(
+            header: h, questions: [DNSQuestion(name: try DNSName("www.example.test."), type: .a, qclass: .in)])
+        m.additional = [try Self.tsig(originalID: 7)]
+        var wire = try m.serialize()
+        wire[11] = 2  // ARCOUNT
+        wire += try DNSName("x.").wire + [0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 192, 0, 2, 1]
+        let reply = try #require(Self.responder.respond(to: wire, transport: .udp))
+        #expect(try DNSMessage(wire: reply).rcode == .formErr)
+    }
+
     @Test func ednsVersionAboveZeroIsBadVers() throws {
         let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(version: 1)))
         #expect(r.rcode == .badVers)

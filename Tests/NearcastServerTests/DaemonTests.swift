@@ -61,6 +61,26 @@ import Glibc
         #expect(out.stdout.contains("CLIENT-SUBNET: 198.51.100.0/24/0"), "\(out.stdout)")
     }
 
+    /// A client that signs its queries with a key the server does not have can tell (RFC 8945):
+    /// dig sees NOTAUTH and a BADKEY TSIG, over UDP and TCP, and no answer.
+    @Test func digSigningWithAnUnknownKeyGetsBadKey() throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        for tcp in [false, true] {
+            let out = try TestSupport.run(
+                try TestSupport.tool("dig"),
+                [
+                    "@127.0.0.1", "-p", "\(port)", "-y", "hmac-sha256:k:c2VjcmV0c2VjcmV0c2VjcmV0", "www.example.test",
+                    "A",
+                ]
+                    + (tcp ? ["+tcp"] : []))
+            #expect(
+                out.stdout.contains("status: NOTAUTH") && out.stdout.contains("ANSWER: 0")
+                    && out.stdout.contains("TSIG\thmac-sha256.") && out.stdout.contains("BADKEY"),
+                "\(out.stdout) \(out.stderr)")
+        }
+    }
+
     @Test func tcpPipelinedQueriesAreAllAnsweredInOrder() throws {
         let (server, port) = try Self.startDaemon()
         defer { server.stop() }
