@@ -120,7 +120,7 @@ enum RDataLayout {
                 guard i < tokens.count else { throw RDataTextError("\(type): expected at least one character-string") }
                 while i < tokens.count { out += try characterString(try next("string"), what: "\(type) string") }
             case .hex(let what):
-                guard let bytes = hexBytes(try rest(what)), !bytes.isEmpty else {
+                guard let bytes = RDataText.hexBytes(try rest(what)), !bytes.isEmpty else {
                     throw RDataTextError("\(type): \(what) must be hexadecimal digits, an even number of them")
                 }
                 out += bytes
@@ -134,7 +134,7 @@ enum RDataLayout {
                 if t.string == "-" {
                     out.append(0)
                 } else {
-                    guard let bytes = hexBytes(t.string), !bytes.isEmpty, bytes.count <= 255 else {
+                    guard let bytes = RDataText.hexBytes(t.string), !bytes.isEmpty, bytes.count <= 255 else {
                         throw RDataTextError("\(type): salt '\(t.string)' must be hex (at most 255 bytes) or -")
                     }
                     out += [UInt8(bytes.count)] + bytes
@@ -273,19 +273,6 @@ enum RDataLayout {
             }
         }
         return i == bytes.count ? parts.joined(separator: " ") : nil
-    }
-
-    /// Hex digits (any case) as bytes; nil for an odd count or a non-hex character.
-    static func hexBytes(_ s: String) -> [UInt8]? {
-        let digits = Array(s.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        for k in stride(from: 0, to: digits.count, by: 2) {
-            guard let v = UInt8(String(decoding: digits[k...k + 1], as: UTF8.self), radix: 16) else { return nil }
-            out.append(v)
-        }
-        return out
     }
 
     /// Certificate types' mnemonics (RFC 4398 §2.1).

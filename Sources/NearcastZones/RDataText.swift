@@ -107,13 +107,8 @@ enum RDataText {
             throw RDataTextError("\\# must be followed by the RDATA length in bytes")
         }
         let hex = tokens.dropFirst().map(\.string).joined()
-        guard hex.count % 2 == 0 else { throw RDataTextError("\\# hex data has an odd number of digits") }
-        var bytes: [UInt8] = []
-        var it = hex.makeIterator()
-        while let h = it.next(), let l = it.next() {
-            guard let v = UInt8(String([h, l]), radix: 16) else { throw RDataTextError("'\(h)\(l)' is not hex") }
-            bytes.append(v)
-        }
+        guard hex.utf8.count % 2 == 0 else { throw RDataTextError("\\# hex data has an odd number of digits") }
+        guard let bytes = hexBytes(hex) else { throw RDataTextError("\\# data '\(hex)' is not hex") }
         guard bytes.count == len else {
             throw RDataTextError("\\# says \(len) bytes but \(bytes.count) are given")
         }
@@ -156,6 +151,28 @@ enum RDataText {
                 out.append(n)
                 i += 2
             }
+        }
+        return out
+    }
+
+    /// Hex digits (any case) as bytes; nil for an odd count or anything but a hex digit (a sign
+    /// included, which `UInt8(_:radix:)` would take).
+    static func hexBytes(_ s: String) -> [UInt8]? {
+        let digits = Array(s.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        for k in stride(from: 0, to: digits.count, by: 2) {
+            guard let h = value(digits[k]), let l = value(digits[k + 1]) else { return nil }
+            out.append(h << 4 | l)
         }
         return out
     }

@@ -113,6 +113,7 @@ import Testing
             "z.zone:2: TYPE65280 record for a.example.test.: \\# says 2 bytes but 1 are given"
         ),
         ("$TTL 60\na A \\# 3 abcdef\n", "z.zone:2: A record for a.example.test.: \\# data is not valid A RDATA"),
+        ("$TTL 60\na TYPE65280 \\# 1 +f\n", "z.zone:2: TYPE65280 record for a.example.test.: \\# data '+f' is not hex"),
         (
             "$TTL 60\na TYPE260 1 2\n",
             "z.zone:2: TYPE260 record for a.example.test.: type TYPE260 must be written in the generic form"
