@@ -46,13 +46,16 @@ let package = Package(
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
+        .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
-        .target(name: "NearcastAnswers", dependencies: ["DNSWire", "NearcastZones", "NearcastGeo"]),
+        .target(name: "NearcastAnswers", dependencies: ["DNSWire", "NearcastZones", "NearcastGeo", "NearcastTSIG"]),
         // The config file: listen addresses, zones, XDP, API settings and tokens, with the geo section.
         .target(
             name: "NearcastConfiguration",
             dependencies: [
-                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", .product(name: "Yams", package: "Yams"),
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG",
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // The management API's wire types, shared by the daemon and the CLI.
@@ -144,7 +147,8 @@ let package = Package(
         .executableTarget(
             name: "nearcast",
             dependencies: [
-                "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "NearcastAPIModel",
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG", "NearcastGeo", "NearcastConfiguration",
+                "NearcastAPIModel",
                 "TerminalUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -176,17 +180,17 @@ let package = Package(
         .testTarget(
             name: "NearcastAnswersTests",
             dependencies: [
-                "NearcastAnswers", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "DNSWire", "MaxMindDB",
-                "NearcastTestSupport",
+                "NearcastAnswers", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "NearcastTSIG", "DNSWire",
+                "MaxMindDB", "NearcastTestSupport",
             ]),
         .testTarget(
             name: "NearcastConfigurationTests",
-            dependencies: ["NearcastConfiguration", "NearcastBasics", "DNSWire", "NearcastTestSupport"]),
+            dependencies: ["NearcastConfiguration", "NearcastBasics", "NearcastTSIG", "DNSWire", "NearcastTestSupport"]),
         .testTarget(
             name: "NearcastDataPathTests",
             dependencies: [
                 "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastZones", "NearcastGeo", "NearcastAnswers",
-                "NearcastConfiguration", "DNSWire", "MaxMindDB", "NearcastTestSupport",
+                "NearcastConfiguration", "NearcastTSIG", "DNSWire", "MaxMindDB", "NearcastTestSupport",
             ]
         ),
         .testTarget(

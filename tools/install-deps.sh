@@ -15,8 +15,9 @@ PACKAGES=(
 	# certificates for the HTTPS health-check tests
 	openssl
 	# reference servers for the differential tests and the benchmarks; ldns-read-zone, another
-	# reader of zone files, for the presentation-format tests
-	nsd knot ldnsutils
+	# reader of zone files, for the presentation-format tests; faketime, for a client whose clock
+	# is off (the TSIG time checks)
+	nsd knot ldnsutils faketime
 )
 
 missing=()

@@ -283,3 +283,27 @@ extension WireWriter {
         patch16(at: lenAt, UInt16(count - start))
     }
 }
+
+extension DNSMessage {
+    /// The offset in `wire` where the message's last record begins (nil: no records). A transaction
+    /// signature covers the message up to there (RFC 8945 §4.3.3), so a verifier needs the bytes
+    /// as they came, not a re-encoding.
+    public static func lastRecordOffset(in wire: [UInt8]) throws(DNSWireError) -> Int? {
+        var r = WireReader(wire)
+        _ = try r.take(4)
+        let qd = Int(try r.u16())
+        let records = Int(try r.u16()) + Int(try r.u16()) + Int(try r.u16())
+        for _ in 0..<qd {
+            _ = try r.name()
+            _ = try r.take(4)
+        }
+        var last: Int?
+        for _ in 0..<records {
+            last = r.offset
+            _ = try r.name()
+            _ = try r.take(8)
+            _ = try r.take(Int(try r.u16()))
+        }
+        return last
+    }
+}

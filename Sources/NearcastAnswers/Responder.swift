@@ -1,6 +1,11 @@
 import DNSWire
 import NearcastGeo
+import NearcastTSIG
 import NearcastZones
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The transport a query came over; it decides the size limit of the reply.
 public enum Transport: Sendable {
@@ -17,16 +22,37 @@ public struct Responder: Sendable {
     public var maxUDPPayload: UInt16
     /// Geo names, answered by the client's location (nil: none configured).
     public var geo: GeoTable?
+    /// The keys signed queries may use (RFC 8945).
+    public var keys: TSIGKeyring
+    /// Seconds since 1970, for the time checks of signed queries.
+    public var clock: @Sendable () -> UInt64
 
-    public init(authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil) {
+    public init(
+        authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
+        clock: @escaping @Sendable () -> UInt64 = Responder.systemClock
+    ) {
         self.authority = authority
         self.maxUDPPayload = maxUDPPayload
         self.geo = geo
+        self.keys = keys
+        self.clock = clock
+    }
+
+    @Sendable public static func systemClock() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(max(0, ts.tv_sec))
     }
 
     /// The reply to `query` from a client at `client` (4 or 16 address bytes; geo names need it),
     /// or nil when nothing must be sent (the packet is a response, or too short to carry a header).
     public func respond(to query: [UInt8], transport: Transport, client: [UInt8]? = nil) -> [UInt8]? {
+        respond(to: query, transport: transport, client: client, reserve: 0)
+    }
+
+    /// As `respond(to:transport:client:)`, leaving `reserve` bytes of the size limit free (for the
+    /// TSIG record a signed reply adds).
+    func respond(to query: [UInt8], transport: Transport, client: [UInt8]?, reserve: Int) -> [UInt8]? {
         guard let header = try? DNSHeader(wire: query), !header.qr else { return nil }
         let msg: DNSMessage
         do { msg = try DNSMessage(wire: query) } catch { return errorReply(header, question: nil, .formErr, edns: nil) }
@@ -50,12 +76,19 @@ public struct Responder: Sendable {
             }
         }
         if let tsig = msg.additional.last, tsig.type == .tsig {
-            let reply = DNSMessage(header: replyHeader(header), questions: question.map { [$0] } ?? [], edns: replyEDNS)
-            guard let signed = TSIGReply.unknownKey(reply, tsig: tsig), let bytes = try? signed.serialize() else {
+            // A signed query (RFC 8945 §5.2): answered as the same query unsigned, then signed;
+            // or refused. Never from the reply cache or the fast path.
+            switch keys.verify(query, tsig: tsig, now: clock()) {
+            case .malformed:
                 return errorReply(header, question: question, .formErr, edns: replyEDNS)
+            case .refused(let signer):
+                return signer.sign(errorReply(header, question: question, .notAuth, edns: replyEDNS))
+            case .verified(let unsigned, let signer):
+                return respond(to: unsigned, transport: transport, client: client, reserve: signer.overhead)
+                    .map(signer.sign)
             }
-            return bytes
         }
+        let limit = sizeLimit(msg.edns, transport) - reserve
         guard header.opcode == .query else { return errorReply(header, question: question, .notImp, edns: replyEDNS) }
         guard let question, msg.answers.isEmpty, msg.authority.isEmpty else {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
@@ -79,7 +112,7 @@ public struct Responder: Sendable {
         {
             return geoReply(
                 header, question, name, geo: geo, zone: zone, client: client, subnet: subnet, edns: replyEDNS,
-                limit: sizeLimit(msg.edns, transport))
+                limit: limit)
         }
         var answer = zone.lookup(question.name, question.type)
         if answer.rcode == .nxDomain, geo?.isOwner(question.name) == true {
@@ -92,7 +125,7 @@ public struct Responder: Sendable {
         reply.answers = answer.answer
         reply.authority = answer.authority
         reply.additional = answer.additional
-        return fit(reply, limit: sizeLimit(msg.edns, transport), glueRequired: answer.additionalIsRequiredGlue)
+        return fit(reply, limit: limit, glueRequired: answer.additionalIsRequiredGlue)
     }
 
     /// The reply for a geo name: the client's nearest healthy nodes (ARCHITECTURE §5). The client is the

@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import NearcastBasics
 import NearcastGeo
+import NearcastTSIG
 import NearcastZones
 import Yams
 
@@ -30,6 +31,10 @@ public struct ZoneSource: Hashable, Sendable {
 ///   listen: 127.0.0.1:8053
 ///   tokens: tokens                   # ROLE TOKEN lines (see APITokens)
 /// state-dir: /var/lib/nearcast       # overrides kept across restarts, and the audit log
+/// tsig:                              # keys that may sign queries (RFC 8945)
+///   key-files: [keys.conf]           # BIND `key` statements (TSIGKeyFile)
+///   keys:
+///     - { name: xfr.example., algorithm: hmac-sha256, secret: BASE64 }
 /// ```
 public struct NearcastConfig: Sendable {
     public var listen: [ListenAddress] = []
@@ -47,6 +52,8 @@ public struct NearcastConfig: Sendable {
     /// Where the daemon keeps what must outlive it: operators' overrides (`overrides.json`) and
     /// the audit log of changes (`audit.log`). None: changes through the API last until a restart.
     public var stateDirectory: String?
+    /// The keys signed queries may use; from the `tsig` section and the key files it names.
+    public var tsigKeys = TSIGKeyring()
     /// The file this config was read from, if any.
     public var sourcePath: String?
 
@@ -64,7 +71,9 @@ public struct NearcastConfig: Sendable {
         return config
     }
 
-    static let knownKeys = ["listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir"]
+    static let knownKeys = [
+        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig",
+    ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
         "interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity",
@@ -228,6 +237,8 @@ public struct NearcastConfig: Sendable {
                 }
             case "geo":
                 config.geo = GeoConfig.parse(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
+            case "tsig":
+                config.tsigKeys = parseTSIG(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "api":
                 guard let m = v.mapping else {
                     fail(v, "api must be a mapping (\(knownAPIKeys.joined(separator: ", ")))")
@@ -276,6 +287,72 @@ public struct NearcastConfig: Sendable {
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         return config
+    }
+
+    /// The `tsig` section: keys given inline and key files in BIND syntax, one keyring.
+    static func parseTSIG(_ v: Node, fileName: String, baseDirectory: String, diags: inout [Diagnostic]) -> TSIGKeyring
+    {
+        func fail(_ node: Node?, _ m: String) {
+            diags.append(Diagnostic(file: fileName, line: node?.mark?.line ?? 0, message: m))
+        }
+        guard let m = v.mapping else {
+            fail(v, "tsig must be a mapping (keys, key-files)")
+            return TSIGKeyring()
+        }
+        var keys: [TSIGKey] = []
+        for (k, value) in m {
+            switch k.string ?? "" {
+            case "keys":
+                for item in value.sequence.map(Array.init) ?? [value] {
+                    guard let km = item.mapping, let name = km["name"]?.string, let alg = km["algorithm"]?.string,
+                        let secret = km["secret"]?.string, km.count == 3
+                    else {
+                        fail(item, "each tsig key is { name: NAME, algorithm: hmac-sha256, secret: BASE64 }")
+                        continue
+                    }
+                    guard let algorithm = TSIGAlgorithm(name: alg) else {
+                        let known = TSIGAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
+                        fail(
+                            km["algorithm"],
+                            "tsig key \(name): algorithm '\(alg)' is not supported (supported: \(known))")
+                        continue
+                    }
+                    guard let bytes = Data(base64Encoded: secret), !bytes.isEmpty else {
+                        fail(km["secret"], "tsig key \(name): the secret is not base64")
+                        continue
+                    }
+                    guard let keyName = try? DNSName(name.hasSuffix(".") ? name : name + ".") else {
+                        fail(km["name"], "tsig key name '\(name)' is not a domain name")
+                        continue
+                    }
+                    keys.append(
+                        TSIGKey(
+                            name: keyName, algorithm: algorithm, secret: Array(bytes),
+                            source: "\(fileName):\(item.mark?.line ?? 0)"))
+                }
+            case "key-files":
+                for item in value.sequence.map(Array.init) ?? [value] {
+                    guard let f = item.string, !f.isEmpty else {
+                        fail(item, "tsig key-files must be paths of files of BIND key statements")
+                        continue
+                    }
+                    let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                    do { keys += try TSIGKeyFile.load(path: path) } catch { diags += error.diagnostics }
+                }
+            default:
+                fail(k, "unknown tsig key '\(k.string ?? "?")' (known: keys, key-files)")
+            }
+        }
+        do { return try TSIGKeyring(keys) } catch {
+            // Reported where the second declaration is (a key's source is `file:line`).
+            let source = error.key.source
+            let colon = source.lastIndex(of: ":")
+            diags.append(
+                Diagnostic(
+                    file: colon.map { String(source[..<$0]) } ?? fileName,
+                    line: colon.flatMap { Int(source[source.index(after: $0)...]) } ?? 0, message: "\(error)"))
+            return TSIGKeyring()
+        }
     }
 
     static func yamlLine(_ e: YamlError) -> Int {

@@ -210,7 +210,7 @@ package actor ServedConfig {
     {
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
-        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo)
+        let responder = Responder(serving: config, zones: zones, geo: geo)
         var written: FastPath.TableWrite?
         if let writer {
             do { written = try await writer.write(responder: responder, geo: geo) } catch {
@@ -349,5 +349,13 @@ package actor ServedConfig {
         if a.tcpIdleTimeout != b.tcpIdleTimeout { out.append("tcp-idle-timeout") }
         if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
         return out
+    }
+}
+
+extension Responder {
+    /// The responder for `config`: its zones, its UDP size, its TSIG keys, and the geo table.
+    package init(serving config: NearcastConfig, zones: [Zone], geo: GeoTable?) {
+        self.init(
+            authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys)
     }
 }

@@ -171,7 +171,7 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let geo = live.current?.table
 
-        let responder = Responder(authority: Authority(zones: zones), maxUDPPayload: cfg.maxUDPPayload, geo: geo)
+        let responder = Responder(serving: cfg, zones: zones, geo: geo)
         let responders = ResponderSource(responder)
         let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)

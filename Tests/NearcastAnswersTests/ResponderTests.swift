@@ -244,7 +244,7 @@ import Testing
         return ResourceRecord(name: try DNSName("k."), type: .tsig, rrClass: .any, ttl: 0, rdata: .unknown(rdata))
     }
 
-    /// RFC 8945 §5.2.1: a query signed with a key the server does not have (nearcast has none yet)
+    /// RFC 8945 §5.2.1: a query signed with a key the server does not have
     /// is answered NOTAUTH, without data, with an unsigned TSIG whose error is BADKEY, last after
     /// our OPT; a TSIG record anywhere but last is a FORMERR.
     @Test func aQuerySignedWithAnUnknownKeyIsNotAuthWithBadKey() throws {

@@ -3,6 +3,7 @@ import CNearcastABI
 import DNSWire
 import Foundation
 import NearcastAnswers
+import NearcastTSIG
 import NearcastTestSupport
 import NearcastZones
 import Testing
@@ -312,6 +313,8 @@ import Testing
         try run(p, expect: Self.XDP_TX)
     }
 
+    static let signingKey = TSIGKey(name: try! DNSName("k."), algorithm: .hmacSHA256, secret: [1, 2, 3, 4])
+
     @Test func passesWhatItDoesNotAnswer() throws {
         func q(_ tweak: (inout [UInt8]) -> Void) -> [UInt8] {
             var b = Self.query("www.example.test.", .a)
@@ -328,6 +331,14 @@ import Testing
             ("two questions", Packet(payload: q { $0[5] = 2 }), Self.XDP_PASS),
             ("class CH", Packet(payload: q { $0[$0.count - 1] = 3 }), Self.XDP_PASS),
             ("trailing byte", Packet(payload: q { $0.append(0) }), Self.XDP_PASS),
+            // Signed queries are verified and signed by the slow path alone (RFC 8945).
+            ("signed", Packet(payload: Self.signingKey.sign(query: q { _ in }, now: 1_795_000_000)), Self.XDP_PASS),
+            (
+                "signed, with EDNS",
+                Packet(
+                    payload: Self.signingKey.sign(query: Self.query("www.example.test.", .a, edns: EDNS()), now: 1)),
+                Self.XDP_PASS
+            ),
             (
                 "option runs past the OPT record",
                 Packet(

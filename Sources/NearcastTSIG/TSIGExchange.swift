@@ -1,0 +1,120 @@
+import DNSWire
+
+/// How a server answers a signed query (RFC 8945 §5.2, §5.3): it checks the key, the MAC and the
+/// time, in that order, and signs its reply with the key the query used.
+public enum TSIGVerdict: Sendable {
+    /// The signature verifies: answer `unsigned` (the query without its TSIG record) as any
+    /// query, and sign that reply with `signer`.
+    case verified(unsigned: [UInt8], signer: TSIGReplySigner)
+    /// Answer NOTAUTH, its TSIG record from `signer`: BADKEY and BADSIG unsigned, BADTIME signed.
+    case refused(TSIGReplySigner)
+    /// The TSIG record cannot be read, or its MAC is longer than the algorithm's or shorter than
+    /// the shortest allowed: FORMERR, without a TSIG record (§5.2, §5.2.2.1).
+    case malformed
+}
+
+extension TSIGKeyring {
+    /// The fudge of our replies' TSIG records, in seconds (RFC 8945 §10 recommends 300).
+    public static let fudge: UInt16 = 300
+
+    /// Checks `query`, whose last record is `tsig`, at `now` (seconds since 1970).
+    public func verify(_ query: [UInt8], tsig: ResourceRecord, now: UInt64) -> TSIGVerdict {
+        guard let request = TSIGRecord(tsig), let at = try? DNSMessage.lastRecordOffset(in: query), at >= 12 else {
+            return .malformed
+        }
+        guard let key = key(named: request.keyName), TSIGAlgorithm(name: request.algorithm) == key.algorithm else {
+            return .refused(TSIGReplySigner(request: request, key: nil, error: .badKey, now: now))
+        }
+        let algorithm = key.algorithm
+        guard (algorithm.shortestMAC...algorithm.macLength).contains(request.mac.count) else { return .malformed }
+        var unsigned = Array(query[0..<at])
+        let arCount = (UInt16(unsigned[10]) << 8 | UInt16(unsigned[11])) - 1
+        unsigned[10] = UInt8(arCount >> 8)
+        unsigned[11] = UInt8(arCount & 0xFF)
+        var covered = unsigned
+        covered[0] = UInt8(request.originalID >> 8)
+        covered[1] = UInt8(request.originalID & 0xFF)
+        let expected = algorithm.mac(covered + request.variables(), secret: key.secret)
+        guard Self.equalInConstantTime(expected.prefix(request.mac.count), request.mac) else {
+            return .refused(TSIGReplySigner(request: request, key: nil, error: .badSig, now: now))
+        }
+        let skew = now > request.timeSigned ? now - request.timeSigned : request.timeSigned - now
+        guard skew <= UInt64(request.fudge) else {
+            return .refused(TSIGReplySigner(request: request, key: key, error: .badTime, now: now))
+        }
+        return .verified(
+            unsigned: unsigned, signer: TSIGReplySigner(request: request, key: key, error: .verified, now: now))
+    }
+
+    static func equalInConstantTime(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for (x, y) in zip(a, b) { diff |= x ^ y }
+        return diff == 0
+    }
+}
+
+/// Adds the TSIG record to the reply to a signed query.
+public struct TSIGReplySigner: Sendable {
+    let request: TSIGRecord
+    /// The key that signs; nil: the reply's TSIG record is unsigned (BADKEY, BADSIG; §5.3.2).
+    let key: TSIGKey?
+    public let error: TSIGError
+    /// The server's clock when the query came, seconds since 1970.
+    let now: UInt64
+
+    /// Bytes the TSIG record adds to a reply, which the reply must leave room for.
+    public var overhead: Int { record(mac: [UInt8](repeating: 0, count: key?.algorithm.macLength ?? 0)).wire.count }
+
+    /// `reply` (a whole message whose ID is the query's) with the TSIG record appended last.
+    public func sign(_ reply: [UInt8]) -> [UInt8] {
+        guard reply.count >= 12 else { return reply }
+        var record = record(mac: [])
+        if let key {
+            var covered = reply
+            covered[0] = UInt8(request.originalID >> 8)
+            covered[1] = UInt8(request.originalID & 0xFF)
+            let requestMAC = [UInt8(request.mac.count >> 8), UInt8(request.mac.count & 0xFF)] + request.mac
+            record.mac = key.algorithm.mac(requestMAC + covered + record.variables(), secret: key.secret)
+        }
+        var out = reply
+        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
+        out[10] = UInt8(arCount >> 8)
+        out[11] = UInt8(arCount & 0xFF)
+        return out + record.wire
+    }
+
+    /// The reply's TSIG record before its MAC. A signed reply carries our time, except BADTIME,
+    /// which echoes the query's time and gives ours in Other Data (§5.2.3); an unsigned one echoes
+    /// the query's time. The fudge is always ours, as BIND and Knot send it.
+    func record(mac: [UInt8]) -> TSIGRecord {
+        var r = TSIGRecord(
+            keyName: request.keyName, algorithm: request.algorithm, timeSigned: now, fudge: TSIGKeyring.fudge, mac: mac,
+            originalID: request.originalID, error: error, otherData: [])
+        if key == nil {
+            r.timeSigned = request.timeSigned
+        } else if error == .badTime {
+            r.timeSigned = request.timeSigned
+            r.otherData = TSIGRecord.time48(now)
+        }
+        return r
+    }
+}
+
+extension TSIGKey {
+    /// `query` signed with this key at `now`, as a client signs (§4.3.3): a TSIG record appended
+    /// last, its MAC over the message and the TSIG variables.
+    public func sign(query: [UInt8], now: UInt64, fudge: UInt16 = TSIGKeyring.fudge) -> [UInt8] {
+        guard query.count >= 12 else { return query }
+        let id = UInt16(query[0]) << 8 | UInt16(query[1])
+        var record = TSIGRecord(
+            keyName: name, algorithm: algorithm.name, timeSigned: now, fudge: fudge, mac: [], originalID: id,
+            error: .verified, otherData: [])
+        record.mac = algorithm.mac(query + record.variables(), secret: secret)
+        var out = query
+        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
+        out[10] = UInt8(arCount >> 8)
+        out[11] = UInt8(arCount & 0xFF)
+        return out + record.wire
+    }
+}
