@@ -34,9 +34,11 @@ public struct EDNSOption: Hashable, Sendable {
     public static let paddingCode: UInt16 = 12
     public static let extendedErrorCode: UInt16 = 15
 
-    /// An Extended DNS Error option (RFC 8914) with an INFO-CODE and no extra text.
-    public static func extendedError(_ infoCode: ExtendedErrorCode) -> EDNSOption {
-        EDNSOption(code: extendedErrorCode, data: [UInt8(infoCode.rawValue >> 8), UInt8(infoCode.rawValue & 0xFF)])
+    /// An Extended DNS Error option (RFC 8914) with an INFO-CODE and, optionally, EXTRA-TEXT.
+    public static func extendedError(_ infoCode: ExtendedErrorCode, text: String = "") -> EDNSOption {
+        EDNSOption(
+            code: extendedErrorCode,
+            data: [UInt8(infoCode.rawValue >> 8), UInt8(infoCode.rawValue & 0xFF)] + Array(text.utf8))
     }
     public var code: UInt16
     public var data: [UInt8]
@@ -112,6 +114,8 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
 
 /// Extended DNS Error INFO-CODEs (RFC 8914 §4) that nearcast sends.
 public enum ExtendedErrorCode: UInt16, Sendable {
+    /// None of the others; the extra text says what.
+    case other = 0
     /// The name is not in any zone we serve.
     case notAuthoritative = 20
     /// The query asks for something we do not do (another class, zone transfers).

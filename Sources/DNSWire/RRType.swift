@@ -14,6 +14,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public static let txt = RRType(16)
     public static let aaaa = RRType(28)
     public static let srv = RRType(33)
+    public static let dname = RRType(39)
     public static let opt = RRType(41)
     public static let ds = RRType(43)
     public static let rrsig = RRType(46)
@@ -30,7 +31,8 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     static let mnemonics: [(String, RRType)] = [
         ("A", .a), ("NS", .ns), ("CNAME", .cname), ("SOA", .soa), ("PTR", .ptr), ("HINFO", .hinfo), ("MX", .mx),
         ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("LOC", RRType(29)), ("SRV", .srv),
-        ("NAPTR", RRType(35)), ("CERT", RRType(37)), ("OPT", .opt), ("DS", .ds), ("SSHFP", RRType(44)),
+        ("NAPTR", RRType(35)), ("CERT", RRType(37)), ("DNAME", .dname), ("OPT", .opt), ("DS", .ds),
+        ("SSHFP", RRType(44)),
         ("RRSIG", .rrsig), ("NSEC", RRType(47)), ("DNSKEY", RRType(48)), ("NSEC3", RRType(50)),
         ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
         ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("CSYNC", RRType(62)),
@@ -111,6 +113,8 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let nxDomain = RCode(3)
     public static let notImp = RCode(4)
     public static let refused = RCode(5)
+    /// A name that should not exist does: a DNAME substitution too long for a name (RFC 6672 §2.2).
+    public static let yxDomain = RCode(6)
     public static let notAuth = RCode(9)
     public static let badVers = RCode(16)
 
@@ -122,6 +126,7 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case 3: return "NXDOMAIN"
         case 4: return "NOTIMP"
         case 5: return "REFUSED"
+        case 6: return "YXDOMAIN"
         case 9: return "NOTAUTH"
         case 16: return "BADVERS"
         default: return "RCODE\(rawValue)"

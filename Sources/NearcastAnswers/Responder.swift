@@ -125,6 +125,7 @@ public struct Responder: Sendable {
         reply.answers = answer.answer
         reply.authority = answer.authority
         reply.additional = answer.additional
+        if let ede = answer.extendedError { reply.edns?.options.append(ede) }
         return fit(reply, limit: limit, glueRequired: answer.additionalIsRequiredGlue)
     }
 

@@ -53,6 +53,7 @@ enum RDataLayout {
             .u16("order"), .u16("preference"), .string("flags"), .string("services"), .string("regexp"),
             .name("replacement"),
         ],
+        .dname: [.name("target")],  // RFC 6672
         RRType(37): [.certType, .u16("key tag"), .u8("algorithm"), .base64("certificate")],  // CERT
         RRType(43): [.u16("key tag"), .u8("algorithm"), .u8("digest type"), .hex("digest")],  // DS
         RRType(46): [  // RRSIG

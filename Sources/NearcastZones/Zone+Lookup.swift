@@ -10,6 +10,8 @@ public struct ZoneAnswer: Hashable, Sendable {
     /// True when `additional` holds glue a referral needs: if it does not fit, the reply is truncated
     /// (RFC 9471); other additional data is dropped silently.
     public var additionalIsRequiredGlue = false
+    /// An Extended DNS Error (RFC 8914) for a reply with EDNS that says why it failed.
+    public var extendedError: EDNSOption?
 }
 
 extension Zone {
@@ -20,16 +22,24 @@ extension Zone {
     enum Step {
         case answer(RRSet, owner: DNSName)
         case cname(RRSet, owner: DNSName, target: DNSName)
+        /// A DNAME above the name (RFC 6672 §3.2): `target` is the name with the DNAME's owner
+        /// replaced by its target; nil when that name would be longer than 255 octets.
+        case dname(RRSet, target: DNSName?)
         case referral(cut: DNSName)
         case noData
         case nxDomain
     }
 
     func step(_ name: DNSName, _ qtype: RRType) -> Step {
-        // A delegation on the way down (or at the name itself, except for DS, which the parent answers).
-        if !cuts.isEmpty {
-            for a in name.ancestors(upTo: origin).reversed() where a != origin && cuts.contains(a) {
-                return .referral(cut: a)
+        // On the way down, the first delegation or DNAME met wins: a delegation (or one at the name
+        // itself, except for DS, which the parent answers) is a referral, a DNAME above the name
+        // redirects it. What lies below either is never reached: it is occluded.
+        if !cuts.isEmpty || !dnames.isEmpty {
+            for a in name.ancestors(upTo: origin).reversed() {
+                if a != origin && cuts.contains(a) { return .referral(cut: a) }
+                if dnames.contains(a), let set = nodes[a]?[.dname] {
+                    return .dname(set, target: substitute(name, a, set))
+                }
             }
             if cuts.contains(name) && qtype != .ds { return .referral(cut: name) }
         }
@@ -72,6 +82,20 @@ extension Zone {
                 seen.insert(name)
                 guard target.isSubdomain(of: origin), !seen.contains(target) else { return out }
                 name = target
+            case .dname(let set, let target):
+                // The DNAME, then the CNAME it stands for, with the DNAME's TTL (RFC 6672 §3.2);
+                // then on as for a CNAME, unless CNAME was asked.
+                // A chain that meets the same DNAME twice carries it once, as NSD sends it.
+                for r in set.records() where !out.answer.contains(r) { out.answer.append(r) }
+                guard let target else {
+                    out.rcode = .yxDomain
+                    out.extendedError = .extendedError(.other, text: "DNAME expansion became too large")  // as NSD says
+                    return out
+                }
+                out.answer.append(ResourceRecord(name: name, type: .cname, ttl: set.ttl, rdata: .cname(target)))
+                seen.insert(name)
+                guard qtype != .cname, target.isSubdomain(of: origin), !seen.contains(target) else { return out }
+                name = target
             case .referral(let cut):
                 let ns = nodes[cut]![.ns]!
                 out.authority += ns.records()
@@ -91,6 +115,17 @@ extension Zone {
             }
         }
         return out
+    }
+
+    /// `name` with its suffix `owner` replaced by the target of `owner`'s DNAME; nil when too long.
+    /// The labels kept are lower-cased, so the reply does not depend on the letter case a client
+    /// asked in (the reply cache and the fast path rely on that).
+    func substitute(_ name: DNSName, _ owner: DNSName, _ dname: RRSet) -> DNSName? {
+        guard case .unknown(let rdata) = dname.rdatas[0], let (target, _) = DNSName.uncompressed(rdata) else {
+            return nil
+        }
+        let labels = name.lowercased().labels
+        return try? DNSName(labels: Array(labels.prefix(labels.count - owner.labels.count)) + target.labels)
     }
 
     /// A/AAAA records for a target name held in this zone (glue or in-zone data).

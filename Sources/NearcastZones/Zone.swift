@@ -24,6 +24,9 @@ public struct Zone: Sendable {
     let existing: Set<DNSName>
     /// Delegation points: names below the apex that own NS records.
     let cuts: Set<DNSName>
+    /// Names that own a DNAME (RFC 6672), the apex included: the names below them are redirected
+    /// (a zone holds no data there).
+    let dnames: Set<DNSName>
     public let soa: RRSet
     public let recordCount: Int
 
@@ -31,7 +34,7 @@ public struct Zone: Sendable {
     public let negativeSOA: ResourceRecord
 
     /// Builds a zone from parsed records and checks it: SOA and NS at the apex, no out-of-zone data,
-    /// CNAME alone at its name, one TTL per RRset, nothing but glue below a delegation, glue present
+    /// CNAME alone at its name, one DNAME at most at a name and nothing below it, one TTL per RRset, nothing but glue below a delegation, glue present
     /// for in-bailiwick name servers. Every problem is reported, each with its file and line.
     public static func build(origin: DNSName, records: [SourcedRecord], sourceName: String) throws(DiagnosticsError)
         -> Zone
@@ -105,6 +108,20 @@ public struct Zone: Sendable {
             }
         }
 
+        let dnames = Set(nodes.compactMap { name, sets in sets[.dname] != nil ? name : nil })
+        for (name, sets) in nodes {
+            if let d = sets[.dname], d.rdatas.count > 1 {
+                fail(
+                    name, .dname, "\(name) has \(d.rdatas.count) DNAME records; at most one is allowed (RFC 6672 §2.4)")
+            }
+            // As NSD does: a name below a DNAME is redirected, so data there would never be served.
+            if !dnames.isEmpty, let d = name.ancestors(upTo: origin).first(where: dnames.contains) {
+                for t in sets.keys.sorted() {
+                    fail(name, t, "\(name) \(t) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)")
+                }
+            }
+        }
+
         // Delegations and what lies below them.
         let cuts = Set(nodes.compactMap { name, sets in name != origin && sets[.ns] != nil ? name : nil })
         func cut(above name: DNSName, includingSelf: Bool) -> DNSName? {
@@ -152,7 +169,7 @@ public struct Zone: Sendable {
         let negative = ResourceRecord(
             name: origin, type: .soa, ttl: min(soa!.ttl, soaData.minimum), rdata: soa!.rdatas[0])
         return Zone(
-            origin: origin, nodes: nodes, existing: existing, cuts: cuts, soa: soa!, recordCount: count,
+            origin: origin, nodes: nodes, existing: existing, cuts: cuts, dnames: dnames, soa: soa!, recordCount: count,
             negativeSOA: negative)
     }
 

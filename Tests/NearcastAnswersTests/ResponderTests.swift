@@ -100,6 +100,45 @@ import Testing
             Q(name: "external.example.test.", type: .a), .noError, true,
             ["external.example.test. 300 IN CNAME www.other.test."], [], []
         ),
+        // RFC 6672: below a DNAME, the DNAME and a CNAME made from it with its TTL, then on as for a
+        // CNAME (in the zone too, where the last name decides the rcode); at its owner, its own data.
+        (
+            Q(name: "x.y.dn.example.test.", type: .a), .noError, true,
+            [
+                "dn.example.test. 300 IN DNAME \\# 16 03777777056f74686572047465737400",
+                "x.y.dn.example.test. 300 IN CNAME x.y.www.other.test.",
+            ], [], []
+        ),
+        (
+            Q(name: "x.dn.example.test.", type: .cname), .noError, true,
+            [
+                "dn.example.test. 300 IN DNAME \\# 16 03777777056f74686572047465737400",
+                "x.dn.example.test. 300 IN CNAME x.www.other.test.",
+            ], [], []
+        ),
+        (
+            Q(name: "www.back.example.test.", type: .a), .noError, true,
+            [
+                "back.example.test. 300 IN DNAME \\# 14 076578616d706c65047465737400",
+                "www.back.example.test. 300 IN CNAME www.example.test.", "www.example.test. 300 IN A 192.0.2.1",
+                "www.example.test. 300 IN A 192.0.2.2",
+            ], [], []
+        ),
+        (
+            Q(name: "nope.back.example.test.", type: .a), .nxDomain, true,
+            [
+                "back.example.test. 300 IN DNAME \\# 14 076578616d706c65047465737400",
+                "nope.back.example.test. 300 IN CNAME nope.example.test.",
+            ], ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "dn.example.test.", type: .dname), .noError, true,
+            ["dn.example.test. 300 IN DNAME \\# 16 03777777056f74686572047465737400"], [], []
+        ),
+        (
+            Q(name: "dn.example.test.", type: .a), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
         // Wildcards (RFC 4592).
         (
             Q(name: "x.wild.example.test.", type: .a), .noError, true, ["x.wild.example.test. 300 IN A 192.0.2.100"],
@@ -321,6 +360,38 @@ import Testing
         #expect(ch.rcode == .refused && ch.edns?.options == [.extendedError(.notSupported)])
         let axfr = try Self.ask(Q(name: "example.test.", type: .axfr, edns: EDNS(), transport: .tcp))
         #expect(axfr.rcode == .refused && axfr.edns?.options == [.extendedError(.notSupported)])
+    }
+
+    /// A DNAME at the apex of a child zone (RFC 6672 §2.3, §3): served here with its parent, the child
+    /// answers below its apex with the DNAME's substitution and at its apex with its own data; the
+    /// parent alone would refer the same names to the child.
+    @Test func aDNAMEAtAChildsApexRedirectsBelowIt() throws {
+        func zone(_ origin: String, _ text: String) throws -> Zone {
+            let o = try DNSName(origin)
+            return try Zone.build(
+                origin: o, records: try ZoneFileParser.parse(text: text, fileName: origin, origin: o),
+                sourceName: origin)
+        }
+        let parent = try zone(
+            "example.test.", "$TTL 300\n@ SOA ns1 h 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.53\nchild NS ns.other.test.\n")
+        let child = try zone(
+            "child.example.test.",
+            "$TTL 300\n@ SOA ns.other.test. h 1 2 3 4 60\n@ NS ns.other.test.\n@ DNAME example.net.\n")
+        func ask(_ responder: Responder, _ name: String, _ type: RRType) throws -> DNSMessage {
+            let q = try DNSMessage(questions: [DNSQuestion(name: try DNSName(name), type: type)]).serialize()
+            return try DNSMessage(wire: #require(responder.respond(to: q, transport: .udp)))
+        }
+        let both = Responder(authority: Authority(zones: [parent, child]))
+        let below = try ask(both, "www.child.example.test.", .a)
+        #expect(below.header.aa && below.rcode == .noError)
+        let owner = try DNSName("child.example.test.")
+        #expect(below.answers.map(\.type) == [.dname, .cname] && below.answers[0].name == owner)
+        let target = try DNSName("www.example.net.")
+        #expect(below.answers[1].rdata == .cname(target) && below.answers[1].ttl == 300)
+        let apex = try ask(both, "child.example.test.", .ns)
+        #expect(apex.header.aa && apex.answers.map(\.type) == [.ns])
+        let parentOnly = try ask(Responder(authority: Authority(zones: [parent])), "www.child.example.test.", .a)
+        #expect(!parentOnly.header.aa && parentOnly.answers.isEmpty && parentOnly.authority.map(\.type) == [.ns])
     }
 
     @Test func cdBitIsCopied() throws {

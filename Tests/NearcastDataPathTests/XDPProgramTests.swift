@@ -35,6 +35,7 @@ import Testing
         ptr      PTR   www
         *.wild   A     192.0.2.100
         sub      NS    ns.other.test.
+        dn       DNAME www.other.test.
         \(longName) A 192.0.2.7
         a-name-of-the-second-class-longer-than-thirty-two A 192.0.2.8
         \(String(repeating: "t", count: 60)).third-class A 192.0.2.9
@@ -224,7 +225,7 @@ import Testing
     @Test func answersEveryKindOfRecordInTheImage() throws {
         for (name, type) in [
             ("alias.example.test.", RRType.a), ("external.example.test.", .a), ("example.test.", .mx),
-            ("txt.example.test.", .txt),
+            ("txt.example.test.", .txt), ("dn.example.test.", .dname),
             ("_dns._udp.example.test.", .srv), ("caa.example.test.", .caa), ("ptr.example.test.", .ptr),
             ("example.test.", .ns),
             ("example.test.", .soa), (Self.longName, .a),
@@ -331,6 +332,8 @@ import Testing
             ("two questions", Packet(payload: q { $0[5] = 2 }), Self.XDP_PASS),
             ("class CH", Packet(payload: q { $0[$0.count - 1] = 3 }), Self.XDP_PASS),
             ("trailing byte", Packet(payload: q { $0.append(0) }), Self.XDP_PASS),
+            // A name below a DNAME is in no image entry: the slow path synthesizes its CNAME.
+            ("below a DNAME", Packet(payload: Self.query("x.dn.example.test.", .a)), Self.XDP_PASS),
             // Signed queries are verified and signed by the slow path alone (RFC 8945).
             ("signed", Packet(payload: Self.signingKey.sign(query: q { _ in }, now: 1_795_000_000)), Self.XDP_PASS),
             (

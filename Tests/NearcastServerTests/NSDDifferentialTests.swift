@@ -46,28 +46,8 @@ import Testing
         return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
     }
 
-    /// The queries: every owner, names that do not exist, wildcard and ENT names, other zones, in
-    /// mixed case, for each type, with and without EDNS.
-    static var queries: [(String, RRType, EDNS?)] {
-        let names = [
-            "example.test.", "ns1.example.test.", "ns2.example.test.", "mail.example.test.", "www.example.test.",
-            "alias.example.test.", "chain1.example.test.", "chain2.example.test.", "dangling.example.test.",
-            "external.example.test.", "a.b.c.example.test.", "b.c.example.test.", "c.example.test.",
-            "x.wild.example.test.", "x.y.wild.example.test.", "wild.example.test.", "sub.wild.example.test.",
-            "x.sub.wild.example.test.", "*.wild.example.test.", "q.cw.example.test.", "sub.example.test.",
-            "host.sub.example.test.", "ns.sub.example.test.", "_dns._udp.example.test.", "ptr.example.test.",
-            "caa.example.test.", "unk.example.test.", "big.example.test.", "nope.example.test.",
-            "deep.nope.example.test.", "WwW.ExAmPlE.TeSt.", "example.org.", "test.", ".", "types.example.test.",
-        ]
-        // The types of the zone's `types` name (RDataLayout) too: their RDATA is compared byte for byte.
-        let types: [RRType] =
-            [.a, .aaaa, .ns, .soa, .cname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
-            + [13, 17, 18, 35, 44, 52, 53, 61, 99, 256].map { RRType($0) }
-        let ednsVariants: [EDNS?] = [nil, EDNS(udpPayloadSize: 1232), EDNS(udpPayloadSize: 4096, dnssecOK: true)]
-        var out: [(String, RRType, EDNS?)] = []
-        for n in names { for t in types { for e in ednsVariants { out.append((n, t, e)) } } }
-        return out
-    }
+    /// The queries (shared with the XDP program's test over the same zone).
+    static var queries: [(String, RRType, EDNS?)] { Fixtures.differentialQueries }
 
     struct Normalized: Equatable, CustomStringConvertible {
         var rcode: RCode

@@ -1,3 +1,4 @@
+import DNSWire
 import Foundation
 
 /// Paths in the repository and in its build, found from this file's place in the tree.
@@ -96,6 +97,36 @@ public enum Fixtures {
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { pad + $0 }.joined(separator: "\n")
     }
 
+    /// The queries the NSD differential test and the XDP program's test ask of `example.test.zone`:
+    /// every owner, names that do not exist, wildcard and ENT names, other zones, in
+    /// mixed case, for each type, with and without EDNS.
+    public static var differentialQueries: [(String, RRType, EDNS?)] {
+        let names = [
+            "example.test.", "ns1.example.test.", "ns2.example.test.", "mail.example.test.", "www.example.test.",
+            "alias.example.test.", "chain1.example.test.", "chain2.example.test.", "dangling.example.test.",
+            "external.example.test.", "a.b.c.example.test.", "b.c.example.test.", "c.example.test.",
+            "x.wild.example.test.", "x.y.wild.example.test.", "wild.example.test.", "sub.wild.example.test.",
+            "x.sub.wild.example.test.", "*.wild.example.test.", "q.cw.example.test.", "sub.example.test.",
+            "host.sub.example.test.", "ns.sub.example.test.", "_dns._udp.example.test.", "ptr.example.test.",
+            "caa.example.test.", "unk.example.test.", "big.example.test.", "nope.example.test.",
+            "deep.nope.example.test.", "WwW.ExAmPlE.TeSt.", "example.org.", "test.", ".", "types.example.test.",
+            // DNAME: its owner, names below it (occluded data included), a chain back into the zone,
+            // a substitution too long for a name.
+            "dn.example.test.", "x.dn.example.test.", "a.b.dn.example.test.", "below.dn.example.test.",
+            "www.home.example.test.", "WwW.HoMe.ExAmPlE.TeSt.", "alias.home.example.test.", "nope.home.example.test.",
+            "x.home.home.example.test.", "sub.home.example.test.",
+            "\(String(repeating: "y", count: 63)).long.example.test.",
+        ]
+        // The types of the zone's `types` name (RDataLayout) too: their RDATA is compared byte for byte.
+        let types: [RRType] =
+            [.a, .aaaa, .ns, .soa, .cname, .dname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
+            + [13, 17, 18, 35, 44, 52, 53, 61, 99, 256].map { RRType($0) }
+        let ednsVariants: [EDNS?] = [nil, EDNS(udpPayloadSize: 1232), EDNS(udpPayloadSize: 4096, dnssecOK: true)]
+        var out: [(String, RRType, EDNS?)] = []
+        for n in names { for t in types { for e in ednsVariants { out.append((n, t, e)) } } }
+        return out
+    }
+
     /// The zone the responder's query table runs against (and the zone editor's tests edit): every kind
     /// of name a lookup meets, with answers too big for UDP.
     public static let queryTableZone = """
@@ -127,6 +158,8 @@ public enum Fixtures {
         sub      NS    ns.other.test.
         ns.sub   A     192.0.2.77
         _dns._udp SRV  0 1 53 ns1
+        dn       DNAME www.other.test.
+        back     DNAME example.test.
         \((0..<4).map { "big TXT \"\(String(repeating: "x", count: 200))\($0)\"\n" }.joined())
         \((0..<30).map { "huge TXT \"\(String(repeating: "y", count: 250))\($0)\"\n" }.joined())
         """

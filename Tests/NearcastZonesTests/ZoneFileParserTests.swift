@@ -158,6 +158,16 @@ import Testing
             "z.zone:5: www.example.test. has a CNAME and other data (A); a CNAME must be alone"
         ),
         ("www CNAME ns1\nwww CNAME ns2\n", "z.zone:5: www.example.test. has 2 CNAME records; at most one is allowed"),
+        ("d DNAME a.test.\nd DNAME b.test.\n", "z.zone:5: d.example.test. has 2 DNAME records; at most one is allowed"),
+        ("d DNAME a.test.\nd CNAME ns1\n", "z.zone:6: d.example.test. has a CNAME and other data (DNAME)"),
+        (
+            "d DNAME a.test.\nx.y.d TXT hi\n",
+            "z.zone:6: x.y.d.example.test. TXT is below the DNAME at d.example.test. and would never be served"
+        ),
+        (
+            "@ DNAME a.test.\nwww A 192.0.2.2\n",
+            "z.zone:6: www.example.test. A is below the DNAME at example.test. and would never be served"
+        ),
         (
             "www 60 A 192.0.2.2\nwww 120 A 192.0.2.3\n",
             "z.zone:6: TTL 120 differs from TTL 60 of the same RRset www.example.test. A at z.zone:5"
