@@ -18,6 +18,7 @@ _Static_assert(sizeof(struct nc_geo_class) == 12, "geo map layouts");
 _Static_assert(sizeof(struct nc_cands) == 4 + 2 * NC_GEO_DEPTH, "nc_cands layout");
 _Static_assert(sizeof(struct nc_node) == 24 && sizeof(struct nc_geo_name) == 16, "nc_node, nc_geo_name layouts");
 _Static_assert(sizeof(struct nc_pool) == 4 && offsetof(struct nc_geo_name, pool) == 6, "nc_pool, nc_geo_name.pool");
+_Static_assert(sizeof(struct nc_geo_alias) == 40, "nc_geo_alias layout");
 _Static_assert((NC_POOLS_MAX & (NC_POOLS_MAX - 1)) == 0, "pool indexes are masked into a generation's half");
 _Static_assert(NC_GEO_GENERATIONS == 2, "the generation is one bit (names table slots, geo halves)");
 _Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
@@ -26,7 +27,7 @@ _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64
 _Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16 && sizeof(NC_MAP_NODES) <= 16 &&
-		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO6) <= 16,
+		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16,
 	       "map names fit the kernel's 15 characters");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */

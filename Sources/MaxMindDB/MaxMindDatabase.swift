@@ -128,19 +128,45 @@ public final class MaxMindDatabase: @unchecked Sendable {
         return (Self.network(bytes, bits), try location(&result.entry))
     }
 
+    /// What a walk of the search tree meets, in address order.
+    public enum TreeEntry: Equatable, Sendable {
+        /// A network with a record.
+        case located(IPNetwork, GeoLocation)
+        /// A block the tree has no record for: every address in it is looked up as not found.
+        case uncovered(IPNetwork)
+        /// An IPv6 prefix the tree points at its IPv4 space (MaxMind's aliases: ::ffff:0:0/96,
+        /// 2002::/16, 2001::/32, and ::/96 itself): an address in it is looked up as the IPv4
+        /// address of its 32 bits after the prefix.
+        case ipv4Alias(IPNetwork)
+    }
+
     /// Walks every network that has a record, in address order, IPv4 ones as IPv4 networks (an
-    /// IPv6 database's aliases of the IPv4 space, ::ffff:0:0/96 and 2002::/16, are skipped, so
-    /// each address is seen once). Records shared by many networks are decoded once.
+    /// IPv6 database's aliases of the IPv4 space are not walked again, so each address is seen
+    /// once). Records shared by many networks are decoded once.
     public func networks(_ body: (IPNetwork, GeoLocation) throws -> Void) throws {
+        try walk { entry in
+            if case .located(let network, let location) = entry { try body(network, location) }
+        }
+    }
+
+    /// Walks the whole search tree in address order: the networks with a record, the blocks
+    /// without one, and the prefixes aliased to the IPv4 space (reported, not walked: the IPv4
+    /// space is walked once, as IPv4; ::/96, whose subtree that is, is reported first). Together
+    /// they cover the address space exactly once.
+    public func walk(_ body: (TreeEntry) throws -> Void) throws {
         var cache: [UInt32: GeoLocation] = [:]
         let v6 = ipVersion == 6
         let nodes = UInt64(mmdb.pointee.metadata.node_count)
         let ipv4Start = v6 ? try ipv4StartNode() : 0
-        // Depth-first, left before right, so networks come in address order: a data record waits
-        // on the stack like a subtree does.
+        if v6 && ipv4Start != UInt32.max {
+            try body(.ipv4Alias(IPNetwork(address: [UInt8](repeating: 0, count: 16), prefixLength: 96)))
+        }
+        // Depth-first, left before right, so entries come in address order: a data record or an
+        // empty one waits on the stack like a subtree does.
         enum Item {
             case node(UInt32, [UInt8], Int)
             case data(MMDB_entry_s, [UInt8], Int)
+            case empty([UInt8], Int)
         }
         var stack: [Item] = [.node(0, [UInt8](repeating: 0, count: v6 ? 16 : 4), 0)]
         while let item = stack.popLast() {
@@ -153,10 +179,16 @@ public final class MaxMindDatabase: @unchecked Sendable {
                     loc = try location(&entry)
                     cache[entry.offset] = loc
                 }
-                try emit(bits, length, loc, v6: v6, body)
+                try body(.located(emitted(bits, length, v6: v6), loc))
+            case .empty(let bits, let length):
+                try body(.uncovered(emitted(bits, length, v6: v6)))
             case .node(let node, let bits, let depth):
-                // The IPv4 space of an IPv6 tree is walked once, under ::/96, as IPv4.
-                if v6, node == ipv4Start, depth > 0, !(depth == 96 && bits.allSatisfy({ $0 == 0 })) { continue }
+                // The IPv4 space of an IPv6 tree is walked once, under ::/96, as IPv4; the other
+                // prefixes that lead to it are aliases.
+                if v6, node == ipv4Start, depth > 0, !(depth == 96 && bits.allSatisfy({ $0 == 0 })) {
+                    try body(.ipv4Alias(IPNetwork(address: bits, prefixLength: depth)))
+                    continue
+                }
                 var n = MMDB_search_node_s()
                 let rc = MMDB_read_node(mmdb, node, &n)
                 guard rc == MMDB_SUCCESS else {
@@ -178,7 +210,7 @@ public final class MaxMindDatabase: @unchecked Sendable {
                     case MMDB_RECORD_TYPE_DATA:
                         stack.append(.data(entry, prefix, depth + 1))
                     case MMDB_RECORD_TYPE_EMPTY:
-                        break
+                        stack.append(.empty(prefix, depth + 1))
                     default:
                         throw MaxMindError(path: path, reason: "search tree record of an invalid type at node \(node)")
                     }
@@ -187,14 +219,12 @@ public final class MaxMindDatabase: @unchecked Sendable {
         }
     }
 
-    private func emit(
-        _ bits: [UInt8], _ length: Int, _ loc: GeoLocation, v6: Bool, _ body: (IPNetwork, GeoLocation) throws -> Void
-    ) throws {
+    /// The network of `bits`/`length` as reported: under ::/96 of an IPv6 tree, as IPv4.
+    private func emitted(_ bits: [UInt8], _ length: Int, v6: Bool) -> IPNetwork {
         if v6, length >= 96, bits[0..<12].allSatisfy({ $0 == 0 }) {
-            try body(Self.network(Array(bits[12..<16]), length - 96), loc)
-        } else {
-            try body(Self.network(bits, length), loc)
+            return Self.network(Array(bits[12..<16]), length - 96)
         }
+        return Self.network(bits, length)
     }
 
     /// The node reached after 96 zero bits: the root of the IPv4 space in an IPv6 tree.

@@ -139,7 +139,8 @@ extension LiveGeo.Compiled {
             metadata: [
                 "names": "\(config.names.count)", "nodes": "\(config.nodes.count)", "networks": "\(r.networks)",
                 "locations": "\(r.locations)", "classes": "\(r.classes)", "ipv4-prefixes": "\(r.ipv4After)",
-                "ipv6-prefixes": "\(r.ipv6After)", "seconds": "\(compileSeconds)",
+                "ipv6-prefixes": "\(r.ipv6After)", "uncovered-prefixes": "\(r.uncoveredAfter)",
+                "ipv4-aliases": "\(r.aliases)", "seconds": "\(compileSeconds)",
             ])
     }
 }

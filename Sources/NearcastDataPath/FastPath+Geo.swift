@@ -26,13 +26,15 @@ extension FastPath {
         /// for `drainRetired`.
         let ipv4: [ClassPrefix]
         let ipv6: [ClassPrefix]
+        /// The IPv6 prefixes looked up as IPv4, written into the generation's part of nc_geo_alias.
+        let aliases: [GeoAlias]
         /// How many of those `drainRetired` has deleted (IPv4 first).
         let drained = Atomic<Int>(0)
 
         init(
             serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32],
             poolIndex: [String: UInt32],
-            ipv4: [ClassPrefix], ipv6: [ClassPrefix]
+            ipv4: [ClassPrefix], ipv6: [ClassPrefix], aliases: [GeoAlias]
         ) {
             self.serial = serial
             self.geo4 = geo4
@@ -42,6 +44,7 @@ extension FastPath {
             self.poolIndex = poolIndex
             self.ipv4 = ipv4
             self.ipv6 = ipv6
+            self.aliases = aliases
         }
     }
 
@@ -113,8 +116,12 @@ extension FastPath {
     }
 
     /// Points generation `gen`'s slots at `maps`' prefix and candidate maps and at its own nodes
-    /// map, or empties them.
+    /// map, and writes its aliases; or empties them.
     func setGeoSlots(_ gen: UInt32, _ maps: GeoMaps?) throws(BPFError) {
+        let list = maps?.aliases ?? []
+        try aliases.updateBatch(
+            keys: (0..<UInt32(NC_GEO_ALIASES)).map { Self.bytes(of: gen * UInt32(NC_GEO_ALIASES) + $0) },
+            values: (0..<Int(NC_GEO_ALIASES)).map { Self.bytes(of: Self.aliasValue($0 < list.count ? list[$0] : nil)) })
         if let maps {
             try geo4.setInner(gen, to: maps.geo4.map)
             try geo6.setInner(gen, to: maps.geo6.map)
@@ -233,8 +240,20 @@ extension FastPath {
         }
         return GeoMaps(
             serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex,
-            ipv4: geo.image.ipv4,
-            ipv6: geo.image.ipv6)
+            ipv4: geo.image.ipv4, ipv6: geo.image.ipv6, aliases: geo.image.aliases)
+    }
+
+    /// An alias as the program reads it (struct nc_geo_alias): the prefix and its mask as the
+    /// address's bytes, its length and where the IPv4 address starts; nil: the end of the list.
+    static func aliasValue(_ a: GeoAlias?) -> nc_geo_alias {
+        var v = nc_geo_alias()
+        guard let a else { return v }
+        let mask: UInt128 = ~UInt128(0) << (128 - a.length)
+        withUnsafeMutableBytes(of: &v.value) { $0.copyMemory(from: withUnsafeBytes(of: a.address.bigEndian) { $0 }) }
+        withUnsafeMutableBytes(of: &v.mask) { $0.copyMemory(from: withUnsafeBytes(of: mask.bigEndian) { $0 }) }
+        v.plen = UInt32(a.length)
+        v.v4_at = UInt32(a.length / 8)
+        return v
     }
 
     /// A prefix's key in its family's trie (struct nc_geo4_key / nc_geo6_key): length, then the

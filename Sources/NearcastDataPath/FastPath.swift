@@ -35,6 +35,8 @@ public final class FastPath: Sendable {
     /// instance's until this one writes that generation).
     let nodeMaps: [BPFOwnedMap]
     let pools: BPFMap
+    /// The IPv6 prefixes each generation's compile looks up as IPv4 (nc_geo_alias).
+    let aliases: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Held only for map writes of a few entries and the switch, never across
@@ -107,6 +109,7 @@ public final class FastPath: Sendable {
             try BPFOwnedMap(like: nodesInner, name: NC_MAP_NODES, maxEntries: Int(NC_NODES_MAX))
         }
         pools = try object.map(NC_MAP_POOLS, keySize: 4, valueSize: MemoryLayout<nc_pool>.size)
+        aliases = try object.map(NC_MAP_ALIASES, keySize: 4, valueSize: MemoryLayout<nc_geo_alias>.size)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
     }
@@ -315,8 +318,10 @@ public final class FastPath: Sendable {
     public func memlock(of name: String) -> Int? {
         let live = state.withLock { $0.geo }.map { [$0.geo4.map, $0.geo6.map, $0.cands.map] } ?? []
         let generation = state.withLock { $0.settings.generation & 1 }
-        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools]).first { $0.name == name }?
-            .fd
+        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools, aliases]).first {
+            $0.name == name
+        }?
+        .fd
         guard let fd, let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8) else {
             return nil
         }

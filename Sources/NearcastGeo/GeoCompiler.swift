@@ -44,20 +44,56 @@ public struct ClassPrefix: Hashable, Sendable {
     }
 }
 
+/// An IPv6 prefix whose addresses the database locates by an IPv4 address inside them: the 32
+/// bits after the prefix (6to4 `2002::/16`, Teredo `2001::/32`, IPv4-mapped `::ffff:0:0/96`, and
+/// `::/96`, as MaxMind's trees alias them). Only whole-byte prefixes up to /96 are kept.
+public struct GeoAlias: Hashable, Sendable {
+    /// The prefix, left-aligned in 128 bits.
+    public var address: UInt128
+    public var length: Int
+
+    public init(address: UInt128, length: Int) {
+        self.address = address
+        self.length = length
+    }
+
+    /// The IPv4 address inside `address` (16 bytes), when this prefix covers it.
+    public func ipv4(in address: [UInt8]) -> [UInt8]? {
+        guard address.count == 16, length % 8 == 0, length <= 96,
+            GeoCompiler.contains(
+                ClassPrefix(address: self.address, length: length, locationClass: 0),
+                GeoCompiler.leftAligned(address))
+        else { return nil }
+        return Array(address[(length / 8)..<(length / 8 + 4)])
+    }
+}
+
 /// What the geo compiler makes of a MaxMind database and the pools: the location classes and the
-/// prefixes that map client addresses to them, IPv4 and IPv6 apart.
+/// prefixes that map client addresses to them, IPv4 and IPv6 apart, and the IPv6 prefixes looked
+/// up as IPv4.
 public struct GeoImage: Sendable {
-    /// Class 0: an unknown location (no record, or one without coordinates); the others in the
-    /// order first met. Each is one candidate list per pool, in `pools` order.
+    /// Class 0: an unknown location (no record, one without coordinates, or a block the database
+    /// does not cover); the others in the order first met. Each is one candidate list per pool,
+    /// in `pools` order.
     public var classes: [[[String]]]
     public var pools: [String]
     public var ipv4: [ClassPrefix]
     public var ipv6: [ClassPrefix]
+    /// The database's aliases of its IPv4 space, checked before `ipv6`.
+    public var aliases: [GeoAlias]
+    /// The most aliases kept (the fast path has room for as many; MaxMind's trees have four).
+    public static let maxAliases = 8
     public var report: Report
 
     /// The figures the compile reports (issue 4): what went in and what came out.
     public struct Report: Hashable, Sendable {
         public var networks = 0
+        /// Blocks the database has no record for, before and after merging (the after counts
+        /// include the merged ones).
+        public var uncovered = 0
+        public var uncoveredAfter = 0
+        /// IPv6 prefixes looked up by the IPv4 address inside them.
+        public var aliases = 0
         public var locations = 0
         public var classes = 0
         public var ipv4Before = 0
@@ -66,8 +102,28 @@ public struct GeoImage: Sendable {
         public var ipv6After = 0
     }
 
-    /// The class of `address` (4 or 16 bytes) by longest prefix, and the prefix that matched;
-    /// class 0 and no prefix when nothing covers it. What the LPM maps will answer.
+    /// Where a client address falls: its class, the length of the prefix that matched (the ECS
+    /// scope; nil when nothing covers the address) and that prefix's spill-over seed.
+    public struct Match: Hashable, Sendable {
+        public var locationClass: Int
+        public var length: Int?
+        public var seed: UInt32
+    }
+
+    /// The match of `address` (4 or 16 bytes), as the fast path finds it: an aliased IPv6 address
+    /// by its IPv4 address (the scope counts the alias's bits too), any other by longest prefix.
+    public func match(_ address: [UInt8]) -> Match {
+        for alias in aliases {
+            guard let v4 = alias.ipv4(in: address) else { continue }
+            let (c, p) = lookup(v4)
+            return Match(locationClass: c, length: p.map { alias.length + $0.length }, seed: p?.seed ?? 0)
+        }
+        let (c, p) = lookup(address)
+        return Match(locationClass: c, length: p?.length, seed: p?.seed ?? 0)
+    }
+
+    /// The class of `address` (4 or 16 bytes) by longest prefix in its family's table, and the
+    /// prefix that matched; class 0 and no prefix when nothing covers it. What the LPM maps answer.
     public func lookup(_ address: [UInt8]) -> (locationClass: Int, prefix: ClassPrefix?) {
         let table = address.count == 4 ? ipv4 : ipv6
         let a = GeoCompiler.leftAligned(address)
@@ -97,8 +153,30 @@ public enum GeoCompiler {
         var byLocation: [GeoLocation: Int] = [:]
         var v4: [ClassPrefix] = []
         var v6: [ClassPrefix] = []
+        var gaps4: [ClassPrefix] = []
+        var gaps6: [ClassPrefix] = []
+        var aliases: [GeoAlias] = []
         var report = GeoImage.Report()
-        try database.networks { network, location in
+        try database.walk { entry in
+            let network: IPNetwork
+            let location: GeoLocation
+            switch entry {
+            case .ipv4Alias(let n):
+                // Whole bytes up to /96 (MaxMind's are /16, /32 and /96): the fast path reads the
+                // IPv4 address at a byte offset. Any other stays unlocated, in both paths.
+                if n.prefixLength % 8 == 0, n.prefixLength <= 96, aliases.count < GeoImage.maxAliases {
+                    aliases.append(GeoAlias(address: leftAligned(n.address), length: n.prefixLength))
+                }
+                return
+            case .uncovered(let n):
+                // Answered as an unknown location, with this block as the ECS scope: merged with
+                // neighbouring gaps only, so a scope never reaches past the gap into a network.
+                let p = ClassPrefix(address: leftAligned(n.address), length: n.prefixLength, locationClass: 0)
+                if n.isIPv4 { gaps4.append(p) } else { gaps6.append(p) }
+                report.uncovered += 1
+                return
+            case .located(let n, let l): (network, location) = (n, l)
+            }
             report.networks += 1
             if report.networks % 20_000 == 0 { progress?(report.networks) }
             let c: Int
@@ -122,11 +200,15 @@ public enum GeoCompiler {
         report.classes = classes.count
         report.ipv4Before = v4.count
         report.ipv6Before = v6.count
-        let merged4 = merge(v4)
-        let merged6 = merge(v6)
+        let (mergedGaps4, mergedGaps6) = (merge(gaps4), merge(gaps6))
+        report.uncoveredAfter = mergedGaps4.count + mergedGaps6.count
+        let merged4 = interleave(merge(v4), mergedGaps4)
+        let merged6 = interleave(merge(v6), mergedGaps6)
         report.ipv4After = merged4.count
         report.ipv6After = merged6.count
-        return GeoImage(classes: classes, pools: pools.map(\.id), ipv4: merged4, ipv6: merged6, report: report)
+        report.aliases = aliases.count
+        return GeoImage(
+            classes: classes, pools: pools.map(\.id), ipv4: merged4, ipv6: merged6, aliases: aliases, report: report)
     }
 
     static func rank(_ pool: GeoPool, _ location: GeoLocation?) -> [String] {
@@ -150,6 +232,24 @@ public enum GeoCompiler {
                 guard a.address & bit == 0, b.address == a.address | bit else { break }
                 out.removeLast(2)
                 out.append(ClassPrefix(address: a.address, length: a.length - 1, locationClass: a.locationClass))
+            }
+        }
+        return out
+    }
+
+    /// Two sorted lists of prefixes, disjoint from each other, as one sorted list.
+    static func interleave(_ a: [ClassPrefix], _ b: [ClassPrefix]) -> [ClassPrefix] {
+        var out: [ClassPrefix] = []
+        out.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i].address < b[j].address) {
+                out.append(a[i])
+                i += 1
+            } else {
+                out.append(b[j])
+                j += 1
             }
         }
         return out

@@ -182,14 +182,15 @@ public struct GeoTable: Sendable {
     /// query had one with a non-zero source prefix, else the query's source address), with
     /// `health` (default: the board now).
     public func answer(_ name: Name, client address: [UInt8], health: Health? = nil) -> Answer {
-        let (c, prefix) = image.lookup(address)
+        let match = image.match(address)
+        let c = match.locationClass
         let candidates = image.classes[c][name.ranking]
         let wantV4 = name.config.type == .a
         func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
         let health = health ?? self.health
         let order = Self.spillOrder(
             candidates, isUp: health.isServing, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
-            seed: prefix?.seed ?? 0)
+            seed: match.seed)
         var chosen = order.prefix(name.config.answers).compactMap(addressOf)
         var outcome = Answer.Outcome.answered
         if chosen.isEmpty {
@@ -201,7 +202,7 @@ public struct GeoTable: Sendable {
         }
         return Answer(
             outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, health.ttlCap(pools[name.pool].id)),
-            locationClass: c, prefixLength: prefix?.length,
+            locationClass: c, prefixLength: match.length,
             candidates: candidates)
     }
 

@@ -60,13 +60,14 @@ struct GeoBench: ParsableCommand {
         print("database: \(db.databaseType), built \(db.buildEpoch), \(db.nodeCount) search-tree nodes")
         print("")
         print(
-            "| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging |"
+            "| compile time (s) | peak memory (MiB) | networks | locations | classes | IPv4 prefixes before / after merging | IPv6 prefixes before / after merging | uncovered blocks before / after merging (in the after counts) | IPv6 prefixes looked up as IPv4 |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         print(
             String(
-                format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d |", elapsed.seconds, usage.ru_maxrss / 1024,
-                r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before, r.ipv6After))
+                format: "| %.1f | %d | %d | %d | %d | %d / %d | %d / %d | %d / %d | %d |", elapsed.seconds,
+                usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before,
+                r.ipv6After, r.uncovered, r.uncoveredAfter, r.aliases))
 
         guard let maps else { return }
         let fast = try FastPath(objectPath: maps)

@@ -52,7 +52,7 @@ struct CheckConfig: ParsableCommand {
                 bar.finish(table.image.report.networks)
                 let r = table.image.report
                 summary +=
-                    ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes)"
+                    ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes, \(r.uncoveredAfter) of them for uncovered blocks, \(r.aliases) IPv6 prefixes looked up as IPv4)"
             }
             print(summary)
         } catch {

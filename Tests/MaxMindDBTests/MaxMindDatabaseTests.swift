@@ -58,6 +58,45 @@ import Testing
         #expect(throws: MaxMindError.self) { try db.lookup("not an address") }
     }
 
+    /// The whole walk: networks, uncovered blocks and aliases cover each space exactly once, in
+    /// address order; the aliases are MaxMind's four; every uncovered block's addresses are not
+    /// found by a lookup.
+    @Test func theWalkCoversTheAddressSpaceOnce() throws {
+        let db = try MaxMindDatabase(path: Self.databasePath)
+        var entries: [MaxMindDatabase.TreeEntry] = []
+        try db.walk { entries.append($0) }
+        func network(_ e: MaxMindDatabase.TreeEntry) -> IPNetwork {
+            switch e {
+            case .located(let n, _), .uncovered(let n), .ipv4Alias(let n): n
+            }
+        }
+        func start(_ n: IPNetwork) -> UInt128 {
+            n.address.reduce(UInt128(0)) { $0 << 8 | UInt128($1) } << (128 - 8 * n.address.count)
+        }
+        for v4 in [true, false] {
+            // IPv6: the IPv4 space stands under ::/96, reported as an alias; the other aliases are
+            // prefixes of the IPv6 space like any block.
+            let blocks = entries.map(network).filter { $0.isIPv4 == v4 }
+            let bits = v4 ? 32 : 128
+            var next: UInt128 = 0
+            var covered: UInt128 = 0
+            for n in blocks.sorted(by: { start($0) < start($1) }) {
+                #expect(start(n) >= next, "\(n) overlaps the block before it")
+                let size = UInt128(1) << (bits - n.prefixLength)
+                next = start(n) &+ (v4 ? size << 96 : size)
+                covered = covered &+ size
+            }
+            // 2^32 addresses; 2^128 wraps to 0 (and the blocks are disjoint, so it is no accident).
+            #expect(blocks.count > 10)
+            #expect(covered == (v4 ? UInt128(1) << 32 : 0), "the \(v4 ? "IPv4" : "IPv6") space is covered once")
+        }
+        let aliases = entries.compactMap { if case .ipv4Alias(let n) = $0 { n.description } else { nil } }
+        #expect(aliases.sorted() == ["2001::/32", "2002::/16", "::/96", "::ffff:0:0/96"])
+        for case .uncovered(let n) in entries where n.isIPv4 {
+            #expect(try db.lookup(n.address.map(String.init).joined(separator: ".")) == nil, "\(n)")
+        }
+    }
+
     @Test func theWalkGivesEveryNetworkOnceInAddressOrder() throws {
         let db = try MaxMindDatabase(path: Self.databasePath)
         var seen: [(IPNetwork, GeoLocation)] = []

@@ -73,6 +73,28 @@ import Testing
         return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
     }
 
+    /// IPv6 addresses the database aliases to its IPv4 space are located as the IPv4 address inside
+    /// them is (198.51.100.0/24, Paris), by ECS and by the packet's source; the scope is the alias's
+    /// bits plus the IPv4 prefix's, so it stays inside the alias.
+    @Test func aliasedIPv6ClientsAreLocatedByTheirIPv4Part() {
+        let r = responder()
+        let paris = ["192.0.2.20", "192.0.2.10"]
+        for (ecs, scopeBits) in [
+            ("2002:c633:6400::/40", 40), ("2002:c633:6407::/48", 40), ("::ffff:198.51.100.0/120", 120),
+            ("2001:0:c633:6400::/56", 56), ("::198.51.100.7/128", 120),
+        ] {
+            let m = ask(r, ecs: ecs)
+            #expect(addresses(m) == paris && scope(m) == UInt8(scopeBits), "\(ecs): \(addresses(m)) /\(scope(m) ?? 0)")
+        }
+        for source in ["2002:c633:6407::1", "::ffff:198.51.100.7", "2001:0:c633:6407::9"] {
+            var a = [UInt8](repeating: 0, count: 16)
+            _ = a.withUnsafeMutableBytes { inet_pton(AF_INET6, source, $0.baseAddress) }
+            #expect(addresses(ask(r, client: a)) == paris, "\(source)")
+        }
+        // Past the alias's IPv4 bits, a shorter source prefix is a zero IPv4 part: uncovered.
+        #expect(addresses(ask(r, ecs: "2002::/16")) == ["192.0.2.30", "192.0.2.10"])
+    }
+
     func addresses(_ m: DNSMessage) -> [String] {
         m.answers.map { rr -> String in
             switch rr.rdata {
@@ -96,9 +118,12 @@ import Testing
         // New York and Los Angeles share a class (nyc, par, fra): their /25s merge, scope 24.
         let ny = ask(r, ecs: "203.0.113.0/25")
         #expect(addresses(ny) == ["192.0.2.30", "192.0.2.20"] && scope(ny) == 24)
-        // Not in the database: the fallback order (nyc weighs 3), scope = the source prefix.
+        // Not in the database: the fallback order (nyc weighs 3); the scope is the uncovered block
+        // that holds it (the database has nothing in 0.0.0.0/1), and a gap next to a network is
+        // answered with the gap alone.
         let unknown = ask(r, ecs: "8.8.8.0/24")
-        #expect(addresses(unknown) == ["192.0.2.30", "192.0.2.10"] && scope(unknown) == 24)
+        #expect(addresses(unknown) == ["192.0.2.30", "192.0.2.10"] && scope(unknown) == 1)
+        #expect(scope(ask(r, ecs: "192.0.3.0/24")) == 24 && scope(ask(r, ecs: "198.51.101.0/24")) == 24)
         // Without ECS, the query's source; with a source prefix of 0, too, and scope 0.
         #expect(addresses(ask(r, client: [192, 0, 2, 200])) == ["192.0.2.10", "192.0.2.20"], "Berlin")
         let zero = ask(r, ecs: "0.0.0.0/0", client: [198, 51, 100, 9])

@@ -58,8 +58,17 @@ import Testing
         [198, 18, 0, 2], [198, 18, 1, 9], [198, 18, 2, 9], [198, 18, 3, 9], [198, 18, 4, 9], [8, 8, 8, 8],
         [10, 1, 2, 3],
     ]
-    static let clients6: [[UInt8]] = (1...6).map {
-        [0x20, 0x01, 0x0d, 0xb8, 0, UInt8($0)] + [UInt8](repeating: 0, count: 9) + [9]
+    static let clients6: [[UInt8]] =
+        (1...6).map { [0x20, 0x01, 0x0d, 0xb8, 0, UInt8($0)] + [UInt8](repeating: 0, count: 9) + [9] }
+        + aliased([198, 51, 100, 7]) + aliased([198, 18, 1, 9]) + aliased([10, 1, 2, 3])
+
+    /// `v4` as the database's aliases of its IPv4 space hold it: 6to4, Teredo, IPv4-mapped, ::/96.
+    static func aliased(_ v4: [UInt8]) -> [[UInt8]] {
+        let zeros = { (n: Int) in [UInt8](repeating: 0, count: n) }
+        return [
+            [0x20, 0x02] + v4 + zeros(9) + [1], [0x20, 0x01, 0, 0] + v4 + zeros(7) + [1],
+            zeros(10) + [0xFF, 0xFF] + v4, zeros(12) + v4,
+        ]
     }
 
     func query(_ name: String, _ type: RRType, ecs: ClientSubnet?) -> [UInt8] {
@@ -140,6 +149,37 @@ import Testing
 
     /// A geo name's owner answers the types asked of every name that it has no geo name for with
     /// NODATA, from XDP as from the slow path (the same for every client: ECS echoed with scope 0).
+    /// An IPv6 client the database aliases to its IPv4 space is answered in XDP as the IPv4
+    /// address inside it, by packet source and by ECS, with the scope the slow path gives (the
+    /// alias's bits plus the IPv4 prefix's): Paris's nodes for 198.51.100.7.
+    @Test func aliasedIPv6ClientsAreAnsweredInXDPByTheirIPv4Part() throws {
+        let fp = try Self.fastPath(Self.table)
+        let r = Self.responder(Self.table)
+        let paris = r.respond(to: query("geo.example.test.", .a, ecs: nil), transport: .udp, client: [198, 51, 100, 7])
+        for client in Self.aliased([198, 51, 100, 7]) {
+            #expect(try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: client) == XDPProgramTests.XDP_TX)
+            let slow = r.respond(to: query("geo.example.test.", .a, ecs: nil), transport: .udp, client: client)
+            #expect(slow == paris, "\(client) is answered as 198.51.100.7")
+        }
+        for (alias, bits) in [
+            ([0x20, 0x02] as [UInt8], 16), ([0x20, 0x01, 0, 0], 32),
+            ([UInt8](repeating: 0, count: 10) + [0xFF, 0xFF], 96),
+        ] {
+            let ecs = ClientSubnet(
+                family: 2, sourcePrefixLength: UInt8(bits + 24), scopePrefixLength: 0, address: alias + [198, 51, 100])
+            let q = query("geo.example.test.", .a, ecs: ecs)
+            var p = Packet(payload: q)
+            p.source4 = [203, 0, 113, 9]
+            let out = try fp.program.testRun(p.bytes)
+            #expect(out.returnValue == XDPProgramTests.XDP_TX)
+            let reply = try DNSMessage(wire: #require(p.parseReply(out.data)).payload)
+            #expect(reply.edns?.clientSubnetOption?.data[3] == UInt8(bits + 24), "scope /\(bits + 24)")
+            #expect(
+                try #require(p.parseReply(out.data)).payload
+                    == r.respond(to: q, transport: .udp, client: [203, 0, 113, 9]))
+        }
+    }
+
     @Test func theOtherTypesOfAGeoNameAreNODATAInXDPToo() throws {
         let fp = try Self.fastPath(Self.table)
         let r = Self.responder(Self.table)

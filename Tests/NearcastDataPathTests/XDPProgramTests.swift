@@ -3,6 +3,7 @@ import CNearcastABI
 import DNSWire
 import Foundation
 import NearcastAnswers
+import NearcastGeo
 import NearcastTSIG
 import NearcastTestSupport
 import NearcastZones
@@ -91,6 +92,7 @@ import Testing
         #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 8)
         #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
+        #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)
     }
 
     /// The counters the daemon, the CLI and /metrics show are the header's verdict reasons, in its

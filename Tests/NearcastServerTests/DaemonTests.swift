@@ -249,7 +249,8 @@ import Glibc
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(
             ok.stdout.contains(
-                "1 geo name over 2 nodes (nearcast-Test-City: 16 networks, 2 location classes, 10 prefixes)"),
+                "1 geo name over 2 nodes (nearcast-Test-City: 16 networks, 2 location classes, 243 prefixes, 233 of them for uncovered blocks, 4 IPv6 prefixes looked up as IPv4)"
+            ),
             "\(ok.stdout)")
         try text.replacingOccurrences(of: database, with: "missing.mmdb").write(
             to: cfg, atomically: true, encoding: .utf8)

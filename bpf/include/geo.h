@@ -88,6 +88,42 @@ struct {
 	__type(value, struct nc_pool);
 } nc_pools SEC(".maps");
 
+/* IPv6 prefixes looked up as IPv4: NC_GEO_ALIASES a generation (struct nc_geo_alias). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NC_GEO_GENERATIONS * NC_GEO_ALIASES);
+	__type(key, __u32);
+	__type(value, struct nc_geo_alias);
+} nc_geo_alias SEC(".maps");
+
+/*
+ * When one of generation `gen`'s aliases covers the IPv6 address in `k6`, the IPv4 address inside
+ * it goes into `k4` and the alias's length is returned; else 0.
+ */
+static __always_inline __u32 nc_geo_unalias(const struct nc_geo6_key *k6, struct nc_geo4_key *k4, __u32 gen)
+{
+	__u64 w0 = *(const nc_u64a *)&k6->addr[0], w1 = *(const nc_u64a *)&k6->addr[8];
+
+	for (__u32 i = 0; i < NC_GEO_ALIASES; i++) { /* bound: the aliases of a generation */
+		__u32 id = (gen & 1) * NC_GEO_ALIASES + i;
+		struct nc_geo_alias *a = bpf_map_lookup_elem(&nc_geo_alias, &id);
+
+		if (!a || !a->plen)
+			return 0;
+		if ((w0 & a->mask[0]) != a->value[0] || (w1 & a->mask[1]) != a->value[1])
+			continue;
+		/* The 4 bytes at v4_at (0...12), by constant offsets: the verifier sees each access. */
+		for (__u32 at = 0; at <= 12; at++) { /* bound: the offsets an IPv4 address can start at */
+			if (at == a->v4_at) {
+				__builtin_memcpy(k4->addr, &k6->addr[at], 4);
+				return a->plen;
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
 /* Node `i` of a candidate list, in the generation's nodes map. */
 static __always_inline struct nc_node *nc_geo_node(void *nodes, __u32 i)
 {
@@ -146,11 +182,16 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 		v6 = 0;
 	}
 	__u32 gen = s->gen;
+	/* An address the database aliases to its IPv4 space is located by its IPv4 part. */
+	__u32 alias = v6 ? nc_geo_unalias(&k6, &k4, gen) : 0;
+
+	if (alias)
+		v6 = 0;
 	void *lpm = v6 ? bpf_map_lookup_elem(&nc_geo6, &gen) : bpf_map_lookup_elem(&nc_geo4, &gen);
 
 	gc = !lpm ? NULL : v6 ? bpf_map_lookup_elem(lpm, &k6) : bpf_map_lookup_elem(lpm, &k4);
 	if (source)
-		q->ecs[7] = gc ? gc->plen : source;
+		q->ecs[7] = gc ? alias + gc->plen : source;
 	*seed = gc ? gc->seed : 0;
 	return gc ? gc->cls : 0;
 }

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 10
+#define NC_ABI_VERSION 11
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -26,6 +26,7 @@
 #define NC_MAP_CANDS "nc_cands"
 #define NC_MAP_NODES "nc_nodes"
 #define NC_MAP_POOLS "nc_pools"
+#define NC_MAP_ALIASES "nc_geo_alias"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -172,6 +173,23 @@ struct nc_geo_name {
 	__u32 ttl;
 	__u16 rankings; /* rankings in the compile: the stride of the candidates map */
 	__u16 pad;
+};
+
+/*
+ * The IPv6 prefixes a compile's database locates by the IPv4 address inside them (ARRAY
+ * nc_geo_alias, NC_GEO_ALIASES entries a generation; alias i of generation g at
+ * g * NC_GEO_ALIASES + i; the first with plen 0 ends the list). An IPv6 client address that a
+ * prefix covers is looked up in the IPv4 trie as its 4 bytes at v4_at, and its ECS scope is plen
+ * plus the IPv4 prefix's length. MaxMind's trees alias ::/96, ::ffff:0:0/96, 2001::/32 (Teredo)
+ * and 2002::/16 (6to4).
+ */
+#define NC_GEO_ALIASES 8
+
+struct nc_geo_alias {
+	__u64 value[2]; /* the prefix, as the address's two 8-byte words in network order, masked */
+	__u64 mask[2];	/* its mask, in the same form */
+	__u32 plen;	/* its length, a multiple of 8 up to 96; 0: no alias (the end of the list) */
+	__u32 v4_at;	/* plen / 8: where the IPv4 address starts in the IPv6 address */
 };
 
 /*
