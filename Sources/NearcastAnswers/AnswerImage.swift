@@ -19,7 +19,7 @@ public struct AnswerImage: Sendable {
         /// Lower-cased uncompressed wire name.
         public var name: [UInt8]
         public var qtype: UInt16
-        /// The reply's flags word with RD and CD clear (the fast path copies them from the query).
+        /// The reply's flags word with RD clear (the fast path copies it from the query).
         public var flags: UInt16
         public var ancount: UInt16
         public var nscount: UInt16
@@ -87,7 +87,7 @@ public struct AnswerImage: Sendable {
         guard sections.count <= maxSections else { return .some(nil) }
         func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
         return Entry(
-            name: name.wire, qtype: type.rawValue, flags: u16(2) & ~0x0110, ancount: u16(6), nscount: u16(8),
+            name: name.wire, qtype: type.rawValue, flags: u16(2) & ~0x0100, ancount: u16(6), nscount: u16(8),
             arcount: u16(10), sections: sections, checksum: Self.onesComplementSum(sections))
     }
 

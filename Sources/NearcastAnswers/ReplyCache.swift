@@ -3,7 +3,7 @@ import DNSWire
 /// Replies already computed, for questions that repeat.
 ///
 /// Zone data does not change while it is loaded, so two queries that differ only in their ID, the
-/// letter case of the question and the RD/CD bits get the same reply bytes, with those fields
+/// letter case of the question and the RD and CD bits get the same reply bytes, with those fields
 /// patched. Only plain queries are cached (see `CacheKey.init?(query:transport:responder:)`); every
 /// other query takes the full path. One cache per event loop, so no locking; it is emptied when full,
 /// which bounds its memory under a flood of distinct names.
@@ -104,13 +104,12 @@ struct CacheKey {
         nameLength = name.count
     }
 
-    /// Makes a cached reply the reply to `query`: its ID, its RD and CD bits, and its question name
+    /// Makes a cached reply the reply to `query`: its ID, its RD bit, and its question name
     /// bytes (the client's letter case; answers that point at the question follow it).
     func patch(_ reply: inout [UInt8], from query: [UInt8]) {
         reply[0] = query[0]
         reply[1] = query[1]
         reply[2] = (reply[2] & ~0x01) | (query[2] & 0x01)  // RD
-        reply[3] = (reply[3] & ~0x10) | (query[3] & 0x10)  // CD
         guard reply.count >= 12 + nameLength, reply[5] == 1 else { return }  // no question echoed
         for k in 12..<(12 + nameLength) { reply[k] = query[k] }
     }

@@ -94,18 +94,32 @@ public struct Responder: Sendable {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
         }
         if question.type == .axfr || question.type == .ixfr {
-            // No zone transfers.
-            return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
+            // No zone transfers (docs/CONFORMANCE.md): AXFR over UDP is NOTIMP, as NSD and Knot
+            // answer it; AXFR over TCP and IXFR are REFUSED.
+            let rcode: RCode = question.type == .axfr && transport == .udp ? .notImp : .refused
+            return errorReply(header, question: question, rcode, edns: replyEDNS, ede: .notSupported)
         }
-        if question.type.isMetaType && question.type != .any {
-            return errorReply(header, question: question, .notImp, edns: replyEDNS)
-        }
-        guard question.qclass == .in else {
+        // Every other type, meta-types too (MAILA, MAILB, OPT, TSIG), is looked up as any type is:
+        // NODATA where the name has none, as NSD and Knot answer them.
+        guard question.qclass == .in || question.qclass == .any else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
         }
         guard let zone = authority.zone(for: question.name) else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notAuthoritative)
         }
+        var bytes = dataReply(
+            header, question, zone: zone, client: client, subnet: subnet, edns: replyEDNS, limit: limit)
+        // QCLASS ANY is answered from the IN data and never authoritatively: a server cannot know it
+        // holds every class (RFC 1035 §6.2), as NSD answers it.
+        if question.qclass == .any, bytes.count >= 12 { bytes[2] &= ~0x04 }
+        return bytes
+    }
+
+    /// The reply from `zone` (or a geo name in it) to `question`.
+    func dataReply(
+        _ header: DNSHeader, _ question: DNSQuestion, zone: Zone, client: [UInt8]?, subnet: ClientSubnet?,
+        edns replyEDNS: EDNS?, limit: Int
+    ) -> [UInt8] {
         if let geo,
             let name = geo.name(question.name, question.type == .any ? .a : question.type)
                 ?? (question.type == .any ? geo.name(question.name, .aaaa) : nil)
@@ -201,8 +215,7 @@ public struct Responder: Sendable {
         h.id = q.id
         h.qr = true
         h.opcode = q.opcode
-        h.rd = q.rd
-        h.cd = q.cd
+        h.rd = q.rd  // CD is not copied: docs/CONFORMANCE.md
         return h
     }
 

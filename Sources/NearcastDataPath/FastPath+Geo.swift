@@ -277,7 +277,7 @@ extension FastPath {
         [
             (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO6, geo.image.ipv6.count),
             (NC_MAP_CANDS, geo.image.classes.count * geo.rankings.count), (NC_MAP_NODES, geo.allNodes.count),
-            (NC_MAP_POOLS, geo.pools.count),
+            (NC_MAP_POOLS, geo.pools.count), (NC_MAP_ALIASES, geo.image.aliases.count),
         ]
     }
 }

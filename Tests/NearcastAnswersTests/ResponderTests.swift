@@ -212,7 +212,33 @@ import Testing
         (Q(name: "www.example.test.", type: .a, qclass: .ch), .refused, false, [], [], []),
         (Q(name: "example.test.", type: .axfr, transport: .tcp), .refused, false, [], [], []),
         (Q(name: "example.test.", type: .ixfr), .refused, false, [], [], []),
-        (Q(name: "example.test.", type: .mailb), .notImp, false, [], [], []),
+        // docs/CONFORMANCE.md: AXFR over UDP is NOTIMP; meta-types are looked up (NODATA);
+        // QCLASS ANY is answered from the IN data, not authoritatively.
+        (Q(name: "example.test.", type: .axfr), .notImp, false, [], [], []),
+        (
+            Q(name: "example.test.", type: .mailb), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "www.example.test.", type: .maila), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "www.example.test.", type: .opt), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "www.example.test.", type: .tsig), .noError, true, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
+        (
+            Q(name: "www.example.test.", type: .a, qclass: .any), .noError, false,
+            ["www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2"], [], []
+        ),
+        (
+            Q(name: "nope.example.test.", type: .a, qclass: .any), .nxDomain, false, [],
+            ["example.test. 60 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60"], []
+        ),
     ]
 
     @Test(arguments: table.indices)
@@ -394,8 +420,8 @@ import Testing
         #expect(!parentOnly.header.aa && parentOnly.answers.isEmpty && parentOnly.authority.map(\.type) == [.ns])
     }
 
-    @Test func cdBitIsCopied() throws {
+    @Test func cdBitIsNotEchoed() throws {
         let r = try Self.ask(Q(name: "www.example.test.", type: .a)) { $0.header.cd = true }
-        #expect(r.header.cd)
+        #expect(!r.header.cd && r.answers.count == 2, "CD is not echoed, as NSD and Knot do (docs/CONFORMANCE.md)")
     }
 }

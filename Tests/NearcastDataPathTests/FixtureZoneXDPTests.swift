@@ -7,10 +7,10 @@ import Testing
 
 @testable import NearcastDataPath
 
-/// The real program, loaded with the image of the zone the NSD differential test serves, asked that
-/// test's queries: what it answers equals the slow path's reply byte for byte (and the slow path
-/// agrees with NSD there), and everything else passes unchanged. So the comparison with NSD holds
-/// with XDP on as with it off.
+/// The real program, loaded with the image of the zone the reference-server differential test serves
+/// (against NSD and Knot), asked that test's queries: what it answers equals the slow path's reply
+/// byte for byte (and the slow path agrees with NSD and Knot there), and everything else passes
+/// unchanged. So the comparison holds with XDP on as with it off.
 @Suite(.timeLimit(.minutes(2))) struct FixtureZoneXDPTests {
     @Test func everyDifferentialQueryIsAnsweredAsTheSlowPathAnswersIt() throws {
         let origin = try DNSName("example.test.")

@@ -97,9 +97,9 @@ public enum Fixtures {
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { pad + $0 }.joined(separator: "\n")
     }
 
-    /// The queries the NSD differential test and the XDP program's test ask of `example.test.zone`:
-    /// every owner, names that do not exist, wildcard and ENT names, other zones, in
-    /// mixed case, for each type, with and without EDNS.
+    /// The queries the reference-server differential test and the XDP program's test ask of
+    /// `example.test.zone`: every owner, names that do not exist, wildcard and ENT names, other
+    /// zones, in mixed case, for each type, with and without EDNS.
     public static var differentialQueries: [(String, RRType, EDNS?)] {
         let names = [
             "example.test.", "ns1.example.test.", "ns2.example.test.", "mail.example.test.", "www.example.test.",
@@ -120,6 +120,7 @@ public enum Fixtures {
         // The types of the zone's `types` name (RDataLayout) too: their RDATA is compared byte for byte.
         let types: [RRType] =
             [.a, .aaaa, .ns, .soa, .cname, .dname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
+            + [.maila, .mailb, .opt, .tsig]  // meta-types asked as questions (docs/CONFORMANCE.md)
             + [13, 17, 18, 35, 44, 52, 53, 61, 99, 256].map { RRType($0) }
         let ednsVariants: [EDNS?] = [nil, EDNS(udpPayloadSize: 1232), EDNS(udpPayloadSize: 4096, dnssecOK: true)]
         var out: [(String, RRType, EDNS?)] = []

@@ -19,7 +19,7 @@
 
 #define NC_DNS_HDR 12
 #define NC_OPT_LEN 11
-#define NC_FLAGS_RD_CD 0x0110 /* the query's bits a reply copies (flags word, host order) */
+#define NC_FLAGS_RD 0x0100 /* the query's bit a reply copies (flags word, host order): RD; CD is not (docs/CONFORMANCE.md) */
 
 struct nc_dnshdr {
 	__be16 id;

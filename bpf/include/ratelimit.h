@@ -48,7 +48,7 @@ static __always_inline int nc_take_token(const struct nc_config *cfg)
 	return 1;
 }
 
-/* The reply above budget: QR and TC set, no records; RD and CD come from the query, our OPT too. */
+/* The reply above budget: QR and TC set, no records; RD comes from the query, our OPT too. */
 static const struct nc_answer nc_tc_reply = { .flags = 0x8200 };
 
 /*

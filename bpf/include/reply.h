@@ -239,7 +239,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	if (dns_len > 0xffff - sizeof(struct udphdr))
 		return NC_DROP_INTERNAL;
 
-	/* DNS header: the entry's flags with the query's RD and CD, the entry's counts, same ID. */
+	/* DNS header: the entry's flags with the query's RD, the entry's counts, same ID. */
 	struct nc_dnshdr *hdr = data + (pkt->dns_off & 0xff);
 
 	if ((void *)(hdr + 1) > data_end)
@@ -249,7 +249,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	 * stored: a wide load over narrower stores still in flight cannot be forwarded from them and
 	 * waits for them to reach the cache.
 	 */
-	__u16 flags = ans->flags | (bpf_ntohs(hdr->flags) & NC_FLAGS_RD_CD);
+	__u16 flags = ans->flags | (bpf_ntohs(hdr->flags) & NC_FLAGS_RD);
 	__u16 arcount = ans->arcount + (q->edns ? 1 : 0);
 
 	sum += bpf_ntohs(hdr->id) + flags + 1 + ans->ancount + ans->nscount + arcount;
