@@ -212,11 +212,11 @@ import FoundationNetworking
         }
         let zones = try cli(["zones"], reader)
         #expect(
-            zones.stdout.contains("example.test.  serial 2026112201  49 records"), "\(zones.stdout) \(zones.stderr)")
+            zones.stdout.contains("example.test.  serial 2026112201  60 records"), "\(zones.stdout) \(zones.stderr)")
 
         let added = try cli(["record", "add", "example.test.", "api", "A", "192.0.2.200", "--ttl", "120"], writer)
         #expect(
-            added.status == 0 && added.stdout == "example.test.: added 1, serial 2026112202, 50 records\n",
+            added.status == 0 && added.stdout == "example.test.: added 1, serial 2026112202, 61 records\n",
             "\(added.stdout) \(added.stderr)")
         #expect(try ask("api.example.test") == "192.0.2.200\n", "served at once")
         #expect(try cli(["record", "add", "example.test.", "@", "TXT", "\"hello world\""], writer).status == 0)

@@ -114,14 +114,14 @@ public enum Fixtures {
             // a substitution too long for a name.
             "dn.example.test.", "x.dn.example.test.", "a.b.dn.example.test.", "below.dn.example.test.",
             "www.home.example.test.", "WwW.HoMe.ExAmPlE.TeSt.", "alias.home.example.test.", "nope.home.example.test.",
-            "x.home.home.example.test.", "sub.home.example.test.",
+            "x.home.home.example.test.", "sub.home.example.test.", "svc.example.test.",
             "\(String(repeating: "y", count: 63)).long.example.test.",
         ]
         // The types of the zone's `types` name (RDataLayout) too: their RDATA is compared byte for byte.
         let types: [RRType] =
             [.a, .aaaa, .ns, .soa, .cname, .dname, .mx, .txt, .srv, .ptr, .caa, RRType(65280), .ds, .any]
             + [.maila, .mailb, .opt, .tsig]  // meta-types asked as questions (docs/CONFORMANCE.md)
-            + [13, 17, 18, 35, 44, 52, 53, 61, 99, 256].map { RRType($0) }
+            + [13, 17, 18, 29, 35, 37, 44, 48, 51, 52, 53, 59, 60, 61, 62, 63, 64, 65, 99, 256].map { RRType($0) }
         let ednsVariants: [EDNS?] = [nil, EDNS(udpPayloadSize: 1232), EDNS(udpPayloadSize: 4096, dnssecOK: true)]
         var out: [(String, RRType, EDNS?)] = []
         for n in names { for t in types { for e in ednsVariants { out.append((n, t, e)) } } }
