@@ -54,6 +54,7 @@ struct CheckConfig: ParsableCommand {
                 summary +=
                     ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes, \(r.uncoveredAfter) of them for uncovered blocks, \(r.aliases) IPv6 prefixes looked up as IPv4)"
             }
+            if !cfg.tsigKeys.isEmpty { summary += ", \(counted(cfg.tsigKeys.keys.count, "TSIG key"))" }
             print(summary)
         } catch {
             for d in error.diagnostics { FileHandle.standardError.write((d.description + "\n").data(using: .utf8)!) }

@@ -3,6 +3,10 @@ import Foundation
 import NearcastTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Transaction signatures (RFC 8945) end to end: keys made by `nearcast tsig keygen` and given in
 /// the config, queries signed by dig, kdig and nsupdate, and each reply checked by the client's own
 /// verification.
@@ -68,6 +72,29 @@ import Testing
             let unknown = try TestSupport.run(
                 dig, at + ["-y", "hmac-sha256:nobody.example.test:\(secret)", "www.example.test", "A"])
             #expect(unknown.stdout.contains("status: NOTAUTH") && unknown.stdout.contains("BADKEY"))
+        }
+    }
+
+    /// Keys are part of the config: a new key file takes effect on a reload (SIGHUP here), and the
+    /// key it replaced is then one the server does not have.
+    @Test func keysAreReloadedWithTheConfig() throws {
+        try Self.withDaemon { daemon, keyFile, secret in
+            let dig = try TestSupport.tool("dig")
+            let at = ["@127.0.0.1", "-p", "\(daemon.dnsPort)", "www.example.test", "A"]
+            func status(_ key: String) throws -> String {
+                let out = try TestSupport.run(dig, ["-y", key] + at)
+                return out.stdout.split(separator: "\n").first { $0.contains("status:") }.map(String.init) ?? out.stdout
+            }
+            #expect(try status("hmac-sha256:xfr.example.test:\(secret)").contains("status: NOERROR"))
+            let next = try TestSupport.run(
+                try TestSupport.product("nearcast"), ["tsig", "keygen", "next.example.test", "-a", "hmac-sha384"])
+            try next.stdout.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            let nextSecret = try #require(next.stdout.split(separator: "\"").dropFirst(3).first.map(String.init))
+            kill(daemon.pid, SIGHUP)
+            try daemon.waitUntilReady(timeout: 10) {
+                (try? status("hmac-sha384:next.example.test:\(nextSecret)"))?.contains("status: NOERROR") == true
+            }
+            #expect(try status("hmac-sha256:xfr.example.test:\(secret)").contains("status: NOTAUTH"))
         }
     }
 
