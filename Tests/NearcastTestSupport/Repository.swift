@@ -110,7 +110,7 @@ public enum Fixtures {
             "host.sub.example.test.", "ns.sub.example.test.", "_dns._udp.example.test.", "ptr.example.test.",
             "caa.example.test.", "unk.example.test.", "big.example.test.", "nope.example.test.",
             "deep.nope.example.test.", "WwW.ExAmPlE.TeSt.", "example.org.", "test.", ".", "types.example.test.",
-            // DNAME: its owner, names below it (occluded data included), a chain back into the zone,
+            // DNAME: its owner, names below it, a chain back into the zone,
             // a substitution too long for a name.
             "dn.example.test.", "x.dn.example.test.", "a.b.dn.example.test.", "below.dn.example.test.",
             "www.home.example.test.", "WwW.HoMe.ExAmPlE.TeSt.", "alias.home.example.test.", "nope.home.example.test.",
