@@ -46,6 +46,16 @@ let package = Package(
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // A small etcd v3 client over etcd's JSON gateway (AsyncHTTPClient): keys, transactions, leases, watches.
+        .target(
+            name: "EtcdClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
@@ -161,6 +171,11 @@ let package = Package(
         .target(name: "NearcastTestSupport", dependencies: ["DNSWire"], path: "Tests/NearcastTestSupport"),
         .testTarget(name: "NearcastTestSupportTests", dependencies: ["NearcastTestSupport"]),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
+        .testTarget(
+            name: "EtcdClientTests",
+            dependencies: [
+                "EtcdClient", "NearcastTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
         .testTarget(name: "BPFKitTests", dependencies: ["BPFKit", "NearcastTestSupport"]),
         .testTarget(name: "MaxMindDBTests", dependencies: ["MaxMindDB", "NearcastTestSupport"]),
         .testTarget(

@@ -18,6 +18,8 @@ PACKAGES=(
 	# reader of zone files, for the presentation-format tests; faketime, for a client whose clock
 	# is off (the TSIG time checks)
 	nsd knot ldnsutils faketime
+	# the shared store of a fleet (issue 18): etcd v3 and etcdctl
+	etcd-server etcd-client
 )
 
 missing=()
