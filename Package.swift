@@ -56,6 +56,16 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]
         ),
+        // A fleet's shared state in etcd: the key layout, and the zones and geo section as they are imported and exported.
+        .target(
+            name: "NearcastStore",
+            dependencies: [
+                "DNSWire", "EtcdClient", "NearcastBasics", "NearcastConfiguration", "NearcastZones",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
@@ -157,7 +167,8 @@ let package = Package(
         .executableTarget(
             name: "nearcast",
             dependencies: [
-                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG", "NearcastGeo", "NearcastConfiguration",
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG", "NearcastStore", "NearcastGeo",
+                "NearcastConfiguration",
                 "NearcastAPIModel",
                 "TerminalUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -211,7 +222,8 @@ let package = Package(
         .testTarget(
             name: "NearcastServerTests",
             dependencies: [
-                "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "DNSWire", "NearcastTestSupport",
+                "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "NearcastZones", "DNSWire",
+                "NearcastTestSupport",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -63,7 +63,8 @@ public final class EtcdClient: Sendable {
     }
 
     /// Runs `success` if every comparison holds, else `failure`, as one transaction (etcd's Txn).
-    public func txn(_ compares: [Compare], success: [Operation], failure: [Operation] = []) async throws(EtcdError)
+    public func txn(_ compares: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation] = [])
+        async throws(EtcdError)
         -> TxnResult
     {
         let r: TxnResponse = try await call(
@@ -84,8 +85,13 @@ public final class EtcdClient: Sendable {
 
     /// Renews `lease`; the seconds it now has left (0: it has expired, its keys are gone).
     public func keepAlive(_ lease: Int64) async throws(EtcdError) -> Int {
-        let r: LeaseKeepAliveResponse = try await call("/v3/lease/keepalive", LeaseKeepAliveRequest(id: String(lease)))
-        return r.result?.ttl.flatMap(Int.init) ?? 0
+        do {
+            let r: LeaseKeepAliveResponse = try await call(
+                "/v3/lease/keepalive", LeaseKeepAliveRequest(id: String(lease)))
+            return r.result?.ttl.flatMap(Int.init) ?? 0
+        } catch .server(404, let message) where message.contains("lease not found") {
+            return 0  // a lease etcd no longer has (expired or revoked) is said both ways
+        }
     }
 
     /// Ends `lease` now; its keys are deleted.

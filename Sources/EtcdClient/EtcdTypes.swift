@@ -31,7 +31,7 @@ public struct KeyValue: Hashable, Sendable {
 }
 
 /// A condition of a transaction on one key's state.
-public enum Compare: Sendable {
+public enum EtcdCompare: Sendable {
     /// The key was last changed at this revision (0: it does not exist).
     case modRevision([UInt8], equals: Int64)
     /// The key's value is this.
@@ -50,7 +50,7 @@ public enum Compare: Sendable {
 }
 
 /// One write inside a transaction.
-public enum Operation: Sendable {
+public enum EtcdOperation: Sendable {
     case put([UInt8], [UInt8], lease: Int64? = nil)
     case delete([UInt8])
     case deletePrefix([UInt8])

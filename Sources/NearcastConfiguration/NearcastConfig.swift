@@ -54,6 +54,8 @@ public struct NearcastConfig: Sendable {
     public var stateDirectory: String?
     /// The keys signed queries may use; from the `tsig` section and the key files it names.
     public var tsigKeys = TSIGKeyring()
+    /// The fleet's shared store (StoreSettings); none: this server's files alone.
+    public var store = StoreSettings()
     /// The file this config was read from, if any.
     public var sourcePath: String?
 
@@ -72,7 +74,7 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = [
-        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig",
+        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig", "store",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
@@ -239,6 +241,9 @@ public struct NearcastConfig: Sendable {
                 config.geo = GeoConfig.parse(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "tsig":
                 config.tsigKeys = parseTSIG(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
+            case "store":
+                config.store = EtcdSettings.parseStore(
+                    v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "api":
                 guard let m = v.mapping else {
                     fail(v, "api must be a mapping (\(knownAPIKeys.joined(separator: ", ")))")

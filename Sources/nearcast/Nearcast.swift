@@ -13,7 +13,7 @@ struct Nearcast: AsyncParsableCommand {
         abstract: "Operate a nearcast GeoDNS server.",
         subcommands: [
             Status.self, CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self,
-            Reload.self, Zones.self, Records.self, RecordCommand.self, TSIG.self,
+            Reload.self, Zones.self, Records.self, RecordCommand.self, TSIG.self, Store.self,
         ]
     )
 }
@@ -52,7 +52,11 @@ struct CheckConfig: ParsableCommand {
                 bar.finish(table.image.report.networks)
                 let r = table.image.report
                 summary +=
-                    ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(r.classes) location classes, \(r.ipv4After + r.ipv6After) prefixes, \(r.uncoveredAfter) of them for uncovered blocks, \(r.aliases) IPv6 prefixes looked up as IPv4)"
+                    ", \(counted(cfg.geo.names.count, "geo name")) over \(counted(cfg.geo.nodes.count, "node")) (\(db.databaseType): \(r.networks) networks, \(counted(r.classes, "location class", plural: "location classes")), \(r.ipv4After + r.ipv6After) prefixes, \(r.uncoveredAfter) of them for uncovered blocks, \(r.aliases) IPv6 prefixes looked up as IPv4)"
+            }
+            if let etcd = cfg.store.etcd {
+                summary +=
+                    ", store: etcd at \(etcd.endpoints.joined(separator: " "))\(etcd.prefix == "/nearcast/" ? "" : " under \(etcd.prefix)")"
             }
             if !cfg.tsigKeys.isEmpty { summary += ", \(counted(cfg.tsigKeys.keys.count, "TSIG key"))" }
             print(summary)

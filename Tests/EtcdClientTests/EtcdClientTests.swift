@@ -56,10 +56,10 @@ import Testing
         }
     }
 
-    /// Keys under a lease go with it: revoked, or not kept alive.
+    /// Keys under a lease go with it when it is revoked, and a revoked lease is not renewed.
     @Test func keysUnderALeaseGoWithIt() async throws {
         try await Self.withEtcd { etcd, _ in
-            let lease = try await etcd.grantLease(ttl: 5)
+            let lease = try await etcd.grantLease(ttl: 60)  // long enough for a slow etcd under a busy suite
             try await etcd.put(Self.b("/nc/health/a/fra1"), Self.b("up"), lease: lease)
             #expect(try await etcd.get(Self.b("/nc/health/a/fra1")).kv?.lease == lease)
             #expect(try await etcd.keepAlive(lease) > 0)

@@ -1,0 +1,35 @@
+import DNSWire
+
+/// Where each piece of a fleet's shared state lives in etcd, under the fleet's prefix P
+/// (docs/ARCHITECTURE.md §13 and the README give the same table):
+///
+/// | key | value |
+/// |---|---|
+/// | `P layout` | the layout's version, `1` |
+/// | `P zones/ORIGIN` | the zone as a master file (ORIGIN lower-case, with its final dot) |
+/// | `P geo` | the geo section as YAML (nodes, pools, names, strategy settings) |
+/// | `P overrides/NODE` | an operator's drain or force of NODE, with its expiry (JSON) |
+/// | `P audit/TIME-SERVER-SEQ` | one audit line, never rewritten |
+/// | `P tokens/SHA256` | an API token's role, by the token's SHA-256 |
+/// | `P nodes/NODE` | a node that registered itself (JSON) |
+/// | `P servers/SERVER` | a live server (under its lease) |
+/// | `P health/SERVER/NODE` | SERVER's view of NODE (under SERVER's lease) |
+public struct StoreLayout: Hashable, Sendable {
+    /// The layout this build writes and reads.
+    public static let version = "1"
+
+    public let prefix: String
+
+    public init(prefix: String) { self.prefix = prefix }
+
+    public var layoutKey: String { prefix + "layout" }
+    public var zones: String { prefix + "zones/" }
+    public func zone(_ origin: DNSName) -> String { zones + origin.lowercased().description }
+    public var geo: String { prefix + "geo" }
+    public var overrides: String { prefix + "overrides/" }
+    public var audit: String { prefix + "audit/" }
+    public var tokens: String { prefix + "tokens/" }
+    public var nodes: String { prefix + "nodes/" }
+    public var servers: String { prefix + "servers/" }
+    public var health: String { prefix + "health/" }
+}
