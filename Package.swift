@@ -127,7 +127,7 @@ let package = Package(
             dependencies: [
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
                 "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth", "NearcastServer",
-                "TerminalUI", .product(name: "Logging", package: "swift-log"),
+                "NearcastStore", "EtcdClient", "TerminalUI", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -138,7 +138,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "MaxMindDB",
+                "NearcastStore", "MaxMindDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

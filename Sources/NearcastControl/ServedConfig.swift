@@ -296,6 +296,13 @@ package actor ServedConfig {
         defer { endTurn() }
         let started = ContinuousClock.now
         guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
+        if running.store.etcd != nil {
+            // Until changes go through the store (issue 18), a record changed on one server would
+            // be lost at the store's next change.
+            throw .conflict(
+                "this server serves a fleet's store: change zone \(origin) in the store (nearcast store import), not on one server"
+            )
+        }
         let source = running.zones[i]
         let records: [SourcedRecord]
         do { records = try ZoneFileParser.parse(path: source.path, origin: source.origin) } catch {

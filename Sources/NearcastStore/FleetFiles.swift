@@ -83,8 +83,8 @@ public struct FleetFiles: Equatable, Sendable {
     }
 
     /// Writes the files into `directory`: `zones/ORIGINzone` for each zone and a `nearcast.yaml`
-    /// that names them and holds the geo section. Each file is written whole (temporary file,
-    /// then a rename).
+    /// that names them (relative to it) and holds the geo section. Each file is written whole
+    /// (temporary file, then a rename).
     public func write(to directory: String) throws {
         let fm = FileManager.default
         try fm.createDirectory(atPath: directory + "/zones", withIntermediateDirectories: true)

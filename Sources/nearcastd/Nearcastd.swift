@@ -14,6 +14,7 @@ import NearcastDataPath
 import NearcastGeo
 import NearcastHealth
 import NearcastServer
+import NearcastStore
 import NearcastZones
 
 #if canImport(Glibc)
@@ -144,11 +145,18 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let logger = Logger(label: "nearcastd")
         let startedAt = ContinuousClock.now
-        let cfg: NearcastConfig
+        var cfg: NearcastConfig
         let zones: [Zone]
         let tokens: APITokens
+        do { cfg = try effectiveConfig() } catch {
+            FileHandle.standardError.write(error.description + "\n")
+            throw ExitCode(1)
+        }
+        // A fleet's server serves the store's zones and geo section, read (or, with etcd out of
+        // reach, its last snapshot) before anything starts.
+        let follower = try await Self.followStore(cfg, logger: logger)
         do {
-            cfg = try effectiveConfig()
+            if let follower { cfg = try follower.source.snapshot.config(over: cfg) }
             zones = try cfg.loadZones()
             tokens = try cfg.api.loadTokens()
         } catch {
@@ -251,12 +259,20 @@ struct Nearcastd: AsyncParsableCommand {
             logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")
         }
         let command = self
+        let storeSource = follower?.source
         let served = ServedConfig(
             running: cfg, zones: zones,
-            load: { () throws(DiagnosticsError) -> NearcastConfig in try command.effectiveConfig() }, live: live,
+            load: { () throws(DiagnosticsError) -> NearcastConfig in
+                let local = try command.effectiveConfig()
+                return try storeSource?.snapshot.config(over: local) ?? local
+            }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
             changes: changes, metrics: metrics, audit: audit,
             logger: logger)
+        if let follower {
+            await follower.start(served)
+            await started.add("store follower") { await follower.stop() }
+        }
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
                 logger.warning(
@@ -286,6 +302,35 @@ struct Nearcastd: AsyncParsableCommand {
                 _ = try? await served.reload(by: "SIGHUP")
             }, logger: logger)
         logger.info("stopped")
+    }
+
+    /// The follower of the config's store, its first read done; nil without a store section.
+    static func followStore(_ cfg: NearcastConfig, logger: Logger) async throws -> StoreFollower? {
+        guard let etcd = cfg.store.etcd else { return nil }
+        guard let stateDirectory = cfg.stateDirectory else {
+            FileHandle.standardError.write(
+                "\(cfg.sourcePath ?? "config"): a store needs a state-dir, where the last good copy of it is kept\n")
+            throw ExitCode(1)
+        }
+        if !cfg.zones.isEmpty || !cfg.geo.names.isEmpty {
+            logger.warning("the config's zones and geo section are not served: the store's are")
+        }
+        let follower: StoreFollower
+        do {
+            try FileManager.default.createDirectory(
+                atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            follower = StoreFollower(
+                connection: try FleetStoreConnection(etcd), stateDirectory: stateDirectory, logger: logger)
+        } catch {
+            FileHandle.standardError.write("\(error)\n")
+            throw ExitCode(1)
+        }
+        do { try await follower.prepare() } catch {
+            await follower.stop()
+            FileHandle.standardError.write("\(error)\n")
+            throw ExitCode(1)
+        }
+        return follower
     }
 
     /// A line on standard output for whoever started the daemon: where it listens (with port 0, the

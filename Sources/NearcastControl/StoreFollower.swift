@@ -1,0 +1,150 @@
+import EtcdClient
+import Foundation
+import Logging
+import NearcastBasics
+import NearcastConfiguration
+import NearcastStore
+import Synchronization
+
+/// Which copy of the store a reload reads: the last good snapshot, or, while a change from the
+/// store is being tried, the candidate written beside it.
+package final class SnapshotSource: Sendable {
+    private let current: Mutex<StoreSnapshot>
+    package init(_ s: StoreSnapshot) { current = Mutex(s) }
+    package var snapshot: StoreSnapshot { current.withLock { $0 } }
+    func use(_ s: StoreSnapshot) { current.withLock { $0 = s } }
+}
+
+/// Follows a fleet's store (ARCHITECTURE §13): reads it whole, then watches its prefix, and after
+/// each change reads it whole again into a candidate snapshot and has the served config reload
+/// from it, through the same path and the same checks as a reload of files. A candidate that is
+/// refused is dropped and the last good snapshot stays, served and on disk; one that is served
+/// becomes the snapshot. When etcd is out of reach the server goes on serving what it has, says
+/// so once, and catches up when etcd is back (a compacted revision means a full read).
+package actor StoreFollower {
+    let connection: FleetStoreConnection
+    let snapshot: StoreSnapshot
+    package nonisolated let source: SnapshotSource
+    let logger: Logger
+    /// The store's revision the served data was read at.
+    package private(set) var revision: Int64?
+    /// Why the store cannot be followed now (nil: it is).
+    package private(set) var degraded: String?
+    var task: Task<Void, Never>?
+
+    package init(connection: FleetStoreConnection, stateDirectory: String, logger: Logger) {
+        self.connection = connection
+        snapshot = StoreSnapshot(stateDirectory: stateDirectory)
+        source = SnapshotSource(snapshot)
+        self.logger = logger
+    }
+
+    /// At start: the store read into the snapshot; or, with etcd out of reach, the snapshot a
+    /// previous run kept. Throws when there is neither.
+    package func prepare() async throws {
+        do {
+            let (rev, files) = try await read()
+            try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
+            revision = rev
+            logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
+        } catch {
+            guard let kept = snapshot.revision else {
+                throw StoreFollowerError(
+                    description:
+                        "the store cannot be read (\(error)) and no snapshot of it is kept in \(snapshot.directory)")
+            }
+            revision = kept
+            markDegraded("\(error)")
+            logger.warning(
+                "store out of reach: serving the snapshot kept at its revision",
+                metadata: ["revision": "\(kept)", "error": "\(error)"])
+        }
+    }
+
+    /// Follows the store until `stop`, reloading `served` after each change.
+    package func start(_ served: ServedConfig) {
+        task = Task { await self.follow(served) }
+    }
+
+    /// Stops following and closes the connection to etcd.
+    package func stop() async {
+        task?.cancel()
+        await task?.value
+        task = nil
+        await connection.close()
+    }
+
+    func read() async throws -> (Int64, FleetFiles) {
+        let layout = connection.layout
+        let (rev, kvs) = try await connection.etcd.range(prefix: Array(layout.prefix.utf8))
+        if let v = kvs.first(where: { $0.keyString == layout.layoutKey })?.value,
+            String(decoding: v, as: UTF8.self) != StoreLayout.version
+        {
+            throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
+        }
+        return (rev, try FleetFiles(kvs, layout: layout))
+    }
+
+    func follow(_ served: ServedConfig) async {
+        var pause = Duration.milliseconds(200)
+        while !Task.isCancelled {
+            do {
+                if revision == nil || degraded != nil { try await apply(served) }
+                let from = (revision ?? 0) + 1
+                for try await batch in connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from) {
+                    if batch.revision <= (revision ?? 0) { continue }
+                    try await apply(served)
+                    pause = .milliseconds(200)
+                }
+            } catch EtcdError.compacted(let r) {
+                logger.notice("store history compacted: reading it whole", metadata: ["compacted": "\(r)"])
+                degraded = degraded ?? "compacted"
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled { return }
+                markDegraded("\(error)")
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Reads the store whole into a candidate beside the snapshot and reloads from it; the
+    /// candidate becomes the snapshot when it is served, and is dropped when it is refused.
+    func apply(_ served: ServedConfig) async throws {
+        let (rev, files) = try await read()
+        let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
+        try await onOwnThread { try candidate.writeInPlace(files, revision: rev) }
+        source.use(candidate)
+        do {
+            _ = try await served.reload(by: "store@\(rev)")
+            try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
+            source.use(snapshot)
+            revision = rev
+        } catch {
+            // Refused (logged by the reload): the last good snapshot stays, and is served.
+            source.use(snapshot)
+            revision = rev
+            logger.error(
+                "the store's state is not valid: the last good one goes on being served",
+                metadata: ["revision": "\(rev)", "error": "\(error)"])
+        }
+        try? FileManager.default.removeItem(atPath: candidate.directory)
+        if let was = degraded {
+            logger.notice("store followed again", metadata: ["revision": "\(rev)", "was": "\(was)"])
+            degraded = nil
+        }
+    }
+
+    func markDegraded(_ why: String) {
+        if degraded == nil {
+            logger.warning("store out of reach: serving what was last read", metadata: ["error": "\(why)"])
+        }
+        degraded = why
+    }
+}
+
+package struct StoreFollowerError: Error, CustomStringConvertible {
+    package var description: String
+}

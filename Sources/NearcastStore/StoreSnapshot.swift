@@ -1,0 +1,68 @@
+import Foundation
+import NearcastBasics
+import NearcastConfiguration
+
+/// The last good contents of a fleet's store, kept in the server's state directory (as
+/// `nearcast store export` writes them, plus the revision), so that a server that restarts while
+/// etcd is out of reach still serves what it served. Replaced whole: written beside, then renamed.
+public struct StoreSnapshot: Sendable {
+    /// `STATE-DIR/store`.
+    public let directory: String
+
+    public init(stateDirectory: String) { directory = stateDirectory + "/store" }
+
+    public init(directory: String) { self.directory = directory }
+
+    /// The config file of the snapshot (its zones and geo section).
+    public var configPath: String { directory + "/nearcast.yaml" }
+
+    /// The store's revision the snapshot was read at, or nil when there is none.
+    public var revision: Int64? {
+        (try? String(contentsOfFile: directory + "/revision", encoding: .utf8)).flatMap {
+            Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// Replaces the snapshot with `files` read at `revision`.
+    public func write(_ files: FleetFiles, revision: Int64) throws {
+        let fm = FileManager.default
+        let next = directory + ".next"
+        let old = directory + ".old"
+        try? fm.removeItem(atPath: next)
+        try? fm.removeItem(atPath: old)
+        try files.write(to: next)
+        try "\(revision)\n".write(toFile: next + "/revision", atomically: true, encoding: .utf8)
+        if fm.fileExists(atPath: directory) { try fm.moveItem(atPath: directory, toPath: old) }
+        try fm.moveItem(atPath: next, toPath: directory)
+        try? fm.removeItem(atPath: old)
+    }
+
+    /// Writes `files` read at `revision` into the directory as it is (for a candidate no one
+    /// reads while it is written).
+    public func writeInPlace(_ files: FleetFiles, revision: Int64) throws {
+        try? FileManager.default.removeItem(atPath: directory)
+        try files.write(to: directory)
+        try "\(revision)\n".write(toFile: directory + "/revision", atomically: true, encoding: .utf8)
+    }
+
+    /// `local` (this server's own settings) serving the snapshot's zones and geo section. Paths
+    /// in the geo section (the database) are taken from the local config's directory, as if the
+    /// section were written there; the zones are the snapshot's files.
+    public func config(over local: NearcastConfig) throws(DiagnosticsError) -> NearcastConfig {
+        guard let data = FileManager.default.contents(atPath: configPath) else {
+            throw DiagnosticsError([
+                Diagnostic(file: configPath, line: 0, message: "the store's snapshot cannot be read")
+            ])
+        }
+        let base = local.sourcePath.map { ($0 as NSString).deletingLastPathComponent } ?? ""
+        var shared = try NearcastConfig.parse(
+            yaml: String(decoding: data, as: UTF8.self), fileName: configPath, baseDirectory: base)
+        for i in shared.zones.indices {
+            shared.zones[i].path = directory + "/zones/" + (shared.zones[i].path as NSString).lastPathComponent
+        }
+        var merged = local
+        merged.zones = shared.zones
+        merged.geo = shared.geo
+        return merged
+    }
+}

@@ -1,0 +1,81 @@
+import DNSWire
+import Foundation
+import NearcastTestSupport
+import Testing
+
+/// Several nearcastd following one store in a real etcd (issue 18): a change put into the store is
+/// served by every server, an invalid state is refused while the last good one goes on being
+/// served, and a server keeps answering, and starts again, while etcd is gone.
+@Suite(.timeLimit(.minutes(3))) struct FleetTests {
+    static func addresses(_ name: String, port: Int) -> [String] {
+        guard let reply = RawClient.udp(RawClient.query(name, .a), port: port, timeout: 0.5),
+            let m = try? DNSMessage(wire: reply)
+        else { return [] }
+        return m.answers.compactMap { if case .a(let a) = $0.rdata { a.description } else { nil } }
+    }
+
+    @Test func serversFollowTheStoreAndOutliveIt() throws {
+        let etcd = try EtcdServer()
+        var etcdRunning = true
+        defer { if etcdRunning { etcd.stop() } }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n"
+        let fixture = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
+        let zone = dir.appendingPathComponent("example.test.zone")
+        try fixture.write(to: zone, atomically: true, encoding: .utf8)
+        let seed = dir.appendingPathComponent("seed.yaml")
+        try "zones:\n  - { origin: example.test., file: \(zone.path) }\n\(store)".write(
+            to: seed, atomically: true, encoding: .utf8)
+        let cli = try TestSupport.product("nearcast")
+        let imported = try TestSupport.run(cli, ["store", "import", seed.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+
+        func startServer(_ i: Int) throws -> Daemon {
+            let config = dir.appendingPathComponent("server\(i).yaml")
+            try "listen: [\"127.0.0.1:0\"]\nstate-dir: \(dir.path)/state\(i)\n\(store)".write(
+                to: config, atomically: true, encoding: .utf8)
+            return try Daemon(["--config", config.path])
+        }
+        var servers = [try startServer(0), try startServer(1)]
+        defer { for s in servers { s.stop() } }
+        for s in servers {
+            #expect(Self.addresses("www.example.test.", port: s.dnsPort).sorted() == ["192.0.2.1", "192.0.2.2"])
+        }
+
+        // A change put into the store reaches every server.
+        try (fixture + "fleet A 192.0.2.77\n").write(to: zone, atomically: true, encoding: .utf8)
+        let changedAt = Date()
+        #expect(try TestSupport.run(cli, ["store", "import", seed.path]).status == 0)
+        for s in servers {
+            try s.waitUntilReady(timeout: 10) {
+                Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]
+            }
+        }
+        let took = Date().timeIntervalSince(changedAt)
+        #expect(took < 5, "the change was served everywhere \(took) s after the import began")
+
+        // An invalid state in the store is refused; the last good one goes on being served.
+        let bad = try TestSupport.run(
+            try TestSupport.tool("etcdctl"),
+            ["--endpoints", etcd.endpoint, "put", "/nearcast/zones/example.test.", "this is not a zone file"],
+            environment: ["ETCDCTL_API": "3"])
+        #expect(bad.status == 0, "\(bad.stderr)")
+        for s in servers {
+            try s.waitUntilReady(timeout: 10) { s.log.contains("the store's state is not valid") }
+            #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"])
+        }
+
+        // etcd gone: every server goes on answering; one that restarts serves its last good snapshot.
+        etcd.stop()
+        etcdRunning = false
+        for s in servers { #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]) }
+        let status = servers[0].stop()
+        #expect(status == 0, "a server stops cleanly while etcd is gone")
+        servers[0] = try startServer(0)
+        #expect(Self.addresses("fleet.example.test.", port: servers[0].dnsPort) == ["192.0.2.77"])
+        #expect(servers[0].log.contains("store out of reach: serving the snapshot kept at its revision"))
+    }
+}
