@@ -220,6 +220,12 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "NearcastControlTests",
+            dependencies: [
+                "NearcastControl", "NearcastConfiguration", "NearcastZones", "NearcastAnswers", "NearcastGeo",
+                "NearcastServer", "DNSWire", "NearcastTestSupport", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
             name: "NearcastServerTests",
             dependencies: [
                 "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "NearcastZones", "DNSWire",

@@ -45,6 +45,8 @@ package actor ServedConfig {
     let changes: OperatorChanges?
     let metrics: NearcastMetrics?
     let audit: AuditLog?
+    /// A fleet's store, when the zones are shared (record changes go there).
+    let shared: (any SharedZones)?
     let logger: Logger
     /// The digest of the config and zone files as they were when what is served was read from them
     /// (the audit log's "before"; the files on disk may have been edited since).
@@ -58,8 +60,9 @@ package actor ServedConfig {
         live: LiveGeo,
         responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
         changes: OperatorChanges? = nil,
-        metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, logger: Logger
+        metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil, logger: Logger
     ) {
+        self.shared = shared
         self.running = running
         self.zones = zones
         self.load = load
@@ -293,17 +296,16 @@ package actor ServedConfig {
     package func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange
     {
         await takeTurn()
-        defer { endTurn() }
         let started = ContinuousClock.now
-        guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
-        if running.store.etcd != nil {
-            // Until changes go through the store (issue 18), a record changed on one server would
-            // be lost at the store's next change.
-            throw .conflict(
-                "this server serves a fleet's store: change zone \(origin) in the store (nearcast store import), not on one server"
-            )
+        guard let i = zoneIndex(origin) else {
+            endTurn()
+            throw .notFound("no zone \(origin) is served here")
         }
         let source = running.zones[i]
+        if let shared {  // it ends the turn itself, before it waits for the change to come back
+            return try await editShared(shared, source.origin, index: i, edit, by: by, started: started)
+        }
+        defer { endTurn() }
         let records: [SourcedRecord]
         do { records = try ZoneFileParser.parse(path: source.path, origin: source.origin) } catch {
             throw .zone(error)
@@ -346,6 +348,69 @@ package actor ServedConfig {
         return change
     }
 
+    /// A record change in a fleet's store: the zone as the store holds it now, changed and checked
+    /// as a file edit is, written back in one transaction conditioned on the zone's revision (a
+    /// change another server made meanwhile refuses this one, and says so), with its audit line.
+    /// The turn is held for the check and the write only: the store's change comes back through
+    /// the watch and is served like any other, which this waits for.
+    func editShared(
+        _ shared: any SharedZones, _ origin: DNSName, index i: Int, _ edit: ZoneEditor.Edit, by: String,
+        started: ContinuousClock.Instant
+    ) async throws(ZoneEditError) -> RecordChange {
+        let written: Int64
+        let change: RecordChange
+        do {
+            defer { endTurn() }
+            let current: (text: String, modRevision: Int64)?
+            do { current = try await shared.zoneText(origin) } catch {
+                throw .unavailable("the store cannot be read (\(error)): nothing was changed")
+            }
+            guard let current else { throw .notFound("the store holds no zone \(origin)") }
+            let records: [SourcedRecord]
+            do {
+                records = try ZoneFileParser.parse(text: current.text, fileName: "store \(origin)", origin: origin)
+            } catch { throw .zone(error) }
+            let (text, zone, c) = try ZoneEditor.apply(
+                edit, to: records.map(\.record), origin: origin, fileName: "store \(origin) as changed")
+            var next = zones
+            next[i] = zone
+            do { try running.geo.check(against: next) } catch { throw .zone(error) }
+            let entry = AuditLog.entry(
+                who: by, action: "record", target: origin.description, detail: Self.describe(edit),
+                before: AuditLog.digest(Array(current.text.utf8)), after: AuditLog.digest(Array(text.utf8)))
+            let revision: Int64?
+            do {
+                revision = try await shared.replaceZone(origin, text: text, ifAt: current.modRevision, audit: entry)
+            } catch {
+                throw .unavailable("the store cannot be written (\(error)): nothing was changed")
+            }
+            guard let revision else {
+                throw .conflict(
+                    "zone \(origin) changed in the store while this change was made (it was read at revision \(current.modRevision)): nothing was changed; read it again and retry"
+                )
+            }
+            try? audit?.record(entry)
+            (written, change) = (revision, c)
+        }
+        if !(await shared.waitServed(written, timeout: .seconds(5))) {
+            logger.warning("a change written to the store is not served here yet", metadata: ["revision": "\(written)"])
+        }
+        logger.notice(
+            "zone changed in the store",
+            metadata: [
+                "zone": "\(origin)", "by": "\(by)", "change": "\(Self.describe(edit))", "revision": "\(written)",
+                "ms": "\((ContinuousClock.now - started).seconds * 1000)",
+            ])
+        return change
+    }
+
+    static func describe(_ edit: ZoneEditor.Edit) -> String {
+        switch edit {
+        case .add(let r): "add \(r.name) \(r.type) \(r.data)"
+        case .delete(let n, let t, let d): "delete \(n) \(t)" + (d.map { " \($0)" } ?? "")
+        }
+    }
+
     /// The settings, by config key, that differ and only a restart applies.
     static func restartOnlyChanges(from a: NearcastConfig, to b: NearcastConfig) -> [String] {
         var out: [String] = []
@@ -366,4 +431,17 @@ extension Responder {
         self.init(
             authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys)
     }
+}
+
+/// Where a fleet's zones are kept and changed (the store's follower): what `ServedConfig.edit`
+/// writes through instead of a zone file.
+package protocol SharedZones: Sendable {
+    /// The zone's master file as the store holds it, with the revision it was last changed at;
+    /// nil when the store holds no such zone.
+    func zoneText(_ origin: DNSName) async throws -> (text: String, modRevision: Int64)?
+    /// Writes `text` as the zone, with `audit`, if the zone is still at `ifAt`; the store's new
+    /// revision, or nil when another change came first.
+    func replaceZone(_ origin: DNSName, text: String, ifAt: Int64, audit: AuditLog.Entry) async throws -> Int64?
+    /// Waits until what is served comes from `revision` or later; false after `timeout`.
+    func waitServed(_ revision: Int64, timeout: Duration) async -> Bool
 }

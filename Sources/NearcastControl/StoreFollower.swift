@@ -1,8 +1,10 @@
+import DNSWire
 import EtcdClient
 import Foundation
 import Logging
 import NearcastBasics
 import NearcastConfiguration
+import NearcastServer
 import NearcastStore
 import Synchronization
 
@@ -26,6 +28,8 @@ package actor StoreFollower {
     let snapshot: StoreSnapshot
     package nonisolated let source: SnapshotSource
     let logger: Logger
+    /// This server's name in the store's audit lines (its host name).
+    let serverName = ProcessInfo.processInfo.hostName
     /// The store's revision the served data was read at.
     package private(set) var revision: Int64?
     /// Why the store cannot be followed now (nil: it is).
@@ -147,4 +151,40 @@ package actor StoreFollower {
 
 package struct StoreFollowerError: Error, CustomStringConvertible {
     package var description: String
+}
+
+extension StoreFollower: SharedZones {
+    package func zoneText(_ origin: DNSName) async throws -> (text: String, modRevision: Int64)? {
+        let (_, kv) = try await connection.etcd.get(Array(connection.layout.zone(origin).utf8))
+        return kv.map { (String(decoding: $0.value, as: UTF8.self), $0.modRevision) }
+    }
+
+    package func replaceZone(_ origin: DNSName, text: String, ifAt: Int64, audit: AuditLog.Entry) async throws
+        -> Int64?
+    {
+        let key = Array(connection.layout.zone(origin).utf8)
+        let line = StoreAuditLine(server: serverName, entry: audit)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let auditKey = connection.layout.audit + "\(audit.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
+        let r = try await connection.etcd.txn(
+            [.modRevision(key, equals: ifAt)],
+            success: [.put(key, Array(text.utf8)), .put(Array(auditKey.utf8), Array(try encoder.encode(line)))])
+        return r.succeeded ? r.revision : nil
+    }
+
+    package func waitServed(_ target: Int64, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while (revision ?? 0) < target {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+}
+
+/// An audit line in the store: the entry and the server that took the change.
+struct StoreAuditLine: Codable {
+    var server: String
+    var entry: AuditLog.Entry
 }

@@ -201,6 +201,7 @@ public final class ManagementAPI: Sendable {
         case .notFound: return HTTPError(.notFound, message: e.description)
         case .conflict: return HTTPError(.conflict, message: e.description)
         case .failed: return HTTPError(.internalServerError, message: e.description)
+        case .unavailable: return HTTPError(.serviceUnavailable, message: e.description)
         }
     }
 

@@ -62,12 +62,14 @@ public enum ZoneEditError: Error, CustomStringConvertible, Sendable {
     case conflict(String)
     /// The server could not make it durable or apply it (the audit log, the file, the maps).
     case failed(String)
+    /// Where the change must be written cannot be reached now (a fleet's store): try again later.
+    case unavailable(String)
 
     public var description: String {
         switch self {
         case .invalid(let field, let why): return "\(field): \(why)"
         case .zone(let d): return "the zone would not be valid, nothing was changed:\n\(d.description)"
-        case .notFound(let why), .conflict(let why), .failed(let why): return why
+        case .notFound(let why), .conflict(let why), .failed(let why), .unavailable(let why): return why
         }
     }
 }

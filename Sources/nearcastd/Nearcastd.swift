@@ -267,7 +267,7 @@ struct Nearcastd: AsyncParsableCommand {
                 return try storeSource?.snapshot.config(over: local) ?? local
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
-            changes: changes, metrics: metrics, audit: audit,
+            changes: changes, metrics: metrics, audit: audit, shared: follower,
             logger: logger)
         if let follower {
             await follower.start(served)

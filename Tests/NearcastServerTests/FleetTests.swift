@@ -33,11 +33,22 @@ import Testing
         let imported = try TestSupport.run(cli, ["store", "import", seed.path])
         #expect(imported.status == 0, "\(imported.stderr)")
 
+        let writer = "0123456789abcdef0123456789abcdef"
+        try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         func startServer(_ i: Int) throws -> Daemon {
             let config = dir.appendingPathComponent("server\(i).yaml")
-            try "listen: [\"127.0.0.1:0\"]\nstate-dir: \(dir.path)/state\(i)\n\(store)".write(
-                to: config, atomically: true, encoding: .utf8)
+            try """
+            listen: ["127.0.0.1:0"]
+            state-dir: \(dir.path)/state\(i)
+            api: { listen: "127.0.0.1:0", tokens: tokens }
+            \(store)
+            """.write(to: config, atomically: true, encoding: .utf8)
             return try Daemon(["--config", config.path])
+        }
+        @Sendable func throughAPI(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
+            var env = ProcessInfo.processInfo.environment
+            env["NEARCAST_TOKEN"] = writer
+            return try TestSupport.run(cli, args + ["--api", server.api], environment: env)
         }
         var servers = [try startServer(0), try startServer(1)]
         defer { for s in servers { s.stop() } }
@@ -56,6 +67,37 @@ import Testing
         }
         let took = Date().timeIntervalSince(changedAt)
         #expect(took < 5, "the change was served everywhere \(took) s after the import began")
+
+        // Record changes through either server's API at once: each is one transaction on the
+        // revision it was checked against, so none is lost; one that lost a race is refused (409)
+        // and says why. Every change that was acknowledged is served by both servers.
+        let running = servers
+        let results = try [0, 1].map { i in
+            (0..<4).map { k in (i, k) }
+        }.flatMap { $0 }.concurrentMap { (i: Int, k: Int) -> (String, TestSupport.Output) in
+            let name = "api\(i)-\(k)"
+            return (
+                name,
+                try throughAPI(
+                    ["record", "add", "example.test.", name, "A", "192.0.2.\(100 + 10 * i + k)"], via: running[i])
+            )
+        }
+        let acknowledged = results.filter { $0.1.status == 0 }.map(\.0)
+        for (name, out) in results where out.status != 0 {
+            #expect(
+                out.stderr.contains("409") && out.stderr.contains("changed in the store while"),
+                "\(name): \(out.stderr)")
+        }
+        #expect(acknowledged.count >= 2, "\(results.map { "\($0.0): \($0.1.stdout)\($0.1.stderr)" })")
+        for s in servers {
+            for name in acknowledged {
+                try s.waitUntilReady(timeout: 5) { !Self.addresses("\(name).example.test.", port: s.dnsPort).isEmpty }
+            }
+        }
+        let audit = try TestSupport.run(
+            try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
+            environment: ["ETCDCTL_API": "3"])
+        #expect(audit.stdout.components(separatedBy: "\"server\":").count - 1 == acknowledged.count, "\(audit.stdout)")
 
         // An invalid state in the store is refused; the last good one goes on being served.
         let bad = try TestSupport.run(
@@ -77,5 +119,19 @@ import Testing
         servers[0] = try startServer(0)
         #expect(Self.addresses("fleet.example.test.", port: servers[0].dnsPort) == ["192.0.2.77"])
         #expect(servers[0].log.contains("store out of reach: serving the snapshot kept at its revision"))
+    }
+}
+
+extension Array {
+    /// `transform` of every element, each on a thread of its own, all at once (for concurrent CLI calls).
+    func concurrentMap<T: Sendable>(_ transform: @Sendable @escaping (Element) throws -> T) throws -> [T]
+    where Element: Sendable {
+        let results = UnsafeMutableBufferPointer<Result<T, any Error>?>.allocate(capacity: count)
+        results.initialize(repeating: nil)
+        defer { results.deallocate() }
+        let items = self
+        nonisolated(unsafe) let out = results
+        DispatchQueue.concurrentPerform(iterations: count) { i in out[i] = Result { try transform(items[i]) } }
+        return try results.map { try $0!.get() }
     }
 }
