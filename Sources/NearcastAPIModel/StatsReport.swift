@@ -168,6 +168,23 @@ public enum ReloadError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// A fleet's store as one server follows it.
+public struct StoreStatus: Codable, Equatable, Sendable {
+    public var endpoints: [String]
+    public var prefix: String
+    /// The store's revision what is served was read at.
+    public var revision: Int64?
+    /// Why the store cannot be followed now; nil: it is followed.
+    public var degraded: String?
+
+    public init(endpoints: [String], prefix: String, revision: Int64?, degraded: String?) {
+        self.endpoints = endpoints
+        self.prefix = prefix
+        self.revision = revision
+        self.degraded = degraded
+    }
+}
+
 /// The daemon at a glance (`GET /v1/status`, `nearcast status`).
 public struct StatusReport: Codable, Equatable, Sendable {
     public var version: String
@@ -183,12 +200,15 @@ public struct StatusReport: Codable, Equatable, Sendable {
     public var unsettledPools: [String]
     /// Where overrides and the audit log are kept (nil: changes last until a restart).
     public var stateDirectory: String?
+    /// The fleet's store, when this server follows one.
+    public var store: StoreStatus?
 
     public init(
         version: String, uptime: Double, zones: [ZoneSummary], xdpInterfaces: [String], fastPathAnswers: Int?,
         geoNames: Int,
-        nodes: [String: Int], unsettledPools: [String], stateDirectory: String?
+        nodes: [String: Int], unsettledPools: [String], stateDirectory: String?, store: StoreStatus? = nil
     ) {
+        self.store = store
         self.version = version
         self.uptime = uptime
         self.zones = zones

@@ -2,6 +2,7 @@ import DNSWire
 import EtcdClient
 import Foundation
 import Logging
+import NearcastAPIModel
 import NearcastBasics
 import NearcastConfiguration
 import NearcastServer
@@ -63,6 +64,13 @@ package actor StoreFollower {
                 "store out of reach: serving the snapshot kept at its revision",
                 metadata: ["revision": "\(kept)", "error": "\(error)"])
         }
+    }
+
+    /// The store as this server follows it, for status and metrics.
+    package var status: StoreStatus {
+        StoreStatus(
+            endpoints: connection.etcd.endpoints, prefix: connection.layout.prefix, revision: revision,
+            degraded: degraded)
     }
 
     /// Follows the store until `stop`, reloading `served` after each change.

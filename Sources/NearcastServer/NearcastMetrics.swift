@@ -99,6 +99,11 @@ public final class NearcastMetrics: Sendable {
                     Double(b))
             }
         }
+        if let st = snapshot.store {
+            Self.gauge(registry, "nearcast_store_degraded", help: help.storeDegraded).set(
+                to: st.degraded == nil ? 0.0 : 1.0)
+            Self.gauge(registry, "nearcast_store_revision", help: help.storeRevision).set(Double(st.revision ?? 0))
+        }
         return registry.emitToBuffer()
     }
 
@@ -182,6 +187,8 @@ public final class NearcastMetrics: Sendable {
         let writeTime = "Time from a health decision to its map write, over the most recent changes."
         let mapEntries = "Entries written into each BPF map."
         let mapBytes = "Kernel memory each BPF map takes (memlock)."
+        let storeDegraded = "1 while the fleet's store cannot be followed (what was last read is served)."
+        let storeRevision = "The store's revision what is served was read at."
     }
 }
 
@@ -194,12 +201,15 @@ public struct MetricsSnapshot: Sendable {
     public var pools: [PoolStatus]
     public var health: HealthWrites?
     public var maps: [(name: String, entries: Int, bytes: Int?)]
+    /// The fleet's store, when this server follows one.
+    public var store: StoreStatus?
 
     public init(
         uptime: Double, geoCompileSeconds: Double? = nil, xdp: [StatsReport.Counter]? = nil, nodes: [NodeStatus] = [],
         pools: [PoolStatus] = [],
-        health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = []
+        health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = [], store: StoreStatus? = nil
     ) {
+        self.store = store
         self.uptime = uptime
         self.geoCompileSeconds = geoCompileSeconds
         self.xdp = xdp

@@ -43,6 +43,11 @@ struct Status: AsyncParsableCommand {
             "state:     "
             + (s.stateDirectory.map { "\($0) (overrides and audit log kept)" }
                 ?? "none: API changes last until a restart") + "\n"
+        if let st = s.store {
+            out +=
+                "store:     etcd \(st.endpoints.joined(separator: " ")) \(st.prefix), revision \(st.revision.map(String.init) ?? "none")"
+                + (st.degraded.map { "; DEGRADED: \($0) (serving what was last read)" } ?? "") + "\n"
+        }
         return out
     }
 }

@@ -22,6 +22,8 @@ struct DaemonParts: Sendable {
     var healthWrites: HealthWriteLog
     var served: ServedConfig
     var metrics: NearcastMetrics
+    /// The fleet's store, when this server follows one.
+    var store: StoreFollower?
 
     func apiSources() -> ManagementAPI.Sources {
         let startedAt = startedAt
@@ -31,6 +33,7 @@ struct DaemonParts: Sendable {
         let healthWrites = healthWrites
         let served = served
         let metrics = metrics
+        let store = store
         let live = live
         let explain: @Sendable (String, String, String, String?) throws -> GeoExplanation = { name, type, client, ecs in
             guard let c = live.current else {
@@ -70,7 +73,7 @@ struct DaemonParts: Sendable {
                     xdp: try deployment?.fastPath.statistics().counters,
                     nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
                     health: health.map { _ in healthWrites.report },
-                    maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [])
+                    maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status)
                 return metrics.render(snapshot)
             },
             zones: { await served.zoneList() },
@@ -88,7 +91,7 @@ struct DaemonParts: Sendable {
                     geoNames: live.current?.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
                     unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id),
-                    stateDirectory: stateDirectory)
+                    stateDirectory: stateDirectory, store: await store?.status)
             })
     }
 }

@@ -282,7 +282,7 @@ struct Nearcastd: AsyncParsableCommand {
             let parts = DaemonParts(
                 startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
                 monitor: monitor, changes: changes,
-                healthWrites: healthWrites, served: served, metrics: metrics)
+                healthWrites: healthWrites, served: served, metrics: metrics, store: follower)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }

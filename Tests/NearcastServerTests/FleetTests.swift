@@ -110,10 +110,24 @@ import Testing
             #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"])
         }
 
-        // etcd gone: every server goes on answering; one that restarts serves its last good snapshot.
+        let followed = try throughAPI(["status"], via: servers[1])
+        #expect(
+            followed.stdout.contains("store:     etcd \(etcd.endpoint) /nearcast/, revision "), "\(followed.stdout)")
+        #expect(!followed.stdout.contains("DEGRADED"))
+
+        // etcd gone: every server goes on answering, says it is degraded (status, /metrics, log);
+        // one that restarts serves its last good snapshot.
         etcd.stop()
         etcdRunning = false
         for s in servers { #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]) }
+        try servers[1].waitUntilReady(timeout: 10) {
+            (try? throughAPI(["status"], via: servers[1]))?.stdout.contains("DEGRADED") == true
+        }
+        let metrics = try TestSupport.run(
+            try TestSupport.tool("curl"),
+            ["-s", "-H", "Authorization: Bearer \(writer)", "http://\(servers[1].api)/metrics"])
+        #expect(metrics.stdout.contains("nearcast_store_degraded 1"), "\(metrics.stdout.prefix(500))")
+        #expect(servers[1].log.contains("store out of reach: serving what was last read"))
         let status = servers[0].stop()
         #expect(status == 0, "a server stops cleanly while etcd is gone")
         servers[0] = try startServer(0)
