@@ -104,7 +104,13 @@ package actor StoreFollower {
                 if revision == nil || degraded != nil { try await apply(served) }
                 let from = (revision ?? 0) + 1
                 for try await batch in connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from) {
-                    if batch.revision <= (revision ?? 0) { continue }
+                    // Only what is served is reloaded for: zones, the geo section, the layout (not
+                    // audit lines, and later not health observations).
+                    if batch.revision <= (revision ?? 0)
+                        || !batch.events.contains(where: { affectsServing($0.kv.keyString) })
+                    {
+                        continue
+                    }
                     try await apply(served)
                     pause = .milliseconds(200)
                 }
@@ -147,6 +153,11 @@ package actor StoreFollower {
             logger.notice("store followed again", metadata: ["revision": "\(rev)", "was": "\(was)"])
             degraded = nil
         }
+    }
+
+    func affectsServing(_ key: String) -> Bool {
+        let l = connection.layout
+        return key.hasPrefix(l.zones) || key == l.geo || key == l.layoutKey
     }
 
     func markDegraded(_ why: String) {
