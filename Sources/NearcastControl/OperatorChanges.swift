@@ -17,8 +17,9 @@ package actor OperatorChanges {
     private nonisolated let executor = ThreadExecutor(name: "nc-overrides")
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// An override as kept on disk: its end in wall-clock time (monotonic clocks restart with the host).
-    struct Kept: Codable, Equatable {
+    /// An override as kept on disk (and in a fleet's store): its end in wall-clock time (monotonic
+    /// clocks restart with the host).
+    package struct Kept: Codable, Equatable, Sendable {
         var node: String
         var kind: String
         var until: Double?
@@ -27,6 +28,9 @@ package actor OperatorChanges {
     let monitor: HealthMonitor
     let audit: AuditLog?
     let storePath: String?
+    /// A fleet's store, when overrides are shared: each is written there first, and the store's
+    /// overrides are applied here as they come (`applyShared`).
+    let shared: (any SharedOverrides)?
     var kept: [String: Kept] = [:]
     let logger: Logger
 
@@ -36,7 +40,11 @@ package actor OperatorChanges {
     }
 
     /// `storePath`: the kept overrides' file (nil: not kept); `audit`: the audit log, if any.
-    package init(monitor: HealthMonitor, storePath: String?, audit: AuditLog?, logger: Logger) {
+    package init(
+        monitor: HealthMonitor, storePath: String?, audit: AuditLog?, shared: (any SharedOverrides)? = nil,
+        logger: Logger
+    ) {
+        self.shared = shared
         self.monitor = monitor
         self.storePath = storePath
         self.audit = audit
@@ -76,6 +84,20 @@ package actor OperatorChanges {
         guard await monitor.state(of: node) != nil else { return nil }
         let o = kind.flatMap(HealthOverride.Kind.init(rawValue:))
         let before = await monitor.statuses().first { $0.id == node }
+        if let shared {
+            // Fleet-wide: into the store first (every server applies it from there); a change
+            // the store did not take is not made here either.
+            let wall = Date().timeIntervalSince1970
+            let entry = AuditLog.entry(
+                who: who, action: kind ?? "undrain", target: node,
+                detail: (kind ?? "no override") + (seconds.map { " for \($0) s" } ?? ""), before: "", after: "")
+            do {
+                try await shared.putOverride(
+                    node, o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { wall + $0 }) }, audit: entry)
+            } catch {
+                throw Refused(description: "the store cannot be written (\(error)): nothing was changed")
+            }
+        }
         // From here to `kept = next`, no await: another change cannot come between.
         let now = Date().timeIntervalSince1970
         var next = kept.filter { ($0.value.until ?? .infinity) > now }
@@ -108,6 +130,23 @@ package actor OperatorChanges {
         return await monitor.statuses().first { $0.id == node }
     }
 
+    /// An override of the fleet's store, as the store holds it now (nil: none), applied here
+    /// unless it is already (this server's own change coming back) or has run out.
+    package func applyShared(_ node: String, _ override: Kept?) async {
+        let now = Date().timeIntervalSince1970
+        let live = override.flatMap { ($0.until ?? .infinity) > now ? $0 : nil }
+        guard kept[node] != live, await monitor.state(of: node) != nil else { return }
+        var next = kept
+        next[node] = live
+        if let storePath { try? DurableFile.replace(storePath, with: Self.encode(next)) }
+        kept = next
+        let kind = live.flatMap { HealthOverride.Kind(rawValue: $0.kind) }
+        await monitor.setOverride(
+            node, kind.map { HealthOverride($0, until: live?.until.map { .now + .seconds($0 - now) }) })
+        logger.notice(
+            "override from the store", metadata: ["node": "\(node)", "kind": "\(live?.kind ?? "none")"])
+    }
+
     /// A reload left only `nodes`: overrides of the others are no longer kept (the monitor has
     /// already forgotten them), so a node of that id added later starts without one.
     func keepOnly(nodes: Set<String>) {
@@ -132,4 +171,10 @@ package actor OperatorChanges {
     }
 
     static func digest(_ kept: [String: Kept]) -> String { AuditLog.digest(encode(kept)) }
+}
+
+/// Where a fleet's overrides are kept (the store's follower).
+package protocol SharedOverrides: Sendable {
+    /// Writes `node`'s override (nil: takes it back), with its audit line.
+    func putOverride(_ node: String, _ override: OperatorChanges.Kept?, audit: AuditLog.Entry) async throws
 }

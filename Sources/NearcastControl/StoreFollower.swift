@@ -33,9 +33,13 @@ package actor StoreFollower {
     let serverName = ProcessInfo.processInfo.hostName
     /// The store's revision the served data was read at.
     package private(set) var revision: Int64?
+    /// Whether the store's overrides have been read since the last start or outage.
+    var overridesRead = false
     /// Why the store cannot be followed now (nil: it is).
     package private(set) var degraded: String?
     var task: Task<Void, Never>?
+    /// Where the store's overrides go.
+    var changes: OperatorChanges?
 
     package init(connection: FleetStoreConnection, stateDirectory: String, logger: Logger) {
         self.connection = connection
@@ -73,8 +77,10 @@ package actor StoreFollower {
             degraded: degraded)
     }
 
-    /// Follows the store until `stop`, reloading `served` after each change.
-    package func start(_ served: ServedConfig) {
+    /// Follows the store until `stop`, reloading `served` after each change of what is served and
+    /// handing overrides to `changes`.
+    package func start(_ served: ServedConfig, changes: OperatorChanges?) {
+        self.changes = changes
         task = Task { await self.follow(served) }
     }
 
@@ -102,15 +108,16 @@ package actor StoreFollower {
         while !Task.isCancelled {
             do {
                 if revision == nil || degraded != nil { try await apply(served) }
+                if !overridesRead { try await readOverrides() }
                 let from = (revision ?? 0) + 1
                 for try await batch in connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from) {
-                    // Only what is served is reloaded for: zones, the geo section, the layout (not
-                    // audit lines, and later not health observations).
-                    if batch.revision <= (revision ?? 0)
-                        || !batch.events.contains(where: { affectsServing($0.kv.keyString) })
-                    {
-                        continue
+                    if batch.revision <= (revision ?? 0) { continue }
+                    for e in batch.events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
+                        await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
                     }
+                    // Only what is served is reloaded for: zones, the geo section, the layout (not
+                    // overrides or audit lines, and later not health observations).
+                    guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
                     try await apply(served)
                     pause = .milliseconds(200)
                 }
@@ -155,12 +162,27 @@ package actor StoreFollower {
         }
     }
 
+    /// Every override the store holds, handed to `changes` (at start, and after an outage).
+    func readOverrides() async throws {
+        let (_, kvs) = try await connection.etcd.range(prefix: Array(connection.layout.overrides.utf8))
+        for kv in kvs { await override(kv.keyString, kv.value) }
+        overridesRead = true
+    }
+
+    /// One override key as the store holds it (nil: deleted), handed to `changes`.
+    func override(_ key: String, _ value: [UInt8]?) async {
+        let node = String(key.dropFirst(connection.layout.overrides.count))
+        let kept = value.flatMap { try? JSONDecoder().decode(OperatorChanges.Kept.self, from: Data($0)) }
+        await changes?.applyShared(node, kept)
+    }
+
     func affectsServing(_ key: String) -> Bool {
         let l = connection.layout
         return key.hasPrefix(l.zones) || key == l.geo || key == l.layoutKey
     }
 
     func markDegraded(_ why: String) {
+        overridesRead = false
         if degraded == nil {
             logger.warning("store out of reach: serving what was last read", metadata: ["error": "\(why)"])
         }
@@ -206,4 +228,16 @@ extension StoreFollower: SharedZones {
 struct StoreAuditLine: Codable {
     var server: String
     var entry: AuditLog.Entry
+}
+
+extension StoreFollower: SharedOverrides {
+    package func putOverride(_ node: String, _ override: OperatorChanges.Kept?, audit: AuditLog.Entry) async throws {
+        let key = Array((connection.layout.overrides + node).utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let auditKey = connection.layout.audit + "\(audit.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
+        let line = Array(try encoder.encode(StoreAuditLine(server: serverName, entry: audit)))
+        let write: EtcdOperation = try override.map { .put(key, Array(try encoder.encode($0))) } ?? .delete(key)
+        _ = try await connection.etcd.txn([], success: [write, .put(Array(auditKey.utf8), line)])
+    }
 }

@@ -246,8 +246,8 @@ struct Nearcastd: AsyncParsableCommand {
             live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
         await started.add("health checks") { await monitor.stop() }
         let changes = OperatorChanges(
-            monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit, logger: logger
-        )
+            monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit,
+            shared: follower, logger: logger)
         do {
             try await changes.restore()
         } catch {
@@ -270,7 +270,7 @@ struct Nearcastd: AsyncParsableCommand {
             changes: changes, metrics: metrics, audit: audit, shared: follower,
             logger: logger)
         if let follower {
-            await follower.start(served)
+            await follower.start(served, changes: changes)
             await started.add("store follower") { await follower.stop() }
         }
         if let address = cfg.api.listen {

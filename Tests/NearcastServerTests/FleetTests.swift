@@ -136,6 +136,70 @@ import Testing
     }
 }
 
+extension FleetTests {
+    /// A drain made through one server's API is the fleet's: every server, and a server started
+    /// after it, takes the node out; an undrain through another server brings it back everywhere.
+    @Test func drainsAreFleetWide() throws {
+        let etcd = try EtcdServer()
+        defer { etcd.stop() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-drain-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n"
+        let seed = dir.appendingPathComponent("seed.yaml")
+        try """
+        zones:
+          - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
+        \(store)
+        geo:
+          database: \(Repository.testCityDatabase)
+        \(Fixtures.fourNodes(indent: 2))
+          names:
+            - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+        """.write(to: seed, atomically: true, encoding: .utf8)
+        let cli = try TestSupport.product("nearcast")
+        #expect(try TestSupport.run(cli, ["store", "import", seed.path]).status == 0)
+        let writer = "0123456789abcdef0123456789abcdef"
+        try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        func startServer(_ i: Int) throws -> Daemon {
+            let config = dir.appendingPathComponent("server\(i).yaml")
+            try """
+            listen: ["127.0.0.1:0"]
+            state-dir: \(dir.path)/state\(i)
+            api: { listen: "127.0.0.1:0", tokens: tokens }
+            \(store)
+            """.write(to: config, atomically: true, encoding: .utf8)
+            return try Daemon(["--config", config.path])
+        }
+        func run(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
+            var env = ProcessInfo.processInfo.environment
+            env["NEARCAST_TOKEN"] = writer
+            return try TestSupport.run(cli, args + ["--api", server.api], environment: env)
+        }
+        func fra1(_ server: Daemon) -> String {
+            ((try? run(["nodes"], via: server))?.stdout ?? "").split(separator: "\n").first { $0.hasPrefix("fra1 ") }
+                .map(String.init) ?? ""
+        }
+        let a = try startServer(0)
+        defer { a.stop() }
+        let b = try startServer(1)
+        defer { b.stop() }
+        let drained = try run(["node", "drain", "fra1", "--for", "10m"], via: a)
+        #expect(drained.status == 0, "\(drained.stderr)")
+        try b.waitUntilReady(timeout: 10) { fra1(b).contains("drained") }
+        let late = try startServer(2)
+        defer { late.stop() }
+        try late.waitUntilReady(timeout: 10) { fra1(late).contains("drained") }
+
+        #expect(try run(["node", "undrain", "fra1"], via: b).status == 0)
+        for s in [a, late] { try s.waitUntilReady(timeout: 10) { !fra1(s).isEmpty && !fra1(s).contains("drained") } }
+        let audit = try TestSupport.run(
+            try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
+            environment: ["ETCDCTL_API": "3"])
+        #expect(audit.stdout.contains("\"action\":\"drain\"") && audit.stdout.contains("\"action\":\"undrain\""))
+    }
+}
+
 extension Array {
     /// `transform` of every element, each on a thread of its own, all at once (for concurrent CLI calls).
     func concurrentMap<T: Sendable>(_ transform: @Sendable @escaping (Element) throws -> T) throws -> [T]
