@@ -204,14 +204,18 @@ extension StoreFollower: SharedZones {
         -> Int64?
     {
         let key = Array(connection.layout.zone(origin).utf8)
-        let line = StoreAuditLine(server: serverName, entry: audit)
+        let r = try await connection.etcd.txn(
+            [.modRevision(key, equals: ifAt)], success: [.put(key, Array(text.utf8)), try auditWrite(audit)])
+        return r.succeeded ? r.revision : nil
+    }
+
+    /// The write of `entry` as an audit line of the store (`P audit/TIME-SERVER-RANDOM`), naming
+    /// this server.
+    func auditWrite(_ entry: AuditLog.Entry) throws -> EtcdOperation {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let auditKey = connection.layout.audit + "\(audit.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
-        let r = try await connection.etcd.txn(
-            [.modRevision(key, equals: ifAt)],
-            success: [.put(key, Array(text.utf8)), .put(Array(auditKey.utf8), Array(try encoder.encode(line)))])
-        return r.succeeded ? r.revision : nil
+        let key = connection.layout.audit + "\(entry.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
+        return .put(Array(key.utf8), Array(try encoder.encode(StoreAuditLine(server: serverName, entry: entry))))
     }
 
     package func waitServed(_ target: Int64, timeout: Duration) async -> Bool {
@@ -233,11 +237,7 @@ struct StoreAuditLine: Codable {
 extension StoreFollower: SharedOverrides {
     package func putOverride(_ node: String, _ override: OperatorChanges.Kept?, audit: AuditLog.Entry) async throws {
         let key = Array((connection.layout.overrides + node).utf8)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let auditKey = connection.layout.audit + "\(audit.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
-        let line = Array(try encoder.encode(StoreAuditLine(server: serverName, entry: audit)))
-        let write: EtcdOperation = try override.map { .put(key, Array(try encoder.encode($0))) } ?? .delete(key)
-        _ = try await connection.etcd.txn([], success: [write, .put(Array(auditKey.utf8), line)])
+        let write: EtcdOperation = try override.map { .put(key, Array(try JSONEncoder().encode($0))) } ?? .delete(key)
+        _ = try await connection.etcd.txn([], success: [write, try auditWrite(audit)])
     }
 }

@@ -14,27 +14,39 @@ import Testing
         return m.answers.compactMap { if case .a(let a) = $0.rdata { a.description } else { nil } }
     }
 
-    @Test func serversFollowTheStoreAndOutliveIt() throws {
-        let etcd = try EtcdServer()
-        var etcdRunning = true
-        defer { if etcdRunning { etcd.stop() } }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let store = "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n"
-        let fixture = try String(
-            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
-        let zone = dir.appendingPathComponent("example.test.zone")
-        try fixture.write(to: zone, atomically: true, encoding: .utf8)
-        let seed = dir.appendingPathComponent("seed.yaml")
-        try "zones:\n  - { origin: example.test., file: \(zone.path) }\n\(store)".write(
-            to: seed, atomically: true, encoding: .utf8)
-        let cli = try TestSupport.product("nearcast")
-        let imported = try TestSupport.run(cli, ["store", "import", seed.path])
-        #expect(imported.status == 0, "\(imported.stderr)")
-
+    /// A fleet for a test: one etcd, a directory, a write token, and servers that follow the store
+    /// with their own listen address, API and state directory.
+    final class Fleet: Sendable {
+        let etcd: EtcdServer
+        let dir: URL
+        let cli: String
         let writer = "0123456789abcdef0123456789abcdef"
-        try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        /// The config's store section.
+        var store: String { "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n" }
+
+        init() throws {
+            etcd = try EtcdServer()
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            cli = try TestSupport.product("nearcast")
+            try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        }
+
+        /// Stops etcd and removes the directory (the servers are the test's to stop).
+        func finish(etcdRunning: Bool = true) {
+            if etcdRunning { etcd.stop() }
+            try? FileManager.default.removeItem(at: dir)
+        }
+
+        /// Imports `config` (YAML without the store section, which is added) into the store.
+        func seed(_ config: String) throws {
+            let seed = dir.appendingPathComponent("seed.yaml")
+            try (config + "\n" + store).write(to: seed, atomically: true, encoding: .utf8)
+            let imported = try TestSupport.run(cli, ["store", "import", seed.path])
+            #expect(imported.status == 0, "\(imported.stderr)")
+        }
+
+        /// Server `i`, following the store.
         func startServer(_ i: Int) throws -> Daemon {
             let config = dir.appendingPathComponent("server\(i).yaml")
             try """
@@ -45,12 +57,27 @@ import Testing
             """.write(to: config, atomically: true, encoding: .utf8)
             return try Daemon(["--config", config.path])
         }
-        @Sendable func throughAPI(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
+
+        /// `nearcast ARGS` against `server`'s API with the write token.
+        func api(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
             env["NEARCAST_TOKEN"] = writer
             return try TestSupport.run(cli, args + ["--api", server.api], environment: env)
         }
-        var servers = [try startServer(0), try startServer(1)]
+    }
+
+    @Test func serversFollowTheStoreAndOutliveIt() throws {
+        let fleet = try Fleet()
+        var etcdRunning = true
+        defer { fleet.finish(etcdRunning: etcdRunning) }
+        let (etcd, writer) = (fleet.etcd, fleet.writer)
+        let fixture = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
+        let zone = fleet.dir.appendingPathComponent("example.test.zone")
+        try fixture.write(to: zone, atomically: true, encoding: .utf8)
+        let seed = "zones:\n  - { origin: example.test., file: \(zone.path) }"
+        try fleet.seed(seed)
+        var servers = [try fleet.startServer(0), try fleet.startServer(1)]
         defer { for s in servers { s.stop() } }
         for s in servers {
             #expect(Self.addresses("www.example.test.", port: s.dnsPort).sorted() == ["192.0.2.1", "192.0.2.2"])
@@ -59,7 +86,7 @@ import Testing
         // A change put into the store reaches every server.
         try (fixture + "fleet A 192.0.2.77\n").write(to: zone, atomically: true, encoding: .utf8)
         let changedAt = Date()
-        #expect(try TestSupport.run(cli, ["store", "import", seed.path]).status == 0)
+        try fleet.seed(seed)
         for s in servers {
             try s.waitUntilReady(timeout: 10) {
                 Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]
@@ -78,7 +105,7 @@ import Testing
             let name = "api\(i)-\(k)"
             return (
                 name,
-                try throughAPI(
+                try fleet.api(
                     ["record", "add", "example.test.", name, "A", "192.0.2.\(100 + 10 * i + k)"], via: running[i])
             )
         }
@@ -110,7 +137,7 @@ import Testing
             #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"])
         }
 
-        let followed = try throughAPI(["status"], via: servers[1])
+        let followed = try fleet.api(["status"], via: servers[1])
         #expect(
             followed.stdout.contains("store:     etcd \(etcd.endpoint) /nearcast/, revision "), "\(followed.stdout)")
         #expect(!followed.stdout.contains("DEGRADED"))
@@ -121,7 +148,7 @@ import Testing
         etcdRunning = false
         for s in servers { #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]) }
         try servers[1].waitUntilReady(timeout: 10) {
-            (try? throughAPI(["status"], via: servers[1]))?.stdout.contains("DEGRADED") == true
+            (try? fleet.api(["status"], via: servers[1]))?.stdout.contains("DEGRADED") == true
         }
         let metrics = try TestSupport.run(
             try TestSupport.tool("curl"),
@@ -130,7 +157,7 @@ import Testing
         #expect(servers[1].log.contains("store out of reach: serving what was last read"))
         let status = servers[0].stop()
         #expect(status == 0, "a server stops cleanly while etcd is gone")
-        servers[0] = try startServer(0)
+        servers[0] = try fleet.startServer(0)
         #expect(Self.addresses("fleet.example.test.", port: servers[0].dnsPort) == ["192.0.2.77"])
         #expect(servers[0].log.contains("store out of reach: serving the snapshot kept at its revision"))
     }
@@ -140,58 +167,37 @@ extension FleetTests {
     /// A drain made through one server's API is the fleet's: every server, and a server started
     /// after it, takes the node out; an undrain through another server brings it back everywhere.
     @Test func drainsAreFleetWide() throws {
-        let etcd = try EtcdServer()
-        defer { etcd.stop() }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-drain-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let store = "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n"
-        let seed = dir.appendingPathComponent("seed.yaml")
-        try """
-        zones:
-          - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
-        \(store)
-        geo:
-          database: \(Repository.testCityDatabase)
-        \(Fixtures.fourNodes(indent: 2))
-          names:
-            - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
-        """.write(to: seed, atomically: true, encoding: .utf8)
-        let cli = try TestSupport.product("nearcast")
-        #expect(try TestSupport.run(cli, ["store", "import", seed.path]).status == 0)
-        let writer = "0123456789abcdef0123456789abcdef"
-        try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
-        func startServer(_ i: Int) throws -> Daemon {
-            let config = dir.appendingPathComponent("server\(i).yaml")
-            try """
-            listen: ["127.0.0.1:0"]
-            state-dir: \(dir.path)/state\(i)
-            api: { listen: "127.0.0.1:0", tokens: tokens }
-            \(store)
-            """.write(to: config, atomically: true, encoding: .utf8)
-            return try Daemon(["--config", config.path])
-        }
-        func run(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
-            var env = ProcessInfo.processInfo.environment
-            env["NEARCAST_TOKEN"] = writer
-            return try TestSupport.run(cli, args + ["--api", server.api], environment: env)
-        }
+        let fleet = try Fleet()
+        defer { fleet.finish() }
+        try fleet.seed(
+            """
+            zones:
+              - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
+            geo:
+              database: \(Repository.testCityDatabase)
+            \(Fixtures.fourNodes(indent: 2))
+              names:
+                - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+            """)
+        let etcd = fleet.etcd
         func fra1(_ server: Daemon) -> String {
-            ((try? run(["nodes"], via: server))?.stdout ?? "").split(separator: "\n").first { $0.hasPrefix("fra1 ") }
-                .map(String.init) ?? ""
+            ((try? fleet.api(["nodes"], via: server))?.stdout ?? "").split(separator: "\n").first {
+                $0.hasPrefix("fra1 ")
+            }
+            .map(String.init) ?? ""
         }
-        let a = try startServer(0)
+        let a = try fleet.startServer(0)
         defer { a.stop() }
-        let b = try startServer(1)
+        let b = try fleet.startServer(1)
         defer { b.stop() }
-        let drained = try run(["node", "drain", "fra1", "--for", "10m"], via: a)
+        let drained = try fleet.api(["node", "drain", "fra1", "--for", "10m"], via: a)
         #expect(drained.status == 0, "\(drained.stderr)")
         try b.waitUntilReady(timeout: 10) { fra1(b).contains("drained") }
-        let late = try startServer(2)
+        let late = try fleet.startServer(2)
         defer { late.stop() }
         try late.waitUntilReady(timeout: 10) { fra1(late).contains("drained") }
 
-        #expect(try run(["node", "undrain", "fra1"], via: b).status == 0)
+        #expect(try fleet.api(["node", "undrain", "fra1"], via: b).status == 0)
         for s in [a, late] { try s.waitUntilReady(timeout: 10) { !fra1(s).isEmpty && !fra1(s).contains("drained") } }
         let audit = try TestSupport.run(
             try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
