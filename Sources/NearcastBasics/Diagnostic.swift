@@ -21,3 +21,9 @@ public struct DiagnosticsError: Error, Sendable, CustomStringConvertible {
     public init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
     public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 }
+
+/// A path as an input file gives it: absolute as written, or relative to the file's directory
+/// (`base`; empty: as written).
+public func resolvedPath(_ path: String, relativeTo base: String) -> String {
+    path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
+}

@@ -153,7 +153,7 @@ public struct NearcastConfig: Sendable {
                         fail(item, "zone \(origin) is listed twice")
                         continue
                     }
-                    let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                    let path = resolvedPath(f, relativeTo: baseDirectory)
                     config.zones.append(ZoneSource(origin: origin, path: path, declaredAt: "\(fileName):\(line(item))"))
                 }
             case "max-udp-payload":
@@ -173,7 +173,7 @@ public struct NearcastConfig: Sendable {
                     fail(v, "state-dir must be a directory path (e.g. /var/lib/nearcast)")
                     continue
                 }
-                config.stateDirectory = d.hasPrefix("/") || baseDirectory.isEmpty ? d : baseDirectory + "/" + d
+                config.stateDirectory = resolvedPath(d, relativeTo: baseDirectory)
             case "xdp":
                 guard let m = v.mapping else {
                     fail(v, "xdp must be a mapping (interfaces, pin-root, object, keep-on-exit)")
@@ -202,7 +202,7 @@ public struct NearcastConfig: Sendable {
                             fail(xv, "xdp object must be a path")
                             continue
                         }
-                        config.xdp.objectPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                        config.xdp.objectPath = resolvedPath(s, relativeTo: baseDirectory)
                     case "keep-on-exit":
                         guard let b = xv.bool else {
                             fail(xv, "xdp keep-on-exit must be true or false")
@@ -262,7 +262,7 @@ public struct NearcastConfig: Sendable {
                             fail(av, "api tokens must be the path of a tokens file")
                             continue
                         }
-                        config.api.tokensPath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                        config.api.tokensPath = resolvedPath(s, relativeTo: baseDirectory)
                     case "tls":
                         guard let tm = av.mapping, let cert = tm["certificate"]?.string, let key = tm["key"]?.string,
                             tm.count == 2
@@ -272,7 +272,7 @@ public struct NearcastConfig: Sendable {
                         }
                         var paths: [String] = []
                         for (what, f) in [("certificate", cert), ("key", key)] {
-                            let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                            let path = resolvedPath(f, relativeTo: baseDirectory)
                             if !FileManager.default.isReadableFile(atPath: path) {
                                 fail(tm[what], "api tls \(what) \(path) does not exist or cannot be read")
                             }
@@ -341,7 +341,7 @@ public struct NearcastConfig: Sendable {
                         fail(item, "tsig key-files must be paths of files of BIND key statements")
                         continue
                     }
-                    let path = f.hasPrefix("/") || baseDirectory.isEmpty ? f : baseDirectory + "/" + f
+                    let path = resolvedPath(f, relativeTo: baseDirectory)
                     do { keys += try TSIGKeyFile.load(path: path) } catch { diags += error.diagnostics }
                 }
             default:

@@ -61,7 +61,7 @@ public struct EtcdSettings: Hashable, Sendable {
             fail(etcdNode, "store etcd must be a mapping (\(knownKeys.joined(separator: ", ")))")
             return StoreSettings()
         }
-        func path(_ s: String) -> String { s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s }
+        func path(_ s: String) -> String { resolvedPath(s, relativeTo: baseDirectory) }
         var settings = EtcdSettings(endpoints: [])
         for (k, value) in e {
             switch k.string ?? "" {

@@ -193,7 +193,7 @@ extension GeoConfig {
                     fail(v, "geo database must be the path of a MaxMind City database")
                     continue
                 }
-                geo.databasePath = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+                geo.databasePath = resolvedPath(s, relativeTo: baseDirectory)
             case "nodes":
                 for item in list(v, "geo nodes", fail) {
                     if let n = parseNode(item, fileName, baseDirectory, fail) { geo.nodes.append(n) }

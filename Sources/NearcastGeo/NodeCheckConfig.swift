@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 import Yams
 
 /// One active check of a node, as configured (ARCHITECTURE §6; NearcastHealth runs it):
@@ -157,7 +158,7 @@ extension NodeCheckConfig {
                 ok = false
                 return
             }
-            let path = s.hasPrefix("/") || baseDirectory.isEmpty ? s : baseDirectory + "/" + s
+            let path = resolvedPath(s, relativeTo: baseDirectory)
             if !FileManager.default.isReadableFile(atPath: path) {
                 fail(n, "\(owner): ca file \(path) does not exist or cannot be read")
                 ok = false
