@@ -144,7 +144,7 @@ package actor StoreFollower {
         source.use(candidate)
         do {
             _ = try await served.reload(by: "store@\(rev)")
-            try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
+            try await onOwnThread { [snapshot] in try snapshot.replace(with: candidate) }  // renamed, not written again
             source.use(snapshot)
             revision = rev
         } catch {

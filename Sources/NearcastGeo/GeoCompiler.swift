@@ -57,12 +57,11 @@ public struct GeoAlias: Hashable, Sendable {
         self.length = length
     }
 
-    /// The IPv4 address inside `address` (16 bytes), when this prefix covers it.
-    public func ipv4(in address: [UInt8]) -> [UInt8]? {
+    /// The IPv4 address inside `address` (16 bytes; `aligned`: the same, left-aligned), when this
+    /// prefix covers it.
+    public func ipv4(in address: [UInt8], aligned: UInt128) -> [UInt8]? {
         guard address.count == 16, length % 8 == 0, length <= 96,
-            GeoCompiler.contains(
-                ClassPrefix(address: self.address, length: length, locationClass: 0),
-                GeoCompiler.leftAligned(address))
+            GeoCompiler.contains(ClassPrefix(address: self.address, length: length, locationClass: 0), aligned)
         else { return nil }
         return Array(address[(length / 8)..<(length / 8 + 4)])
     }
@@ -113,8 +112,9 @@ public struct GeoImage: Sendable {
     /// The match of `address` (4 or 16 bytes), as the fast path finds it: an aliased IPv6 address
     /// by its IPv4 address (the scope counts the alias's bits too), any other by longest prefix.
     public func match(_ address: [UInt8]) -> Match {
+        let aligned = GeoCompiler.leftAligned(address)
         for alias in aliases {
-            guard let v4 = alias.ipv4(in: address) else { continue }
+            guard let v4 = alias.ipv4(in: address, aligned: aligned) else { continue }
             let (c, p) = lookup(v4)
             return Match(locationClass: c, length: p.map { alias.length + $0.length }, seed: p?.seed ?? 0)
         }

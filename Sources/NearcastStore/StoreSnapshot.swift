@@ -25,15 +25,18 @@ public struct StoreSnapshot: Sendable {
 
     /// Replaces the snapshot with `files` read at `revision`.
     public func write(_ files: FleetFiles, revision: Int64) throws {
+        let next = StoreSnapshot(directory: directory + ".next")
+        try next.writeInPlace(files, revision: revision)
+        try replace(with: next)
+    }
+
+    /// Replaces the snapshot with `other` (a directory beside it, renamed into place).
+    public func replace(with other: StoreSnapshot) throws {
         let fm = FileManager.default
-        let next = directory + ".next"
         let old = directory + ".old"
-        try? fm.removeItem(atPath: next)
         try? fm.removeItem(atPath: old)
-        try files.write(to: next)
-        try "\(revision)\n".write(toFile: next + "/revision", atomically: true, encoding: .utf8)
         if fm.fileExists(atPath: directory) { try fm.moveItem(atPath: directory, toPath: old) }
-        try fm.moveItem(atPath: next, toPath: directory)
+        try fm.moveItem(atPath: other.directory, toPath: directory)
         try? fm.removeItem(atPath: old)
     }
 
