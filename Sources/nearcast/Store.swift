@@ -23,6 +23,25 @@ struct Store: AsyncParsableCommand {
         return etcd
     }
 
+    /// Runs `body` with a connection to the store, closed whatever happens; a failure is said
+    /// as `nearcast store WHAT: why` and exits 1.
+    static func connected(
+        _ settings: EtcdSettings, _ what: String, _ body: (FleetStoreConnection) async throws -> Void
+    ) async throws {
+        let store = try FleetStoreConnection(settings)
+        do { try await body(store) } catch {
+            await store.close()
+            FileHandle.standardError.write(Data("nearcast store \(what): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        await store.close()
+    }
+
+    /// "1 zone and the geo section", as the commands report what they moved.
+    static func contents(_ files: FleetFiles) -> String {
+        counted(files.zones.count, "zone") + (files.geo == nil ? "" : " and the geo section")
+    }
+
     /// `nearcast store import nearcast.yaml`: the config's zones and geo section into etcd.
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -38,18 +57,10 @@ struct Store: AsyncParsableCommand {
                 for d in error.diagnostics { FileHandle.standardError.write(Data((d.description + "\n").utf8)) }
                 throw ExitCode(1)
             }
-            let store = try FleetStoreConnection(settings)
-            do {
+            try await Store.connected(settings, "import") { store in
                 let revision = try await store.importFiles(files)
-                print(
-                    "imported \(counted(files.zones.count, "zone"))\(files.geo == nil ? "" : " and the geo section") into \(settings.prefix) (revision \(revision))"
-                )
-            } catch {
-                await store.close()
-                FileHandle.standardError.write(Data("nearcast store import: \(error)\n".utf8))
-                throw ExitCode(1)
+                print("imported \(Store.contents(files)) into \(settings.prefix) (revision \(revision))")
             }
-            await store.close()
         }
     }
 
@@ -65,19 +76,11 @@ struct Store: AsyncParsableCommand {
         var config: String
 
         func run() async throws {
-            let store = try FleetStoreConnection(try Store.settings(config))
-            do {
+            try await Store.connected(try Store.settings(config), "export") { store in
                 let files = try await store.exportFiles()
                 try files.write(to: directory)
-                print(
-                    "exported \(counted(files.zones.count, "zone"))\(files.geo == nil ? "" : " and the geo section") to \(directory)"
-                )
-            } catch {
-                await store.close()
-                FileHandle.standardError.write(Data("nearcast store export: \(error)\n".utf8))
-                throw ExitCode(1)
+                print("exported \(Store.contents(files)) to \(directory)")
             }
-            await store.close()
         }
     }
 }
