@@ -70,11 +70,15 @@ public struct NodeStatus: Codable, Equatable, Sendable {
     public var changes: Int
     public var lastReason: String?
     public var secondsSinceChange: Double?
+    /// In a fleet: each live observer's view of the node (up, degraded or down by its own checks),
+    /// this server's first; nil outside a fleet.
+    public var observers: [ObserverView]?
 
     public init(
         id: String, state: String, override: String? = nil, overrideSecondsLeft: Double? = nil, changes: Int = 0,
-        lastReason: String? = nil, secondsSinceChange: Double? = nil
+        lastReason: String? = nil, secondsSinceChange: Double? = nil, observers: [ObserverView]? = nil
     ) {
+        self.observers = observers
         self.id = id
         self.state = state
         self.override = override
@@ -82,6 +86,17 @@ public struct NodeStatus: Codable, Equatable, Sendable {
         self.changes = changes
         self.lastReason = lastReason
         self.secondsSinceChange = secondsSinceChange
+    }
+}
+
+/// One fleet server's view of a node, by its own checks.
+public struct ObserverView: Codable, Equatable, Sendable {
+    public var server: String
+    public var view: String
+
+    public init(server: String, view: String) {
+        self.server = server
+        self.view = view
     }
 }
 

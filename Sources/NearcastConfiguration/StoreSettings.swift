@@ -13,11 +13,21 @@ import Yams
 ///     username: nearcast            # optional: etcd's own users
 ///     password-file: etcd.password
 ///     tls: { ca: ca.pem, certificate: client.pem, key: client-key.pem }   # optional
+///   server: ns1                     # this server's name in the fleet (default: the host name)
 /// ```
 public struct StoreSettings: Hashable, Sendable {
     public var etcd: EtcdSettings?
+    /// This server's name among the fleet's servers: in audit lines, as a health observer and
+    /// under `P servers/` (nil: the host name).
+    public var server: String?
 
-    public init(etcd: EtcdSettings? = nil) { self.etcd = etcd }
+    public init(etcd: EtcdSettings? = nil, server: String? = nil) {
+        self.etcd = etcd
+        self.server = server
+    }
+
+    /// This server's name in the fleet.
+    public var serverName: String { server ?? ProcessInfo.processInfo.hostName }
 }
 
 /// How to reach the etcd cluster of a fleet.
@@ -53,9 +63,23 @@ public struct EtcdSettings: Hashable, Sendable {
         func fail(_ node: Node?, _ m: String) {
             diags.append(Diagnostic(file: fileName, line: node?.mark?.line ?? 0, message: m))
         }
-        guard let m = v.mapping, m.count == 1, let etcdNode = m["etcd"] else {
+        guard let m = v.mapping, let etcdNode = m["etcd"] else {
             fail(v, "store must be { etcd: { endpoints: [...], prefix: /nearcast/ } } (no store section: files)")
             return StoreSettings()
+        }
+        var server: String?
+        for (k, value) in m where k.string != "etcd" {
+            guard k.string == "server" else {
+                fail(k, "unknown store key '\(k.string ?? "?")' (known: etcd, server)")
+                continue
+            }
+            guard let s = value.string, (1...63).contains(s.count),
+                s.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+            else {
+                fail(value, "store server must be this server's name: letters, digits, '-', '_' and '.' (at most 63)")
+                continue
+            }
+            server = s
         }
         guard let e = etcdNode.mapping else {
             fail(etcdNode, "store etcd must be a mapping (\(knownKeys.joined(separator: ", ")))")
@@ -128,6 +152,6 @@ public struct EtcdSettings: Hashable, Sendable {
         if settings.username == nil, settings.passwordFile != nil {
             fail(etcdNode, "store etcd password-file needs a username")
         }
-        return StoreSettings(etcd: settings)
+        return StoreSettings(etcd: settings, server: server)
     }
 }

@@ -26,14 +26,17 @@ package enum HealthWiring {
 
     /// Starts monitoring every geo node (none while there are no geo names: a reload may add
     /// them): those without checks are up unless an operator says otherwise (drain, force-down).
+    /// `observerName`: this server's name among a fleet's observers (nil: not in a fleet).
     package static func start(
-        live: LiveGeo, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog, logger: Logger
+        live: LiveGeo, fastPath: FastPath?, group: any EventLoopGroup, writes: HealthWriteLog,
+        observerName: String? = nil, logger: Logger
     ) async -> HealthMonitor {
         let config = live.current?.config ?? GeoConfig()
         let nodes = plan(config)
         let board = live.board
         let m = HealthMonitor(
-            checker: HealthChecker(group: group), nodes: nodes, pools: config.pools, board: board,
+            checker: HealthChecker(group: group), nodes: nodes, pools: config.pools, observers: config.observers,
+            observerName: observerName, board: board,
             onChange: { change in
                 do {
                     if try fastPath?.writeNodeHealth(change.node) == true {

@@ -247,7 +247,7 @@ package actor ServedConfig {
             logger.notice("no geo names any more")
         }
         let config = config ?? GeoConfig()
-        await monitor?.reconfigure(nodes: HealthWiring.plan(config), pools: config.pools)
+        await monitor?.reconfigure(nodes: HealthWiring.plan(config), pools: config.pools, observers: config.observers)
         await changes?.keepOnly(nodes: Set(config.nodes.map(\.id)))
     }
 

@@ -25,12 +25,12 @@ package final class SnapshotSource: Sendable {
 /// becomes the snapshot. When etcd is out of reach the server goes on serving what it has, says
 /// so once, and catches up when etcd is back (a compacted revision means a full read).
 package actor StoreFollower {
-    let connection: FleetStoreConnection
+    package nonisolated let connection: FleetStoreConnection
     let snapshot: StoreSnapshot
     package nonisolated let source: SnapshotSource
     let logger: Logger
-    /// This server's name in the store's audit lines (its host name).
-    let serverName = ProcessInfo.processInfo.hostName
+    /// This server's name in the store's audit lines (`store: server:`, or the host name).
+    package nonisolated let serverName: String
     /// The store's revision the served data was read at.
     package private(set) var revision: Int64?
     /// Whether the store's overrides have been read since the last start or outage.
@@ -41,8 +41,9 @@ package actor StoreFollower {
     /// Where the store's overrides go.
     var changes: OperatorChanges?
 
-    package init(connection: FleetStoreConnection, stateDirectory: String, logger: Logger) {
+    package init(connection: FleetStoreConnection, serverName: String, stateDirectory: String, logger: Logger) {
         self.connection = connection
+        self.serverName = serverName
         snapshot = StoreSnapshot(stateDirectory: stateDirectory)
         source = SnapshotSource(snapshot)
         self.logger = logger

@@ -20,6 +20,7 @@ import Yams
 ///     - { name: www.example.net., type: A, pool: web, answers: 2, ttl: 30, strategy: linear,
 ///         same-country-bonus: 0, same-region-bonus: 0, max-distance: 5000, depth: 8,
 ///         fallback: [fra1], all-down: fail-open }
+///   observers: { down-when: 60% }   # a fleet's shared judgement (ObserversConfig)
 /// ```
 public struct GeoConfig: Sendable {
     /// The MaxMind City database (relative paths from the config file's directory).
@@ -27,6 +28,8 @@ public struct GeoConfig: Sendable {
     public var nodes: [NodeConfig] = []
     public var pools: [PoolConfig] = []
     public var names: [GeoNameConfig] = []
+    /// How a fleet's servers judge a node together.
+    public var observers = ObserversConfig()
 
     public init() {}
 
@@ -157,7 +160,7 @@ public struct GeoNameConfig: Sendable, Equatable {
 }
 
 extension GeoConfig {
-    static let keys = ["database", "nodes", "pools", "names"]
+    static let keys = ["database", "nodes", "pools", "names", "observers"]
     static let nodeKeys = [
         "id", "ipv4", "ipv6", "latitude", "longitude", "country", "region", "weight", "bias", "checks", "initial",
     ]
@@ -206,6 +209,8 @@ extension GeoConfig {
                 for item in list(v, "geo names", fail) {
                     if let n = parseName(item, fileName, fail) { geo.names.append(n) }
                 }
+            case "observers":
+                geo.observers = ObserversConfig.parse(v, fail: fail)
             default:
                 fail(k, "unknown geo key '\(k.string ?? "?")' (known: \(keys.joined(separator: ", ")))")
             }
@@ -516,7 +521,8 @@ extension GeoConfig {
 
 extension GeoConfig {
     /// Whether `other` differs from this at most in what only the health monitor uses (nodes'
-    /// checks and cold-start state, pools' TTL settings: the monitor writes the caps they give)
+    /// checks and cold-start state, pools' TTL settings: the monitor writes the caps they give;
+    /// the observers' rule)
     /// and where things are declared: one compile serves both.
     public func compilesLike(_ other: GeoConfig) -> Bool {
         func strip(_ g: GeoConfig) -> GeoConfig {
@@ -528,6 +534,7 @@ extension GeoConfig {
                 return n
             }
             g.pools = g.pools.map { PoolConfig(id: $0.id, members: $0.members, declaredAt: $0.declaredAt) }
+            g.observers = ObserversConfig()  // the monitor's alone, as checks are
             return g
         }
         return strip(self).isEquivalent(to: strip(other))
@@ -558,6 +565,6 @@ extension GeoConfig {
             }
         }
         return databasePath == other.databasePath && nodes(self) == nodes(other) && pools(self) == pools(other)
-            && names(self) == names(other)
+            && names(self) == names(other) && observers == other.observers
     }
 }

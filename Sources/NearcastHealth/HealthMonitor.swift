@@ -55,22 +55,37 @@ public actor HealthMonitor {
     var last: [String: (at: ContinuousClock.Instant, reason: String)] = [:]
     /// Report checks: when each node's next report is due before it counts as a failure.
     var reportDue: [String: ContinuousClock.Instant] = [:]
+    /// A fleet's other servers' views of each node (server -> node -> view), and how they are
+    /// weighed with this server's (ARCHITECTURE §13). Empty: this server judges alone.
+    var peerViews: [String: [String: HealthState]] = [:]
+    var observers: ObserversConfig
+    /// This server's name among a fleet's observers (nil: not in a fleet).
+    public nonisolated let observerName: String?
+    /// Told each time this server's own view of a node changes (what a fleet server publishes).
+    var viewListener: (@Sendable () -> Void)?
 
     /// `nodes`: node id -> its checks and its cold-start state. `pools`: the pools whose TTL cap
     /// follows their members' health; each change of a cap goes to `onPoolTTL`. `board`: where
     /// states and caps are published (the daemon's one board), written at once with the cold start.
+    /// `observers` and `observerName`: how a fleet's views are weighed, and this server's name
+    /// among them.
     public init(
         checker: HealthChecker, nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig] = [],
+        observers: ObserversConfig = ObserversConfig(), observerName: String? = nil,
         board: HealthBoard = HealthBoard(),
         onChange: @escaping @Sendable (Change) -> Void,
         onPoolTTL: @escaping @Sendable (PoolTTL.Change) -> Void = { _ in }
     ) {
         self.checker = checker
+        self.observers = observers
+        self.observerName = observerName
         plan = nodes.mapValues(\.checks)
         let health = nodes.mapValues { n in
-            NodeHealth(
+            var h = NodeHealth(
                 checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }),
                 initial: n.initial)
+            h.observers = observers
+            return h
         }
         self.health = health
         poolTTL = PoolTTL(pools: pools, states: health.mapValues { $0.state(at: .now) })
@@ -110,8 +125,12 @@ public actor HealthMonitor {
     /// stays keeps its state, override and counts, and its checks start again only if they
     /// changed (their run of results then starts from its state now). Pools follow (PoolTTL), and
     /// each cap that changes goes to `onPoolTTL`.
-    public func reconfigure(nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig]) {
+    public func reconfigure(
+        nodes: [String: (checks: [Scheduled], initial: HealthState)], pools: [PoolConfig],
+        observers: ObserversConfig = ObserversConfig()
+    ) {
         let now = ContinuousClock.now
+        self.observers = observers
         for id in health.keys where nodes[id] == nil {
             stopChecks(id)
             health[id] = nil
@@ -128,6 +147,8 @@ public actor HealthMonitor {
                 // change that makes (checks removed: always up) is reported like any other.
                 var fresh = NodeHealth(checks: policies, initial: h.checkState.isServing ? .up : .down)
                 fresh.setOverride(h.override)
+                fresh.setPeers(h.peers)
+                fresh.observers = observers
                 health[id] = fresh
                 if let until = h.override?.until { scheduleExpiry(id, at: until) }
                 let (before, after) = (h.state(at: now), fresh.state(at: now))
@@ -135,11 +156,16 @@ public actor HealthMonitor {
                     changed(Change(node: id, from: before, to: after, reason: "checks changed by a reload"))
                 }
             } else {
-                health[id] = NodeHealth(checks: policies, initial: n.initial)
+                var fresh = NodeHealth(checks: policies, initial: n.initial)
+                fresh.observers = observers
+                fresh.setPeers(peers(of: id))
+                health[id] = fresh
             }
             plan[id] = n.checks
             if started { startChecks(id) }
         }
+        rejudge(Array(health.keys), reason: "observers' rule changed by a reload")
+        viewListener?()
         let changes = poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now)
         // The board holds exactly the nodes and pools followed now: those gone leave it, new ones
         // join in their cold start.
@@ -200,7 +226,8 @@ public actor HealthMonitor {
             return NodeStatus(
                 id: id, state: (board.nodes[id] ?? h.state(at: now)).rawValue, override: o?.kind.rawValue,
                 overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
-                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds })
+                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds },
+                observers: observerName == nil ? nil : views(of: id))
         }
     }
 
@@ -307,10 +334,75 @@ public actor HealthMonitor {
         guard var h = health[node] else { return }
         let now = ContinuousClock.now
         let before = h.state(at: now)
-        h.record(check, success: passed, at: now)  // an expired override is ended by its timer (expire)
+        let ownChanged = h.record(check, success: passed, at: now) != nil  // an expired override is ended by its timer
         health[node] = h
         let after = h.state(at: now)
-        if before != after { changed(Change(node: node, from: before, to: after, reason: reason)) }
+        if before != after {
+            let observed = h.peers.isEmpty ? "" : " (\(h.ownView) here; \(Self.describe(h.peers)))"
+            changed(Change(node: node, from: before, to: after, reason: reason + observed))
+        }
+        if ownChanged { viewListener?() }
+    }
+}
+
+// A fleet's observers (ARCHITECTURE §13): each server publishes its own view of every node, and
+// weighs the live peers' views with it.
+extension HealthMonitor {
+    /// This server's own view of every node (what its checks say, overrides aside).
+    public func ownViews() -> [String: HealthState] { health.mapValues(\.ownView) }
+
+    /// `listener` is called each time this server's own view of a node changes.
+    public func onOwnViewChange(_ listener: @escaping @Sendable () -> Void) { viewListener = listener }
+
+    /// Sets (nil: forgets) `observer`'s view of `node`; reports the change of state it makes.
+    public func setPeerView(_ observer: String, _ node: String, _ view: HealthState?) {
+        peerViews[observer, default: [:]][node] = view
+        if peerViews[observer]?.isEmpty == true { peerViews[observer] = nil }
+        rejudge([node], reason: "\(observer) sees it \(view.map(\.rawValue) ?? "no more")")
+    }
+
+    /// Replaces every peer's views (empty: this server judges alone, e.g. cut off from the store);
+    /// reports each change of state it makes.
+    public func replacePeerViews(_ views: [String: [String: HealthState]], reason: String) {
+        peerViews = views
+        rejudge(Array(health.keys), reason: reason)
+    }
+
+    /// The peers' views of `node`, by server.
+    func peers(of node: String) -> [String: HealthState] {
+        var out: [String: HealthState] = [:]
+        for (observer, views) in peerViews { out[observer] = views[node] }
+        return out
+    }
+
+    /// Weighs `nodes` again with the peers' views and the rule now, reporting each change.
+    func rejudge(_ nodes: [String], reason: String) {
+        let now = ContinuousClock.now
+        for node in nodes {
+            guard var h = health[node] else { continue }
+            let before = h.state(at: now)
+            h.setPeers(peers(of: node))
+            h.observers = observers
+            health[node] = h
+            let after = h.state(at: now)
+            if before != after {
+                changed(
+                    Change(
+                        node: node, from: before, to: after,
+                        reason: "\(reason) (\(h.ownView) here\(h.peers.isEmpty ? "" : "; " + Self.describe(h.peers)))"))
+            }
+        }
+    }
+
+    /// Every view of a node, this server's first (empty: not in a fleet).
+    func views(of node: String) -> [ObserverView] {
+        guard let me = observerName, let h = health[node] else { return [] }
+        return [ObserverView(server: me, view: h.ownView.rawValue)]
+            + h.peers.sorted { $0.key < $1.key }.map { ObserverView(server: $0.key, view: $0.value.rawValue) }
+    }
+
+    static func describe(_ peers: [String: HealthState]) -> String {
+        peers.sorted { $0.key < $1.key }.map { "\($0.value) at \($0.key)" }.joined(separator: ", ")
     }
 
     static func nanos(_ d: Duration) -> Int64 {

@@ -78,6 +78,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let o = n.override {
             s += "  (\(o)" + (n.overrideSecondsLeft.map { String(format: ", %.0f s left", $0) } ?? "") + ")"
         }
+        // In a fleet, each observer's own view, this server's first.
+        if let views = n.observers, !views.isEmpty {
+            s += "  seen: " + views.map { "\($0.server) \($0.view)" }.joined(separator: ", ")
+        }
         if let r = n.lastReason, let age = n.secondsSinceChange {
             s += "  \(counted(n.changes, "change")), " + String(format: "last %.0f s ago: ", age) + r
         }

@@ -243,7 +243,8 @@ struct Nearcastd: AsyncParsableCommand {
         // Health: the geo nodes' checks (none while there are no geo names) and operators' overrides.
         let healthWrites = HealthWriteLog()
         let monitor = await HealthWiring.start(
-            live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites, logger: logger)
+            live: live, fastPath: fastPath?.fastPath, group: group, writes: healthWrites,
+            observerName: follower?.serverName, logger: logger)
         await started.add("health checks") { await monitor.stop() }
         let changes = OperatorChanges(
             monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit,
@@ -272,6 +273,12 @@ struct Nearcastd: AsyncParsableCommand {
         if let follower {
             await follower.start(served, changes: changes)
             await started.add("store follower") { await follower.stop() }
+            // Nodes are judged from every server's vantage point (stopped before the follower,
+            // which closes the connection).
+            let views = FleetHealth(
+                connection: follower.connection, monitor: monitor, name: follower.serverName, logger: logger)
+            await views.start()
+            await started.add("fleet health views") { await views.stop() }
         }
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty {
@@ -320,7 +327,8 @@ struct Nearcastd: AsyncParsableCommand {
             try FileManager.default.createDirectory(
                 atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             follower = StoreFollower(
-                connection: try FleetStoreConnection(etcd), stateDirectory: stateDirectory, logger: logger)
+                connection: try FleetStoreConnection(etcd), serverName: cfg.store.serverName,
+                stateDirectory: stateDirectory, logger: logger)
         } catch {
             FileHandle.standardError.write("\(error)\n")
             throw ExitCode(1)

@@ -27,6 +27,17 @@ import Testing
             - { name: www.example.net., type: AAAA, pool: v6, all-down: servfail, max-distance: 3000, same-country-bonus: 0.05 }
         """
 
+    @Test func theObserversShareIsRead() throws {
+        let c = try NearcastConfig.parse(
+            yaml: Self.good
+                + "\n  observers: { down-when: 60% }\nstore:\n  etcd: { endpoints: [\"http://127.0.0.1:2379\"] }\n  server: ns-1.a\n",
+            fileName: "c.yaml", baseDirectory: "")
+        #expect(c.geo.observers.downWhen == 0.6 && c.store.serverName == "ns-1.a")
+        #expect(
+            try NearcastConfig.parse(yaml: Self.good, fileName: "c.yaml", baseDirectory: "").geo.observers.downWhen
+                == nil)
+    }
+
     @Test func aGoodGeoSectionIsRead() throws {
         let cfg = try NearcastConfig.parse(yaml: Self.good, fileName: "c.yaml", baseDirectory: "/etc/nearcast")
         let geo = cfg.geo
@@ -97,6 +108,10 @@ import Testing
                 - { name: www.example.net, type: MX, pool: web }
                 - { name: api.example.net, type: A, pool: web, answers: 9, strategy: nearest }
               colour: blue
+              observers: { down-when: 150% }
+            store:
+              etcd: { endpoints: ["http://127.0.0.1:2379"] }
+              server: "a/b"
             """
         do {
             _ = try NearcastConfig.parse(yaml: bad, fileName: "c.yaml", baseDirectory: "")
@@ -125,6 +140,10 @@ import Testing
                     $0.hasPrefix("c.yaml:14: geo name api.example.net.: strategy must be one of linear, quadratic")
                 }, "\(d)")
             #expect(d.contains { $0.hasPrefix("c.yaml:15: unknown geo key 'colour'") }, "\(d)")
+            #expect(
+                d.contains("c.yaml:16: geo observers down-when must be a share like 60% (more than 0%, at most 100%)"),
+                "\(d)")
+            #expect(d.contains { $0.hasPrefix("c.yaml:19: store server must be this server's name") }, "\(d)")
         }
     }
 

@@ -243,3 +243,45 @@ import Testing
         try await listener.close()
     }
 }
+
+extension HealthMonitorTests {
+    /// A fleet's peers' views are weighed with this server's own: each change of state they make is
+    /// reported once (one map write), this server's own view is what it would publish, and cut
+    /// off from its peers it judges alone again.
+    @Test func peersViewsChangeTheStateAndAreShownPerObserver() async throws {
+        let changes = Changes()
+        let views = Mutex(0)
+        // Never started: its own views stay at the cold start (a up, b down).
+        let check = HealthMonitor.Scheduled(
+            name: "tcp", check: .tcp(host: "127.0.0.1", port: 9), policy: CheckPolicy(), interval: .seconds(60),
+            timeout: .seconds(1))
+        let monitor = HealthMonitor(
+            checker: HealthChecker(group: HealthCheckerTests.group),
+            nodes: ["a": ([check], .up), "b": ([check], .down)],
+            observerName: "s1", onChange: { changes.add($0) })
+        await monitor.onOwnViewChange { views.withLock { $0 += 1 } }
+        #expect(await monitor.ownViews() == ["a": .up, "b": .down])
+
+        await monitor.setPeerView("s2", "b", .up)
+        #expect(await monitor.state(of: "b") == .up, "down here, up at s2: one of two is not a majority")
+        await monitor.setPeerView("s3", "b", .up)
+        #expect(await monitor.state(of: "b") == .up)
+        await monitor.setPeerView("s2", "a", .down)
+        #expect(await monitor.state(of: "a") == .up, "one of two down")
+        await monitor.setPeerView("s3", "a", .down)
+        #expect(await monitor.state(of: "a") == .down, "two of three down")
+        #expect(changes.all.map { "\($0.node) \($0.to)" } == ["b up", "a down"], "one change each")
+        #expect(changes.all.last?.reason.contains("s3 sees it down") == true, "\(changes.all.last?.reason ?? "")")
+        let b = await monitor.statuses().first { $0.id == "b" }
+        #expect(
+            b?.observers == [
+                ObserverView(server: "s1", view: "down"), ObserverView(server: "s2", view: "up"),
+                ObserverView(server: "s3", view: "up"),
+            ])
+
+        await monitor.replacePeerViews([:], reason: "store out of reach")
+        #expect(await monitor.states() == ["a": .up, "b": .down], "alone: its own checks again")
+        #expect(changes.all.count == 4)
+        #expect(views.withLock { $0 } == 0, "peers never change this server's own view")
+    }
+}

@@ -1,3 +1,4 @@
+import NearcastGeo
 import Testing
 
 @testable import NearcastHealth
@@ -67,5 +68,40 @@ import Testing
         var calm = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
         calm.record("http", success: false, at: at(0))
         #expect(!calm.isFlapping(at: at(1), window: .seconds(60)), "one change is no flapping")
+    }
+
+    /// A fleet's observers (ARCHITECTURE §13): a node is down where enough live observers see it
+    /// down (by default more than half), so one server's bad link neither takes a node out nor
+    /// keeps a dead one in; alone, a server follows its own checks.
+    @Test func aFleetJudgesANodeByItsObserversViews() {
+        var h = NodeHealth(checks: ["tcp": CheckPolicy(rise: 1, fall: 1)])
+        h.record("tcp", success: false, at: at(1))
+        #expect(h.state(at: at(1)) == .down, "alone: its own checks")
+        h.setPeer("b", .up)
+        h.setPeer("c", .up)
+        #expect(h.state(at: at(1)) == .up, "one of three sees it down: up")
+        h.setPeer("b", .down)
+        #expect(h.state(at: at(1)) == .down, "two of three: down")
+        h.setPeer("c", .degraded)
+        #expect(h.state(at: at(1)) == .down)
+        h.setPeer("b", nil)
+        #expect(h.state(at: at(1)) == .degraded, "one down and one degraded of two: a majority not up")
+        h.setPeers(["b": .up])
+        #expect(h.state(at: at(1)) == .up, "one of two is not a majority")
+        h.observers = ObserversConfig(downWhen: 0.5)
+        #expect(h.state(at: at(1)) == .down, "down-when: 50% takes it out at one of two")
+        h.setOverride(HealthOverride(.forceUp))
+        #expect(h.state(at: at(1)) == .up, "an operator's word beats every observer")
+        #expect(h.ownView == .down, "what this server publishes is its checks' view, overrides aside")
+    }
+
+    @Test func theShareNeededCountsLiveObservers() {
+        let majority = ObserversConfig()
+        #expect(majority.isEnough(1, of: 1) && !majority.isEnough(1, of: 2) && majority.isEnough(2, of: 3))
+        #expect(!majority.isEnough(0, of: 0))
+        let third = ObserversConfig(downWhen: 1.0 / 3)
+        #expect(third.isEnough(1, of: 3) && !third.isEnough(1, of: 4))
+        let all = ObserversConfig(downWhen: 1)
+        #expect(all.isEnough(5, of: 5) && !all.isEnough(4, of: 5))
     }
 }

@@ -33,8 +33,8 @@ import Testing
         }
 
         /// Stops etcd and removes the directory (the servers are the test's to stop).
-        func finish(etcdRunning: Bool = true) {
-            if etcdRunning { etcd.stop() }
+        func finish() {
+            etcd.stop()
             try? FileManager.default.removeItem(at: dir)
         }
 
@@ -68,8 +68,7 @@ import Testing
 
     @Test func serversFollowTheStoreAndOutliveIt() throws {
         let fleet = try Fleet()
-        var etcdRunning = true
-        defer { fleet.finish(etcdRunning: etcdRunning) }
+        defer { fleet.finish() }
         let (etcd, writer) = (fleet.etcd, fleet.writer)
         let fixture = try String(
             contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
@@ -142,10 +141,9 @@ import Testing
             followed.stdout.contains("store:     etcd \(etcd.endpoint) /nearcast/, revision "), "\(followed.stdout)")
         #expect(!followed.stdout.contains("DEGRADED"))
 
-        // etcd gone: every server goes on answering, says it is degraded (status, /metrics, log);
-        // one that restarts serves its last good snapshot.
-        etcd.stop()
-        etcdRunning = false
+        // etcd gone: every server goes on answering, says it is degraded (status, /metrics, log),
+        // refuses writes (503); one that restarts serves its last good snapshot.
+        etcd.pause()
         for s in servers { #expect(Self.addresses("fleet.example.test.", port: s.dnsPort) == ["192.0.2.77"]) }
         try servers[1].waitUntilReady(timeout: 10) {
             (try? fleet.api(["status"], via: servers[1]))?.stdout.contains("DEGRADED") == true
@@ -160,6 +158,25 @@ import Testing
         servers[0] = try fleet.startServer(0)
         #expect(Self.addresses("fleet.example.test.", port: servers[0].dnsPort) == ["192.0.2.77"])
         #expect(servers[0].log.contains("store out of reach: serving the snapshot kept at its revision"))
+        let refused = try fleet.api(["record", "add", "example.test.", "outage", "A", "192.0.2.99"], via: servers[1])
+        #expect(refused.status != 0 && refused.stderr.contains("503"), "\(refused.stderr)")
+
+        // etcd back: a change made as soon as it is (an import that also mends the invalid zone),
+        // while the servers are still waiting to try again, reaches every server, the restarted
+        // one too; none stays degraded.
+        try etcd.start()
+        try (fixture + "fleet A 192.0.2.77\nback A 192.0.2.98\n").write(to: zone, atomically: true, encoding: .utf8)
+        try fleet.seed(seed)
+        for s in servers {
+            try s.waitUntilReady(timeout: 20) {
+                Self.addresses("back.example.test.", port: s.dnsPort) == ["192.0.2.98"]
+            }
+            try s.waitUntilReady(timeout: 15) {
+                (try? fleet.api(["status"], via: s))?.stdout.contains("DEGRADED") == false
+            }
+        }
+        #expect(
+            Self.addresses("outage.example.test.", port: servers[0].dnsPort).isEmpty, "the refused write was not made")
     }
 }
 
