@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "NearcastStore",
             dependencies: [
-                "DNSWire", "EtcdClient", "NearcastBasics", "NearcastConfiguration", "NearcastZones",
+                "DNSWire", "EtcdClient", "NearcastBasics", "NearcastConfiguration", "NearcastGeo", "NearcastZones",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -173,6 +173,7 @@ let package = Package(
                 "TerminalUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
@@ -223,7 +224,9 @@ let package = Package(
             name: "NearcastControlTests",
             dependencies: [
                 "NearcastControl", "NearcastConfiguration", "NearcastZones", "NearcastAnswers", "NearcastGeo",
-                "NearcastServer", "DNSWire", "NearcastTestSupport", .product(name: "Logging", package: "swift-log"),
+                "NearcastServer", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire",
+                "NearcastTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
             ]),
         .testTarget(
             name: "NearcastServerTests",

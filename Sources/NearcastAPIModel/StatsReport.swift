@@ -235,3 +235,20 @@ public struct StatusReport: Codable, Equatable, Sendable {
         self.stateDirectory = stateDirectory
     }
 }
+
+/// Why a node's registration (or its end) was not made; nothing changed.
+public enum RegistrationError: Error, CustomStringConvertible, Sendable {
+    /// The registration is not valid (each problem on its line).
+    case invalid(String)
+    case notFound(String)
+    /// It cannot be made as asked: a declared node, or a change that came first.
+    case conflict(String)
+    /// Where registrations are kept cannot be reached now (a fleet's store): try again later.
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let why), .notFound(let why), .conflict(let why), .unavailable(let why): why
+        }
+    }
+}

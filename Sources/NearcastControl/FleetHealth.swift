@@ -84,9 +84,19 @@ package actor FleetHealth {
         let lease = try await connection.etcd.grantLease(ttl: leaseTTL)
         self.lease = lease
         published = [:]
+        // The name is this server's alone: another live server holding it (or this server's
+        // previous run, until its lease ends) would mix their views.
         let me = Array((connection.layout.servers + name).utf8)
         let announcement = try JSONEncoder().encode(ServerAnnouncement(started: Date().timeIntervalSince1970))
-        _ = try await connection.etcd.put(me, Array(announcement), lease: lease)
+        let claimed = try await connection.etcd.txn(
+            [.modRevision(me, equals: 0)], success: [.put(me, Array(announcement), lease: lease)])
+        guard claimed.succeeded else {
+            try? await connection.etcd.revoke(lease)
+            throw FleetHealthError(
+                description:
+                    "another live server is named \(name) (or this server's previous run, until its lease of \(leaseTTL) s ends): give each server its own name (store: server:)"
+            )
+        }
         try await publishNow()
         let (revision, kvs) = try await connection.etcd.range(prefix: Array(views.utf8))
         var peers: [String: [String: HealthState]] = [:]

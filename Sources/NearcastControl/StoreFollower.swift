@@ -116,8 +116,8 @@ package actor StoreFollower {
                     for e in batch.events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
                     }
-                    // Only what is served is reloaded for: zones, the geo section, the layout (not
-                    // overrides or audit lines, and later not health observations).
+                    // Only what is served is reloaded for: zones, the geo section, registered
+                    // nodes, the layout (not overrides, audit lines or health views).
                     guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
                     try await apply(served)
                     pause = .milliseconds(200)
@@ -179,7 +179,7 @@ package actor StoreFollower {
 
     func affectsServing(_ key: String) -> Bool {
         let l = connection.layout
-        return key.hasPrefix(l.zones) || key == l.geo || key == l.layoutKey
+        return key.hasPrefix(l.zones) || key == l.geo || key == l.layoutKey || key.hasPrefix(l.nodes)
     }
 
     func markDegraded(_ why: String) {
@@ -240,5 +240,34 @@ extension StoreFollower: SharedOverrides {
         let key = Array((connection.layout.overrides + node).utf8)
         let write: EtcdOperation = try override.map { .put(key, Array(try JSONEncoder().encode($0))) } ?? .delete(key)
         _ = try await connection.etcd.txn([], success: [write, try auditWrite(audit)])
+    }
+}
+
+extension StoreFollower: SharedNodes {
+    package func geoText() async throws -> (text: String?, modRevision: Int64) {
+        let (_, kv) = try await connection.etcd.get(Array(connection.layout.geo.utf8))
+        return (kv.map { String(decoding: $0.value, as: UTF8.self) }, kv?.modRevision ?? 0)
+    }
+
+    package func registration(_ id: String) async throws -> (json: String, modRevision: Int64)? {
+        let (_, kv) = try await connection.etcd.get(Array((connection.layout.nodes + id).utf8))
+        return kv.map { (String(decoding: $0.value, as: UTF8.self), $0.modRevision) }
+    }
+
+    package func putRegistration(
+        _ r: NodeRegistration, ifGeoAt geoAt: Int64, ifNodeAt nodeAt: Int64, audit: AuditLog.Entry
+    ) async throws -> Int64? {
+        let key = Array((connection.layout.nodes + r.id).utf8)
+        let txn = try await connection.etcd.txn(
+            [.modRevision(Array(connection.layout.geo.utf8), equals: geoAt), .modRevision(key, equals: nodeAt)],
+            success: [.put(key, Array(r.json.utf8)), try auditWrite(audit)])
+        return txn.succeeded ? txn.revision : nil
+    }
+
+    package func deleteRegistration(_ id: String, ifAt: Int64, audit: AuditLog.Entry) async throws -> Int64? {
+        let key = Array((connection.layout.nodes + id).utf8)
+        let txn = try await connection.etcd.txn(
+            [.modRevision(key, equals: ifAt)], success: [.delete(key), try auditWrite(audit)])
+        return txn.succeeded ? txn.revision : nil
     }
 }

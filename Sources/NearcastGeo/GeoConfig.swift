@@ -242,7 +242,9 @@ extension GeoConfig {
         return m
     }
 
-    static func parseNode(_ item: Node, _ fileName: String, _ baseDirectory: String, _ fail: (Node?, String) -> Void)
+    package static func parseNode(
+        _ item: Node, _ fileName: String, _ baseDirectory: String, _ fail: (Node?, String) -> Void
+    )
         -> NodeConfig?
     {
         guard let m = fields(item, "geo nodes", nodeKeys, fail) else { return nil }

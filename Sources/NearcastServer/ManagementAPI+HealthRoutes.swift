@@ -44,6 +44,7 @@ extension ManagementAPI {
                     .conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
         }
+        addRegistrationRoutes(to: v1, sources: sources)
         v1.get("pools") { _, context -> Response in
             try context.require(.read)
             guard let pools = sources.pools else { throw HTTPError(.notFound, message: "no geo pools are configured") }
@@ -76,6 +77,55 @@ extension ManagementAPI {
                     metadata: ["node": "\(id)", "action": "\(action)", "by": "\(context.caller?.source ?? "?")"])
                 return try jsonResponse(status)
             }
+        }
+    }
+
+    /// Nodes registering themselves with a fleet (the node's agent, or write): POST /v1/nodes with
+    /// the registration, DELETE /v1/nodes/ID.
+    static func addRegistrationRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
+        @Sendable func caller(_ context: APIRequestContext, mayChange id: String) throws {
+            guard let caller = context.caller else {
+                throw HTTPError(.unauthorized, message: "a bearer token is needed")
+            }
+            guard caller.mayReport(for: id) else {
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
+            }
+        }
+        @Sendable func refusal(_ e: RegistrationError) -> HTTPError {
+            switch e {
+            case .invalid: HTTPError(.badRequest, message: e.description)
+            case .notFound: HTTPError(.notFound, message: e.description)
+            case .conflict: HTTPError(.conflict, message: e.description)
+            case .unavailable: HTTPError(.serviceUnavailable, message: e.description)
+            }
+        }
+        v1.post("nodes") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 16384)
+            let text = String(buffer: body)
+            let id =
+                (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["id"] as? String ?? ""
+            try caller(context, mayChange: id)
+            guard let register = sources.register else {
+                throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
+            }
+            do {
+                let status = try await register(text, Self.who(context))
+                context.logger.notice(
+                    "node registered", metadata: ["node": "\(id)", "by": "\(context.caller?.source ?? "?")"])
+                return try jsonResponse(status ?? NodeStatus(id: id, state: "unknown"), status: .created)
+            } catch let e as RegistrationError { throw refusal(e) }
+        }
+        v1.delete("nodes/:id") { _, context -> Response in
+            let id = context.parameters.get("id") ?? ""
+            try caller(context, mayChange: id)
+            guard let deregister = sources.deregister else {
+                throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
+            }
+            do { try await deregister(id, Self.who(context)) } catch let e as RegistrationError { throw refusal(e) }
+            return try jsonResponse(["deregistered": id])
         }
     }
 }

@@ -51,6 +51,11 @@ public final class ManagementAPI: Sendable {
         public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
         public var reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)?
+        /// Registers a node with the fleet (its registration as JSON, who); its status once
+        /// served. Nil outside a fleet.
+        public var register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)?
+        /// Ends a node's registration (node id, who).
+        public var deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
@@ -65,8 +70,12 @@ public final class ManagementAPI: Sendable {
             records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
             editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? =
                 nil,
-            status: (@Sendable () async throws -> StatusReport)? = nil
+            status: (@Sendable () async throws -> StatusReport)? = nil,
+            register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
+            deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil
         ) {
+            self.register = register
+            self.deregister = deregister
             self.stats = stats
             self.explain = explain
             self.nodes = nodes
@@ -218,13 +227,14 @@ public final class ManagementAPI: Sendable {
         }
     }
 
-    static func jsonResponse(_ value: some Encodable) throws -> Response {
+    static func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         var body = try encoder.encode(value)
         body.append(0x0A)
         return Response(
-            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }
 

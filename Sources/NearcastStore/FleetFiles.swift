@@ -14,10 +14,18 @@ public struct FleetFiles: Equatable, Sendable {
     public var zones: [DNSName: String]
     /// The geo section as YAML (nil: no geo names).
     public var geo: String?
+    /// The nodes that registered themselves, by id (not files: what a server serves, not what
+    /// `store export` writes).
+    public var registered: [String: NodeRegistration] = [:]
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
         self.geo = geo
+    }
+
+    /// The geo section as a server serves it: with the registered nodes in it.
+    public var servedGeo: String? {
+        geo.map { NodeRegistration.merge(Array(registered.values), into: $0) }
     }
 
     /// The zones and geo section of the config at `path`, each zone checked as the daemon loads
@@ -77,15 +85,22 @@ public struct FleetFiles: Equatable, Sendable {
                 zones[origin] = String(decoding: kv.value, as: UTF8.self)
             } else if key == layout.geo {
                 geo = String(decoding: kv.value, as: UTF8.self)
+            } else if key.hasPrefix(layout.nodes) {
+                guard let r = NodeRegistration(stored: String(decoding: kv.value, as: UTF8.self)) else {
+                    diags.append(Diagnostic(file: key, line: 0, message: "not a node registration (JSON with an id)"))
+                    continue
+                }
+                registered[r.id] = r
             }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
     }
 
     /// Writes the files into `directory`: `zones/ORIGINzone` for each zone and a `nearcast.yaml`
-    /// that names them (relative to it) and holds the geo section. Each file is written whole
-    /// (temporary file, then a rename).
-    public func write(to directory: String) throws {
+    /// that names them (relative to it) and holds the geo section (`served`: with the registered
+    /// nodes in it, as a server serves it). Each file is written whole (temporary file, then a
+    /// rename).
+    public func write(to directory: String, served: Bool = false) throws {
         let fm = FileManager.default
         try fm.createDirectory(atPath: directory + "/zones", withIntermediateDirectories: true)
         var config = """
@@ -100,7 +115,7 @@ public struct FleetFiles: Equatable, Sendable {
             config += "  - { origin: \(origin.lowercased()), file: \(file) }\n"
         }
         if zones.isEmpty { config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n") }
-        if let geo {
+        if let geo = served ? servedGeo : geo {
             let body = geo.trimmingCharacters(in: .newlines)
             config += "geo:\n" + body.split(separator: "\n").map { "  " + $0 + "\n" }.joined()
         }

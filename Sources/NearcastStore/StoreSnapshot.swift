@@ -44,7 +44,7 @@ public struct StoreSnapshot: Sendable {
     /// reads while it is written).
     public func writeInPlace(_ files: FleetFiles, revision: Int64) throws {
         try? FileManager.default.removeItem(atPath: directory)
-        try files.write(to: directory)
+        try files.write(to: directory, served: true)
         try "\(revision)\n".write(toFile: directory + "/revision", atomically: true, encoding: .utf8)
     }
 

@@ -90,7 +90,7 @@ struct APIClient {
                     "cannot reach the management API at \(address) (\(why)); is nearcastd running with --api \(address)?"
             )
         }
-        guard status == 200 else {
+        guard (200..<300).contains(status) else {
             let message =
                 (try? JSONDecoder().decode(ErrorBody.self, from: data).error.message)
                 ?? String(decoding: data, as: UTF8.self)

@@ -1,3 +1,4 @@
+import Logging
 import MaxMindDB
 import NearcastAPIModel
 import NearcastBasics
@@ -24,6 +25,7 @@ struct DaemonParts: Sendable {
     var metrics: NearcastMetrics
     /// The fleet's store, when this server follows one.
     var store: StoreFollower?
+    var logger: Logger
 
     func apiSources() -> ManagementAPI.Sources {
         let startedAt = startedAt
@@ -42,6 +44,13 @@ struct DaemonParts: Sendable {
             return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
         }
         let health = monitor
+        let registry = store.flatMap { s in monitor.map { NodeRegistry(store: s, monitor: $0, logger: logger) } }
+        var registerSource: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)?
+        var deregisterSource: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
+        if let registry {
+            registerSource = { json, who throws(RegistrationError) in try await registry.register(json, by: who) }
+            deregisterSource = { id, who throws(RegistrationError) in try await registry.deregister(id, by: who) }
+        }
         var nodesSource: (@Sendable () async -> [NodeStatus])?
         var poolsSource: (@Sendable () async -> [PoolStatus])?
         var reportSink: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
@@ -92,6 +101,7 @@ struct DaemonParts: Sendable {
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),
                     unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id),
                     stateDirectory: stateDirectory, store: await store?.status)
-            })
+            },
+            register: registerSource, deregister: deregisterSource)
     }
 }

@@ -21,6 +21,8 @@ import Testing
         let dir: URL
         let cli: String
         let writer = "0123456789abcdef0123456789abcdef"
+        /// edge7's agent token: it may register, report for and deregister edge7 only.
+        let edgeAgent = "7777777777777777edge7edge7edge77"
         /// The config's store section.
         var store: String { "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n" }
 
@@ -29,7 +31,8 @@ import Testing
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             cli = try TestSupport.product("nearcast")
-            try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+            try "write \(writer)\nagent:edge7 \(edgeAgent)\n".write(
+                to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         }
 
         /// Stops etcd and removes the directory (the servers are the test's to stop).
@@ -53,15 +56,15 @@ import Testing
             listen: ["127.0.0.1:0"]
             state-dir: \(dir.path)/state\(i)
             api: { listen: "127.0.0.1:0", tokens: tokens }
-            \(store)
+            \(store)  server: s\(i)
             """.write(to: config, atomically: true, encoding: .utf8)
             return try Daemon(["--config", config.path])
         }
 
-        /// `nearcast ARGS` against `server`'s API with the write token.
-        func api(_ args: [String], via server: Daemon) throws -> TestSupport.Output {
+        /// `nearcast ARGS` against `server`'s API with the write token (or `token`).
+        func api(_ args: [String], via server: Daemon, token: String? = nil) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
-            env["NEARCAST_TOKEN"] = writer
+            env["NEARCAST_TOKEN"] = token ?? writer
             return try TestSupport.run(cli, args + ["--api", server.api], environment: env)
         }
     }
@@ -220,6 +223,81 @@ extension FleetTests {
             try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
             environment: ["ETCDCTL_API": "3"])
         #expect(audit.stdout.contains("\"action\":\"drain\"") && audit.stdout.contains("\"action\":\"undrain\""))
+    }
+}
+
+extension FleetTests {
+    /// A node registers itself through one server (with its own agent token) and every server
+    /// answers with it and checks it; it leaves through another server and is gone everywhere.
+    /// What a registration may not do is refused, with why.
+    @Test func aNodeRegistersIsAnsweredEverywhereAndLeaves() throws {
+        let fleet = try Fleet()
+        defer { fleet.finish() }
+        try fleet.seed(
+            """
+            zones:
+              - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
+            geo:
+              database: \(Repository.testCityDatabase)
+            \(Fixtures.fourNodes(indent: 2))
+              names:
+                - { name: geo.example.test, type: A, pool: web, answers: 8, ttl: 20 }
+            """)
+        let a = try fleet.startServer(0)
+        defer { a.stop() }
+        let b = try fleet.startServer(1)
+        defer { b.stop() }
+        let register = [
+            "node", "register", "edge7", "--ipv4", "192.0.2.70", "--latitude", "50.0", "--longitude", "8.0",
+            "--country", "DE", "--pool", "web", "--check", "{type: tcp, host: 127.0.0.1, port: 9, interval: 60}",
+        ]
+        let registered = try fleet.api(register, via: a, token: fleet.edgeAgent)
+        #expect(registered.status == 0 && registered.stdout.hasPrefix("edge7 "), "\(registered.stderr)")
+        for s in [a, b] {
+            try s.waitUntilReady(timeout: 10) {
+                Set(Self.addresses("geo.example.test.", port: s.dnsPort)).contains("192.0.2.70")
+            }
+            let nodes = try fleet.api(["nodes"], via: s).stdout
+            #expect(nodes.split(separator: "\n").contains { $0.hasPrefix("edge7 ") }, "\(nodes)")
+        }
+
+        // Refused, with why: another node's id with edge7's agent token; a pool the geo section
+        // lacks; a declared node's id.
+        let other = try fleet.api(
+            [
+                "node", "register", "edge8", "--ipv4", "192.0.2.80", "--latitude", "1", "--longitude", "1", "--pool",
+                "web",
+            ],
+            via: a, token: fleet.edgeAgent)
+        #expect(other.status != 0 && other.stderr.contains("403"), "\(other.stderr)")
+        let badPool = try fleet.api(
+            [
+                "node", "register", "edge8", "--ipv4", "192.0.2.80", "--latitude", "1", "--longitude", "1", "--pool",
+                "img",
+            ],
+            via: a)
+        #expect(badPool.stderr.contains("400") && badPool.stderr.contains("pool img is not in"), "\(badPool.stderr)")
+        let declared = try fleet.api(
+            [
+                "node", "register", "fra1", "--ipv4", "192.0.2.80", "--latitude", "1", "--longitude", "1", "--pool",
+                "web",
+            ],
+            via: b)
+        #expect(declared.stderr.contains("node fra1 is declared in the fleet's geo section"), "\(declared.stderr)")
+
+        let left = try fleet.api(["node", "deregister", "edge7"], via: b, token: fleet.edgeAgent)
+        #expect(left.status == 0, "\(left.stderr)")
+        for s in [a, b] {
+            try s.waitUntilReady(timeout: 10) {
+                let answer = Self.addresses("geo.example.test.", port: s.dnsPort)
+                return !answer.isEmpty && !answer.contains("192.0.2.70")
+            }
+        }
+        let audit = try TestSupport.run(
+            try TestSupport.tool("etcdctl"),
+            ["--endpoints", fleet.etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
+            environment: ["ETCDCTL_API": "3"])
+        #expect(audit.stdout.contains("\"action\":\"register\"") && audit.stdout.contains("\"action\":\"deregister\""))
     }
 }
 
