@@ -51,7 +51,11 @@ public struct AnswerImage: Sendable {
             let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter {
                 responder.authority.zone(for: $0)?.origin == zone.origin
             }
-            for name in Set(zone.names + geoOwners).sorted() where !name.isWildcard {
+            // Discovery targets answer the same for every client: static entries too.
+            let targets = (responder.geo?.targetNames ?? []).filter {
+                responder.authority.zone(for: $0)?.origin == zone.origin
+            }
+            for name in Set(zone.names + geoOwners + targets).sorted() where !name.isWildcard {
                 // A geo name's answer depends on the client: it has no static entry.
                 for type in types where responder.geo?.name(name, type) == nil {
                     let nodata = askedOfEveryName.contains(type)

@@ -120,6 +120,10 @@ public struct Responder: Sendable {
         _ header: DNSHeader, _ question: DNSQuestion, zone: Zone, client: [UInt8]?, subnet: ClientSubnet?,
         edns replyEDNS: EDNS?, limit: Int
     ) -> [UInt8] {
+        if let target = geo?.target(question.name) {
+            return targetReply(
+                header, question, target.node, ttl: target.ttl, zone: zone, edns: replyEDNS, limit: limit)
+        }
         if let geo,
             let name = geo.name(question.name, question.type == .any ? .a : question.type)
                 ?? (question.type == .any ? geo.name(question.name, .aaaa) : nil)
@@ -172,6 +176,17 @@ public struct Responder: Sendable {
         reply.rcode = .noError
         if answer.outcome == .nodata {
             reply.authority = [zone.negativeSOA]
+        } else if name.config.type == .srv {
+            // A discovery name: the nodes nearest first, each at its target, whose addresses go
+            // along as additional data.
+            for (rank, id) in answer.chosen.enumerated() {
+                guard let node = geo.node(id), let target = name.config.target(of: id) else { continue }
+                reply.answers.append(
+                    ResourceRecord(
+                        name: question.name, type: .srv, ttl: answer.ttl,
+                        rdata: .srv(priority: UInt16(rank), weight: 0, port: name.config.port, target: target)))
+                reply.additional += Self.addresses(of: node, at: target, ttl: answer.ttl, .any)
+            }
         } else {
             reply.answers = answer.addresses.compactMap { a in
                 (try? RData(type: name.config.type, bytes: a)).map {
@@ -180,6 +195,32 @@ public struct Responder: Sendable {
             }
         }
         return fit(reply, limit: limit, glueRequired: false)
+    }
+
+    /// The reply for a discovery target (`NODE.TARGETS`): the node's addresses for A, AAAA (and
+    /// ANY), NODATA for other types. The same for every client.
+    func targetReply(
+        _ header: DNSHeader, _ question: DNSQuestion, _ node: NodeConfig, ttl: UInt32, zone: Zone, edns: EDNS?,
+        limit: Int
+    ) -> [UInt8] {
+        var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: edns)
+        reply.header.aa = true
+        reply.rcode = .noError
+        reply.answers = Self.addresses(of: node, at: question.name, ttl: ttl, question.type)
+        if reply.answers.isEmpty { reply.authority = [zone.negativeSOA] }
+        return fit(reply, limit: limit, glueRequired: false)
+    }
+
+    /// `node`'s A and AAAA records at `name`, those of `type` (ANY: both).
+    static func addresses(of node: NodeConfig, at name: DNSName, ttl: UInt32, _ type: RRType) -> [ResourceRecord] {
+        var out: [ResourceRecord] = []
+        if type == .a || type == .any, let a = node.ipv4, let rdata = try? RData(type: .a, bytes: a) {
+            out.append(ResourceRecord(name: name, type: .a, ttl: ttl, rdata: rdata))
+        }
+        if type == .aaaa || type == .any, let a = node.ipv6, let rdata = try? RData(type: .aaaa, bytes: a) {
+            out.append(ResourceRecord(name: name, type: .aaaa, ttl: ttl, rdata: rdata))
+        }
+        return out
     }
 
     /// The most a reply may hold: 65535 over TCP; over UDP the client's EDNS size (at least 512),

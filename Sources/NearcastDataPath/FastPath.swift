@@ -246,7 +246,8 @@ public final class FastPath: Sendable {
         var maps: GeoMaps?
         if let geo {
             maps = liveGeo?.serial == geo.serial ? liveGeo : try buildGeoMaps(geo)
-            entries += geo.allNames.sorted {
+            // A discovery (SRV) name is the slow path's: XDP answers geo A and AAAA.
+            entries += geo.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa }.sorted {
                 ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue)
             }
             .map { Self.encodeGeo($0, rankings: geo.rankings.count) }

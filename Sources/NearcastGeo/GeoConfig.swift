@@ -35,6 +35,19 @@ public struct GeoConfig: Sendable {
 
     public var isEmpty: Bool { nodes.isEmpty && pools.isEmpty && names.isEmpty && databasePath == nil }
 
+    /// Every discovery name's target names (`NODE.TARGETS`) and their node: the pool's members and
+    /// the name's fallback nodes, with the discovery name's TTL.
+    public var discoveryTargets: [DNSName: DiscoveryTarget] {
+        var out: [DNSName: DiscoveryTarget] = [:]
+        for g in names where g.type == .srv {
+            let members = pools.first { $0.id == g.pool }?.members ?? []
+            for id in members + (g.fallback ?? []) {
+                if let t = g.target(of: id), out[t] == nil { out[t] = DiscoveryTarget(node: id, ttl: g.ttl) }
+            }
+        }
+        return out
+    }
+
     /// Checks the geo names against the loaded zones: each lies in a served zone, outside any
     /// delegation, and where the zone has no record of its type and no CNAME.
     public func check(against zones: [Zone]) throws(DiagnosticsError) {
@@ -54,6 +67,16 @@ public struct GeoConfig: Sendable {
             }
             if zone.rrset(g.name, .cname) != nil {
                 fail("zone \(zone.origin) has a CNAME there, which allows no other data")
+            }
+            if let targets = g.targets {
+                if authority.zone(for: targets) == nil {
+                    fail("targets \(targets) is not inside any zone served here")
+                }
+                for (t, _) in discoveryTargets where t.isSubdomain(of: targets) {
+                    if let z = authority.zone(for: t), !z.types(at: t).isEmpty {
+                        fail("target \(t) has records in zone \(z.origin): the target names are the nodes' own")
+                    }
+                }
             }
             var n = g.name
             while n != zone.origin && !n.isRoot {
@@ -136,6 +159,12 @@ public struct PoolConfig: Sendable, Equatable {
     public func ttlCap(settled: Bool) -> UInt32 { settled ? maxTTL ?? .max : minTTL }
 }
 
+/// A discovery name's target: the node whose addresses it answers, and their TTL.
+public struct DiscoveryTarget: Sendable, Equatable {
+    public var node: String
+    public var ttl: UInt32
+}
+
 /// What a geo name answers when every candidate of the client's class is down.
 public enum AllDownPolicy: String, CaseIterable, Sendable {
     /// The top candidates anyway (the default: a guess beats no answer).
@@ -145,7 +174,10 @@ public enum AllDownPolicy: String, CaseIterable, Sendable {
     case servfail
 }
 
-/// A name answered by proximity: up to `answers` addresses of the pool's nearest healthy nodes.
+/// A name answered by proximity: up to `answers` addresses of the pool's nearest healthy nodes;
+/// or, for a discovery name (type SRV: how joining nodes find their entry points), up to
+/// `answers` SRV records of those nodes, nearest first (priority 0, 1, …), each naming the node's
+/// target `NODE.TARGETS`, whose A and AAAA are the node's addresses.
 public struct GeoNameConfig: Sendable, Equatable {
     public var name: DNSName
     /// A or AAAA.
@@ -156,7 +188,16 @@ public struct GeoNameConfig: Sendable, Equatable {
     public var policy = GeoPolicy()
     public var fallback: [String]?
     public var allDown: AllDownPolicy = .failOpen
+    /// A discovery name (type SRV): the port its records give, and the domain under which each
+    /// node's target name is (`NODE.TARGETS`, answering the node's addresses).
+    public var port: UInt16 = 0
+    public var targets: DNSName?
     public var declaredAt: String
+
+    /// The target name of `node` for this discovery name.
+    public func target(of node: String) -> DNSName? {
+        targets.flatMap { try? DNSName(node + "." + $0.description) }
+    }
 }
 
 extension GeoConfig {
@@ -173,7 +214,7 @@ extension GeoConfig {
     static let nameKeys = [
         "name", "type", "pool", "answers", "ttl", "strategy", "same-country-bonus", "same-region-bonus", "max-distance",
         "depth",
-        "fallback", "all-down",
+        "fallback", "all-down", "port", "targets",
     ]
 
     /// Reads the `geo:` mapping; every problem goes to `diags` with its line.
@@ -371,8 +412,8 @@ extension GeoConfig {
             fail(m["name"] ?? item, "a geo name needs a name (a domain name)")
             return nil
         }
-        guard let t = m["type"]?.string?.uppercased(), t == "A" || t == "AAAA" else {
-            fail(m["type"] ?? item, "geo name \(name): type must be A or AAAA")
+        guard let t = m["type"]?.string?.uppercased(), ["A", "AAAA", "SRV"].contains(t) else {
+            fail(m["type"] ?? item, "geo name \(name): type must be A, AAAA or SRV (a discovery name)")
             return nil
         }
         guard let pool = m["pool"]?.string else {
@@ -380,8 +421,31 @@ extension GeoConfig {
             return nil
         }
         var g = GeoNameConfig(
-            name: name, type: t == "A" ? .a : .aaaa, pool: pool, declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
+            name: name, type: t == "A" ? .a : t == "AAAA" ? .aaaa : .srv, pool: pool,
+            declaredAt: "\(fileName):\(item.mark?.line ?? 0)")
         var ok = true
+        if g.type == .srv {
+            if let p = m["port"]?.int, (1...65535).contains(p) {
+                g.port = UInt16(p)
+            } else {
+                fail(
+                    m["port"] ?? item,
+                    "geo name \(name) SRV: port must be the port joining nodes connect to (1 to 65535)")
+                ok = false
+            }
+            if let text = m["targets"]?.string, let d = try? DNSName(text.hasSuffix(".") ? text : text + ".") {
+                g.targets = d
+            } else {
+                fail(
+                    m["targets"] ?? item,
+                    "geo name \(name) SRV: targets must be the domain under which each node's name is (e.g. nodes.example.net: fra1.nodes.example.net)"
+                )
+                ok = false
+            }
+        } else if let k = m["port"] != nil ? "port" : m["targets"] != nil ? "targets" : nil {
+            fail(m[k], "geo name \(name) \(t): \(k) goes with type SRV (a discovery name)")
+            ok = false
+        }
         func int(_ key: String, _ range: ClosedRange<Int>, _ what: String) -> Int? {
             guard let n = m[key] else { return nil }
             guard let v = n.int, range.contains(v) else {

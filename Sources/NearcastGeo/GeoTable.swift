@@ -36,6 +36,9 @@ public struct GeoTable: Sendable {
     let owners: Set<DNSName>
     let ownersWire: Set<[UInt8]>
     let nodes: [String: NodeConfig]
+    /// The names a discovery (SRV) name's records point at, `NODE.TARGETS`, and their node: each
+    /// answers the node's address (GeoNameConfig.targets).
+    let targets: [DNSName: DiscoveryTarget]
     /// The daemon's health board, shared by every copy of this table (the responders of all event
     /// loops) and by the compiles before and after it, so a health change reaches them all at once
     /// and no reload carries health from one compile to the next.
@@ -136,7 +139,7 @@ public struct GeoTable: Sendable {
         return GeoTable(
             serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings,
             pools: config.pools, names: names, owners: owners,
-            ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes,
+            ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes, targets: config.discoveryTargets,
             board: board, coldStart: ColdStart(config))
     }
 
@@ -146,6 +149,9 @@ public struct GeoTable: Sendable {
     /// Every node, by id.
     public var allNodes: [NodeConfig] { nodes.values.sorted { $0.id < $1.id } }
 
+    /// The node of this id.
+    public func node(_ id: String) -> NodeConfig? { nodes[id] }
+
     /// Whether a node of this id is in the table.
     public func hasNode(_ id: String) -> Bool { nodes[id] != nil }
 
@@ -153,6 +159,14 @@ public struct GeoTable: Sendable {
     public func name(_ qname: DNSName, _ type: RRType) -> Name? {
         names[Key(name: qname, type: type.rawValue)]
     }
+
+    /// The node a discovery target name stands for, and the TTL of its addresses, if `qname` is one.
+    public func target(_ qname: DNSName) -> (node: NodeConfig, ttl: UInt32)? {
+        targets[qname].flatMap { t in nodes[t.node].map { ($0, t.ttl) } }
+    }
+
+    /// Every discovery target name.
+    public var targetNames: [DNSName] { Array(targets.keys) }
 
     /// Whether `qname` has a geo name of some type (so other types there are NODATA, not NXDOMAIN).
     public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname) }
@@ -176,6 +190,8 @@ public struct GeoTable: Sendable {
         public var prefixLength: Int?
         /// The ranked candidates of the class, before health.
         public var candidates: [String]
+        /// The nodes answered, in the addresses' order.
+        public var chosen: [String] = []
     }
 
     /// The answer of `name` for a client at `address` (4 or 16 bytes: the ECS address when the
@@ -185,25 +201,32 @@ public struct GeoTable: Sendable {
         let match = image.match(address)
         let c = match.locationClass
         let candidates = image.classes[c][name.ranking]
-        let wantV4 = name.config.type == .a
-        func addressOf(_ id: String) -> [UInt8]? { wantV4 ? nodes[id]?.ipv4 : nodes[id]?.ipv6 }
+        // A discovery (SRV) name answers nodes with any address; A and AAAA those with one of theirs.
+        func addressOf(_ id: String) -> [UInt8]? {
+            switch name.config.type {
+            case .a: nodes[id]?.ipv4
+            case .aaaa: nodes[id]?.ipv6
+            default: nodes[id].flatMap { $0.ipv4 ?? $0.ipv6 }
+            }
+        }
         let health = health ?? self.health
         let order = Self.spillOrder(
             candidates, isUp: health.isServing, weight: { nodes[$0].map(Self.spillWeight) ?? 1 },
             seed: match.seed)
-        var chosen = order.prefix(name.config.answers).compactMap(addressOf)
+        // The top `answers` candidates, less those without an address of the type (as XDP does).
+        var chosen = order.prefix(name.config.answers).filter { addressOf($0) != nil }
         var outcome = Answer.Outcome.answered
         if chosen.isEmpty {
             switch name.config.allDown {
-            case .failOpen: chosen = candidates.prefix(name.config.answers).compactMap(addressOf)
+            case .failOpen: chosen = candidates.prefix(name.config.answers).filter { addressOf($0) != nil }
             case .nodata: outcome = .nodata
             case .servfail: outcome = .servfail
             }
         }
         return Answer(
-            outcome: outcome, addresses: chosen, ttl: min(name.config.ttl, health.ttlCap(pools[name.pool].id)),
-            locationClass: c, prefixLength: match.length,
-            candidates: candidates)
+            outcome: outcome, addresses: chosen.compactMap(addressOf),
+            ttl: min(name.config.ttl, health.ttlCap(pools[name.pool].id)), locationClass: c, prefixLength: match.length,
+            candidates: candidates, chosen: chosen)
     }
 
     /// The healthy candidates in answer order (NC_SPILL in nearcast_abi.h): in rank order when the

@@ -200,6 +200,36 @@ import Testing
         }
     }
 
+    /// A discovery name (issue 18): its A and AAAA are geo names, answered in XDP; its SRV is the
+    /// slow path's (passed); its targets' addresses are the same for every client, answered in XDP
+    /// from the names table, byte for byte as the slow path answers them.
+    @Test func aDiscoveryNamesAddressesAreAnsweredInXDPAndItsSRVIsPassed() throws {
+        let text =
+            Self.configText.replacingOccurrences(of: "DB", with: Self.databasePath) + """
+
+                    - { name: _join._udp.example.test, type: SRV, pool: web, answers: 3, port: 7946, targets: nodes.example.test }
+                    - { name: _join._udp.example.test, type: A, pool: web, answers: 3 }
+                    - { name: _join._udp.example.test, type: AAAA, pool: web, answers: 3 }
+                """
+        let config = try NearcastConfig.parse(yaml: text, fileName: "c.yaml", baseDirectory: "")
+        let table = try GeoTable.build(config.geo, database: try MaxMindDatabase(path: Self.databasePath))
+        let fp = try Self.fastPath(table)
+        let r = Self.responder(table)
+        for c in Self.clients4 + Self.clients6 {
+            for type in [RRType.a, .aaaa] {
+                #expect(
+                    try run(fp, r, query("_join._udp.example.test.", type, ecs: nil), client: c)
+                        == XDPProgramTests.XDP_TX)
+                #expect(
+                    try run(fp, r, query("tyo1.nodes.example.test.", type, ecs: nil), client: c)
+                        == XDPProgramTests.XDP_TX)
+            }
+            #expect(
+                try run(fp, r, query("_join._udp.example.test.", .srv, ecs: nil), client: c) == XDPProgramTests.XDP_PASS
+            )
+        }
+    }
+
     /// A names table too small for everything leaves the NODATA answers to the slow path first:
     /// positive answers and geo names are placed before them.
     @Test func aFullTableLeavesNODATAOutBeforeGeoNamesAndPositiveAnswers() throws {

@@ -242,6 +242,7 @@ extension FleetTests {
             \(Fixtures.fourNodes(indent: 2))
               names:
                 - { name: geo.example.test, type: A, pool: web, answers: 8, ttl: 20 }
+                - { name: _join._udp.example.test, type: SRV, pool: web, answers: 8, port: 7946, targets: nodes.example.test }
             """)
         let a = try fleet.startServer(0)
         defer { a.stop() }
@@ -259,6 +260,14 @@ extension FleetTests {
             }
             let nodes = try fleet.api(["nodes"], via: s).stdout
             #expect(nodes.split(separator: "\n").contains { $0.hasPrefix("edge7 ") }, "\(nodes)")
+            // Found through the discovery name, at its target.
+            let srv = try DNSMessage(
+                wire: try #require(RawClient.udp(RawClient.query("_join._udp.example.test.", .srv), port: s.dnsPort)))
+            let targets = srv.answers.compactMap { rr -> String? in
+                if case .srv(_, _, let port, let target) = rr.rdata { "\(target):\(port)" } else { nil }
+            }
+            #expect(targets.contains("edge7.nodes.example.test.:7946"), "\(srv.answers)")
+            #expect(Self.addresses("edge7.nodes.example.test.", port: s.dnsPort) == ["192.0.2.70"])
         }
 
         // Refused, with why: another node's id with edge7's agent token; a pool the geo section
