@@ -32,16 +32,24 @@ public final class EtcdClient: Sendable {
 
     // MARK: Keys
 
-    /// Every key that starts with `prefix`, in key order, and the store's revision they were read at.
-    public func range(prefix: [UInt8]) async throws(EtcdError) -> (revision: Int64, kvs: [KeyValue]) {
+    /// Every key that starts with `prefix`, in key order, and the store's revision they were read at
+    /// (as of `revision`, when given: several reads of one moment).
+    public func range(prefix: [UInt8], revision: Int64? = nil) async throws(EtcdError) -> (
+        revision: Int64, kvs: [KeyValue]
+    ) {
         let r: RangeResponse = try await call(
-            "/v3/kv/range", RangeRequest(key: Self.b64(prefix), range_end: Self.b64(Self.prefixEnd(prefix))))
+            "/v3/kv/range",
+            RangeRequest(
+                key: Self.b64(prefix), range_end: Self.b64(Self.prefixEnd(prefix)), revision: revision.map(String.init))
+        )
         return (r.header.revisionValue, (r.kvs ?? []).map(KeyValue.init))
     }
 
-    /// The key `key`, if it exists, and the store's revision.
-    public func get(_ key: [UInt8]) async throws(EtcdError) -> (revision: Int64, kv: KeyValue?) {
-        let r: RangeResponse = try await call("/v3/kv/range", RangeRequest(key: Self.b64(key), range_end: nil))
+    /// The key `key`, if it exists, and the store's revision (as of `revision`, when given).
+    public func get(_ key: [UInt8], revision: Int64? = nil) async throws(EtcdError) -> (revision: Int64, kv: KeyValue?)
+    {
+        let r: RangeResponse = try await call(
+            "/v3/kv/range", RangeRequest(key: Self.b64(key), range_end: nil, revision: revision.map(String.init)))
         return (r.header.revisionValue, r.kvs?.first.map(KeyValue.init))
     }
 

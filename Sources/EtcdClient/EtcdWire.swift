@@ -21,6 +21,7 @@ struct WireKeyValue: Decodable {
 struct RangeRequest: Codable {
     var key: String
     var range_end: String?
+    var revision: String? = nil
 }
 
 struct RangeResponse: Decodable {

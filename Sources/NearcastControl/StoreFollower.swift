@@ -93,16 +93,7 @@ package actor StoreFollower {
         await connection.close()
     }
 
-    func read() async throws -> (Int64, FleetFiles) {
-        let layout = connection.layout
-        let (rev, kvs) = try await connection.etcd.range(prefix: Array(layout.prefix.utf8))
-        if let v = kvs.first(where: { $0.keyString == layout.layoutKey })?.value,
-            String(decoding: v, as: UTF8.self) != StoreLayout.version
-        {
-            throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
-        }
-        return (rev, try FleetFiles(kvs, layout: layout))
-    }
+    func read() async throws -> (Int64, FleetFiles) { try await connection.served() }
 
     func follow(_ served: ServedConfig) async {
         var pause = Duration.milliseconds(200)

@@ -37,8 +37,8 @@ public final class FleetStoreConnection: Sendable {
     /// (etcd's default limit is 128), the first one conditioned on the layout key not having
     /// changed since the store was read. Returns the store's revision after the last.
     public func importFiles(_ files: FleetFiles) async throws -> Int64 {
-        let (_, current) = try await etcd.range(prefix: Array(layout.prefix.utf8))
-        let layoutKV = current.first { $0.keyString == layout.layoutKey }
+        let (revision0, current) = try await etcd.range(prefix: Array(layout.zones.utf8))
+        let (_, layoutKV) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision0)
         if let v = layoutKV?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
             throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
         }
@@ -58,9 +58,20 @@ public final class FleetStoreConnection: Sendable {
     }
 
     /// The zones and geo section the store holds now.
-    public func exportFiles() async throws -> FleetFiles {
-        let (_, kvs) = try await etcd.range(prefix: Array(layout.prefix.utf8))
-        return try FleetFiles(kvs, layout: layout)
+    public func exportFiles() async throws -> FleetFiles { try await served().files }
+
+    /// What a server serves from the store, read at one revision: the layout's version, the
+    /// zones, the geo section and the registered nodes. Not the rest (health views, audit lines,
+    /// overrides), which grow with the fleet and are read by those who need them.
+    public func served() async throws -> (revision: Int64, files: FleetFiles) {
+        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
+        let (_, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: revision)
+        let (_, geo) = try await etcd.get(Array(layout.geo.utf8), revision: revision)
+        let (_, version) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision)
+        if let v = version?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
+            throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
+        }
+        return (revision, try FleetFiles(zones + nodes + [geo].compactMap { $0 }, layout: layout))
     }
 }
 

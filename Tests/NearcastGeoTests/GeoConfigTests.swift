@@ -131,7 +131,9 @@ import Testing
             #expect(d.contains("c.yaml:10: pool api: settle must be a number from 0.0 to 86400.0"), "\(d)")
             #expect(
                 d.contains("c.yaml:11: pool img: min-ttl must be a whole number of seconds from 0 to 86400"), "\(d)")
-            #expect(d.contains("c.yaml:13: geo name www.example.net.: type must be A or AAAA"), "\(d)")
+            #expect(
+                d.contains("c.yaml:13: geo name www.example.net.: type must be A, AAAA or SRV (a discovery name)"),
+                "\(d)")
             #expect(
                 d.contains("c.yaml:14: geo name api.example.net.: answers must be a number of addresses from 1 to 8"),
                 "\(d)")

@@ -99,7 +99,9 @@ import FoundationNetworking
                     "\(route) with a \(lower) token (it takes \(role))")
             }
             let status = try await call(parts[0], parts[1], tokens[role])
-            #expect(status == 200, "\(route) with a \(role) token: \(status)")
+            // Registration is a fleet's (FleetTests): a server without a store says so, past the role check.
+            let fleetOnly = ["POST /v1/nodes", "DELETE /v1/nodes/{id}"].contains(route)
+            #expect(status == (fleetOnly ? 404 : 200), "\(route) with a \(role) token: \(status)")
         }
     }
 }
