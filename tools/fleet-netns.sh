@@ -28,6 +28,11 @@ up)
 		ip -n "$ns" link set lo up
 		ip link set "$host" up
 		ip -n "$ns" link set "$inner" up
+		# Static neighbour entries: load generators that read the tables (kxdpgun) find the peer at once.
+		hmac=$(ip link show dev "$host" | awk '/link\/ether/ {print $2}')
+		imac=$(ip -n "$ns" link show dev "$inner" | awk '/link\/ether/ {print $2}')
+		ip neigh replace "198.19.$i.2" lladdr "$imac" dev "$host" nud permanent
+		ip -n "$ns" neigh replace "198.19.$i.1" lladdr "$hmac" dev "$inner" nud permanent
 		if [[ -n $pass ]]; then ip link set dev "$host" xdpdrv obj "$pass" sec xdp; fi
 	done
 	;;

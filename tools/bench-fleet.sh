@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# make bench-fleet: three nearcastd, each in a network namespace of its own (tools/fleet-netns.sh),
+# the first with XDP, following one etcd on the host (issue 18). Figures:
+#   1. from a record change's acknowledgement by one server's API to every server answering it,
+#      over CHANGES changes made through the servers in turn (tools/fleet-latency.py);
+#   2. from a node's failure (its check's target stopped in every namespace) to the last server
+#      answering without it, and back, FAILURES times (check: TCP every 0.1 s, fall 1, rise 1);
+#   3. etcd requests (gRPC calls etcd counts, the JSON gateway's included) per second per server
+#      at rest over REST seconds, and per change during part 1;
+#   4. queries lost by server 0 (XDP) under kxdpgun at RATE q/s for DURATION s while etcd is stopped
+#      and started again (target: 0).
+# Writes BENCHMARKS.md between the bench-fleet markers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
+
+CHANGES=${CHANGES:-200}
+FAILURES=${FAILURES:-20}
+REST=${REST:-30}
+RATE=${RATE:-20000}
+DURATION=${DURATION:-12}
+P=ncb N=3
+TOKEN=0123456789abcdef0123456789abcdef
+CHECK_PORT=7070
+work=$(mktemp -d)
+pids=()
+etcd_pid=""
+
+cleanup() {
+	for p in "${pids[@]}" $etcd_pid; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	umount "$work/bpffs" 2>/dev/null || true
+	tools/fleet-netns.sh down "$P" "$N"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+tools/fleet-netns.sh up "$P" "$N" .build/bpf/xdp_pass.bpf.o
+mkdir -p "$work/bpffs"
+mount -t bpf bpf "$work/bpffs"
+
+# etcd on every host address (each namespace reaches it at 198.19.i.1), its data kept across the
+# outage of part 4.
+EP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PP=$((EP + 1))
+start_etcd() {
+	etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://0.0.0.0:$EP" \
+		--advertise-client-urls "http://127.0.0.1:$EP" --listen-peer-urls "http://127.0.0.1:$PP" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$PP" --initial-cluster "bench=http://127.0.0.1:$PP" \
+		>>"$work/etcd.log" 2>&1 &
+	etcd_pid=$!
+	for _ in $(seq 200); do curl -sf "http://127.0.0.1:$EP/health" >/dev/null && return 0; sleep 0.05; done
+	echo "etcd did not start" >&2
+	exit 1
+}
+start_etcd
+
+# The shared state: the test zone, four nodes (fra1 checked on 127.0.0.1:CHECK_PORT, which is each
+# namespace's own loopback), one geo name that answers every node that is up.
+cat >"$work/seed.yaml" <<C
+zones: [{ origin: example.test., file: $PWD/Tests/Fixtures/example.test.zone }]
+geo:
+  database: $PWD/.build/geo/test-city.mmdb
+  nodes:
+    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68, country: DE,
+        checks: [{ type: tcp, host: 127.0.0.1, port: $CHECK_PORT, interval: 0.1, timeout: 0.1, rise: 1, fall: 1 }] }
+    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35, country: FR }
+    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01, country: US }
+    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65, country: JP }
+  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
+  names: [{ name: geo.example.test, type: A, pool: web, answers: 4, ttl: 20 }]
+store: { etcd: { endpoints: ["http://127.0.0.1:$EP"] } }
+C
+.build/release/nearcast store import "$work/seed.yaml" >/dev/null
+echo "write $TOKEN" >"$work/tokens"
+servers=""
+for i in $(seq 0 $((N - 1))); do
+	cat >"$work/s$i.yaml" <<C
+listen: ["198.19.$i.2:53"]
+state-dir: $work/state$i
+api: { listen: "198.19.$i.2:8053", tokens: $work/tokens }
+store:
+  etcd: { endpoints: ["http://198.19.$i.1:$EP"] }
+  server: s$i
+C
+	xdp=()
+	[ "$i" -eq 0 ] && xdp=(--xdp "$P-n0:native" --pin-root "$work/bpffs/nearcast" --bpf-object .build/bpf/nearcast.bpf.o)
+	ip netns exec "$P-$i" .build/release/nearcastd --config "$work/s$i.yaml" --threads 1 "${xdp[@]}" \
+		--log-level notice >"$work/s$i.out" 2>"$work/s$i.log" &
+	pids+=($!)
+	servers+="${servers:+,}198.19.$i.2"
+done
+for i in $(seq 0 $((N - 1))); do
+	for _ in $(seq 300); do grep -q "nearcastd: ready" "$work/s$i.out" && break; sleep 0.05; done
+	grep -q "nearcastd: ready" "$work/s$i.out" || { cat "$work/s$i.log" >&2; exit 1; }
+done
+
+# etcd's count of the gRPC calls it has started (unary calls and streams; the JSON gateway's too).
+etcd_calls() { curl -s "http://127.0.0.1:$EP/metrics" | awk '/^grpc_server_started_total/ {n += $2} END {printf "%d", n}'; }
+
+# 2 first (it starts the check's targets; fra1 is down until then), then 3 at rest.
+failures=$(python3 tools/fleet-latency.py failures "$servers" "$FAILURES" "$P" "$CHECK_PORT")
+echo "failures: $failures"
+sleep 2
+c0=$(etcd_calls)
+sleep "$REST"
+c1=$(etcd_calls)
+REST_RATE=$(awk -v a="$c0" -v b="$c1" -v t="$REST" -v n="$N" 'BEGIN { printf "%.2f", (b - a) / t / n }')
+echo "at rest: $REST_RATE etcd calls/s per server"
+
+# 1, with 3 per change.
+c0=$(etcd_calls)
+changes=$(python3 tools/fleet-latency.py changes "$servers" "$TOKEN" "$CHANGES")
+c1=$(etcd_calls)
+echo "changes: $changes"
+PER_CHANGE=$(awk -v a="$c0" -v b="$c1" -v c="$CHANGES" 'BEGIN { printf "%.1f", (b - a) / c }')
+
+# 4: kxdpgun on the host end of server 0's veth (its own XDP program replaces the pass-through one).
+ip link set dev "$P-h0" xdpdrv off
+printf 'www.example.test A\ngeo.example.test A\n' >"$work/queries"
+kxdpgun -t "$DURATION" -Q "$RATE" -i "$work/queries" -I "$P-h0" 198.19.0.2 >"$work/kx.out" 2>&1 &
+kx=$!
+sleep 3
+kill "$etcd_pid" && wait "$etcd_pid" 2>/dev/null || true
+sleep 4
+start_etcd
+wait "$kx" || true
+read -r SENT REPLIES <<<"$(awk '/total queries:/ {s=$3} /total replies:/ {r=$3} END {print s+0, r+0}' "$work/kx.out")"
+echo "kxdpgun with etcd stopped and started: sent $SENT, replies $REPLIES"
+degraded=$(grep -c "store out of reach" "$work/s0.log" || true)
+
+field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d$2)" "$1"; }
+C50=$(field "$changes" '["acknowledged_to_served_everywhere"]["p50_ms"]')
+C99=$(field "$changes" '["acknowledged_to_served_everywhere"]["p99_ms"]')
+CMAX=$(field "$changes" '["acknowledged_to_served_everywhere"]["max_ms"]')
+CN=$(field "$changes" '["acknowledged_to_served_everywhere"]["n"]')
+CREF=$(field "$changes" '["refused"]')
+F50=$(field "$failures" '["failure_to_last_server"]["p50_ms"]')
+F99=$(field "$failures" '["failure_to_last_server"]["p99_ms"]')
+FMAX=$(field "$failures" '["failure_to_last_server"]["max_ms"]')
+B50=$(field "$failures" '["recovery_to_last_server"]["p50_ms"]')
+B99=$(field "$failures" '["recovery_to_last_server"]["p99_ms"]')
+BMAX=$(field "$failures" '["recovery_to_last_server"]["max_ms"]')
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+kernel=$(uname -r)
+block=$(
+	cat <<T
+<!-- bench-fleet:start (written by tools/bench-fleet.sh; do not edit by hand) -->
+Measured $(date +%F) on $cpu, kernel $kernel, $(nproc) cores. Command: \`make bench-fleet\`
+($N servers in network namespaces, server 0 with XDP, one etcd $(etcd --version | awk '/etcd Version/ {print $3}') on the host).
+
+| | p50 | p99 | max |
+|---|---:|---:|---:|
+| record change: API acknowledgement to every server answering it ($CN changes, $CREF refused) | $C50 ms | $C99 ms | $CMAX ms |
+| node failure (its check's target stopped everywhere) to the last server answering without it ($FAILURES failures; check every 0.1 s, fall 1) | $F50 ms | $F99 ms | $FMAX ms |
+| the node back to the last server answering with it (rise 1) | $B50 ms | $B99 ms | $BMAX ms |
+
+etcd requests (gRPC calls etcd started, its JSON gateway's included): $REST_RATE per second per
+server at rest over $REST s; $PER_CHANGE per record change for the whole fleet of $N.
+
+kxdpgun at $RATE q/s for $DURATION s at server 0 (XDP) while etcd was stopped for 4 s and started
+again: $SENT sent, $REPLIES replies, $((SENT - REPLIES)) lost; server 0 logged the outage $degraded time(s).
+<!-- bench-fleet:end -->
+T
+)
+echo "$block"
+echo "$block" | tools/benchmarks-section.py bench-fleet
