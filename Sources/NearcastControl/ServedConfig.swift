@@ -385,8 +385,10 @@ package actor ServedConfig {
                 throw .unavailable("the store cannot be written (\(error)): nothing was changed")
             }
             guard let revision else {
+                // What changed under it: the zone, at the revision it is at now.
+                let now = (try? await shared.zoneText(origin))?.map { "revision \($0.modRevision)" } ?? "its removal"
                 throw .conflict(
-                    "zone \(origin) changed in the store while this change was made (it was read at revision \(current.modRevision)): nothing was changed; read it again and retry"
+                    "zone \(origin) changed in the store while this change was made (it was read at revision \(current.modRevision), another change made it \(now)): nothing was changed; read it again and retry"
                 )
             }
             try? audit?.record(entry)

@@ -33,8 +33,9 @@ import Testing
         func replaceZone(_ origin: DNSName, text: String, ifAt: Int64, audit entry: AuditLog.Entry) async throws
             -> Int64?
         {
-            if raceOnce {
+            if raceOnce {  // another server's change came first
                 raceOnce = false
+                revision += 1
                 return nil
             }
             guard ifAt == revision else { return nil }
@@ -63,7 +64,8 @@ import Testing
             _ = try await served.edit("example.test.", add, by: "write tokens:1")
         } throws: { error in
             guard case .conflict(let why) = error as? ZoneEditError else { return false }
-            return why.contains("changed in the store while this change was made") && why.contains("revision 7")
+            return why.contains("changed in the store while this change was made")
+                && why.contains("read at revision 7, another change made it revision 8")
         }
         let (untouched, noAudit) = (await store.text, await store.audit.isEmpty)
         #expect(noAudit && !untouched.contains("192.0.2.9"), "nothing was written")
