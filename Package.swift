@@ -75,7 +75,7 @@ let package = Package(
             name: "NearcastConfiguration",
             dependencies: [
                 "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG",
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The management API's wire types, shared by the daemon and the CLI.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NearcastBasics
 
@@ -61,8 +62,37 @@ public struct APITokens: Sendable {
     }
 
     public var entries: [Entry]
+    /// A fleet's tokens, known by their SHA-256 (hex) only (`P tokens/SHA256`, ARCHITECTURE §13);
+    /// their entries' `token` is empty.
+    public var hashed: [String: Entry] = [:]
 
-    public init(entries: [Entry] = []) { self.entries = entries }
+    public init(entries: [Entry] = [], hashed: [String: Entry] = [:]) {
+        self.entries = entries
+        self.hashed = hashed
+    }
+
+    /// A token's SHA-256 in hex: how a fleet's store keeps it.
+    public static func digest(_ token: some StringProtocol) -> String {
+        SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The tokens as a fleet's store keeps them: SHA-256 (hex) -> `ROLE[:NODE] SOURCE`.
+    public var storeEntries: [String: String] {
+        Dictionary(
+            entries.map { e in (Self.digest(e.token), "\(e.role)\(e.node.map { ":\($0)" } ?? "") \(e.source)") },
+            uniquingKeysWith: { a, _ in a })
+    }
+
+    /// A fleet's token as its store keeps it (`ROLE[:NODE] SOURCE`); nil when it is not one.
+    public static func storeEntry(_ value: String) -> Entry? {
+        let fields = value.split(separator: " ", maxSplits: 1).map(String.init)
+        guard let first = fields.first else { return nil }
+        let roleField = first.split(separator: ":", maxSplits: 1).map(String.init)
+        guard let role = APIRole(name: roleField[0]), roleField.count == 1 || role == .agent else { return nil }
+        return Entry(
+            role: role, token: "", source: "store " + (fields.count > 1 ? fields[1] : "?"),
+            node: roleField.count == 2 ? roleField[1] : nil)
+    }
 
     /// The shortest token accepted: 128 bits in hex.
     public static let minimumLength = 32
@@ -133,10 +163,12 @@ public struct APITokens: Sendable {
 
     /// The entry whose token equals `presented`, comparing in constant time: every token is
     /// compared in full, so the time taken does not tell how much of a guess was right.
+    /// A fleet's tokens are looked up by the presented token's SHA-256.
     public func match(_ presented: some StringProtocol) -> Entry? {
         let p = Array(presented.utf8)
         var found: Entry?
         for e in entries where Self.constantTimeEqual(Array(e.token.utf8), p) { found = e }
+        if found == nil, !hashed.isEmpty, !presented.isEmpty { found = hashed[Self.digest(presented)] }
         return found
     }
 

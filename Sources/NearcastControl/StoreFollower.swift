@@ -40,6 +40,9 @@ package actor StoreFollower {
     var task: Task<Void, Never>?
     /// Where the store's overrides go.
     var changes: OperatorChanges?
+    /// Where the store's API tokens go, and the tokens last read (or kept in the snapshot).
+    var tokens: LiveTokens?
+    var storeTokens: [String: String] = [:]
 
     package init(connection: FleetStoreConnection, serverName: String, stateDirectory: String, logger: Logger) {
         self.connection = connection
@@ -56,6 +59,7 @@ package actor StoreFollower {
             let (rev, files) = try await read()
             try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
             revision = rev
+            storeTokens = files.tokens
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
             guard let kept = snapshot.revision else {
@@ -64,6 +68,7 @@ package actor StoreFollower {
                         "the store cannot be read (\(error)) and no snapshot of it is kept in \(snapshot.directory)")
             }
             revision = kept
+            storeTokens = FleetFiles.tokens(in: snapshot.directory)
             markDegraded("\(error)")
             logger.warning(
                 "store out of reach: serving the snapshot kept at its revision",
@@ -79,9 +84,11 @@ package actor StoreFollower {
     }
 
     /// Follows the store until `stop`, reloading `served` after each change of what is served and
-    /// handing overrides to `changes`.
-    package func start(_ served: ServedConfig, changes: OperatorChanges?) {
+    /// handing overrides to `changes` and the API's tokens to `tokens`.
+    package func start(_ served: ServedConfig, changes: OperatorChanges?, tokens: LiveTokens?) {
         self.changes = changes
+        self.tokens = tokens
+        useTokens(storeTokens)
         task = Task { await self.follow(served) }
     }
 
@@ -108,7 +115,7 @@ package actor StoreFollower {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
                     }
                     // Only what is served is reloaded for: zones, the geo section, registered
-                    // nodes, the layout (not overrides, audit lines or health views).
+                    // nodes, tokens, the layout (not overrides, audit lines or health views).
                     guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
                     try await apply(served)
                     pause = .milliseconds(200)
@@ -131,6 +138,7 @@ package actor StoreFollower {
     /// candidate becomes the snapshot when it is served, and is dropped when it is refused.
     func apply(_ served: ServedConfig) async throws {
         let (rev, files) = try await read()
+        useTokens(files.tokens)  // not part of what a reload checks: they apply as read
         let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
         try await onOwnThread { try candidate.writeInPlace(files, revision: rev) }
         source.use(candidate)
@@ -171,6 +179,23 @@ package actor StoreFollower {
     func affectsServing(_ key: String) -> Bool {
         let l = connection.layout
         return key.hasPrefix(l.zones) || key == l.geo || key == l.layoutKey || key.hasPrefix(l.nodes)
+            || key.hasPrefix(l.tokens)
+    }
+
+    /// The store's tokens (SHA-256 -> `ROLE[:NODE] SOURCE`) as the API's; one that cannot be read
+    /// is left out, and said.
+    func useTokens(_ stored: [String: String]) {
+        storeTokens = stored
+        var hashed: [String: APITokens.Entry] = [:]
+        for (digest, value) in stored {
+            guard let e = APITokens.storeEntry(value) else {
+                logger.warning(
+                    "a token in the store is not ROLE[:NODE] SOURCE: left out", metadata: ["sha256": "\(digest)"])
+                continue
+            }
+            hashed[digest] = e
+        }
+        tokens?.setShared(hashed)
     }
 
     func markDegraded(_ why: String) {

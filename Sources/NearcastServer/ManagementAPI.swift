@@ -12,6 +12,7 @@ import NearcastConfiguration
 import NearcastGeo
 import NearcastZones
 import ServiceLifecycle
+import Synchronization
 
 /// The daemon's HTTP management API (Hummingbird), on a loopback address by default. Every route
 /// but the liveness one, `GET /healthz`, needs a bearer token from the tokens file whose role is
@@ -105,7 +106,7 @@ public final class ManagementAPI: Sendable {
     /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
     /// With `tls` (certificate chain and key, PEM files), over HTTPS.
     public static func start(
-        on address: ListenAddress, tokens: APITokens, sources: Sources, tls: (certificate: String, key: String)? = nil,
+        on address: ListenAddress, tokens: LiveTokens, sources: Sources, tls: (certificate: String, key: String)? = nil,
         logger: Logger
     ) async throws -> ManagementAPI {
         let router = makeRouter(tokens: tokens, sources: sources, logger: logger)
@@ -141,14 +142,14 @@ public final class ManagementAPI: Sendable {
         logger.info(
             "management API listening",
             metadata: [
-                "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.entries.count)",
+                "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.current.entries.count)",
                 "tls": "\(tls != nil)",
             ])
         return ManagementAPI(port: port, group: group, task: task)
     }
 
     /// Every route, with its handler (docs/openapi.yaml documents each; a test holds them to it).
-    static func makeRouter(tokens: APITokens, sources: Sources, logger: Logger) -> Router<APIRequestContext> {
+    static func makeRouter(tokens: LiveTokens, sources: Sources, logger: Logger) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
         // Prometheus scrapes with a bearer token too (`authorization:` in its scrape config).
@@ -258,11 +259,24 @@ public struct APIRequestContext: RequestContext {
     }
 }
 
-/// Checks `Authorization: Bearer TOKEN` against the tokens file: 401 (with WWW-Authenticate) when
-/// it is missing or unknown; otherwise the context carries the caller's entry.
+/// The API's tokens as they are now: this server's tokens file, and, in a fleet, the store's tokens
+/// (by their SHA-256) as the store follower reads them.
+public final class LiveTokens: Sendable {
+    private let state: Mutex<APITokens>
+
+    public init(_ tokens: APITokens) { state = Mutex(tokens) }
+
+    public var current: APITokens { state.withLock { $0 } }
+
+    /// Replaces the fleet's tokens (SHA-256 hex -> entry).
+    public func setShared(_ hashed: [String: APITokens.Entry]) { state.withLock { $0.hashed = hashed } }
+}
+
+/// Checks `Authorization: Bearer TOKEN` against the tokens (the file's, and a fleet's): 401 (with
+/// WWW-Authenticate) when it is missing or unknown; otherwise the context carries the caller's entry.
 struct BearerAuth: RouterMiddleware {
     typealias Context = APIRequestContext
-    let tokens: APITokens
+    let tokens: LiveTokens
     let logger: Logger
 
     func handle(
@@ -270,7 +284,7 @@ struct BearerAuth: RouterMiddleware {
     ) async throws -> Response {
         let header = request.headers[.authorization] ?? ""
         let prefix = "Bearer "
-        guard header.hasPrefix(prefix), let entry = tokens.match(header.dropFirst(prefix.count)) else {
+        guard header.hasPrefix(prefix), let entry = tokens.current.match(header.dropFirst(prefix.count)) else {
             logger.notice(
                 "management API: refused a request without a valid token", metadata: ["path": "\(request.uri.path)"])
             throw HTTPError(

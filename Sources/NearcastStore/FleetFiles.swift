@@ -17,6 +17,10 @@ public struct FleetFiles: Equatable, Sendable {
     /// The nodes that registered themselves, by id (not files: what a server serves, not what
     /// `store export` writes).
     public var registered: [String: NodeRegistration] = [:]
+    /// The management API's tokens, by SHA-256 (hex): `ROLE[:NODE] SOURCE` (APITokens.storeEntries).
+    /// Imported from the config's tokens file; a server's snapshot keeps them, `store export` does
+    /// not (a digest is no token).
+    public var tokens: [String: String] = [:]
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
@@ -42,6 +46,7 @@ public struct FleetFiles: Equatable, Sendable {
             } catch { diags += error.diagnostics }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
+        out.tokens = try config.api.loadTokens().storeEntries
         // The geo section as written (parsed again by every server that reads it).
         if let text = try? String(contentsOfFile: path, encoding: .utf8), let root = try? Yams.compose(yaml: text),
             let geo = root.mapping?["geo"]
@@ -52,7 +57,8 @@ public struct FleetFiles: Equatable, Sendable {
     }
 
     /// The writes that make the store hold exactly these files: the layout's version, every zone,
-    /// the geo section; zones and a geo section the files do not have are deleted.
+    /// the geo section, the tokens; zones, a geo section and tokens the files do not have are
+    /// deleted (`current`: the store's zones and tokens).
     public func operations(_ layout: StoreLayout, replacing current: [KeyValue]) -> [EtcdOperation] {
         var ops: [EtcdOperation] = [.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8))]
         let wanted = Set(zones.keys.map { layout.zone($0) })
@@ -66,6 +72,12 @@ public struct FleetFiles: Equatable, Sendable {
             ops.append(.put(Array(layout.geo.utf8), Array(geo.utf8)))
         } else {
             ops.append(.delete(Array(layout.geo.utf8)))
+        }
+        for kv in current where kv.keyString.hasPrefix(layout.tokens) {
+            if tokens[String(kv.keyString.dropFirst(layout.tokens.count))] == nil { ops.append(.delete(kv.key)) }
+        }
+        for (digest, entry) in tokens.sorted(by: { $0.key < $1.key }) {
+            ops.append(.put(Array((layout.tokens + digest).utf8), Array(entry.utf8)))
         }
         return ops
     }
@@ -85,6 +97,8 @@ public struct FleetFiles: Equatable, Sendable {
                 zones[origin] = String(decoding: kv.value, as: UTF8.self)
             } else if key == layout.geo {
                 geo = String(decoding: kv.value, as: UTF8.self)
+            } else if key.hasPrefix(layout.tokens) {
+                tokens[String(key.dropFirst(layout.tokens.count))] = String(decoding: kv.value, as: UTF8.self)
             } else if key.hasPrefix(layout.nodes) {
                 guard let r = NodeRegistration(stored: String(decoding: kv.value, as: UTF8.self)) else {
                     diags.append(Diagnostic(file: key, line: 0, message: "not a node registration (JSON with an id)"))
@@ -120,5 +134,23 @@ public struct FleetFiles: Equatable, Sendable {
             config += "geo:\n" + body.split(separator: "\n").map { "  " + $0 + "\n" }.joined()
         }
         try config.write(toFile: directory + "/nearcast.yaml", atomically: true, encoding: .utf8)
+        if served {
+            let lines = tokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
+            try lines.write(toFile: directory + "/" + Self.tokensFile, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// Where a server's snapshot keeps the store's tokens: `SHA256 ROLE[:NODE] SOURCE` lines.
+    public static let tokensFile = "tokens.sha256"
+
+    /// The tokens a snapshot in `directory` keeps.
+    public static func tokens(in directory: String) -> [String: String] {
+        let text = (try? String(contentsOfFile: directory + "/" + tokensFile, encoding: .utf8)) ?? ""
+        var out: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            if parts.count == 2 { out[parts[0]] = parts[1] }
+        }
+        return out
     }
 }

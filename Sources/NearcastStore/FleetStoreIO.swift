@@ -37,7 +37,9 @@ public final class FleetStoreConnection: Sendable {
     /// (etcd's default limit is 128), the first one conditioned on the layout key not having
     /// changed since the store was read. Returns the store's revision after the last.
     public func importFiles(_ files: FleetFiles) async throws -> Int64 {
-        let (revision0, current) = try await etcd.range(prefix: Array(layout.zones.utf8))
+        let (revision0, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
+        let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision0)
+        let current = zones + tokens
         let (_, layoutKV) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision0)
         if let v = layoutKV?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
             throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
@@ -57,21 +59,26 @@ public final class FleetStoreConnection: Sendable {
         return revision
     }
 
-    /// The zones and geo section the store holds now.
-    public func exportFiles() async throws -> FleetFiles { try await served().files }
+    /// The zones and geo section the store holds now (not its tokens: a digest is no token).
+    public func exportFiles() async throws -> FleetFiles {
+        var files = try await served().files
+        files.tokens = [:]
+        return files
+    }
 
     /// What a server serves from the store, read at one revision: the layout's version, the
-    /// zones, the geo section and the registered nodes. Not the rest (health views, audit lines,
-    /// overrides), which grow with the fleet and are read by those who need them.
+    /// zones, the geo section, the registered nodes and the API's tokens. Not the rest (health
+    /// views, audit lines, overrides), which grow with the fleet and are read by those who need them.
     public func served() async throws -> (revision: Int64, files: FleetFiles) {
         let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
         let (_, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: revision)
+        let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision)
         let (_, geo) = try await etcd.get(Array(layout.geo.utf8), revision: revision)
         let (_, version) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision)
         if let v = version?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
             throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
         }
-        return (revision, try FleetFiles(zones + nodes + [geo].compactMap { $0 }, layout: layout))
+        return (revision, try FleetFiles(zones + nodes + tokens + [geo].compactMap { $0 }, layout: layout))
     }
 }
 

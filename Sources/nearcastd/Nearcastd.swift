@@ -261,6 +261,8 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let command = self
         let storeSource = follower?.source
+        // The API's tokens: this server's file, and a fleet's from its store.
+        let liveTokens = LiveTokens(tokens)
         let served = ServedConfig(
             running: cfg, zones: zones,
             load: { () throws(DiagnosticsError) -> NearcastConfig in
@@ -271,7 +273,7 @@ struct Nearcastd: AsyncParsableCommand {
             changes: changes, metrics: metrics, audit: audit, shared: follower,
             logger: logger)
         if let follower {
-            await follower.start(served, changes: changes)
+            await follower.start(served, changes: changes, tokens: liveTokens)
             await started.add("store follower") { await follower.stop() }
             // Nodes are judged from every server's vantage point (stopped before the follower,
             // which closes the connection).
@@ -281,7 +283,7 @@ struct Nearcastd: AsyncParsableCommand {
             await started.add("fleet health views") { await views.stop() }
         }
         if let address = cfg.api.listen {
-            if tokens.entries.isEmpty {
+            if tokens.entries.isEmpty && follower == nil {
                 logger.warning(
                     "management API without tokens: only /healthz answers",
                     metadata: ["hint": "give --api-tokens FILE or api: tokens:"])
@@ -294,7 +296,7 @@ struct Nearcastd: AsyncParsableCommand {
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
                 let running = try await ManagementAPI.start(
-                    on: address, tokens: tokens, sources: sources, tls: tls, logger: logger)
+                    on: address, tokens: liveTokens, sources: sources, tls: tls, logger: logger)
                 await started.add("management API") { await running.stop() }
                 Self.announce("api listening on \(ListenAddress(host: address.host, port: running.port))")
             } catch {

@@ -310,6 +310,56 @@ extension FleetTests {
     }
 }
 
+extension FleetTests {
+    /// The API's tokens are the fleet's: imported from the seeding config's tokens file (kept in
+    /// the store by their SHA-256 only), taken by a server that has no tokens file of its own, and
+    /// withdrawn everywhere by the next import without them.
+    @Test func apiTokensAreTheFleets() throws {
+        let fleet = try Fleet()
+        defer { fleet.finish() }
+        let operatorToken = "f1ee7f1ee7f1ee7f1ee7f1ee7f1ee7aa"
+        let tokens = fleet.dir.appendingPathComponent("fleet-tokens")
+        try "write \(operatorToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let zone =
+            "zones:\n  - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }"
+        try fleet.seed(zone + "\napi: { tokens: \(tokens.path) }")
+        let stored = try TestSupport.run(
+            try TestSupport.tool("etcdctl"),
+            ["--endpoints", fleet.etcd.endpoint, "get", "--prefix", "/nearcast/tokens/"],
+            environment: ["ETCDCTL_API": "3"])
+        #expect(stored.stdout.contains(APITokensDigest.sha256(operatorToken)) && !stored.stdout.contains(operatorToken))
+
+        // A server without a tokens file of its own.
+        let config = fleet.dir.appendingPathComponent("bare.yaml")
+        try """
+        listen: ["127.0.0.1:0"]
+        state-dir: \(fleet.dir.path)/bare
+        api: { listen: "127.0.0.1:0" }
+        \(fleet.store)  server: bare
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let bare = try Daemon(["--config", config.path])
+        defer { bare.stop() }
+        let added = try fleet.api(
+            ["record", "add", "example.test.", "tok", "A", "192.0.2.61"], via: bare, token: operatorToken)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try fleet.api(["status"], via: bare, token: fleet.writer).stderr.contains("401"), "not the fleet's")
+
+        try "# none\n".write(to: tokens, atomically: true, encoding: .utf8)
+        try fleet.seed(zone + "\napi: { tokens: \(tokens.path) }")
+        try bare.waitUntilReady(timeout: 10) {
+            (try? fleet.api(["status"], via: bare, token: operatorToken))?.stderr.contains("401") == true
+        }
+    }
+}
+
+/// A token's SHA-256 in hex, as the store keeps it (computed here with sha256sum, not the code under test).
+enum APITokensDigest {
+    static func sha256(_ token: String) -> String {
+        let out = try? TestSupport.run("/bin/sh", ["-c", "printf %s '\(token)' | sha256sum"])
+        return String((out?.stdout ?? "").prefix(64))
+    }
+}
+
 extension Array {
     /// `transform` of every element, each on a thread of its own, all at once (for concurrent CLI calls).
     func concurrentMap<T: Sendable>(_ transform: @Sendable @escaping (Element) throws -> T) throws -> [T]

@@ -30,7 +30,8 @@ import FoundationNetworking
 
     @Test func theDocumentListsEveryRouteAndNoOther() {
         let router = ManagementAPI.makeRouter(
-            tokens: APITokens(), sources: .init(stats: { StatsReport(uptime: 0, xdp: nil) }), logger: Logger(label: "t")
+            tokens: LiveTokens(APITokens()), sources: .init(stats: { StatsReport(uptime: 0, xdp: nil) }),
+            logger: Logger(label: "t")
         )
         let served = Set(
             router.routes.map { r in
