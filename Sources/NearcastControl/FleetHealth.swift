@@ -27,6 +27,8 @@ package actor FleetHealth {
     var task: Task<Void, Never>?
     /// Whether the peers' views are followed now (false: this server judges alone).
     package private(set) var following = false
+    /// The last failure logged (each different one is logged once).
+    var logged: String?
 
     package init(
         connection: FleetStoreConnection, monitor: HealthMonitor, name: String, leaseTTL: Int = 10,
@@ -111,6 +113,7 @@ package actor FleetHealth {
             logger.notice("judging nodes with the fleet's observers", metadata: ["peers": "\(peers.keys.sorted())"])
         }
         following = true
+        logged = nil
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.renew(lease) }
             group.addTask { try await self.follow(from: revision + 1) }
@@ -141,14 +144,21 @@ package actor FleetHealth {
         }
     }
 
-    /// Cut off: the peers' views are forgotten (this server judges alone until it is back).
+    /// Cut off: the peers' views are forgotten (this server judges alone until it is back), and
+    /// the lease given back if etcd can still be told (else it expires).
     func lost(_ why: String) async {
+        let given = lease
         lease = nil
         published = [:]
-        guard following else { return }
-        following = false
-        logger.warning("fleet's health views out of reach: judging nodes alone", metadata: ["error": "\(why)"])
-        await monitor.replacePeerViews([:], reason: "the fleet's views out of reach")
+        if logged != why {
+            logger.warning("fleet's health views out of reach: judging nodes alone", metadata: ["error": "\(why)"])
+            logged = why
+        }
+        if following {
+            following = false
+            await monitor.replacePeerViews([:], reason: "the fleet's views out of reach")
+        }
+        if let given { try? await connection.etcd.revoke(given) }
     }
 
     /// Publishes what changed since the last publish (the failures are left to `renew`).

@@ -7,7 +7,8 @@ import Testing
 import Glibc
 #endif
 
-/// A fleet judging a node from many vantage points (issue 18): three nearcastd, each in a network
+/// A fleet of three servers in network namespaces (issue 18), judging a node from many vantage
+/// points and sharing changes: three nearcastd, each in a network
 /// namespace of its own (tools/fleet-netns.sh), the first with XDP, all following one etcd on the
 /// host. A node's check is a TCP connect to 127.0.0.1, which is each namespace's own loopback, so
 /// the test decides what each server sees by where it runs the check's target.
@@ -200,6 +201,16 @@ import Glibc
         let answered = stats.stdout.split(separator: "\n").first { $0.split(separator: " ").first == "answered_geo" }
             .flatMap { Int($0.split(separator: " ").last ?? "") }
         #expect((answered ?? 0) > 0, "\(stats.stdout)")
+
+        // A record added through s0 is answered by s1 and s2; a drain through s1 moves every
+        // server's clients, s0's XDP answers included.
+        let added = try t.api(0, ["record", "add", "example.test.", "fleet", "A", "192.0.2.77"])
+        #expect(added.status == 0, "\(added.stderr)")
+        try t.waitEveryServerAnswers("fleet.example.test.", ["192.0.2.77"])
+        #expect(try t.api(1, ["node", "drain", "n2", "--for", "10m"]).status == 0)
+        try t.waitEveryServerAnswers("geo.example.test.", ["192.0.2.11"])
+        #expect(try t.api(2, ["node", "undrain", "n2"]).status == 0)
+        try t.waitEveryServerAnswers("geo.example.test.", both)
 
         // A server that stops takes its views with it: the others judge without it.
         t.servers[2]?.stop()
