@@ -154,6 +154,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `make fuzz-xdp`: millions of generated and mutated frames through the real XDP program.
+        .executableTarget(
+            name: "xdpfuzz",
+            dependencies: ["XDPFuzz", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Benchmark harness for `make bench-geo`: the geo compile of a whole GeoLite2-City database.
         .executableTarget(
             name: "geobench",
@@ -181,6 +186,14 @@ let package = Package(
         // What every test target shares: repository paths, the child-process launcher with deadlines,
         // the daemon launcher, polling, a raw DNS client, seeded generators.
         .target(name: "NearcastTestSupport", dependencies: ["DNSWire"], path: "Tests/NearcastTestSupport"),
+        // The XDP program fuzzed: frames generated and mutated, each checked against the slow path
+        // (`make fuzz-xdp`, and a shorter run in the tests); the test frames it builds, for the XDP tests.
+        .target(
+            name: "XDPFuzz",
+            dependencies: [
+                "NearcastTestSupport", "BPFKit", "DNSWire", "MaxMindDB", "NearcastZones", "NearcastGeo",
+                "NearcastAnswers", "NearcastConfiguration", "NearcastDataPath",
+            ], path: "Tests/XDPFuzz"),
         .testTarget(name: "NearcastTestSupportTests", dependencies: ["NearcastTestSupport"]),
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire", "NearcastTestSupport"]),
         .testTarget(
@@ -217,7 +230,7 @@ let package = Package(
             name: "NearcastDataPathTests",
             dependencies: [
                 "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastZones", "NearcastGeo", "NearcastAnswers",
-                "NearcastConfiguration", "NearcastTSIG", "DNSWire", "MaxMindDB", "NearcastTestSupport",
+                "NearcastConfiguration", "NearcastTSIG", "DNSWire", "MaxMindDB", "NearcastTestSupport", "XDPFuzz",
             ]
         ),
         .testTarget(

@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 
 #include "compiler.h"
+#include "csum.h"
 #include "dns.h"
 #include "geo.h"
 #include "maps.h"
@@ -46,13 +47,24 @@ int nearcast_xdp(struct xdp_md *ctx)
 
 		if (!ip)
 			return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
-		ip_payload = bpf_ntohs(ip->tot_len) - sizeof(*ip);
+		__u32 tot_len = bpf_ntohs(ip->tot_len);
+
+		/*
+		 * What the kernel drops, XDP never answers (the fuzzer found both): a header whose
+		 * checksum is wrong, a total length past the frame or too short for UDP.
+		 */
+		if (nc_csum_fold_native(nc_csum_native(ip, 5, 0)) != 0xffff || tot_len < sizeof(*ip) + 8 ||
+		    tot_len > (__u32)(data_end - (void *)ip))
+			return nc_exit(NC_PASS_SHAPE, XDP_PASS);
+		ip_payload = tot_len - sizeof(*ip);
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = nc_parse_ipv6(&c, data_end);
 
 		if (!ip6)
 			return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
 		ip_payload = bpf_ntohs(ip6->payload_len);
+		if (ip_payload > (__u32)(data_end - (void *)(ip6 + 1))) /* past the frame: the kernel drops it */
+			return nc_exit(NC_PASS_SHAPE, XDP_PASS);
 		pkt->ipv6 = 1;
 	} else {
 		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);

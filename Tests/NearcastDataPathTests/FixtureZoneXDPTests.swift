@@ -4,6 +4,7 @@ import NearcastAnswers
 import NearcastTestSupport
 import NearcastZones
 import Testing
+import XDPFuzz
 
 @testable import NearcastDataPath
 

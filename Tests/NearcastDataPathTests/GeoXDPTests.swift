@@ -9,6 +9,7 @@ import NearcastTestSupport
 import NearcastZones
 import Synchronization
 import Testing
+import XDPFuzz
 
 @testable import NearcastDataPath
 

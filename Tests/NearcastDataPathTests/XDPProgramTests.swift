@@ -8,6 +8,7 @@ import NearcastTSIG
 import NearcastTestSupport
 import NearcastZones
 import Testing
+import XDPFuzz
 
 @testable import NearcastDataPath
 

@@ -1,27 +1,39 @@
 import DNSWire
 import NearcastAnswers
 
-/// Builds and takes apart Ethernet frames carrying DNS over UDP, for the XDP tests.
-struct Packet {
-    var vlanTags: [UInt16] = []
-    var ipv6 = false
-    var srcPort: UInt16 = 40000
-    var dstPort: UInt16 = 53
-    var payload: [UInt8]
+/// Builds and takes apart Ethernet frames carrying DNS over UDP, for the XDP tests and the fuzzer.
+public struct Packet {
+    public var vlanTags: [UInt16] = []
+    public var ipv6 = false
+    public var srcPort: UInt16 = 40000
+    public var dstPort: UInt16 = 53
+    public var payload: [UInt8]
     /// The client's address (the frame's source), IPv4 or IPv6 by `ipv6`.
-    var source4: [UInt8] = Packet.client4
-    var source6: [UInt8] = Packet.client6
+    public var source4: [UInt8] = Packet.client4
+    public var source6: [UInt8] = Packet.client6
     /// Bytes appended after the IP packet (Ethernet padding).
-    var trailer: [UInt8] = []
+    public var trailer: [UInt8] = []
 
-    static let clientMAC: [UInt8] = [0x02, 0, 0, 0, 0, 0x02]
-    static let serverMAC: [UInt8] = [0x02, 0, 0, 0, 0, 0x01]
-    static let client4: [UInt8] = [198, 18, 0, 2]
-    static let server4: [UInt8] = [198, 18, 0, 1]
-    static let client6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [2]
-    static let server6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [1]
+    public init(
+        vlanTags: [UInt16] = [], ipv6: Bool = false, srcPort: UInt16 = 40000, dstPort: UInt16 = 53, payload: [UInt8],
+        trailer: [UInt8] = []
+    ) {
+        self.vlanTags = vlanTags
+        self.ipv6 = ipv6
+        self.srcPort = srcPort
+        self.dstPort = dstPort
+        self.payload = payload
+        self.trailer = trailer
+    }
 
-    var bytes: [UInt8] {
+    public static let clientMAC: [UInt8] = [0x02, 0, 0, 0, 0, 0x02]
+    public static let serverMAC: [UInt8] = [0x02, 0, 0, 0, 0, 0x01]
+    public static let client4: [UInt8] = [198, 18, 0, 2]
+    public static let server4: [UInt8] = [198, 18, 0, 1]
+    public static let client6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [2]
+    public static let server6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [1]
+
+    public var bytes: [UInt8] {
         var f = Self.serverMAC + Self.clientMAC
         for tag in vlanTags { f += [0x81, 0x00, UInt8(tag >> 8), UInt8(tag & 0xFF)] }
         f += ipv6 ? [0x86, 0xDD] : [0x08, 0x00]
@@ -44,21 +56,21 @@ struct Packet {
         return f + trailer
     }
 
-    static func sum(_ b: [UInt8]) -> UInt16 { AnswerImage.onesComplementSum(b) }
+    public static func sum(_ b: [UInt8]) -> UInt16 { AnswerImage.onesComplementSum(b) }
 
     /// The parts of a reply frame, with its checksums verified.
-    struct Reply {
-        var ethernetSwapped: Bool
-        var ipChecksumOK: Bool
-        var udpChecksumOK: Bool
-        var srcPort: UInt16
-        var dstPort: UInt16
-        var ttl: UInt8
-        var payload: [UInt8]
+    public struct Reply {
+        public var ethernetSwapped: Bool
+        public var ipChecksumOK: Bool
+        public var udpChecksumOK: Bool
+        public var srcPort: UInt16
+        public var dstPort: UInt16
+        public var ttl: UInt8
+        public var payload: [UInt8]
     }
 
     /// Takes a reply frame apart (same VLAN tags and IP version as this packet).
-    func parseReply(_ f: [UInt8]) -> Reply? {
+    public func parseReply(_ f: [UInt8]) -> Reply? {
         var at = 12 + 4 * vlanTags.count + 2
         guard f.count >= at else { return nil }
         let swapped = Array(f[0..<6]) == Self.clientMAC && Array(f[6..<12]) == Self.serverMAC
