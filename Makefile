@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet fuzz-xdp verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
 
 all: build
 
@@ -106,7 +106,13 @@ FRAMES ?= 10000000
 SEED ?= 1
 fuzz-xdp: bpf
 	$(SWIFT) build -c release --product xdpfuzz
-	.build/release/xdpfuzz --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
+	.build/release/xdpfuzz xdp --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
+
+# The slow path's wire and zone parsers fuzzed: FRAMES mutated messages, FRAMES / 100 master files.
+fuzz-parsers: bpf
+	$(SWIFT) build -c release --product xdpfuzz
+	.build/release/xdpfuzz wire --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
+	.build/release/xdpfuzz zone --frames $$(( $(FRAMES) / 100 )) --seed $(SEED) --object $(BPF_OBJ)
 
 # Installs the binaries, the XDP program, the systemd unit and, where there are none yet, a
 # commented sample config, a sample zone and a tokens file with one new admin token. DESTDIR

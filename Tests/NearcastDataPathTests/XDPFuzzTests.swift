@@ -12,4 +12,14 @@ import XDPFuzz
         #expect(report.failures == 0, "\(report.examples.joined(separator: "\n"))")
         #expect(report.answered > 5_000 && report.passed > 50_000 && report.dropped > 1_000, "every verdict is seen")
     }
+
+    /// The slow path's parsers, the short run of `make fuzz-parsers`: mutated DNS messages and
+    /// master files never crash, and what parses survives a round trip.
+    @Test func theParsersSurviveMutatedInputsAndRoundTrips() throws {
+        var fuzzer = try ParserFuzzer(target: try FuzzTarget.fixture(), seed: 19)
+        let wire = fuzzer.wire(iterations: 50_000)
+        #expect(wire.failures == 0 && wire.passed > 1_000, "\(wire.examples.joined(separator: "\n"))")
+        let zone = fuzzer.zone(iterations: 2_000)
+        #expect(zone.failures == 0 && zone.passed > 200, "\(zone.examples.joined(separator: "\n"))")
+    }
 }

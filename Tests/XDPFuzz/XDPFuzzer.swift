@@ -137,7 +137,9 @@ public struct XDPFuzzer {
         } else {
             p.source6 = Self.clients6.randomElement(using: &rng)!
         }
-        if Int.random(in: 0..<8, using: &rng) == 0 { p.trailer = [UInt8](repeating: 0, count: Int.random(in: 1...20, using: &rng)) }
+        if Int.random(in: 0..<8, using: &rng) == 0 {
+            p.trailer = [UInt8](repeating: 0, count: Int.random(in: 1...20, using: &rng))
+        }
         switch kind {
         case 0..<55:
             return p.bytes
@@ -185,7 +187,9 @@ public struct XDPFuzzer {
             edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
         case 2:
             edns = EDNS(options: [
-                EDNSOption(code: UInt16.random(in: 3...15, using: &rng), data: (0..<Int.random(in: 0...16, using: &rng)).map { UInt8($0) })
+                EDNSOption(
+                    code: UInt16.random(in: 3...15, using: &rng),
+                    data: (0..<Int.random(in: 0...16, using: &rng)).map { UInt8($0) })
             ])
         case 3, 4:
             let family: UInt16 = Bool.random(using: &rng) ? 1 : 2
