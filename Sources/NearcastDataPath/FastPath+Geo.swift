@@ -249,8 +249,13 @@ extension FastPath {
         var v = nc_geo_alias()
         guard let a else { return v }
         let mask: UInt128 = ~UInt128(0) << (128 - a.length)
-        withUnsafeMutableBytes(of: &v.value) { $0.copyMemory(from: withUnsafeBytes(of: a.address.bigEndian) { $0 }) }
-        withUnsafeMutableBytes(of: &v.mask) { $0.copyMemory(from: withUnsafeBytes(of: mask.bigEndian) { $0 }) }
+        // Copied within both closures: a buffer pointer must not outlive the one that lent it
+        // (returned from withUnsafeBytes, it pointed at a dead temporary, and release builds wrote
+        // garbage masks: found by make fuzz-xdp).
+        let value = a.address.bigEndian
+        let bits = mask.bigEndian
+        withUnsafeMutableBytes(of: &v.value) { dst in withUnsafeBytes(of: value) { dst.copyMemory(from: $0) } }
+        withUnsafeMutableBytes(of: &v.mask) { dst in withUnsafeBytes(of: bits) { dst.copyMemory(from: $0) } }
         v.plen = UInt32(a.length)
         v.v4_at = UInt32(a.length / 8)
         return v

@@ -18,9 +18,15 @@ struct XDPFuzzCommand: ParsableCommand {
     @Option(help: "Frames (or inputs) to run.") var frames = 10_000_000
     @Option(help: "The seed (a run is replayed by its seed).") var seed: UInt64 = 1
     @Option(help: "The compiled XDP program.") var object = ".build/bpf/nearcast.bpf.o"
+    @Option(help: "Replay one frame (hex, as a failure prints it): the verdict, XDP's reply and the slow path's.")
+    var replay: String?
 
     func run() throws {
         let target = try FuzzTarget.fixture(objectPath: object)
+        if let replay {
+            print(try XDPFuzzer(target: target, seed: seed).replay(replay))
+            return
+        }
         let report: FuzzReport
         switch mode {
         case .xdp:

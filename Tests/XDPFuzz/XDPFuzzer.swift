@@ -123,6 +123,28 @@ public struct XDPFuzzer {
         return report
     }
 
+    /// One frame (hex) run again: its verdict, what the check says, and both replies' DNS messages.
+    public func replay(_ hex: String) throws -> String {
+        var frame: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex) {
+            frame.append(UInt8(hex[i..<j], radix: 16) ?? 0)
+            i = j
+        }
+        let out = try target.fastPath.program.testRun(frame)
+        var lines = ["verdict \(out.returnValue)"]
+        if let q = FrameView(frame) {
+            let slow = target.responder.respond(to: q.payload, transport: .udp, client: q.srcIP)
+            lines.append("query:  \((try? DNSMessage(wire: q.payload)).map { "\($0)" } ?? "unreadable")")
+            lines.append("slow:   \(slow.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "no reply")")
+            if out.returnValue == 3, let r = FrameView(out.data) {
+                lines.append("xdp:    \(r.payload.map { String(format: "%02x", $0) }.joined())")
+                lines.append("check:  \(checkReply(to: frame, out.data) ?? "ok")")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
     // MARK: Frames
 
     /// One frame: most are queries the program may answer (some with their DNS message mutated),
