@@ -111,7 +111,9 @@ int nearcast_xdp(struct xdp_md *ctx)
 			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, ans, scratch);
 			ans = reason == NC_ANSWERED ? &scratch->geo : NULL;
 		} else if (!ans) {
-			reason = NC_PASS_MISS;
+			ans = nc_lookup_other_type(&scratch->key, scratch->q.name_hash, cfg, scratch->gen);
+			if (!ans)
+				reason = NC_PASS_MISS;
 		}
 		if (ans && !nc_reply_fits(&scratch->q, ans, cfg))
 			reason = NC_PASS_TOO_BIG;

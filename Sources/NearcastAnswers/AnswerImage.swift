@@ -55,7 +55,15 @@ public struct AnswerImage: Sendable {
             let targets = (responder.geo?.targetNames ?? []).filter {
                 responder.authority.zone(for: $0)?.origin == zone.origin
             }
+            // Owners of discovery (SRV) names: that type is the slow path's, so no other-types entry.
+            let slowOwners = Set(
+                (responder.geo?.allNames ?? []).filter { $0.config.type != .a && $0.config.type != .aaaa }.map(
+                    \.config.name))
             for name in Set(zone.names + geoOwners + targets).sorted() where !name.isWildcard {
+                // Whether every type the name has is in the table as an answer: only then may a
+                // miss there stand for "no such type" (its other-types entry).
+                var complete = !slowOwners.contains(name)
+                let present = Set(zone.types(at: name))
                 // A geo name's answer depends on the client: it has no static entry.
                 for type in types where responder.geo?.name(name, type) == nil {
                     let nodata = askedOfEveryName.contains(type)
@@ -63,10 +71,22 @@ public struct AnswerImage: Sendable {
                         name: name.lowercased(), type: type, responder: responder, maxSections: maxSections,
                         nodata: nodata)
                     {
-                    case .some(.some(let e)): if e.ancount > 0 { positive.append(e) } else { negative.append(e) }
-                    case .some(.none): tooBig += 1
-                    case .none: break
+                    case .some(.some(let e)):
+                        if e.ancount > 0 { positive.append(e) } else { negative.append(e) }
+                        if present.contains(type) && e.ancount == 0 { complete = false }
+                    case .some(.none):
+                        tooBig += 1
+                        complete = false
+                    case .none:
+                        if present.contains(type) { complete = false }
                     }
+                }
+                if present.contains(where: { !types.contains($0) }) { complete = false }  // meta-types
+                guard complete else { continue }
+                switch otherTypesEntry(name: name.lowercased(), responder: responder, maxSections: maxSections) {
+                case .some(.some(let e)): negative.append(e)
+                case .some(.none): tooBig += 1
+                case .none: break
                 }
             }
         }
@@ -93,6 +113,36 @@ public struct AnswerImage: Sendable {
         return Entry(
             name: name.wire, qtype: type.rawValue, flags: u16(2) & ~0x0100, ancount: u16(6), nscount: u16(8),
             arcount: u16(10), sections: sections, checksum: Self.onesComplementSum(sections))
+    }
+
+    /// The type a name's other-types entry is kept under (NC_QTYPE_OTHER in nearcast_abi.h).
+    public static let otherTypes: UInt16 = 0
+
+    /// The NODATA `name` answers for every type it has no records of, kept under `otherTypes`
+    /// for the fast path to find after a miss: only where the slow path answers types no record
+    /// can have (0, 65534, 65533) with one and the same authoritative NODATA; not at delegations
+    /// (referrals), CNAMEs, or names with a geo name of another type.
+    static func otherTypesEntry(name: DNSName, responder: Responder, maxSections: Int) -> Entry?? {
+        var first: Entry?
+        for probe in [RRType(0), RRType(65534), RRType(65533)] {
+            guard
+                case .some(.some(var e)) = entry(
+                    name: name, type: probe, responder: responder, maxSections: maxSections, nodata: true)
+            else {
+                // A NODATA too big for the table is one (counted); anything else is no NODATA.
+                if case .some(.none) = entry(
+                    name: name, type: probe, responder: responder, maxSections: maxSections, nodata: true)
+                {
+                    return .some(nil)
+                }
+                return nil
+            }
+            guard e.ancount == 0 else { return nil }
+            e.qtype = Self.otherTypes
+            if let f = first, f != e { return nil }
+            first = e
+        }
+        return first
     }
 
     /// RFC 1071 sum of `bytes` taken as 16-bit big-endian words from an even offset, folded.

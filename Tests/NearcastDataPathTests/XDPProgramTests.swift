@@ -94,6 +94,7 @@ import XDPFuzz
         #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
         #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)
+        #expect(AnswerImage.otherTypes == UInt16(NC_QTYPE_OTHER))
     }
 
     /// The counters the daemon, the CLI and /metrics show are the header's verdict reasons, in its
@@ -117,13 +118,16 @@ import XDPFuzz
         defer { try! Self.fastPath.write(Self.image) }
         let txt = try DNSName("txt.example.test.").wire
         var smaller = Self.image
-        smaller.entries.removeAll { $0.name == txt && $0.qtype == RRType.txt.rawValue }
+        // The name's TXT answer and its other-types NODATA (which stands only beside all its answers).
+        smaller.entries.removeAll {
+            $0.name == txt && [RRType.txt.rawValue, AnswerImage.otherTypes].contains($0.qtype)
+        }
         let removed = try Self.fastPath.write(smaller)
         #expect(removed == FastPath.TableWrite(entries: smaller.entries.count, written: 0))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         let back = try Self.fastPath.write(Self.image)
-        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count, written: 1))
+        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count, written: 2))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_TX)
     }
 
@@ -169,14 +173,16 @@ import XDPFuzz
         #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an entry")
     }
 
-    /// NODATA for the types clients ask of every name, from XDP as the slow path sends it, with
-    /// and without EDNS (and ECS, echoed with scope 0); NXDOMAIN and NODATA of other types are
-    /// passed.
+    /// NODATA for the types clients ask of every name, and for every other type a name has none
+    /// of (its other-types entry), from XDP as the slow path sends it, with and without EDNS (and
+    /// ECS, echoed with scope 0); NXDOMAIN, and the types the slow path answers otherwise (ANY,
+    /// DS, zone transfers), are passed.
     @Test func answersNODATAForTheTypesAskedOfEveryName() throws {
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
         for (name, type) in [
             ("txt.example.test.", RRType.aaaa), ("WWW.example.test.", .https), ("mail.example.test.", .https),
-            ("txt.example.test.", .a),
+            ("txt.example.test.", .a), ("www.example.test.", .mx), ("www.example.test.", RRType(35)),
+            ("www.example.test.", RRType(0)), ("www.example.test.", RRType(4321)),
         ] {
             for edns in [nil, EDNS(udpPayloadSize: 1232), EDNS(options: [ecs.option])] {
                 let reply = try #require(
@@ -188,7 +194,9 @@ import XDPFuzz
             }
         }
         try run(Packet(payload: Self.query("nope.example.test.", .aaaa)), expect: Self.XDP_PASS)
-        try run(Packet(payload: Self.query("www.example.test.", .mx)), expect: Self.XDP_PASS)
+        for type in [RRType.any, .ds, .axfr, .ixfr] {
+            try run(Packet(payload: Self.query("www.example.test.", type)), expect: Self.XDP_PASS)
+        }
     }
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.

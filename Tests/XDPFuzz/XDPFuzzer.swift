@@ -229,7 +229,14 @@ public struct XDPFuzzer {
         h.cd = Int.random(in: 0..<8, using: &rng) == 0
         guard let dname = try? DNSName(name),
             let bytes = try? DNSMessage(
-                header: h, questions: [DNSQuestion(name: dname, type: Self.types.randomElement(using: &rng)!)],
+                header: h,
+                questions: [
+                    DNSQuestion(
+                        name: dname,
+                        type: Int.random(in: 0..<8, using: &rng) == 0
+                            ? RRType(UInt16.random(in: 0...UInt16.max, using: &rng))
+                            : Self.types.randomElement(using: &rng)!)
+                ],
                 edns: edns
             ).serialize()
         else { return [] }

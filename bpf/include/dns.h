@@ -39,6 +39,7 @@ struct nc_dnshdr {
  */
 struct nc_query {
 	__u64 hash;	  /* the question's hash in the names table (nearcast_abi.h) */
+	__u64 name_hash;  /* the same before the type is added (for the name's other-types entry) */
 	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
 	__u16 qname_len;  /* wire length of the name, root label included */
 	__u16 qtype;
@@ -318,6 +319,7 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	q->qtype = ((__u16)tc[0] << 8) | tc[1];
 	q->qname_len = len;
 	q->qsum = sum;
+	q->name_hash = h;
 	q->hash = nc_hash_finish(h, q->qtype);
 	key->len = len;
 	key->qtype = q->qtype;

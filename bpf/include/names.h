@@ -79,4 +79,23 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 	return &e->answer;
 }
 
+/*
+ * After a miss: the name's NODATA for the types it has none of (under NC_QTYPE_OTHER), or NULL.
+ * Not for the types the slow path answers otherwise: ANY, AXFR, IXFR, and DS (answered from the
+ * parent's side of a zone cut). The key's type is put back for the reply.
+ */
+static __always_inline const struct nc_answer *nc_lookup_other_type(struct nc_name_key *key, __u64 name_hash,
+								   const struct nc_config *cfg, __u32 gen)
+{
+	__u16 qtype = key->qtype;
+
+	if (qtype == 255 || qtype == 252 || qtype == 251 || qtype == 43 || qtype == NC_QTYPE_OTHER)
+		return NULL;
+	key->qtype = NC_QTYPE_OTHER;
+	const struct nc_answer *a = nc_lookup_name(key, nc_hash_finish(name_hash, NC_QTYPE_OTHER), cfg, gen);
+
+	key->qtype = qtype;
+	return a && a->kind == NC_KIND_STATIC ? a : NULL;
+}
+
 #endif /* NC_NAMES_H */

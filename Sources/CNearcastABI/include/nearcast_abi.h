@@ -67,6 +67,13 @@
  * A question in the names table: the query type and the lower-cased wire name. Bytes of `name`
  * past `len` are zero, so equal questions compare equal word by word (`name` is 8-aligned).
  */
+/*
+ * A name's NODATA for every type it has no records of is kept under this type (0, which no
+ * record has): the fast path looks it up after a miss, except for the types the slow path answers
+ * otherwise (ANY, AXFR, IXFR, DS: see nc_lookup_other_type).
+ */
+#define NC_QTYPE_OTHER 0
+
 struct nc_name_key {
 	__u16 qtype;		/* host order */
 	__u16 len;		/* wire length of name, root label included: 1..255 */
