@@ -13,15 +13,7 @@ extension ManagementAPI {
         }
         v1.post("nodes/:id/report") { request, context -> Response in
             let id = context.parameters.get("id") ?? ""
-            guard let caller = context.caller else {
-                throw HTTPError(.unauthorized, message: "a bearer token is needed")
-            }
-            guard caller.mayReport(for: id) else {
-                throw HTTPError(
-                    .forbidden,
-                    message:
-                        "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
-            }
+            try context.requireAgent(of: id)
             guard let record = sources.report else {
                 throw HTTPError(.notFound, message: "no geo nodes are configured")
             }
@@ -83,17 +75,6 @@ extension ManagementAPI {
     /// Nodes registering themselves with a fleet (the node's agent, or write): POST /v1/nodes with
     /// the registration, DELETE /v1/nodes/ID.
     static func addRegistrationRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
-        @Sendable func caller(_ context: APIRequestContext, mayChange id: String) throws {
-            guard let caller = context.caller else {
-                throw HTTPError(.unauthorized, message: "a bearer token is needed")
-            }
-            guard caller.mayReport(for: id) else {
-                throw HTTPError(
-                    .forbidden,
-                    message:
-                        "this needs the node's agent token (agent or agent:\(id)) or a token of role write or above")
-            }
-        }
         @Sendable func refusal(_ e: RegistrationError) -> HTTPError {
             switch e {
             case .invalid: HTTPError(.badRequest, message: e.description)
@@ -107,7 +88,7 @@ extension ManagementAPI {
             let text = String(buffer: body)
             let id =
                 (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["id"] as? String ?? ""
-            try caller(context, mayChange: id)
+            try context.requireAgent(of: id)
             guard let register = sources.register else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }
@@ -120,7 +101,7 @@ extension ManagementAPI {
         }
         v1.delete("nodes/:id") { _, context -> Response in
             let id = context.parameters.get("id") ?? ""
-            try caller(context, mayChange: id)
+            try context.requireAgent(of: id)
             guard let deregister = sources.deregister else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }

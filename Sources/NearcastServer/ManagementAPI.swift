@@ -250,6 +250,17 @@ public struct APIRequestContext: RequestContext {
         caller = nil
     }
 
+    /// Throws 401 without a caller, 403 unless it is `node`'s agent (agent or agent:NODE) or has a
+    /// token of role write or above: what a node's own calls need (its reports, its registration).
+    func requireAgent(of node: String) throws {
+        guard let c = caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }
+        guard c.mayReport(for: node) else {
+            throw HTTPError(
+                .forbidden,
+                message: "this needs the node's agent token (agent or agent:\(node)) or a token of role write or above")
+        }
+    }
+
     /// Throws 403 unless the caller's role is at least `role`.
     func require(_ role: APIRole) throws {
         guard let c = caller else { throw HTTPError(.unauthorized, message: "a bearer token is needed") }

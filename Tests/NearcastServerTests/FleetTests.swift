@@ -41,6 +41,19 @@ import Testing
             try? FileManager.default.removeItem(at: dir)
         }
 
+        /// A config of the test zone and the four test nodes, with these geo names.
+        static func fourNodes(names: [String]) -> String {
+            """
+            zones:
+              - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
+            geo:
+              database: \(Repository.testCityDatabase)
+            \(Fixtures.fourNodes(indent: 2))
+              names:
+            \(names.map { "    - " + $0 }.joined(separator: "\n"))
+            """
+        }
+
         /// Imports `config` (YAML without the store section, which is added) into the store.
         func seed(_ config: String) throws {
             let seed = dir.appendingPathComponent("seed.yaml")
@@ -189,16 +202,7 @@ extension FleetTests {
     @Test func drainsAreFleetWide() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
-        try fleet.seed(
-            """
-            zones:
-              - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
-            geo:
-              database: \(Repository.testCityDatabase)
-            \(Fixtures.fourNodes(indent: 2))
-              names:
-                - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
-            """)
+        try fleet.seed(Fleet.fourNodes(names: ["{ name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }"]))
         let etcd = fleet.etcd
         func fra1(_ server: Daemon) -> String {
             ((try? fleet.api(["nodes"], via: server))?.stdout ?? "").split(separator: "\n").first {
@@ -234,16 +238,10 @@ extension FleetTests {
         let fleet = try Fleet()
         defer { fleet.finish() }
         try fleet.seed(
-            """
-            zones:
-              - { origin: example.test., file: \(TestSupport.fixtures.appendingPathComponent("example.test.zone").path) }
-            geo:
-              database: \(Repository.testCityDatabase)
-            \(Fixtures.fourNodes(indent: 2))
-              names:
-                - { name: geo.example.test, type: A, pool: web, answers: 8, ttl: 20 }
-                - { name: _join._udp.example.test, type: SRV, pool: web, answers: 8, port: 7946, targets: nodes.example.test }
-            """)
+            Fleet.fourNodes(names: [
+                "{ name: geo.example.test, type: A, pool: web, answers: 8, ttl: 20 }",
+                "{ name: _join._udp.example.test, type: SRV, pool: web, answers: 8, port: 7946, targets: nodes.example.test }",
+            ]))
         let a = try fleet.startServer(0)
         defer { a.stop() }
         let b = try fleet.startServer(1)
