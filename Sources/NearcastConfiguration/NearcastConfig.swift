@@ -56,6 +56,8 @@ public struct NearcastConfig: Sendable {
     public var tsigKeys = TSIGKeyring()
     /// The fleet's shared store (StoreSettings); none: this server's files alone.
     public var store = StoreSettings()
+    /// Response rate limiting (the slow path's UDP replies).
+    public var rrl = RRLSettings()
     /// The file this config was read from, if any.
     public var sourcePath: String?
 
@@ -75,6 +77,7 @@ public struct NearcastConfig: Sendable {
 
     static let knownKeys = [
         "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig", "store",
+        "rrl",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
@@ -241,6 +244,8 @@ public struct NearcastConfig: Sendable {
                 config.geo = GeoConfig.parse(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "tsig":
                 config.tsigKeys = parseTSIG(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
+            case "rrl":
+                config.rrl = RRLSettings.parse(v, fileName: fileName, diags: &diags)
             case "store":
                 config.store = EtcdSettings.parseStore(
                     v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)

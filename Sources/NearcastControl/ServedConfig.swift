@@ -422,6 +422,7 @@ package actor ServedConfig {
         if a.maxUDPPayload != b.maxUDPPayload { out.append("max-udp-payload") }
         if a.tcpIdleTimeout != b.tcpIdleTimeout { out.append("tcp-idle-timeout") }
         if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
+        if a.rrl != b.rrl { out.append("rrl") }
         if a.store != b.store { out.append("store") }
         return out
     }

@@ -16,6 +16,8 @@ import Glibc
 public final class DNSServer: Sendable {
     public let responders: ResponderSource
     let metrics: NearcastMetrics?
+    /// Response rate limiting of UDP replies, if on.
+    let limiter: ResponseRateLimiter?
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
@@ -27,14 +29,16 @@ public final class DNSServer: Sendable {
         self.init(responders: ResponderSource(responder), group: group, tcpIdleTimeout: tcpIdleTimeout, logger: logger)
     }
 
-    /// `metrics`: where replies are counted (by transport and rcode), if anywhere.
+    /// `metrics`: where replies are counted (by transport and rcode), if anywhere; `limiter`: the
+    /// response rate limiting of UDP replies, if on.
     public init(
-        responders: ResponderSource, metrics: NearcastMetrics? = nil, group: any EventLoopGroup,
-        tcpIdleTimeout: TimeAmount = .seconds(10),
+        responders: ResponderSource, metrics: NearcastMetrics? = nil, limiter: ResponseRateLimiter? = nil,
+        group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10),
         logger: Logger
     ) {
         self.responders = responders
         self.metrics = metrics
+        self.limiter = limiter
         self.group = group
         self.tcpIdleTimeout = tcpIdleTimeout
         self.logger = logger
@@ -56,6 +60,7 @@ public final class DNSServer: Sendable {
         // TCP first, so that with port 0 the UDP sockets take the port TCP got.
         let responders = self.responders
         let metrics = self.metrics
+        let limiter = self.limiter
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -88,7 +93,7 @@ public final class DNSServer: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(
-                            DNSUDPHandler(responders: responders, metrics: metrics))
+                            DNSUDPHandler(responders: responders, metrics: metrics, limiter: limiter))
                     }
                 }
                 .bind(to: target).get()

@@ -13,10 +13,12 @@ final class DNSUDPHandler: ChannelInboundHandler {
     var generation = 0
 
     let metrics: NearcastMetrics?
+    let limiter: ResponseRateLimiter?
 
-    init(responders: ResponderSource, metrics: NearcastMetrics?) {
+    init(responders: ResponderSource, metrics: NearcastMetrics?, limiter: ResponseRateLimiter? = nil) {
         self.responders = responders
         self.metrics = metrics
+        self.limiter = limiter
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -28,7 +30,18 @@ final class DNSUDPHandler: ChannelInboundHandler {
         let envelope = Self.unwrapInboundIn(data)
         let query = Array(envelope.data.readableBytesView)
         let client = envelope.remoteAddress.addressBytes
-        guard let reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
+        guard var reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
+        if let limiter, let client {
+            switch limiter.verdict(reply, client: client) {
+            case .send: break
+            case .slip:
+                reply = ResponseRateLimiter.truncated(reply)
+                metrics?.countLimited(slipped: true)
+            case .drop:
+                metrics?.countLimited(slipped: false)
+                return
+            }
+        }
         metrics?.countReply(reply, transport: .udp)
         let buffer = context.channel.allocator.buffer(bytes: reply)
         context.write(

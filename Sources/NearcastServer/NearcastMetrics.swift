@@ -21,6 +21,8 @@ public final class NearcastMetrics: Sendable {
         var maps: Set<String> = []
     }
     private let reloadSeconds: Gauge
+    /// Slow-path UDP replies response rate limiting slipped (TC=1) and dropped.
+    private let limited: [Bool: Counter]
 
     public init() {
         let registry = PrometheusCollectorRegistry()
@@ -42,6 +44,11 @@ public final class NearcastMetrics: Sendable {
                 registry, "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")],
                 help: "Reloads of the config and zone files.")
         }
+        limited = [true: true, false: false].mapValues { slipped in
+            Self.counter(
+                registry, "nearcast_rrl_responses_total", labels: [("verdict", slipped ? "slipped" : "dropped")],
+                help: "Slow-path UDP replies over the response rate limit: sent as TC=1 (slipped) or dropped.")
+        }
         reloadSeconds = Self.gauge(
             registry, "nearcast_reload_seconds", help: "How long the last reload that went through took.")
     }
@@ -51,6 +58,9 @@ public final class NearcastMetrics: Sendable {
         guard reply.count >= 4 else { return }
         replies[transport == .udp ? 0 : 1][Int(reply[3] & 0x0F)].increment()
     }
+
+    /// Counts a reply over the response rate limit: slipped (sent as TC=1) or dropped.
+    public func countLimited(slipped: Bool) { limited[slipped]!.increment() }
 
     /// Counts a reload.
     public func countReload(seconds: Double?) {

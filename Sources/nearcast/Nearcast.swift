@@ -59,6 +59,11 @@ struct CheckConfig: ParsableCommand {
                     ", store: etcd at \(etcd.endpoints.joined(separator: " "))\(etcd.prefix == "/nearcast/" ? "" : " under \(etcd.prefix)")"
             }
             if !cfg.tsigKeys.isEmpty { summary += ", \(counted(cfg.tsigKeys.keys.count, "TSIG key"))" }
+            if cfg.rrl.enabled {
+                let r = cfg.rrl
+                summary +=
+                    ", rrl: \(r.responsesPerSecond) responses/s per /\(r.ipv4Prefix) and /\(r.ipv6Prefix) (slow path only), slip \(r.slip)"
+            }
             print(summary)
         } catch {
             for d in error.diagnostics { FileHandle.standardError.write((d.description + "\n").data(using: .utf8)!) }

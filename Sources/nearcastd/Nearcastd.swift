@@ -184,8 +184,9 @@ struct Nearcastd: AsyncParsableCommand {
         let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
-            responders: responders, metrics: metrics, group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)),
-            logger: logger)
+            responders: responders, metrics: metrics,
+            limiter: Self.rateLimiter(cfg, responders: responders, logger: logger),
+            group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
         let started = StartedServices()
         await started.add("event loops") { try await group.shutdownGracefully() }
         await started.add("DNS listeners") { await server.stop() }
@@ -311,6 +312,22 @@ struct Nearcastd: AsyncParsableCommand {
                 _ = try? await served.reload(by: "SIGHUP")
             }, logger: logger)
         logger.info("stopped")
+    }
+
+    /// The response rate limiting of the slow path's UDP replies, when the config turns it on.
+    /// NXDOMAINs are classed by the zone the responder answers them from.
+    static func rateLimiter(_ cfg: NearcastConfig, responders: ResponderSource, logger: Logger) -> ResponseRateLimiter?
+    {
+        let r = cfg.rrl
+        guard r.enabled else { return nil }
+        if cfg.xdp.enabled {
+            logger.warning("rrl limits the slow path's replies only: the XDP fast path's answers are not limited yet")
+        }
+        let limits = ResponseRateLimiter.Limits(
+            responses: Double(r.responsesPerSecond), nxdomains: r.nxdomainsPerSecond.map(Double.init),
+            errors: r.errorsPerSecond.map(Double.init), slip: r.slip, ipv4Prefix: r.ipv4Prefix,
+            ipv6Prefix: r.ipv6Prefix, window: Double(r.window), exempt: r.exempt.map { ($0.address, $0.length) })
+        return ResponseRateLimiter(limits) { name in responders.current.1.authority.zone(for: name)?.origin }
     }
 
     /// The follower of the config's store, its first read done; nil without a store section.

@@ -57,6 +57,35 @@ public enum RawClient {
         return nil
     }
 
+    /// Sends every query from one socket at once, then gathers the replies that come within
+    /// `wait` seconds of the last (none is sent again: what a flood sees).
+    public static func burst(_ queries: [[UInt8]], host: String = "127.0.0.1", port: Int, wait: Double = 1)
+        -> [[UInt8]]
+    {
+        let (family, addr) = sockaddr(host, port)
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        for query in queries {
+            _ = addr.withUnsafeBytes { a in
+                query.withUnsafeBytes { q in
+                    sendto(
+                        fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self),
+                        socklen_t(a.count))
+                }
+            }
+        }
+        setTimeout(fd, wait)
+        var buf = [UInt8](repeating: 0, count: 65536)
+        var replies: [[UInt8]] = []
+        while replies.count < queries.count {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { break }
+            replies.append(Array(buf[0..<n]))
+        }
+        return replies
+    }
+
     /// Whether `reply` answers `query`: same ID and, when both carry one, the same question
     /// (compared case-insensitively).
     public static func matches(_ reply: [UInt8], _ query: [UInt8]) -> Bool {
