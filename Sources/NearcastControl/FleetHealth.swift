@@ -120,6 +120,8 @@ package actor FleetHealth {
             try await group.next()
             group.cancelAll()
         }
+        // Neither ends but by an error; if one did end, this life under this lease is over all the same.
+        throw FleetHealthError(description: "the watch of the fleet's views ended")
     }
 
     /// Renews the lease a third of its life before it ends, publishing anything a failed put left.
