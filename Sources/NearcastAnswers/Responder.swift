@@ -197,6 +197,25 @@ public struct Responder: Sendable {
         return fit(reply, limit: limit, glueRequired: false)
     }
 
+    /// The minimal TC=1 reply to `query`: the fast path's reply above its pass budget, and a reply
+    /// over the response rate limit slipped (ResponseRateLimiter), byte for byte the same: QR and
+    /// TC (RD from the query), NOERROR, the question, and our OPT when the query had one (DO and a
+    /// Client Subnet echoed, scope 0). Nil for a query without one question to echo.
+    public func truncatedReply(to query: [UInt8]) -> [UInt8]? {
+        guard let msg = try? DNSMessage(wire: query), !msg.header.qr, msg.questions.count == 1 else { return nil }
+        var edns: EDNS?
+        if let qe = msg.edns {
+            edns = EDNS(udpPayloadSize: maxUDPPayload, dnssecOK: qe.dnssecOK)
+            if let opt = qe.clientSubnetOption, let ecs = try? ClientSubnet(queryOption: opt.data) {
+                edns!.options.append(ecs.option)
+            }
+        }
+        var reply = DNSMessage(header: replyHeader(msg.header), questions: msg.questions, edns: edns)
+        reply.header.tc = true
+        reply.rcode = .noError
+        return try? reply.serialize()
+    }
+
     /// The reply for a discovery target (`NODE.TARGETS`): the node's addresses for A, AAAA (and
     /// ANY), NODATA for other types. The same for every client.
     func targetReply(

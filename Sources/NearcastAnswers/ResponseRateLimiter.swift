@@ -5,7 +5,8 @@ import Synchronization
 /// per client prefix and response class, each with a token bucket of `rate` per second. A bucket
 /// holds at most one second of credit and goes at most `window` seconds into debt, so a flood keeps
 /// its prefix limited for `window` seconds after it stops. Over the limit a response is dropped, and
-/// every `slip`-th one is sent as a minimal TC=1 reply instead, so a real resolver behind the prefix
+/// every `slip`-th one is sent as a minimal TC=1 reply instead (`Responder.truncatedReply(to:)`, the
+/// fast path's own above its pass budget), so a real resolver behind the prefix
 /// retries over TCP (which is never limited). The classes: a positive or NODATA answer, by its
 /// name and type; an NXDOMAIN, by its zone; errors (REFUSED, FORMERR, SERVFAIL, NOTIMP…), one class.
 public final class ResponseRateLimiter: Sendable {
@@ -146,8 +147,9 @@ public final class ResponseRateLimiter: Sendable {
         return Key(prefix: prefix, kind: 0, name: name.lowercased().wire, type: type)
     }
 
-    /// The minimal TC=1 reply a slipped response is sent as: its header with TC set and its
-    /// question, nothing else (no OPT).
+    /// A TC=1 reply made from `reply` alone: its header with TC set and its question, nothing
+    /// else. The slow path sends `Responder.truncatedReply(to:)` instead, the fast path's TC=1
+    /// reply byte for byte; this is for a query the responder cannot read again.
     public static func truncated(_ reply: [UInt8]) -> [UInt8] {
         guard reply.count >= 12, let end = questionEnd(reply) else { return reply }
         var out = Array(reply[0..<end])

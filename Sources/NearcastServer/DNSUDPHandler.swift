@@ -35,7 +35,7 @@ final class DNSUDPHandler: ChannelInboundHandler {
             switch limiter.verdict(reply, client: client) {
             case .send: break
             case .slip:
-                reply = ResponseRateLimiter.truncated(reply)
+                reply = responder.truncatedReply(to: query) ?? ResponseRateLimiter.truncated(reply)
                 metrics?.countLimited(slipped: true)
             case .drop:
                 metrics?.countLimited(slipped: false)

@@ -490,7 +490,13 @@ import XDPFuzz
                 m.questions.map(\.name.description) == ["NoPe.example.test."] && m.answers.isEmpty
                     && m.authority.isEmpty)
             #expect((m.edns != nil) == (edns != nil) && m.edns?.dnssecOK == edns?.dnssecOK)
+            #expect(
+                r.payload == Self.responder.truncatedReply(to: p.payload), "the slow path's TC=1 reply, byte for byte")
         }
+        let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
+        let withECS = Packet(payload: Self.query("nope.example.test.", .a, edns: EDNS(options: [ecs.option])))
+        let out = try Self.fastPath.program.testRun(withECS.bytes)
+        #expect(try withECS.parseReply(out.data)?.payload == Self.responder.truncatedReply(to: withECS.payload))
         // Hot names are not limited: XDP answers them whatever the budget.
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         // Malformed queries have no question to echo: dropped.
@@ -504,7 +510,7 @@ import XDPFuzz
             try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue
                 == Self.XDP_DROP)
         let after = try Self.fastPath.statistics()
-        #expect(after.limitTruncated - before.limitTruncated == 2)
+        #expect(after.limitTruncated - before.limitTruncated == 3)
         #expect(after.limitDropped - before.limitDropped == 2)
     }
 

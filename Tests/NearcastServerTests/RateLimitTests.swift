@@ -30,7 +30,7 @@ import Testing
         let queries = (0..<40).map { RawClient.query("www.example.test.", .a, id: UInt16($0)) }
         let replies = RawClient.burst(queries, port: server.dnsPort).compactMap { try? DNSMessage(wire: $0) }
         let full = replies.filter { !$0.header.tc && !$0.answers.isEmpty }
-        let truncated = replies.filter { $0.header.tc && $0.answers.isEmpty }
+        let truncated = replies.filter { $0.header.tc && $0.answers.isEmpty && !$0.header.aa }
         // 5 a second: a burst of 40 within well under a second gets 5 (6 if it straddles a refill).
         #expect((5...6).contains(full.count), "answered \(full.count)")
         #expect(abs(truncated.count - (40 - full.count) / 2) <= 1, "slipped \(truncated.count) of \(40 - full.count)")
