@@ -78,7 +78,7 @@ public final class ResponseRateLimiter: Sendable {
     public let limits: Limits
     /// The zone of a name (an NXDOMAIN's class); nil: the name itself.
     let zoneOf: @Sendable (DNSName) -> DNSName?
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     public init(_ limits: Limits, zoneOf: @escaping @Sendable (DNSName) -> DNSName? = { _ in nil }) {
         self.limits = limits
@@ -117,13 +117,17 @@ public final class ResponseRateLimiter: Sendable {
         }
     }
 
-    /// Forgets buckets idle for a window (their credit is back in full); if none is, the oldest.
+    /// Makes room when the table is full: forgets the buckets idle for a window (their credit is
+    /// back in full), and then, down to nine tenths of the capacity, any others. One sweep makes
+    /// room for a tenth of the table, so a flood of new prefixes (forged sources) costs a sweep per
+    /// tenth of the capacity, not one per response.
     static func forgetIdle(_ s: inout State, before now: ContinuousClock.Instant, _ limits: Limits) {
         let idle = s.buckets.filter { (now - $0.value.last).seconds > limits.window }.map(\.key)
-        if idle.isEmpty, let oldest = s.buckets.min(by: { $0.value.last < $1.value.last })?.key {
-            s.buckets[oldest] = nil
-        }
         for k in idle { s.buckets[k] = nil }
+        let keep = limits.capacity * 9 / 10
+        if s.buckets.count > keep {
+            for k in Array(s.buckets.keys.prefix(s.buckets.count - keep)) { s.buckets[k] = nil }
+        }
     }
 
     /// The bucket's key: the client's prefix and the reply's class; nil when the client is exempt

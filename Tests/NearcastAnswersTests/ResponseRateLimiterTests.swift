@@ -93,4 +93,16 @@ import Testing
         #expect(m.questions.map(\.name.description) == ["www.example.test."] && m.answers.isEmpty && m.edns == nil)
         #expect(tc.count == 12 + 18 + 4)
     }
+
+    /// A flood from forged sources fills the table: it stays within its capacity, and room is made
+    /// a tenth at a time.
+    @Test func theTableStaysWithinItsCapacity() {
+        let l = ResponseRateLimiter(.init(responses: 1, capacity: 1_000))
+        let www = Self.reply("www.example.test.")
+        for i in 0..<20_000 {
+            _ = l.verdict(www, client: [10, UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF), 1], now: t0)  // 20,000 /24s
+        }
+        let count = l.state.withLock { $0.buckets.count }
+        #expect(count <= 1_000 && count > 800, "\(count)")
+    }
 }
