@@ -16,6 +16,7 @@
 #include "parse.h"
 #include "ratelimit.h"
 #include "reply.h"
+#include "rrl.h"
 #include "stats.h"
 
 SEC("xdp")
@@ -57,6 +58,9 @@ int nearcast_xdp(struct xdp_md *ctx)
 		    tot_len > (__u32)(data_end - (void *)ip))
 			return nc_exit(NC_PASS_SHAPE, XDP_PASS);
 		ip_payload = tot_len - sizeof(*ip);
+		scratch->src_family = 4;
+		scratch->src[0] = ip->saddr;
+		scratch->src[1] = 0;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = nc_parse_ipv6(&c, data_end);
 
@@ -66,6 +70,8 @@ int nearcast_xdp(struct xdp_md *ctx)
 		if (ip_payload > (__u32)(data_end - (void *)(ip6 + 1))) /* past the frame: the kernel drops it */
 			return nc_exit(NC_PASS_SHAPE, XDP_PASS);
 		pkt->ipv6 = 1;
+		scratch->src_family = 6;
+		__builtin_memcpy(&scratch->src[0], &ip6->saddr, 16);
 	} else {
 		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
 	}
@@ -126,19 +132,37 @@ int nearcast_xdp(struct xdp_md *ctx)
 	int verdict = XDP_PASS;
 	int truncated = reason != NC_ANSWERED;
 
+	/*
+	 * An answer over the response rate limit: dropped, or slipped as the minimal TC=1 reply (the
+	 * one above the pass budget). Kept in the scratch map: one path into the reply writer.
+	 */
+	scratch->slipped = 0;
+	if (!truncated) {
+		int r = nc_rrl_decide(scratch->src[0], scratch->src[1], scratch->src_family, scratch->q.hash);
+
+		if (r == NC_RRL_DROP)
+			return nc_exit(NC_RRL_DROPPED, XDP_DROP);
+		if (r == NC_RRL_SLIP) {
+			scratch->slipped = 1;
+			scratch->q.ecs[7] = 0; /* a geo answer set its scope: the TC=1 reply has the static one */
+			truncated = 1;
+		}
+	}
+	nc_barrier();
 	if (truncated) {
-		ans = nc_over_budget(cfg, reason, question_read, &verdict);
+		ans = scratch->slipped ? &nc_tc_reply : nc_over_budget(cfg, reason, question_read, &verdict);
 		if (!ans)
 			return verdict;
 	}
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
 	if (reason == NC_ANSWERED)
-		return nc_exit(truncated ? NC_LIMIT_TRUNCATED
+		return nc_exit(truncated ? (scratch->slipped ? NC_RRL_SLIPPED : NC_LIMIT_TRUNCATED)
 				: geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
 					  : NC_ANSWERED,
 			       XDP_TX);
 	if (reason == NC_DROP_INTERNAL || truncated)
-		return nc_exit(reason == NC_DROP_INTERNAL ? reason : NC_LIMIT_DROPPED, XDP_DROP);
+		return nc_exit(reason == NC_DROP_INTERNAL ? reason : scratch->slipped ? NC_RRL_DROPPED : NC_LIMIT_DROPPED,
+			       XDP_DROP);
 	/* The frame could not grow (nothing was changed): the slow path answers, within the budget. */
 	nc_over_budget(cfg, reason, 0, &verdict);
 	return verdict;

@@ -15,3 +15,15 @@ static inline int bpfkit_membarrier_global(void)
 {
 	return (int)syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
+
+// sched_setaffinity(2) for the calling thread, without _GNU_SOURCE: per-CPU maps (a test's
+// program runs) are read on the CPU the thread keeps to. `mask` holds 1024 CPUs' bits.
+static inline int bpfkit_get_affinity(unsigned long mask[16])
+{
+	return (int)syscall(__NR_sched_getaffinity, 0, 16 * sizeof(unsigned long), mask) < 0 ? -1 : 0;
+}
+
+static inline int bpfkit_set_affinity(const unsigned long mask[16])
+{
+	return (int)syscall(__NR_sched_setaffinity, 0, 16 * sizeof(unsigned long), mask);
+}

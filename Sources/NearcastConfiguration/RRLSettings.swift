@@ -16,8 +16,8 @@ import Yams
 ///   exempt: [192.0.2.0/24, "2001:db8::/32"]
 /// ```
 ///
-/// The slow path limits its UDP replies (TCP never); the XDP fast path does not yet, so the daemon
-/// warns when both are on.
+/// The slow path limits its UDP replies (TCP never); the XDP fast path its answers, per CPU, with
+/// responses-per-second (it sends no NXDOMAIN or errors).
 public struct RRLSettings: Equatable, Sendable {
     public var responsesPerSecond = 0
     public var nxdomainsPerSecond: Int?

@@ -37,6 +37,9 @@ public final class FastPath: Sendable {
     let pools: BPFMap
     /// The IPv6 prefixes each generation's compile looks up as IPv4 (nc_geo_alias).
     let aliases: BPFMap
+    /// Response rate limiting: its settings (one entry) and the exempt prefixes.
+    let rrlConfig: BPFMap
+    let rrlExempt: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Held only for map writes of a few entries and the switch, never across
@@ -110,6 +113,9 @@ public final class FastPath: Sendable {
         }
         pools = try object.map(NC_MAP_POOLS, keySize: 4, valueSize: MemoryLayout<nc_pool>.size)
         aliases = try object.map(NC_MAP_ALIASES, keySize: 4, valueSize: MemoryLayout<nc_geo_alias>.size)
+        rrlConfig = try object.map(NC_MAP_RRL_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_rrl_config>.size)
+        rrlExempt = try object.map(
+            NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
     }
@@ -184,6 +190,30 @@ public final class FastPath: Sendable {
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
             s.settings = c
         }
+    }
+
+    /// Limits the rate of the answers XDP sends (nil or rate 0: not at all), as the slow path's
+    /// ResponseRateLimiter limits its replies: `struct nc_rrl_config`. The exempt prefixes replace
+    /// those written before.
+    public func configureRateLimit(_ limit: RateLimit?) throws(BPFError) {
+        var c = nc_rrl_config()
+        if let limit {
+            c.rate = limit.rate
+            c.slip = limit.slip
+            c.v4_prefix = limit.ipv4Prefix
+            c.v6_prefix = limit.ipv6Prefix
+            c.window = limit.window
+        }
+        for key in try rrlExempt.keys() { try rrlExempt.delete(key: key) }
+        for (address, length) in limit?.exempt ?? [] {
+            var k = nc_rrl_exempt_key()
+            let v6 = address.count == 16
+            k.prefixlen = UInt32(v6 ? length : length + 96)
+            let full = v6 ? address : [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + address
+            withUnsafeMutableBytes(of: &k.addr) { b in for (i, x) in full.enumerated() { b[i] = x } }
+            try rrlExempt.update(key: Self.bytes(of: k), value: Self.bytes(of: UInt32(1)))
+        }
+        try rrlConfig.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
     }
 
     /// What a write of the names table did.
@@ -377,6 +407,8 @@ public final class FastPath: Sendable {
             total.answeredGeo += s.answered_geo
             total.passGeo += s.pass_geo
             total.answeredGeoAllDown += s.answered_geo_all_down
+            total.rrlSlipped += s.rrl_slipped
+            total.rrlDropped += s.rrl_dropped
         }
         return total
     }
@@ -401,6 +433,9 @@ public struct FastPathStats: Equatable, Sendable {
     public var passGeo: UInt64 = 0
     /// Geo answers given fail-open: every candidate of the client's class was down.
     public var answeredGeoAllDown: UInt64 = 0
+    /// Answers over the response rate limit, slipped as TC=1 and dropped.
+    public var rrlSlipped: UInt64 = 0
+    public var rrlDropped: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -411,8 +446,37 @@ public struct FastPathStats: Equatable, Sendable {
             ("pass_miss", passMiss), ("pass_too_big", passTooBig), ("pass_no_room", passNoRoom),
             ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
-            ("answered_geo_all_down", answeredGeoAllDown),
+            ("answered_geo_all_down", answeredGeoAllDown), ("rrl_slipped", rrlSlipped), ("rrl_dropped", rrlDropped),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
+    }
+}
+
+/// The response rate limit XDP applies to its answers, per CPU (each CPU keeps its own buckets).
+public struct RateLimit: Equatable, Sendable {
+    public var rate: UInt32
+    public var slip: UInt32
+    public var ipv4Prefix: UInt32
+    public var ipv6Prefix: UInt32
+    public var window: UInt32
+    /// Prefixes never limited: address bytes (4 or 16) and length.
+    public var exempt: [(address: [UInt8], length: Int)]
+
+    public init(
+        rate: UInt32, slip: UInt32 = 2, ipv4Prefix: UInt32 = 24, ipv6Prefix: UInt32 = 56, window: UInt32 = 15,
+        exempt: [(address: [UInt8], length: Int)] = []
+    ) {
+        self.rate = rate
+        self.slip = slip
+        self.ipv4Prefix = ipv4Prefix
+        self.ipv6Prefix = ipv6Prefix
+        self.window = window
+        self.exempt = exempt
+    }
+
+    public static func == (a: RateLimit, b: RateLimit) -> Bool {
+        a.rate == b.rate && a.slip == b.slip && a.ipv4Prefix == b.ipv4Prefix && a.ipv6Prefix == b.ipv6Prefix
+            && a.window == b.window && a.exempt.map(\.address) == b.exempt.map(\.address)
+            && a.exempt.map(\.length) == b.exempt.map(\.length)
     }
 }
 

@@ -30,7 +30,7 @@ public final class XDPDeployment: Sendable {
     /// Loads, fills and attaches the fast path.
     public init(
         settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16,
-        logger: Logger
+        rateLimit: RateLimit? = nil, logger: Logger
     ) throws {
         self.settings = settings
         self.logger = logger
@@ -62,6 +62,7 @@ public final class XDPDeployment: Sendable {
         let budget = PassBudget(
             rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
+        try fp.configureRateLimit(rateLimit)
         let table = try fp.write(image, geo: geo)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {

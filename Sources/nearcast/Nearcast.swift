@@ -62,7 +62,7 @@ struct CheckConfig: ParsableCommand {
             if cfg.rrl.enabled {
                 let r = cfg.rrl
                 summary +=
-                    ", rrl: \(r.responsesPerSecond) responses/s per /\(r.ipv4Prefix) and /\(r.ipv6Prefix) (slow path only), slip \(r.slip)"
+                    ", rrl: \(r.responsesPerSecond) responses/s per /\(r.ipv4Prefix) and /\(r.ipv6Prefix), slip \(r.slip)"
             }
             print(summary)
         } catch {

@@ -219,10 +219,21 @@ struct Nearcastd: AsyncParsableCommand {
                 let settings = cfg.xdp
                 let port = UInt16(dnsPorts[0])
                 let payload = cfg.maxUDPPayload
+                let rrl = cfg.rrl
+                // XDP's answers are positive or NODATA: the responses-per-second limit is theirs.
+                let rateLimit =
+                    rrl.responsesPerSecond == 0
+                    ? nil
+                    : RateLimit(
+                        rate: UInt32(rrl.responsesPerSecond), slip: UInt32(rrl.slip),
+                        ipv4Prefix: UInt32(rrl.ipv4Prefix),
+                        ipv6Prefix: UInt32(rrl.ipv6Prefix), window: UInt32(rrl.window),
+                        exempt: rrl.exempt.map { ($0.address, $0.length) })
                 fastPath = try await onOwnThread {
                     let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
                     return try XDPDeployment(
-                        settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload, logger: logger)
+                        settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
+                        rateLimit: rateLimit, logger: logger)
                 }
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
@@ -320,9 +331,6 @@ struct Nearcastd: AsyncParsableCommand {
     {
         let r = cfg.rrl
         guard r.enabled else { return nil }
-        if cfg.xdp.enabled {
-            logger.warning("rrl limits the slow path's replies only: the XDP fast path's answers are not limited yet")
-        }
         let limits = ResponseRateLimiter.Limits(
             responses: Double(r.responsesPerSecond), nxdomains: r.nxdomainsPerSecond.map(Double.init),
             errors: r.errorsPerSecond.map(Double.init), slip: r.slip, ipv4Prefix: r.ipv4Prefix,

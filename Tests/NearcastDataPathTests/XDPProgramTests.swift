@@ -462,6 +462,54 @@ import XDPFuzz
         #expect(after.dropInternal == 0)
     }
 
+    /// Response rate limiting of XDP's answers (issue 19): per client prefix and question, a
+    /// second's worth, then every slip-th answer a TC=1 reply (the slow path's, byte for byte) and
+    /// the rest dropped; another prefix, and an exempt one, answered in full. The buckets are per
+    /// CPU: the test keeps to one.
+    @Test func answersOverTheRateLimitAreSlippedOrDroppedPerPrefix() throws {
+        try withThread(onCPU: 0) { try rateLimitOnOneCPU() }
+    }
+
+    func rateLimitOnOneCPU() throws {
+        defer { try! Self.fastPath.configureRateLimit(nil) }
+        try Self.fastPath.configureRateLimit(RateLimit(rate: 5, slip: 2, window: 15, exempt: [([192, 0, 2, 0], 24)]))
+        let before = try Self.fastPath.statistics()
+        let query = Self.query("www.example.test.", .a, id: 0x5151)
+        func flood(from source: [UInt8], _ count: Int) throws -> (answered: Int, slipped: Int, dropped: Int) {
+            var p = Packet(payload: query)
+            p.source4 = source
+            var out = (answered: 0, slipped: 0, dropped: 0)
+            for _ in 0..<count {
+                let run = try Self.fastPath.program.testRun(p.bytes)
+                switch run.returnValue {
+                case Self.XDP_TX:
+                    let reply = try #require(p.parseReply(run.data))
+                    let m = try DNSMessage(wire: reply.payload)
+                    if m.header.tc {
+                        out.slipped += 1
+                        #expect(reply.payload == Self.responder.truncatedReply(to: query))
+                    } else {
+                        out.answered += 1
+                    }
+                case Self.XDP_DROP: out.dropped += 1
+                default: Issue.record("verdict \(run.returnValue)")
+                }
+            }
+            return out
+        }
+        let flooded = try flood(from: [203, 0, 113, 7], 41)
+        #expect((5...6).contains(flooded.answered), "\(flooded)")
+        #expect(
+            abs(flooded.slipped - flooded.dropped) <= 1 && flooded.slipped + flooded.dropped == 41 - flooded.answered)
+        #expect(try flood(from: [203, 0, 113, 200], 1).answered == 0, "the same /24")
+        #expect(try flood(from: [198, 51, 100, 9], 5).answered == 5, "another prefix")
+        #expect(try flood(from: [192, 0, 2, 33], 30).answered == 30, "an exempt prefix")
+        let after = try Self.fastPath.statistics()
+        #expect(
+            after.rrlSlipped - before.rrlSlipped + after.rrlDropped - before.rrlDropped
+                == UInt64(41 - flooded.answered + 1))
+    }
+
     @Test func aboveThePassBudgetQueriesAreTruncatedOrDropped() throws {
         defer { try! Self.fastPath.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload) }
         try Self.fastPath.configure(

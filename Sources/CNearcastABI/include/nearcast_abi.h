@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 11
+#define NC_ABI_VERSION 12
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -27,6 +27,9 @@
 #define NC_MAP_NODES "nc_nodes"
 #define NC_MAP_POOLS "nc_pools"
 #define NC_MAP_ALIASES "nc_geo_alias"
+#define NC_MAP_RRL "nc_rrl"
+#define NC_MAP_RRL_CONFIG "nc_rrl_cfg"
+#define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -257,6 +260,8 @@ enum nc_reason {
 	NC_ANSWERED_GEO,	/* a geo name answered from the geo maps (XDP_TX) */
 	NC_PASS_GEO,		/* a geo name XDP leaves to the slow path: every candidate down and no fail-open */
 	NC_ANSWERED_GEO_ALL_DOWN, /* a geo name answered fail-open: every candidate down, the top ones anyway */
+	NC_RRL_SLIPPED,		/* over the response rate limit: a TC=1 reply instead of the answer */
+	NC_RRL_DROPPED,		/* over the response rate limit: dropped */
 	NC_REASON_MAX,
 };
 
@@ -279,6 +284,46 @@ struct nc_stats {
 	__u64 answered_geo;
 	__u64 pass_geo;
 	__u64 answered_geo_all_down;
+	__u64 rrl_slipped;
+	__u64 rrl_dropped;
+};
+
+/*
+ * Response rate limiting of the answers XDP sends (ARRAY nc_rrl_cfg, one entry; the semantics of
+ * the slow path's ResponseRateLimiter): per client prefix and question, a bucket of `rate`
+ * responses a second holding at most one second of credit and going at most `window` seconds into
+ * debt; over it every `slip`-th answer is a TC=1 reply and the others are dropped.
+ */
+struct nc_rrl_config {
+	__u32 rate;	 /* responses a second per bucket; 0: off */
+	__u32 slip;	 /* every slip-th limited response a TC=1 reply; 0: all dropped */
+	__u32 v4_prefix; /* bits of an IPv4 client's address that make its prefix (1..32) */
+	__u32 v6_prefix; /* the same for IPv6 (1..128) */
+	__u32 window;	 /* seconds of debt a bucket may go into */
+	__u32 pad;
+};
+
+/* A bucket's key (LRU_PERCPU_HASH nc_rrl, NC_RRL_ENTRIES a CPU). */
+struct nc_rrl_key {
+	__u64 prefix[2]; /* the client's address masked to its prefix, in network order; IPv4 in the first 4 bytes */
+	__u64 question;	 /* the question's hash in the names table */
+	__u32 family;	 /* 4 or 6 */
+	__u32 pad;
+};
+
+struct nc_rrl_bucket {
+	__s64 credit;	/* nanotokens: a response costs NC_TOKEN */
+	__u64 last_ns;	/* bpf_ktime_get_ns of the last response counted */
+	__u64 limited;	/* responses limited since it was last in credit */
+};
+
+#define NC_RRL_ENTRIES 65536
+#define NC_RRL_EXEMPT_MAX 256
+
+/* An exempt prefix (LPM_TRIE nc_rrl_exempt): IPv4 as ::ffff:a.b.c.d, its length plus 96. */
+struct nc_rrl_exempt_key {
+	__u32 prefixlen;
+	__u8 addr[16];
 };
 
 #endif /* NEARCAST_ABI_H */

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Response rate limiting of XDP's answers (nearcast_abi.h, struct nc_rrl_config): per client prefix
+ * and question, a per-CPU token bucket, no lock. Over the limit every slip-th answer becomes the
+ * minimal TC=1 reply (the one above the pass budget, ratelimit.h: a real resolver behind the
+ * prefix retries over TCP) and the others are dropped. The slow path's ResponseRateLimiter does the
+ * same for its replies.
+ */
+#ifndef NC_RRL_H
+#define NC_RRL_H
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+
+#include "dns.h"
+#include "maps.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, NC_RRL_ENTRIES);
+	__type(key, struct nc_rrl_key);
+	__type(value, struct nc_rrl_bucket);
+} nc_rrl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nc_rrl_config);
+} nc_rrl_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, NC_RRL_EXEMPT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(key_size, sizeof(struct nc_rrl_exempt_key));
+	__uint(value_size, sizeof(__u32));
+} nc_rrl_exempt SEC(".maps");
+
+enum nc_rrl_verdict { NC_RRL_SEND, NC_RRL_SLIP, NC_RRL_DROP };
+
+/* The top `bits` of a 64-bit word in network order, as a mask of the word loaded from memory. */
+static __always_inline __u64 nc_rrl_mask64(__u32 bits)
+{
+	if (bits >= 64)
+		return ~0ULL;
+	if (bits == 0)
+		return 0;
+	return bpf_cpu_to_be64(~0ULL << (64 - bits));
+}
+
+/*
+ * What to do with the answer to question `question` (its hash) for the client whose address is
+ * `w0`, `w1` (as loaded from the packet: IPv4 in the low 4 bytes of w0) of `family` (4 or 6): an
+ * enum nc_rrl_verdict. A global function: the verifier checks it once, apart from the many paths
+ * that lead to it.
+ */
+__attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __u64 question)
+{
+	__u32 zero = 0;
+	struct nc_rrl_config *c = bpf_map_lookup_elem(&nc_rrl_cfg, &zero);
+
+	if (!c || !c->rate)
+		return NC_RRL_SEND;
+	struct nc_rrl_key k = {};
+	struct nc_rrl_exempt_key e = { .prefixlen = 128 };
+
+	if (family == 6) {
+		__builtin_memcpy(e.addr, &w0, 8);
+		__builtin_memcpy(&e.addr[8], &w1, 8);
+		__u32 bits = c->v6_prefix;
+
+		k.prefix[0] = w0 & nc_rrl_mask64(bits);
+		k.prefix[1] = w1 & nc_rrl_mask64(bits > 64 ? bits - 64 : 0);
+	} else {
+		__u32 a = (__u32)w0, bits = c->v4_prefix;
+		__u32 mask = bits >= 32 ? ~0U : bits == 0 ? 0 : bpf_htonl(~0U << (32 - bits));
+
+		k.prefix[0] = a & mask;
+		e.addr[10] = 0xff;
+		e.addr[11] = 0xff;
+		__builtin_memcpy(&e.addr[12], &a, 4);
+	}
+	k.family = family;
+	if (bpf_map_lookup_elem(&nc_rrl_exempt, &e))
+		return NC_RRL_SEND;
+	k.question = question;
+
+	__u64 now = bpf_ktime_get_ns();
+	__s64 cap = (__s64)c->rate * (__s64)NC_TOKEN;
+	struct nc_rrl_bucket *b = bpf_map_lookup_elem(&nc_rrl, &k);
+
+	if (!b) {
+		struct nc_rrl_bucket fresh = { .credit = cap - (__s64)NC_TOKEN, .last_ns = now };
+
+		bpf_map_update_elem(&nc_rrl, &k, &fresh, BPF_ANY);
+		return NC_RRL_SEND;
+	}
+	/* The refill is bounded by the longest a bucket needs to come back from its floor. */
+	__u64 elapsed = now - b->last_ns, most = ((__u64)c->window + 1) * NC_TOKEN;
+
+	if (elapsed > most)
+		elapsed = most;
+	__s64 credit = b->credit + (__s64)(elapsed * c->rate);
+
+	if (credit > cap)
+		credit = cap;
+	credit -= (__s64)NC_TOKEN;
+	b->last_ns = now;
+	if (credit >= 0) {
+		b->credit = credit;
+		b->limited = 0;
+		return NC_RRL_SEND;
+	}
+	__s64 floor = -(__s64)c->window * cap;
+
+	b->credit = credit < floor ? floor : credit;
+	b->limited += 1;
+	if (c->slip && b->limited % c->slip == 0)
+		return NC_RRL_SLIP;
+	return NC_RRL_DROP;
+}
+
+#endif /* NC_RRL_H */
