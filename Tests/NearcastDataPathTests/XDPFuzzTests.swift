@@ -1,3 +1,4 @@
+import NearcastTestSupport
 import Testing
 import XDPFuzz
 
@@ -6,7 +7,11 @@ import XDPFuzz
 /// passed frame unchanged, an answer well formed and the slow path's reply byte for byte, a drop
 /// only where the slow path would not answer either.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct XDPFuzzTests {
-    @Test func oneHundredThousandFramesAndNoFailure() throws {
+    @Test func oneHundredThousandFramesAndNoFailure() async throws {
+        try await TestSupport.blocking { try Self.oneHundredThousandFramesAndNoFailureBody() }
+    }
+
+    static func oneHundredThousandFramesAndNoFailureBody() throws {
         var fuzzer = XDPFuzzer(target: try FuzzTarget.fixture(), seed: 19)
         let report = try fuzzer.run(frames: 100_000)
         #expect(report.failures == 0, "\(report.examples.joined(separator: "\n"))")
@@ -15,7 +20,11 @@ import XDPFuzz
 
     /// The slow path's parsers, the short run of `make fuzz-parsers`: mutated DNS messages and
     /// master files never crash, and what parses survives a round trip.
-    @Test func theParsersSurviveMutatedInputsAndRoundTrips() throws {
+    @Test func theParsersSurviveMutatedInputsAndRoundTrips() async throws {
+        try await TestSupport.blocking { try Self.theParsersSurviveMutatedInputsAndRoundTripsBody() }
+    }
+
+    static func theParsersSurviveMutatedInputsAndRoundTripsBody() throws {
         var fuzzer = try ParserFuzzer(target: try FuzzTarget.fixture(), seed: 19)
         let wire = fuzzer.wire(iterations: 50_000)
         #expect(wire.failures == 0 && wire.passed > 1_000, "\(wire.examples.joined(separator: "\n"))")

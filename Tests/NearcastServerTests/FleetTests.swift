@@ -82,7 +82,11 @@ import Testing
         }
     }
 
-    @Test func serversFollowTheStoreAndOutliveIt() throws {
+    @Test func serversFollowTheStoreAndOutliveIt() async throws {
+        try await TestSupport.blocking { try Self.serversFollowTheStoreAndOutliveItBody() }
+    }
+
+    static func serversFollowTheStoreAndOutliveItBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
         let (etcd, writer) = (fleet.etcd, fleet.writer)
@@ -199,7 +203,11 @@ import Testing
 extension FleetTests {
     /// A drain made through one server's API is the fleet's: every server, and a server started
     /// after it, takes the node out; an undrain through another server brings it back everywhere.
-    @Test func drainsAreFleetWide() throws {
+    @Test func drainsAreFleetWide() async throws {
+        try await TestSupport.blocking { try Self.drainsAreFleetWideBody() }
+    }
+
+    static func drainsAreFleetWideBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
         try fleet.seed(Fleet.fourNodes(names: ["{ name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }"]))
@@ -234,7 +242,11 @@ extension FleetTests {
     /// A node registers itself through one server (with its own agent token) and every server
     /// answers with it and checks it; it leaves through another server and is gone everywhere.
     /// What a registration may not do is refused, with why.
-    @Test func aNodeRegistersIsAnsweredEverywhereAndLeaves() throws {
+    @Test func aNodeRegistersIsAnsweredEverywhereAndLeaves() async throws {
+        try await TestSupport.blocking { try Self.aNodeRegistersIsAnsweredEverywhereAndLeavesBody() }
+    }
+
+    static func aNodeRegistersIsAnsweredEverywhereAndLeavesBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
         try fleet.seed(
@@ -312,7 +324,11 @@ extension FleetTests {
     /// The API's tokens are the fleet's: imported from the seeding config's tokens file (kept in
     /// the store by their SHA-256 only), taken by a server that has no tokens file of its own, and
     /// withdrawn everywhere by the next import without them.
-    @Test func apiTokensAreTheFleets() throws {
+    @Test func apiTokensAreTheFleets() async throws {
+        try await TestSupport.blocking { try Self.apiTokensAreTheFleetsBody() }
+    }
+
+    static func apiTokensAreTheFleetsBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
         let operatorToken = "f1ee7f1ee7f1ee7f1ee7f1ee7f1ee7aa"

@@ -106,3 +106,16 @@ public final class RefusingPort: Sendable {
 
     deinit { close(fd) }
 }
+
+extension TestSupport {
+    /// Runs `body`, which blocks (waits on daemons, runs programs), on a thread of its own, so
+    /// that it holds none of Swift's cooperative threads: on a 2-core machine two blocking tests
+    /// would otherwise hold them all, and the timers of the tests that need them (a health
+    /// monitor's) would not fire. An expectation that fails inside is reported with its file and
+    /// line (and fails the run), under the name «unknown»: the thread carries no test context.
+    public static func blocking(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread { c.resume(with: Result { try body() }) }
+        }
+    }
+}
