@@ -69,7 +69,9 @@ let package = Package(
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
-        .target(name: "NearcastAnswers", dependencies: ["DNSWire", "NearcastZones", "NearcastGeo", "NearcastTSIG"]),
+        .target(
+            name: "NearcastAnswers",
+            dependencies: ["DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG"]),
         // The config file: listen addresses, zones, XDP, API settings and tokens, with the geo section.
         .target(
             name: "NearcastConfiguration",

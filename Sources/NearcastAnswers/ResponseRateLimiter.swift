@@ -1,4 +1,5 @@
 import DNSWire
+import NearcastBasics
 import Synchronization
 
 /// Response rate limiting (issue 19; the semantics of BIND's and Knot's RRL): responses are counted
@@ -195,11 +196,5 @@ public final class ResponseRateLimiter: Sendable {
 
     static func matches(_ a: [UInt8], _ prefix: [UInt8], _ bits: Int) -> Bool {
         masked(a, bits) == masked(prefix, bits)
-    }
-}
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
