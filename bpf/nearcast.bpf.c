@@ -13,6 +13,7 @@
 #include "geo.h"
 #include "maps.h"
 #include "names.h"
+#include "negative.h"
 #include "parse.h"
 #include "ratelimit.h"
 #include "reply.h"
@@ -103,6 +104,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
+	scratch->nx = 0;
 	if (question_read) {
 		/*
 		 * The generation is read once: the names entry and the geo maps it leads to are of the
@@ -111,6 +113,8 @@ int nearcast_xdp(struct xdp_md *ctx)
 		scratch->gen = cfg->generation & 1;
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
 		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg, scratch->gen);
+		if (ans && ans->kind > NC_KIND_GEO) /* a query of type NC_QTYPE_BELOW met a walk's entry */
+			ans = NULL;
 		if (ans && ans->kind == NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
 			geo = 1;
@@ -118,6 +122,11 @@ int nearcast_xdp(struct xdp_md *ctx)
 			ans = reason == NC_ANSWERED ? &scratch->geo : NULL;
 		} else if (!ans) {
 			ans = nc_lookup_other_type(&scratch->key, scratch->q.name_hash, cfg, scratch->gen);
+			if (!ans && nc_nxdomain(scratch->gen)) {
+				/* A name that does not exist: the NXDOMAIN, built in the scratch map. */
+				scratch->nx = 1;
+				ans = &scratch->geo;
+			}
 			if (!ans)
 				reason = NC_PASS_MISS;
 		}
@@ -138,7 +147,9 @@ int nearcast_xdp(struct xdp_md *ctx)
 	 */
 	scratch->slipped = 0;
 	if (!truncated) {
-		int r = nc_rrl_decide(scratch->src[0], scratch->src[1], scratch->src_family, scratch->q.hash);
+		/* NXDOMAINs are counted by zone (random names would each have a bucket), the rest by question. */
+		int r = nc_rrl_decide(scratch->src[0], scratch->src[1], scratch->src_family,
+				      scratch->nx ? scratch->nx_zone : scratch->q.hash, scratch->nx);
 
 		if (r == NC_RRL_DROP)
 			return nc_exit(NC_RRL_DROPPED, XDP_DROP);
@@ -158,6 +169,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	if (reason == NC_ANSWERED)
 		return nc_exit(truncated ? (scratch->slipped ? NC_RRL_SLIPPED : NC_LIMIT_TRUNCATED)
 				: geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
+				: scratch->nx ? NC_ANSWERED_NXDOMAIN
 					  : NC_ANSWERED,
 			       XDP_TX);
 	if (reason == NC_DROP_INTERNAL || truncated)

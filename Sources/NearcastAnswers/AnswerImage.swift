@@ -13,7 +13,8 @@ import DNSWire
 /// HTTPS together, so an IPv4-only service name draws two NODATA questions for each positive one.
 /// Those replies become entries too (the SOA in their authority section included). They come after
 /// every positive entry, so when the table is full they are the ones left to the slow path.
-/// Referrals, NXDOMAIN and names that only wildcards produce are always left to the slow path.
+/// Referrals and names that only wildcards produce are always left to the slow path. NXDOMAIN is
+/// the fast path's only through `below` (AnswerImage+Below.swift).
 public struct AnswerImage: Sendable {
     public struct Entry: Hashable, Sendable {
         /// Lower-cased uncompressed wire name.
@@ -28,6 +29,23 @@ public struct AnswerImage: Sendable {
         public var sections: [UInt8]
         /// One's-complement sum of `sections` (folded, not inverted), as if at an even offset.
         public var checksum: UInt16
+        /// What the fast path does with the entry: send it, or (the `below` entries) what its walk
+        /// to a query's closest encloser finds there.
+        public var kind: Kind = .answer
+    }
+
+    /// What an entry is to the fast path.
+    public enum Kind: Hashable, Sendable {
+        /// The reply to its question.
+        case answer
+        /// Under `belowType`: the NXDOMAIN for a name directly below this one that does not exist.
+        /// `sections` were taken from the reply to a question `questionLength` octets long; the
+        /// compression pointers at the offsets `pointers` move with the query's length. `zone`:
+        /// the lower-cased wire name of the zone (the rate limiter's class for NXDOMAINs).
+        case nxdomain(questionLength: Int, pointers: [Int], zone: [UInt8])
+        /// Under `belowType`: the name exists, and what lies below it is the slow path's (a
+        /// wildcard, a delegation, a DNAME, another zone's data, or a reply that cannot be moved).
+        case exists
     }
 
     public var entries: [Entry]
@@ -35,6 +53,9 @@ public struct AnswerImage: Sendable {
     public var tooBig: Int
     /// Of `entries`, the NODATA ones (they are the last).
     public var nodata: Int
+    /// One entry under `belowType` for every name that exists (AnswerImage+Below.swift): the fast
+    /// path may answer NXDOMAIN only while it holds all of them.
+    public var below: [Entry] = []
 
     /// The types asked of nearly every name, whose NODATA replies the fast path also sends.
     public static let askedOfEveryName: [RRType] = [.a, .aaaa, .https]
@@ -90,7 +111,9 @@ public struct AnswerImage: Sendable {
                 }
             }
         }
-        return AnswerImage(entries: positive + negative, tooBig: tooBig, nodata: negative.count)
+        return AnswerImage(
+            entries: positive + negative, tooBig: tooBig, nodata: negative.count,
+            below: belowEntries(responder: responder, maxSections: maxSections))
     }
 
     /// The entry for one question: nil when the reply is not a positive authoritative answer (or,

@@ -133,8 +133,9 @@ public struct Responder: Sendable {
                 limit: limit)
         }
         var answer = zone.lookup(question.name, question.type)
-        if answer.rcode == .nxDomain, geo?.isOwner(question.name) == true {
-            answer.rcode = .noError  // the name has a geo name of another type: NODATA (RFC 2308 §2.2)
+        if answer.rcode == .nxDomain, geo?.exists(question.name) == true {
+            // The name has a geo name of another type, or one below it: NODATA (RFC 2308 §2.2, RFC 8020).
+            answer.rcode = .noError
         }
 
         var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: replyEDNS)

@@ -203,6 +203,7 @@ public final class FastPath: Sendable {
             c.v4_prefix = limit.ipv4Prefix
             c.v6_prefix = limit.ipv6Prefix
             c.window = limit.window
+            c.nxdomain_rate = limit.nxdomainRate
         }
         for key in try rrlExempt.keys() { try rrlExempt.delete(key: key) }
         for (address, length) in limit?.exempt ?? [] {
@@ -226,6 +227,9 @@ public final class FastPath: Sendable {
         public var full = 0
         /// Answers left to the slow path by a hash collision (no slot near their home).
         public var collisions = 0
+        /// The NXDOMAIN walk's entries, left out all together because one of them did not fit
+        /// (then every NXDOMAIN is the slow path's); 0 when they are in.
+        public var belowLeftOut = 0
     }
 
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
@@ -285,8 +289,15 @@ public final class FastPath: Sendable {
         entries += image.entries.suffix(nodata).map(Self.encode)
 
         // The other generation, which no query reads until the switch: the names it adds (at
-        // indexes the live one does not use), its slots, its geo slots.
-        let plan = table.plan(entries, live: live)
+        // indexes the live one does not use), its slots, its geo slots. The walk's entries come
+        // last, all or none: a name without one would let a query below it take an encloser's
+        // NXDOMAIN (nearcast_abi.h, NC_QTYPE_BELOW).
+        let below = image.below.map(Self.encodeBelow)
+        var plan = table.plan(entries + below, live: live)
+        if below.contains(where: { plan.live[$0] == nil }) {
+            plan = table.plan(entries, live: live)
+            plan.belowLeftOut = below.count
+        }
         if !plan.writes.isEmpty {
             try names.updateBatch(
                 keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
@@ -335,7 +346,7 @@ public final class FastPath: Sendable {
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
             entries: p.plan.live.count, written: p.plan.writes.count, full: p.plan.full,
-            collisions: p.plan.collisions)
+            collisions: p.plan.collisions, belowLeftOut: p.plan.belowLeftOut)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.
@@ -387,6 +398,41 @@ public final class FastPath: Sendable {
         return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
     }
 
+    /// An entry of the NXDOMAIN walk (AnswerImage+Below.swift) as an nc_name_entry: its kind, and
+    /// for an NXDOMAIN, its struct nc_nx_head before the sections.
+    static func encodeBelow(_ e: AnswerImage.Entry) -> NamesTable.Entry {
+        var entry = nc_name_entry()
+        entry.key = key(name: e.name, qtype: e.qtype)
+        guard case .nxdomain(let questionLength, let pointers, let zone) = e.kind else {
+            entry.answer.kind = UInt8(NC_KIND_EXISTS.rawValue)
+            return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
+        }
+        var head = nc_nx_head()
+        head.zone = NamesTable.hash(name: zone, qtype: e.qtype)
+        head.qname_len = UInt16(questionLength)
+        head.nptrs = UInt16(pointers.count)
+        var zeroed = e.sections
+        withUnsafeMutableBytes(of: &head.ptr_at) { buf in
+            for (i, at) in pointers.enumerated() {
+                buf.storeBytes(of: UInt16(at), toByteOffset: 2 * i, as: UInt16.self)
+                zeroed[at] = 0
+                zeroed[at + 1] = 0
+            }
+        }
+        head.csum = AnswerImage.onesComplementSum(zeroed)
+        let sections = bytes(of: head) + e.sections
+        entry.answer.kind = UInt8(NC_KIND_NXDOMAIN.rawValue)
+        entry.answer.flags = e.flags
+        entry.answer.ancount = e.ancount
+        entry.answer.nscount = e.nscount
+        entry.answer.arcount = e.arcount
+        entry.answer.len = UInt16(sections.count)
+        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
+            for (i, b) in sections.enumerated() { buf[i] = b }
+        }
+        return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
+    }
+
     /// The verdict counters, summed over CPUs.
     public func statistics() throws(BPFError) -> FastPathStats {
         guard let perCPU = try stats.lookup(key: Self.bytes(of: UInt32(0))) else { return FastPathStats() }
@@ -409,6 +455,7 @@ public final class FastPath: Sendable {
             total.answeredGeoAllDown += s.answered_geo_all_down
             total.rrlSlipped += s.rrl_slipped
             total.rrlDropped += s.rrl_dropped
+            total.answeredNXDomain += s.answered_nxdomain
         }
         return total
     }
@@ -436,6 +483,8 @@ public struct FastPathStats: Equatable, Sendable {
     /// Answers over the response rate limit, slipped as TC=1 and dropped.
     public var rrlSlipped: UInt64 = 0
     public var rrlDropped: UInt64 = 0
+    /// Names that do not exist, answered NXDOMAIN from their closest encloser's entry.
+    public var answeredNXDomain: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -447,13 +496,17 @@ public struct FastPathStats: Equatable, Sendable {
             ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
             ("answered_geo_all_down", answeredGeoAllDown), ("rrl_slipped", rrlSlipped), ("rrl_dropped", rrlDropped),
+            ("answered_nxdomain", answeredNXDomain),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }
 
 /// The response rate limit XDP applies to its answers, per CPU (each CPU keeps its own buckets).
 public struct RateLimit: Equatable, Sendable {
+    /// Answers (positive and NODATA) a second per client prefix and question.
     public var rate: UInt32
+    /// NXDOMAINs a second per client prefix and zone.
+    public var nxdomainRate: UInt32
     public var slip: UInt32
     public var ipv4Prefix: UInt32
     public var ipv6Prefix: UInt32
@@ -462,10 +515,11 @@ public struct RateLimit: Equatable, Sendable {
     public var exempt: [(address: [UInt8], length: Int)]
 
     public init(
-        rate: UInt32, slip: UInt32 = 2, ipv4Prefix: UInt32 = 24, ipv6Prefix: UInt32 = 56, window: UInt32 = 15,
-        exempt: [(address: [UInt8], length: Int)] = []
+        rate: UInt32, nxdomainRate: UInt32? = nil, slip: UInt32 = 2, ipv4Prefix: UInt32 = 24, ipv6Prefix: UInt32 = 56,
+        window: UInt32 = 15, exempt: [(address: [UInt8], length: Int)] = []
     ) {
         self.rate = rate
+        self.nxdomainRate = nxdomainRate ?? rate
         self.slip = slip
         self.ipv4Prefix = ipv4Prefix
         self.ipv6Prefix = ipv6Prefix
@@ -474,7 +528,8 @@ public struct RateLimit: Equatable, Sendable {
     }
 
     public static func == (a: RateLimit, b: RateLimit) -> Bool {
-        a.rate == b.rate && a.slip == b.slip && a.ipv4Prefix == b.ipv4Prefix && a.ipv6Prefix == b.ipv6Prefix
+        a.rate == b.rate && a.nxdomainRate == b.nxdomainRate && a.slip == b.slip && a.ipv4Prefix == b.ipv4Prefix
+            && a.ipv6Prefix == b.ipv6Prefix
             && a.window == b.window && a.exempt.map(\.address) == b.exempt.map(\.address)
             && a.exempt.map(\.length) == b.exempt.map(\.length)
     }

@@ -65,6 +65,8 @@ struct NamesTable: Equatable {
         /// Entries left to the slow path: no slot within `probes` of their home, or a slot of the
         /// same tag before them (a hash collision).
         var collisions = 0
+        /// The NXDOMAIN walk's entries left out together (FastPath.prepare).
+        var belowLeftOut = 0
     }
 
     /// Places `entries` in a new generation beside `live` (the generation queries use now).

@@ -111,10 +111,18 @@ public final class XDPDeployment: Sendable {
                     "hint": "raise xdp names-capacity",
                 ])
         }
+        if table.belowLeftOut > 0 {
+            logger.warning(
+                "the names that exist do not all fit the names table: every NXDOMAIN is left to the slow path",
+                metadata: [
+                    "names": "\(table.belowLeftOut)", "capacity": "\(fp.capacity)", "hint": "raise xdp names-capacity",
+                ])
+        }
         logger.info(
             "fast path ready",
             metadata: [
-                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)", "written": "\(table.written)",
+                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)",
+                "of-which-names": "\(table.belowLeftOut > 0 ? 0 : image.below.count)", "written": "\(table.written)",
                 "too-big": "\(image.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.capacity * FastPath.entryBytes >> 20)",

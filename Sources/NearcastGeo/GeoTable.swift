@@ -39,6 +39,8 @@ public struct GeoTable: Sendable {
     /// The names a discovery (SRV) name's records point at, `NODE.TARGETS`, and their node: each
     /// answers the node's address (GeoNameConfig.targets).
     let targets: [DNSName: DiscoveryTarget]
+    /// The owners and targets and every ancestor of one: the names that exist because of geo names.
+    public let existingNames: Set<DNSName>
     /// The daemon's health board, shared by every copy of this table (the responders of all event
     /// loops) and by the compiles before and after it, so a health change reaches them all at once
     /// and no reload carries health from one compile to the next.
@@ -140,6 +142,7 @@ public struct GeoTable: Sendable {
             serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings,
             pools: config.pools, names: names, owners: owners,
             ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes, targets: config.discoveryTargets,
+            existingNames: withAncestors(Array(owners) + Array(config.discoveryTargets.keys)),
             board: board, coldStart: ColdStart(config))
     }
 
@@ -170,6 +173,20 @@ public struct GeoTable: Sendable {
 
     /// Whether `qname` has a geo name of some type (so other types there are NODATA, not NXDOMAIN).
     public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname) }
+
+    /// Whether `qname` exists because of geo names: it owns one or is a discovery target, or is an
+    /// ancestor of such a name (an empty non-terminal: NODATA, not NXDOMAIN, RFC 8020).
+    public func exists(_ qname: DNSName) -> Bool { existingNames.contains(qname) }
+
+    /// `names` and every ancestor of one.
+    static func withAncestors(_ names: some Sequence<DNSName>) -> Set<DNSName> {
+        var out: Set<DNSName> = []
+        for name in names {
+            var n = name
+            while out.insert(n).inserted && !n.isRoot { n = n.parent }
+        }
+        return out
+    }
 
     /// The same for a name already in lower-cased wire form.
     public func isOwner(lowercasedWire name: [UInt8]) -> Bool { ownersWire.contains(name) }

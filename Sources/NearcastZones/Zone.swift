@@ -185,6 +185,10 @@ public struct Zone: Sendable {
     /// All owner names, in canonical order.
     public var names: [DNSName] { nodes.keys.sorted() }
 
+    /// Every name that exists in the zone: owners and their ancestors down to the apex (empty
+    /// non-terminals included), whatever lies below a delegation or a DNAME too.
+    public var existingNames: Set<DNSName> { existing }
+
     /// The types that have records at `name`.
     public func types(at name: DNSName) -> [RRType] { nodes[name].map { Array($0.keys) } ?? [] }
 }

@@ -220,12 +220,14 @@ struct Nearcastd: AsyncParsableCommand {
                 let port = UInt16(dnsPorts[0])
                 let payload = cfg.maxUDPPayload
                 let rrl = cfg.rrl
-                // XDP's answers are positive or NODATA: the responses-per-second limit is theirs.
+                // XDP's answers are positive, NODATA or NXDOMAIN: two of the three limits are theirs.
+                let nxdomains = rrl.nxdomainsPerSecond ?? rrl.responsesPerSecond
                 let rateLimit =
-                    rrl.responsesPerSecond == 0
+                    rrl.responsesPerSecond == 0 && nxdomains == 0
                     ? nil
                     : RateLimit(
-                        rate: UInt32(rrl.responsesPerSecond), slip: UInt32(rrl.slip),
+                        rate: UInt32(rrl.responsesPerSecond), nxdomainRate: UInt32(nxdomains),
+                        slip: UInt32(rrl.slip),
                         ipv4Prefix: UInt32(rrl.ipv4Prefix),
                         ipv6Prefix: UInt32(rrl.ipv6Prefix), window: UInt32(rrl.window),
                         exempt: rrl.exempt.map { ($0.address, $0.length) })

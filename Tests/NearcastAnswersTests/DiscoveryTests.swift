@@ -82,6 +82,12 @@ import Testing
         let nodata = try ask(r, "par1.nodes.example.test.", .aaaa)
         #expect(nodata.rcode == .noError && nodata.answers.isEmpty && nodata.authority.first?.type == .soa)
         #expect(try ask(r, "tyo1.nodes.example.test.", .a).rcode == .nxDomain, "not a node of the pool")
+        // The targets' parent and the discovery name's exist (empty non-terminals): NODATA, not an
+        // NXDOMAIN that would deny every name below them (RFC 8020).
+        for name in ["nodes.example.test.", "_udp.example.test."] {
+            let ent = try ask(r, name, .a)
+            #expect(ent.rcode == .noError && ent.answers.isEmpty && ent.authority.first?.type == .soa, "\(name)")
+        }
         // The same bytes for every client: in the fast path's image, unlike geo names.
         let image = AnswerImage.build(responder: r, maxSections: 4096)
         func key(_ name: String, _ type: RRType) throws -> String { "\(try DNSName(name).wire) \(type.rawValue)" }

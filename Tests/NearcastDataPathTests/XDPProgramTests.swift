@@ -123,11 +123,11 @@ import XDPFuzz
             $0.name == txt && [RRType.txt.rawValue, AnswerImage.otherTypes].contains($0.qtype)
         }
         let removed = try Self.fastPath.write(smaller)
-        #expect(removed == FastPath.TableWrite(entries: smaller.entries.count, written: 0))
+        #expect(removed == FastPath.TableWrite(entries: smaller.entries.count + smaller.below.count, written: 0))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         let back = try Self.fastPath.write(Self.image)
-        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count, written: 2))
+        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count + Self.image.below.count, written: 2))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_TX)
     }
 
@@ -141,7 +141,7 @@ import XDPFuzz
         changed.entries[i].checksum = AnswerImage.onesComplementSum(changed.entries[i].sections)
         let before = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
         let w = try Self.fastPath.write(changed)
-        #expect(w.written == 1 && w.entries == Self.image.entries.count)
+        #expect(w.written == 1 && w.entries == Self.image.entries.count + Self.image.below.count)
         let after = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
         #expect(after.returnValue == Self.XDP_TX && after.data != before.data)
         let reply = try #require(Packet(payload: Self.query("www.example.test.", .a)).parseReply(after.data))
@@ -175,8 +175,8 @@ import XDPFuzz
 
     /// NODATA for the types clients ask of every name, and for every other type a name has none
     /// of (its other-types entry), from XDP as the slow path sends it, with and without EDNS (and
-    /// ECS, echoed with scope 0); NXDOMAIN, and the types the slow path answers otherwise (ANY,
-    /// DS, zone transfers), are passed.
+    /// ECS, echoed with scope 0); the types the slow path answers otherwise (ANY, DS, zone
+    /// transfers) are passed.
     @Test func answersNODATAForTheTypesAskedOfEveryName() throws {
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
         for (name, type) in [
@@ -193,10 +193,76 @@ import XDPFuzz
                 )
             }
         }
-        try run(Packet(payload: Self.query("nope.example.test.", .aaaa)), expect: Self.XDP_PASS)
         for type in [RRType.any, .ds, .axfr, .ixfr] {
             try run(Packet(payload: Self.query("www.example.test.", type)), expect: Self.XDP_PASS)
         }
+    }
+
+    /// NXDOMAIN from XDP as the slow path sends it, for generated names below every name that
+    /// exists (one to seven labels of random length and letter case, with and without EDNS and
+    /// ECS, of any type but the zone transfers'), the SOA's RNAME, which exists nowhere but in
+    /// the SOA and is compressed against the query's labels, included. What the slow path answers
+    /// otherwise is passed: names a wildcard covers, names below a delegation or a DNAME, the
+    /// names of the walk themselves, and names more than eight labels below their encloser.
+    @Test func answersNXDOMAINForNamesThatDoNotExist() throws {
+        var rng = SplitMix(seed: 19)
+        func label() -> String {
+            String((0..<Int.random(in: 1...20, using: &rng)).map { _ in "abcXYZ019-_".randomElement(using: &rng)! })
+        }
+        let zone = try #require(Self.responder.authority.zones[Self.origin])
+        let enclosers =
+            zone.existingNames.map(\.description).filter {
+                !$0.hasSuffix("sub.example.test.") && !$0.hasSuffix("dn.example.test.") && !$0.hasPrefix("*")
+                    && $0 != "wild.example.test."
+            } + ["hostmaster.example.test."]
+        let ecs = ClientSubnet(
+            family: 2, sourcePrefixLength: 56, scopePrefixLength: 0, address: [0x20, 1, 0xd, 0xb8, 0, 0, 1])
+        let before = try Self.fastPath.statistics()
+        var answered = 0
+        for encloser in enclosers.sorted() {
+            for _ in 0..<12 {
+                let name = (0..<Int.random(in: 1...7, using: &rng)).map { _ in label() + "." }.joined() + encloser
+                guard name.utf8.count < 250 else { continue }
+                let type = [RRType.a, .aaaa, .https, .mx, .any, .ds, RRType(65535), RRType(0)].randomElement(
+                    using: &rng)!
+                let edns = [nil, EDNS(udpPayloadSize: 1232, dnssecOK: true), EDNS(options: [ecs.option])].randomElement(
+                    using: &rng)!
+                let reply = try #require(
+                    try run(
+                        Packet(ipv6: Bool.random(using: &rng), payload: Self.query(name, type, edns: edns)),
+                        expect: Self.XDP_TX))
+                #expect(try DNSMessage(wire: reply.payload).rcode == .nxDomain, "\(name) \(type)")
+                answered += 1
+            }
+        }
+        #expect(try Self.fastPath.statistics().answeredNXDomain - before.answeredNXDomain == UInt64(answered))
+        let deep = (0..<8).map { "d\($0)." }.joined() + "example.test."
+        for name in [
+            "x.wild.example.test.", "a.b.wild.example.test.", "a.sub.example.test.", "ns.a.sub.example.test.",
+            "a.dn.example.test.", "hostmaster.example.test.", deep, "nope.other.test.",
+        ] {
+            try run(Packet(payload: Self.query(name, .a)), expect: Self.XDP_PASS)
+        }
+        for type in [RRType.axfr, .ixfr] {
+            try run(Packet(payload: Self.query("nope.example.test.", type)), expect: Self.XDP_PASS)
+        }
+        try run(Packet(payload: Self.query("d1." + deep, .a)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query(String(deep.dropFirst(3)), .a)), expect: Self.XDP_TX)
+    }
+
+    /// The walk's entries are written all or none: in a table that cannot hold them all, none is,
+    /// and every NXDOMAIN is the slow path's (a name without its entry would have let a query for
+    /// it take an encloser's NXDOMAIN); the answers are written as before.
+    @Test func theNamesThatExistAreWrittenAllOrNone() throws {
+        let image = Self.image
+        let fp = try FastPath(objectPath: Self.objectPath, capacity: image.entries.count + image.below.count / 2)
+        try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
+        let w = try fp.write(image)
+        #expect(w.belowLeftOut == image.below.count && w.entries == image.entries.count)
+        let nope = Packet(payload: Self.query("nope.example.test.", .a)).bytes
+        #expect(try fp.program.testRun(nope).returnValue == Self.XDP_PASS)
+        let www = Packet(payload: Self.query("www.example.test.", .a)).bytes
+        #expect(try fp.program.testRun(www).returnValue == Self.XDP_TX)
     }
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
@@ -335,7 +401,7 @@ import XDPFuzz
             return b
         }
         let cases: [(String, Packet, UInt32)] = [
-            ("miss", Packet(payload: Self.query("nope.example.test.", .a)), Self.XDP_PASS),
+            ("miss", Packet(payload: Self.query("x.wild.example.test.", .a)), Self.XDP_PASS),
             ("wildcard (slow path)", Packet(payload: Self.query("x.wild.example.test.", .a)), Self.XDP_PASS),
             ("referral", Packet(payload: Self.query("a.sub.example.test.", .a)), Self.XDP_PASS),
             ("other port", Packet(dstPort: 5353, payload: Self.query("www.example.test.", .a)), Self.XDP_PASS),
@@ -447,7 +513,8 @@ import XDPFuzz
     @Test func everyVerdictIsCounted() throws {
         let before = try Self.fastPath.statistics()
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
-        try run(Packet(payload: Self.query("nope.example.test.", .a)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("a.sub.example.test.", .a)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("nope.example.test.", .a)), expect: Self.XDP_TX)
         try run(Packet(dstPort: 5353, payload: Self.query("www.example.test.", .a)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("big.example.test.", .txt)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("www.example.test.", .a, edns: EDNS(version: 1))), expect: Self.XDP_PASS)
@@ -455,6 +522,7 @@ import XDPFuzz
         let after = try Self.fastPath.statistics()
         #expect(after.answered - before.answered == 1)
         #expect(after.passMiss - before.passMiss == 1)
+        #expect(after.answeredNXDomain - before.answeredNXDomain == 1)
         #expect(after.passNotDNS - before.passNotDNS == 1)
         #expect(after.passTooBig - before.passTooBig == 1)
         #expect(after.passEDNS - before.passEDNS == 1)
@@ -472,7 +540,8 @@ import XDPFuzz
 
     func rateLimitOnOneCPU() throws {
         defer { try! Self.fastPath.configureRateLimit(nil) }
-        try Self.fastPath.configureRateLimit(RateLimit(rate: 5, slip: 2, window: 15, exempt: [([192, 0, 2, 0], 24)]))
+        try Self.fastPath.configureRateLimit(
+            RateLimit(rate: 5, nxdomainRate: 3, slip: 2, window: 15, exempt: [([192, 0, 2, 0], 24)]))
         let before = try Self.fastPath.statistics()
         let query = Self.query("www.example.test.", .a, id: 0x5151)
         func flood(from source: [UInt8], _ count: Int) throws -> (answered: Int, slipped: Int, dropped: Int) {
@@ -508,6 +577,23 @@ import XDPFuzz
         #expect(
             after.rrlSlipped - before.rrlSlipped + after.rrlDropped - before.rrlDropped
                 == UInt64(41 - flooded.answered + 1))
+
+        // NXDOMAINs are counted by zone, at their own rate: twenty names that do not exist from one
+        // prefix are one class (each its own name would never be limited).
+        var nx = (answered: 0, limited: 0)
+        for i in 0..<20 {
+            var p = Packet(payload: Self.query("random\(i).example.test.", .a))
+            p.source4 = [203, 0, 113, 99]
+            let run = try Self.fastPath.program.testRun(p.bytes)
+            if run.returnValue == Self.XDP_TX, let r = p.parseReply(run.data),
+                try DNSMessage(wire: r.payload).rcode == .nxDomain
+            {
+                nx.answered += 1
+            } else {
+                nx.limited += 1
+            }
+        }
+        #expect((3...4).contains(nx.answered) && nx.limited == 20 - nx.answered, "\(nx)")
     }
 
     @Test func aboveThePassBudgetQueriesAreTruncatedOrDropped() throws {
@@ -517,7 +603,8 @@ import XDPFuzz
         // Spend the bucket (at most the burst passes), then every miss is answered TC=1.
         var passed = 0
         for _ in 0..<3
-        where try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue
+        where try Self.fastPath.program.testRun(Packet(payload: Self.query("x.wild.example.test.", .a)).bytes)
+            .returnValue
             == Self.XDP_PASS
         {
             passed += 1
@@ -525,7 +612,7 @@ import XDPFuzz
         #expect(passed <= 2)
         let before = try Self.fastPath.statistics()
         for edns in [nil, EDNS(udpPayloadSize: 1232, dnssecOK: true)] {
-            let p = Packet(ipv6: edns != nil, payload: Self.query("NoPe.example.test.", .a, id: 0x7777, edns: edns))
+            let p = Packet(ipv6: edns != nil, payload: Self.query("X.Wild.example.test.", .a, id: 0x7777, edns: edns))
             let out = try Self.fastPath.program.testRun(p.bytes)
             #expect(out.returnValue == Self.XDP_TX)
             let r = try #require(p.parseReply(out.data))
@@ -535,14 +622,14 @@ import XDPFuzz
                 m.header.id == 0x7777 && m.header.qr && m.header.tc && m.header.rd && !m.header.aa
                     && m.rcode == .noError)
             #expect(
-                m.questions.map(\.name.description) == ["NoPe.example.test."] && m.answers.isEmpty
+                m.questions.map(\.name.description) == ["X.Wild.example.test."] && m.answers.isEmpty
                     && m.authority.isEmpty)
             #expect((m.edns != nil) == (edns != nil) && m.edns?.dnssecOK == edns?.dnssecOK)
             #expect(
                 r.payload == Self.responder.truncatedReply(to: p.payload), "the slow path's TC=1 reply, byte for byte")
         }
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
-        let withECS = Packet(payload: Self.query("nope.example.test.", .a, edns: EDNS(options: [ecs.option])))
+        let withECS = Packet(payload: Self.query("x.wild.example.test.", .a, edns: EDNS(options: [ecs.option])))
         let out = try Self.fastPath.program.testRun(withECS.bytes)
         #expect(try withECS.parseReply(out.data)?.payload == Self.responder.truncatedReply(to: withECS.payload))
         // Hot names are not limited: XDP answers them whatever the budget.
@@ -555,7 +642,7 @@ import XDPFuzz
         try Self.fastPath.configure(
             dnsPort: 53, udpPayload: 1232, passBudget: PassBudget(rate: 1, burst: 1, truncate: false))
         #expect(
-            try Self.fastPath.program.testRun(Packet(payload: Self.query("nope.example.test.", .a)).bytes).returnValue
+            try Self.fastPath.program.testRun(Packet(payload: Self.query("x.wild.example.test.", .a)).bytes).returnValue
                 == Self.XDP_DROP)
         let after = try Self.fastPath.statistics()
         #expect(after.limitTruncated - before.limitTruncated == 3)
@@ -662,7 +749,9 @@ extension DNSName {
         let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 512)
         try first.configure(dnsPort: 53, udpPayload: 1232)
         #expect(
-            try first.write(image) == FastPath.TableWrite(entries: image.entries.count, written: image.entries.count))
+            try first.write(image)
+                == FastPath.TableWrite(
+                    entries: image.entries.count + image.below.count, written: image.entries.count + image.below.count))
         #expect(try first.write(image).written == 0)
 
         // A new instance on the same pins, asking for another size: the pinned table keeps its own,
@@ -674,7 +763,9 @@ extension DNSName {
         #expect(
             try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX,
             "configure keeps the live generation")
-        #expect(try second.write(image) == FastPath.TableWrite(entries: image.entries.count, written: 0))
+        #expect(
+            try second.write(image) == FastPath.TableWrite(entries: image.entries.count + image.below.count, written: 0)
+        )
         #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX)
         #expect(
             try first.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "both programs read the same maps")

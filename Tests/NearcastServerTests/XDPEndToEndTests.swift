@@ -250,7 +250,7 @@ import Glibc
     }
 
     /// A flood from kxdpgun (AF_XDP, open loop, far beyond what the slow path answers), five misses
-    /// to every hot query: XDP keeps answering the hot ones, hands the slow path no more than its
+    /// (names a wildcard covers: only the slow path answers them) to every hot query: XDP keeps answering the hot ones, hands the slow path no more than its
     /// budget, answers the other misses TC=1, and the slow path still answers afterwards.
     @Test func aFloodOfMissesStaysWithinThePassBudget() throws {
         let t = try Topology()
@@ -262,7 +262,8 @@ import Glibc
         // Hot: an A and an MX whose reply (with the mail server's addresses) outgrows the frame's
         // tailroom on this path (an skb from kxdpgun's AF_XDP copy mode): XDP grows it at the head.
         let lines = (0..<500).map {
-            $0 % 10 == 0 ? "www.example.test A\nexample.test MX\nmiss\($0).example.test A" : "miss\($0).example.test A"
+            $0 % 10 == 0
+                ? "www.example.test A\nexample.test MX\nmiss\($0).wild.example.test A" : "miss\($0).wild.example.test A"
         }
         let seconds = 3
         let flood = try Self.underLoad(t, queries: lines.joined(separator: "\n"), seconds: seconds, rate: 200_000)
@@ -286,7 +287,7 @@ import Glibc
         #expect(Double(replies) >= Double(sent) * 0.95, "kxdpgun got its replies (\(replies) of \(sent))")
         // The budget refills: a query after the flood is answered by the slow path.
         try poll("the slow path answers again once the budget refills", timeout: 5) {
-            try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")
+            try Self.dig(["x.wild.example.test", "A"]).contains("192.0.2.100")
         }
     }
 
@@ -721,7 +722,7 @@ import Glibc
         let daemon = try Self.startDaemon(t, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
         defer { daemon.stop() }
         for _ in 0..<3 { _ = try Self.dig(["www.example.test", "A"]) }
-        _ = try Self.dig(["nope.example.test", "A"])
+        _ = try Self.dig(["x.wild.example.test", "A"])
 
         // The API listens on 127.0.0.1 inside the server's namespace: so does the CLI.
         let stats = { (extra: [String]) throws -> TestSupport.Output in
@@ -780,20 +781,27 @@ import Glibc
         var after = try Self.counters(t)
         #expect(after["answered", default: 0] - before["answered", default: 0] == 1, "answered by XDP")
 
-        // A miss, and TCP: the slow path.
+        // A name that does not exist: XDP too.
         before = after
         #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"))
+        after = try Self.counters(t)
+        #expect(after["answered_nxdomain", default: 0] - before["answered_nxdomain", default: 0] == 1)
+
+        // A miss (a name a wildcard covers), and TCP: the slow path.
+        before = after
+        #expect(try Self.dig(["x.wild.example.test", "A"]).contains("192.0.2.100"))
         #expect(try Self.dig(["+tcp", "www.example.test", "AAAA", "+short"]).contains("2001:db8::1"))
         after = try Self.counters(t)
         #expect(after["pass_miss", default: 0] - before["pass_miss", default: 0] == 1)
         #expect(after["answered", default: 0] == before["answered", default: 0], "TCP is not XDP's")
 
-        // kill -9: hot names are still answered, by XDP alone.
+        // kill -9: hot names (and names that do not exist) are still answered, by XDP alone.
         daemon.stop(signal: SIGKILL)
         before = try Self.counters(t)
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
+        #expect(try Self.dig(["nope.example.test", "A"]).contains("status: NXDOMAIN"), "NXDOMAIN from XDP too")
         #expect(
-            !(try Self.dig(["nope.example.test", "A"]).contains("status:")), "no slow path while the daemon is down")
+            !(try Self.dig(["x.wild.example.test", "A"]).contains("status:")), "no slow path while the daemon is down")
         after = try Self.counters(t)
         #expect(after["answered", default: 0] - before["answered", default: 0] == 1)
 

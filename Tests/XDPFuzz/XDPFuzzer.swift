@@ -44,7 +44,10 @@ public struct FuzzTarget: Sendable {
         let names =
             zone.names.map(\.description) + table.allNames.map(\.config.name.description)
             + table.targetNames.map(\.description)
-            + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test.", "."]
+            + [
+                "nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test.", ".",
+                "hostmaster.example.test.", "nodes.example.test.",
+            ]
         return FuzzTarget(fastPath: fastPath, responder: responder, names: Array(Set(names)).sorted())
     }
 }
@@ -200,7 +203,11 @@ public struct XDPFuzzer {
     /// (a payload size, DO, a Client Subnet, other options).
     mutating func query(id: UInt16) -> [UInt8] {
         var name = target.names.randomElement(using: &rng)!
-        if Int.random(in: 0..<10, using: &rng) == 0 { name = "x\(Int.random(in: 0..<1000, using: &rng))." + name }
+        if Int.random(in: 0..<4, using: &rng) == 0 {  // names that do not exist below one that does
+            for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                name = "x\(Int.random(in: 0..<1000, using: &rng))." + name
+            }
+        }
         name = String(name.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
         var edns: EDNS?
         switch Int.random(in: 0..<6, using: &rng) {

@@ -75,6 +75,10 @@ struct nc_scratch {
 	__u32 slipped; /* the answer is over the response rate limit: the TC=1 reply goes instead (rrl.h) */
 	__u32 src_family; /* the packet's source address, for rate limiting: 4 or 6 */
 	__u64 src[2];	  /* as loaded from the packet (IPv4 in the low 4 bytes of src[0]) */
+	__u32 nx;	  /* the answer is an NXDOMAIN (negative.h): kept here, so the paths after it are verified once */
+	__u32 pad;
+	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
+	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
 };
 
 struct {

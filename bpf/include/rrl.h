@@ -50,17 +50,22 @@ static __always_inline __u64 nc_rrl_mask64(__u32 bits)
 }
 
 /*
- * What to do with the answer to question `question` (its hash) for the client whose address is
+ * What to do with the answer of class `question` (the question's hash; an NXDOMAIN's zone, with
+ * `nxdomain` set, which takes that rate) for the client whose address is
  * `w0`, `w1` (as loaded from the packet: IPv4 in the low 4 bytes of w0) of `family` (4 or 6): an
  * enum nc_rrl_verdict. A global function: the verifier checks it once, apart from the many paths
  * that lead to it.
  */
-__attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __u64 question)
+__attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __u64 question, __u32 nxdomain)
 {
 	__u32 zero = 0;
 	struct nc_rrl_config *c = bpf_map_lookup_elem(&nc_rrl_cfg, &zero);
 
-	if (!c || !c->rate)
+	if (!c)
+		return NC_RRL_SEND;
+	__u32 rate = nxdomain ? c->nxdomain_rate : c->rate;
+
+	if (!rate)
 		return NC_RRL_SEND;
 	struct nc_rrl_key k = {};
 	struct nc_rrl_exempt_key e = { .prefixlen = 128 };
@@ -87,7 +92,7 @@ __attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __
 	k.question = question;
 
 	__u64 now = bpf_ktime_get_ns();
-	__s64 cap = (__s64)c->rate * (__s64)NC_TOKEN;
+	__s64 cap = (__s64)rate * (__s64)NC_TOKEN;
 	struct nc_rrl_bucket *b = bpf_map_lookup_elem(&nc_rrl, &k);
 
 	if (!b) {
@@ -101,7 +106,7 @@ __attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __
 
 	if (elapsed > most)
 		elapsed = most;
-	__s64 credit = b->credit + (__s64)(elapsed * c->rate);
+	__s64 credit = b->credit + (__s64)(elapsed * rate);
 
 	if (credit > cap)
 		credit = cap;

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 12
+#define NC_ABI_VERSION 13
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -77,6 +77,39 @@
  */
 #define NC_QTYPE_OTHER 0
 
+/*
+ * NXDOMAIN from the fast path (ARCHITECTURE §2, "Negative answers"). Every name that exists, by the
+ * slow path's lights or more (owners, empty non-terminals, zone apexes, geo names and discovery
+ * targets and their ancestors, the SOA's own names below the apex), has an entry under this type
+ * (65535, reserved: RFC 6895): what a query for a name directly below it that does not exist is
+ * answered. Its kind is NC_KIND_NXDOMAIN (the answer, struct nc_nx_head first) or NC_KIND_EXISTS
+ * (the slow path's: a wildcard, a delegation or a DNAME there or above). After a miss, the program
+ * walks up the query's labels, the query name first, and stops at the first name with such an
+ * entry (the closest encloser): at the query name itself or an EXISTS entry it passes, at an
+ * NXDOMAIN entry it answers. At most NC_NX_DEPTH names are looked up; past that it passes.
+ *
+ * The control plane writes these entries all or none: a name without one would let the walk
+ * pass over it to an encloser above.
+ */
+#define NC_QTYPE_BELOW 65535
+#define NC_NX_DEPTH 8
+#define NC_NX_PTRS 4
+
+/*
+ * The head of an NXDOMAIN entry's sections; the reply's sections follow it. They were taken from
+ * the slow path's reply to a question `qname_len` octets long, so each compression pointer in them
+ * (at `ptr_at[i]` within the reply's sections, `nptrs` of them) points past the question's first
+ * label, and moves with the query's length: by qname_len - this qname_len.
+ */
+struct nc_nx_head {
+	__u64 zone;	       /* the zone's class for response rate limiting (RFC: NXDOMAINs by zone) */
+	__u16 qname_len;       /* the question length the sections were taken for */
+	__u16 nptrs;	       /* compression pointers to move, at most NC_NX_PTRS */
+	__u16 ptr_at[NC_NX_PTRS];
+	__u16 csum;	       /* one's-complement sum of the sections with the pointers' two bytes zero */
+	__u16 pad;
+};
+
 struct nc_name_key {
 	__u16 qtype;		/* host order */
 	__u16 len;		/* wire length of name, root label included: 1..255 */
@@ -105,6 +138,8 @@ struct nc_answer {
 enum nc_answer_kind {
 	NC_KIND_STATIC = 0, /* `sections` is the answer */
 	NC_KIND_GEO = 1,    /* a geo name: `sections` starts with a struct nc_geo_name */
+	NC_KIND_NXDOMAIN = 2, /* under NC_QTYPE_BELOW: `sections` starts with a struct nc_nx_head */
+	NC_KIND_EXISTS = 3, /* under NC_QTYPE_BELOW: the name exists, and what is below it is the slow path's */
 };
 
 /*
@@ -262,6 +297,7 @@ enum nc_reason {
 	NC_ANSWERED_GEO_ALL_DOWN, /* a geo name answered fail-open: every candidate down, the top ones anyway */
 	NC_RRL_SLIPPED,		/* over the response rate limit: a TC=1 reply instead of the answer */
 	NC_RRL_DROPPED,		/* over the response rate limit: dropped */
+	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its closest encloser's entry (XDP_TX) */
 	NC_REASON_MAX,
 };
 
@@ -286,6 +322,7 @@ struct nc_stats {
 	__u64 answered_geo_all_down;
 	__u64 rrl_slipped;
 	__u64 rrl_dropped;
+	__u64 answered_nxdomain;
 };
 
 /*
@@ -300,7 +337,7 @@ struct nc_rrl_config {
 	__u32 v4_prefix; /* bits of an IPv4 client's address that make its prefix (1..32) */
 	__u32 v6_prefix; /* the same for IPv6 (1..128) */
 	__u32 window;	 /* seconds of debt a bucket may go into */
-	__u32 pad;
+	__u32 nxdomain_rate; /* the same as `rate` for NXDOMAIN answers, counted by zone; 0: not limited */
 };
 
 /* A bucket's key (LRU_PERCPU_HASH nc_rrl, NC_RRL_ENTRIES a CPU). */
