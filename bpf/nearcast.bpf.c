@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 
 #include "compiler.h"
+#include "cookie.h"
 #include "csum.h"
 #include "dns.h"
 #include "geo.h"
@@ -105,7 +106,10 @@ int nearcast_xdp(struct xdp_md *ctx)
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
 	scratch->nx = 0;
-	if (question_read) {
+	/* A COOKIE: checked, and the reply's made (cookie.h); one the slow path answers with an error passes. */
+	if (question_read && scratch->q.cookie_in != NC_COOKIE_NONE)
+		reason = nc_cookie_check() == NC_PASS_COOKIE ? NC_PASS_COOKIE : NC_ANSWERED;
+	if (question_read && reason == NC_ANSWERED) {
 		/*
 		 * The generation is read once: the names entry and the geo maps it leads to are of the
 		 * same generation even while the control plane switches (nearcast_abi.h).
@@ -146,7 +150,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	 * one above the pass budget). Kept in the scratch map: one path into the reply writer.
 	 */
 	scratch->slipped = 0;
-	if (!truncated) {
+	if (!truncated && !scratch->q.cookie_valid) { /* a valid server cookie proves the client's address */
 		/* NXDOMAINs are counted by zone (random names would each have a bucket), the rest by question. */
 		int r = nc_rrl_decide(scratch->src[0], scratch->src[1], scratch->src_family,
 				      scratch->nx ? scratch->nx_zone : scratch->q.hash, scratch->nx);

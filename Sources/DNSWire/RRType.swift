@@ -117,6 +117,8 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let yxDomain = RCode(6)
     public static let notAuth = RCode(9)
     public static let badVers = RCode(16)
+    /// A server cookie that is not valid (RFC 7873 §8).
+    public static let badCookie = RCode(23)
 
     public var description: String {
         switch rawValue {
@@ -129,6 +131,7 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case 6: return "YXDOMAIN"
         case 9: return "NOTAUTH"
         case 16: return "BADVERS"
+        case 23: return "BADCOOKIE"
         default: return "RCODE\(rawValue)"
         }
     }

@@ -52,7 +52,8 @@ struct CacheKey {
 
     /// A key for `query` when it is plain: QR=0, OPCODE=0, QDCOUNT=1, ANCOUNT=NSCOUNT=0, an
     /// uncompressed question name that has no geo name, and either nothing more or exactly one
-    /// well-formed EDNS(0) OPT record with no Client Subnet option, then the end of the message.
+    /// well-formed EDNS(0) OPT record with no Client Subnet option (nor a COOKIE, when cookies are
+    /// on), then the end of the message.
     /// Such a query's reply depends on nothing but the key. Anything else (nil) is answered without
     /// the cache.
     init?(query q: [UInt8], transport: Transport, responder: Responder) {
@@ -94,7 +95,10 @@ struct CacheKey {
                 guard p + 4 <= q.count else { return nil }
                 let code = UInt16(q[p]) << 8 | UInt16(q[p + 1])
                 let olen = Int(q[p + 2]) << 8 | Int(q[p + 3])
-                guard code != EDNSOption.clientSubnetCode, p + 4 + olen <= q.count else { return nil }
+                // A Client Subnet echo, and a cookie when cookies are on, are the client's own.
+                guard code != EDNSOption.clientSubnetCode, code != EDNSOption.cookieCode || responder.cookies == nil,
+                    p + 4 + olen <= q.count
+                else { return nil }
                 p += 4 + olen
             }
             let limit = responder.sizeLimit(EDNS(udpPayloadSize: size), transport)

@@ -24,18 +24,22 @@ public struct Responder: Sendable {
     public var geo: GeoTable?
     /// The keys signed queries may use (RFC 8945).
     public var keys: TSIGKeyring
-    /// Seconds since 1970, for the time checks of signed queries.
+    /// Seconds since 1970, for the time checks of signed queries and DNS cookies.
     public var clock: @Sendable () -> UInt64
+    /// DNS Cookies (RFC 7873, RFC 9018); nil: a COOKIE option is ignored, as a server without
+    /// them does.
+    public var cookies: ServerCookies?
 
     public init(
         authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
-        clock: @escaping @Sendable () -> UInt64 = Responder.systemClock
+        clock: @escaping @Sendable () -> UInt64 = Responder.systemClock, cookies: ServerCookies? = nil
     ) {
         self.authority = authority
         self.maxUDPPayload = maxUDPPayload
         self.geo = geo
         self.keys = keys
         self.clock = clock
+        self.cookies = cookies
     }
 
     @Sendable public static func systemClock() -> UInt64 {
@@ -61,6 +65,7 @@ public struct Responder: Sendable {
         // EDNS (RFC 6891): our OPT goes into every reply to a query that had one.
         var replyEDNS: EDNS?
         var subnet: ClientSubnet?
+        var cookie: ServerCookies.Check?
         if let qe = msg.edns {
             replyEDNS = EDNS(udpPayloadSize: maxUDPPayload, dnssecOK: qe.dnssecOK)
             if qe.version > 0 { return errorReply(header, question: question, .badVers, edns: replyEDNS) }
@@ -73,6 +78,18 @@ public struct Responder: Sendable {
                 }
                 subnet = ecs
                 replyEDNS!.options.append(ecs.option)
+            }
+            // DNS Cookies (RFC 7873 §5.2): the reply carries the client's cookie and ours. A
+            // server cookie that is not valid draws BADCOOKIE over UDP (TCP has proved the address).
+            cookie = cookieCheck(qe, client: client)
+            if let cookie {
+                guard let option = cookies?.replyOption(cookie, address: client ?? [], now: now) else {
+                    return errorReply(header, question: question, .formErr, edns: replyEDNS)
+                }
+                replyEDNS!.options.append(option)
+                if case .invalid = cookie, transport == .udp {
+                    return errorReply(header, question: question, .badCookie, edns: replyEDNS)
+                }
             }
         }
         if let tsig = msg.additional.last, tsig.type == .tsig {
@@ -90,6 +107,12 @@ public struct Responder: Sendable {
         }
         let limit = sizeLimit(msg.edns, transport) - reserve
         guard header.opcode == .query else { return errorReply(header, question: question, .notImp, edns: replyEDNS) }
+        // A query for a server cookie alone (RFC 7873 §5.4): no question, and a COOKIE, answered
+        // NOERROR with it (BADCOOKIE for a server cookie that is not valid, over any transport).
+        if msg.questions.isEmpty, msg.answers.isEmpty, msg.authority.isEmpty, let cookie, cookie != .malformed {
+            if case .invalid = cookie { return errorReply(header, question: nil, .badCookie, edns: replyEDNS) }
+            return errorReply(header, question: nil, .noError, edns: replyEDNS)
+        }
         guard let question, msg.answers.isEmpty, msg.authority.isEmpty else {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
         }
@@ -113,6 +136,28 @@ public struct Responder: Sendable {
         // holds every class (RFC 1035 §6.2), as NSD answers it.
         if question.qclass == .any, bytes.count >= 12 { bytes[2] &= ~0x04 }
         return bytes
+    }
+
+    /// Whether `query` from `client` carries a valid server cookie: its source address is proved,
+    /// so its replies are never rate limited.
+    public func provesAddress(_ query: [UInt8], client: [UInt8]) -> Bool {
+        guard cookies != nil, let edns = try? DNSMessage(wire: query).edns,
+            case .valid = cookieCheck(edns, client: client)
+        else { return false }
+        return true
+    }
+
+    /// Seconds since 1970 as a cookie's 32 bits.
+    var now: UInt32 { UInt32(truncatingIfNeeded: clock()) }
+
+    /// What the query's COOKIE option is, when cookies are on and it has one; more than one is
+    /// malformed.
+    func cookieCheck(_ edns: EDNS, client: [UInt8]?) -> ServerCookies.Check? {
+        guard let cookies else { return nil }
+        let options = edns.options.filter { $0.code == EDNSOption.cookieCode }
+        guard let first = options.first else { return nil }
+        guard options.count == 1 else { return .malformed }
+        return cookies.check(first.data, address: client ?? [], now: now)
     }
 
     /// The reply from `zone` (or a geo name in it) to `question`.
@@ -198,17 +243,23 @@ public struct Responder: Sendable {
         return fit(reply, limit: limit, glueRequired: false)
     }
 
-    /// The minimal TC=1 reply to `query`: the fast path's reply above its pass budget, and a reply
-    /// over the response rate limit slipped (ResponseRateLimiter), byte for byte the same: QR and
-    /// TC (RD from the query), NOERROR, the question, and our OPT when the query had one (DO and a
-    /// Client Subnet echoed, scope 0). Nil for a query without one question to echo.
-    public func truncatedReply(to query: [UInt8]) -> [UInt8]? {
+    /// The minimal TC=1 reply to `query` from `client`: the fast path's reply above its pass
+    /// budget, and a reply over the response rate limit slipped (ResponseRateLimiter), byte for
+    /// byte the same: QR and TC (RD from the query), NOERROR, the question, and our OPT when the
+    /// query had one (DO, a Client Subnet echoed with scope 0, and a well-formed cookie's reply
+    /// cookie). Nil for a query without one question to echo.
+    public func truncatedReply(to query: [UInt8], client: [UInt8]? = nil) -> [UInt8]? {
         guard let msg = try? DNSMessage(wire: query), !msg.header.qr, msg.questions.count == 1 else { return nil }
         var edns: EDNS?
         if let qe = msg.edns {
             edns = EDNS(udpPayloadSize: maxUDPPayload, dnssecOK: qe.dnssecOK)
             if let opt = qe.clientSubnetOption, let ecs = try? ClientSubnet(queryOption: opt.data) {
                 edns!.options.append(ecs.option)
+            }
+            if let cookie = cookieCheck(qe, client: client),
+                let option = cookies?.replyOption(cookie, address: client ?? [], now: now)
+            {
+                edns!.options.append(option)
             }
         }
         var reply = DNSMessage(header: replyHeader(msg.header), questions: msg.questions, edns: edns)

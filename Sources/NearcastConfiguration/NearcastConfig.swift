@@ -56,8 +56,10 @@ public struct NearcastConfig: Sendable {
     public var tsigKeys = TSIGKeyring()
     /// The fleet's shared store (StoreSettings); none: this server's files alone.
     public var store = StoreSettings()
-    /// Response rate limiting (the slow path's UDP replies).
+    /// Response rate limiting (the slow path's UDP replies and XDP's answers).
     public var rrl = RRLSettings()
+    /// DNS Cookies.
+    public var cookies = CookieSettings()
     /// The file this config was read from, if any.
     public var sourcePath: String?
 
@@ -77,7 +79,7 @@ public struct NearcastConfig: Sendable {
 
     static let knownKeys = [
         "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig", "store",
-        "rrl",
+        "rrl", "cookies",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
@@ -246,6 +248,8 @@ public struct NearcastConfig: Sendable {
                 config.tsigKeys = parseTSIG(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "rrl":
                 config.rrl = RRLSettings.parse(v, fileName: fileName, diags: &diags)
+            case "cookies":
+                config.cookies = CookieSettings.parse(v, fileName: fileName, diags: &diags)
             case "store":
                 config.store = EtcdSettings.parseStore(
                     v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)

@@ -17,7 +17,8 @@ import Yams
 /// ```
 ///
 /// The slow path limits its UDP replies (TCP never); the XDP fast path its answers, per CPU, with
-/// responses-per-second (it sends no NXDOMAIN or errors).
+/// responses-per-second and nxdomains-per-second (it sends no errors). A client whose query carries
+/// a valid server cookie (`cookies:`) has proved its address and is never limited.
 public struct RRLSettings: Equatable, Sendable {
     public var responsesPerSecond = 0
     public var nxdomainsPerSecond: Int?

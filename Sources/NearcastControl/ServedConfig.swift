@@ -47,6 +47,8 @@ package actor ServedConfig {
     let audit: AuditLog?
     /// A fleet's store, when the zones are shared (record changes go there).
     let shared: (any SharedZones)?
+    /// DNS cookies' secrets (nil: cookies are off).
+    let cookies: CookieRotation?
     let logger: Logger
     /// The digest of the config and zone files as they were when what is served was read from them
     /// (the audit log's "before"; the files on disk may have been edited since).
@@ -60,9 +62,11 @@ package actor ServedConfig {
         live: LiveGeo,
         responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
         changes: OperatorChanges? = nil,
-        metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil, logger: Logger
+        metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil,
+        cookies: CookieRotation? = nil, logger: Logger
     ) {
         self.shared = shared
+        self.cookies = cookies
         self.running = running
         self.zones = zones
         self.load = load
@@ -213,7 +217,7 @@ package actor ServedConfig {
     {
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
-        let responder = Responder(serving: config, zones: zones, geo: geo)
+        let responder = Responder(serving: config, zones: zones, geo: geo, cookies: cookies?.cookies)
         var written: FastPath.TableWrite?
         if let writer {
             do { written = try await writer.write(responder: responder, geo: geo) } catch {
@@ -228,6 +232,7 @@ package actor ServedConfig {
         }
         let oldResponder = responders.replace(with: responder)
         Retired.release(retired, oldResponder)
+        cookies?.apply(config.cookies)  // a configured secret the config changed
         running = config
         self.zones = zones
         let d = ContinuousClock.now - started
@@ -430,9 +435,10 @@ package actor ServedConfig {
 
 extension Responder {
     /// The responder for `config`: its zones, its UDP size, its TSIG keys, and the geo table.
-    package init(serving config: NearcastConfig, zones: [Zone], geo: GeoTable?) {
+    package init(serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?) {
         self.init(
-            authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys)
+            authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys,
+            cookies: cookies)
     }
 }
 

@@ -40,6 +40,8 @@ public final class FastPath: Sendable {
     /// Response rate limiting: its settings (one entry) and the exempt prefixes.
     let rrlConfig: BPFMap
     let rrlExempt: BPFMap
+    /// DNS Cookies: the secrets and the wall clock (one entry).
+    let cookie: BPFMap
     let table: NamesTable
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Held only for map writes of a few entries and the switch, never across
@@ -116,6 +118,7 @@ public final class FastPath: Sendable {
         rrlConfig = try object.map(NC_MAP_RRL_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_rrl_config>.size)
         rrlExempt = try object.map(
             NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
+        cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         self.table = table
         state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
     }
@@ -215,6 +218,48 @@ public final class FastPath: Sendable {
             try rrlExempt.update(key: Self.bytes(of: k), value: Self.bytes(of: UInt32(1)))
         }
         try rrlConfig.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+    }
+
+    /// Makes the program check and make DNS cookies with `secrets` (nil: it ignores COOKIE options,
+    /// as the slow path without cookies does), and sets its wall clock: call it again now and then
+    /// (a minute apart, say) so that the clock follows the system's adjustments.
+    public func configureCookies(_ secrets: ServerCookies.Secrets?) throws(BPFError) {
+        var c = nc_cookie_config()
+        if let secrets {
+            func words(_ b: [UInt8]) -> (UInt64, UInt64) { (Self.word(b, 0), Self.word(b, 8)) }
+            (c.secret.0, c.secret.1) = words(secrets.current)
+            if let previous = secrets.previous {
+                (c.previous.0, c.previous.1) = words(previous)
+                c.has_previous = 1
+            }
+            c.enabled = 1
+        }
+        c.clock_offset_ns = Self.realtimeMinusMonotonicNanoseconds()
+        try cookie.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+    }
+
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC (what bpf_ktime_get_ns reads), in nanoseconds: the
+    /// smaller of a few readings taken between two monotonic ones, so a preemption between the
+    /// clocks does not skew it.
+    static func realtimeMinusMonotonicNanoseconds() -> Int64 {
+        func ns(_ clock: clockid_t) -> Int64 {
+            var ts = timespec()
+            clock_gettime(clock, &ts)
+            return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        }
+        var best: (spread: Int64, offset: Int64) = (.max, 0)
+        for _ in 0..<5 {
+            let m0 = ns(CLOCK_MONOTONIC)
+            let r = ns(CLOCK_REALTIME)
+            let m1 = ns(CLOCK_MONOTONIC)
+            if m1 - m0 < best.spread { best = (m1 - m0, r - (m0 + (m1 - m0) / 2)) }
+        }
+        return best.offset
+    }
+
+    /// The little-endian word at `at` of `bytes`.
+    static func word(_ bytes: [UInt8], _ at: Int) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
     }
 
     /// What a write of the names table did.
@@ -456,6 +501,7 @@ public final class FastPath: Sendable {
             total.rrlSlipped += s.rrl_slipped
             total.rrlDropped += s.rrl_dropped
             total.answeredNXDomain += s.answered_nxdomain
+            total.passCookie += s.pass_cookie
         }
         return total
     }
@@ -485,6 +531,8 @@ public struct FastPathStats: Equatable, Sendable {
     public var rrlDropped: UInt64 = 0
     /// Names that do not exist, answered NXDOMAIN from their closest encloser's entry.
     public var answeredNXDomain: UInt64 = 0
+    /// Queries whose server cookie was not valid (or whose COOKIE was malformed): the slow path's.
+    public var passCookie: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -496,7 +544,7 @@ public struct FastPathStats: Equatable, Sendable {
             ("drop_malformed", dropMalformed), ("drop_internal", dropInternal), ("limit_truncated", limitTruncated),
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
             ("answered_geo_all_down", answeredGeoAllDown), ("rrl_slipped", rrlSlipped), ("rrl_dropped", rrlDropped),
-            ("answered_nxdomain", answeredNXDomain),
+            ("answered_nxdomain", answeredNXDomain), ("pass_cookie", passCookie),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }

@@ -30,7 +30,7 @@ public final class XDPDeployment: Sendable {
     /// Loads, fills and attaches the fast path.
     public init(
         settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16,
-        rateLimit: RateLimit? = nil, logger: Logger
+        rateLimit: RateLimit? = nil, cookies: ServerCookies.Secrets? = nil, logger: Logger
     ) throws {
         self.settings = settings
         self.logger = logger
@@ -63,6 +63,7 @@ public final class XDPDeployment: Sendable {
             rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         try fp.configureRateLimit(rateLimit)
+        try fp.configureCookies(cookies)
         let table = try fp.write(image, geo: geo)
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {

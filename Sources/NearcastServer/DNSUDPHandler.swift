@@ -31,11 +31,11 @@ final class DNSUDPHandler: ChannelInboundHandler {
         let query = Array(envelope.data.readableBytesView)
         let client = envelope.remoteAddress.addressBytes
         guard var reply = cache.reply(to: query, transport: .udp, responder: responder, client: client) else { return }
-        if let limiter, let client {
+        if let limiter, let client, !responder.provesAddress(query, client: client) {
             switch limiter.verdict(reply, client: client) {
             case .send: break
             case .slip:
-                reply = responder.truncatedReply(to: query) ?? ResponseRateLimiter.truncated(reply)
+                reply = responder.truncatedReply(to: query, client: client) ?? ResponseRateLimiter.truncated(reply)
                 metrics?.countLimited(slipped: true)
             case .drop:
                 metrics?.countLimited(slipped: false)

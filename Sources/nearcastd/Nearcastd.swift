@@ -179,7 +179,8 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let geo = live.current?.table
 
-        let responder = Responder(serving: cfg, zones: zones, geo: geo)
+        let cookies = CookieRotation.cookies(cfg.cookies)
+        let responder = Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies)
         let responders = ResponderSource(responder)
         let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
@@ -235,7 +236,7 @@ struct Nearcastd: AsyncParsableCommand {
                     let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
                     return try XDPDeployment(
                         settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
-                        rateLimit: rateLimit, logger: logger)
+                        rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
                 }
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
@@ -273,6 +274,14 @@ struct Nearcastd: AsyncParsableCommand {
         if cfg.stateDirectory == nil && cfg.api.listen != nil {
             logger.warning("no state-dir: changes made through the API last until a restart, and no audit log is kept")
         }
+        // DNS cookies: this server's own secret made anew as it ages, the fast path's clock kept right.
+        let cookieRotation = cookies.map {
+            CookieRotation(cookies: $0, settings: cfg.cookies, fastPath: fastPath?.fastPath, logger: logger)
+        }
+        if let cookieRotation {
+            cookieRotation.start()
+            await started.add("DNS cookie secrets") { cookieRotation.stop() }
+        }
         let command = self
         let storeSource = follower?.source
         // The API's tokens: this server's file, and a fleet's from its store.
@@ -284,7 +293,7 @@ struct Nearcastd: AsyncParsableCommand {
                 return try storeSource?.snapshot.config(over: local) ?? local
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
-            changes: changes, metrics: metrics, audit: audit, shared: follower,
+            changes: changes, metrics: metrics, audit: audit, shared: follower, cookies: cookieRotation,
             logger: logger)
         if let follower {
             await follower.start(served, changes: changes, tokens: liveTokens)

@@ -152,7 +152,9 @@ import Glibc
             guard line.contains("] stopping"), let r = line.range(of: "service=") else { return nil }
             return String(line[r.upperBound...].prefix { $0 != "[" }).trimmingCharacters(in: .whitespaces)
         }
-        #expect(order == ["management API", "health checks", "DNS listeners", "event loops"], "\(log)")
+        #expect(
+            order == ["management API", "DNS cookie secrets", "health checks", "DNS listeners", "event loops"], "\(log)"
+        )
     }
 
     @Test func aBadZoneIsNotLoadedAndNamesFileAndLine() throws {

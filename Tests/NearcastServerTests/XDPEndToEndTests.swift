@@ -769,6 +769,34 @@ import Glibc
             "two refreshes with rates: \(watch.stdout)")
     }
 
+    /// DNS Cookies with real dig: its client cookie gets a server cookie from XDP, which dig finds
+    /// good; sent back, it is echoed by XDP; a forged one draws BADCOOKIE from the slow path.
+    @Test func digGetsServerCookiesFromXDP() throws {
+        let t = try Topology()
+        let daemon = try Self.startDaemon(t)
+        defer { daemon.stop() }
+        func cookie(_ out: String) -> String? {
+            guard let line = out.split(separator: "\n").first(where: { $0.contains("; COOKIE: ") }) else { return nil }
+            return line.split(separator: " ").dropFirst(2).first.map(String.init)
+        }
+        var before = try Self.counters(t)
+        let first = try Self.dig(["+cookie", "www.example.test", "A"])
+        let learned = try #require(cookie(first), "\(first)")
+        #expect(first.contains("status: NOERROR") && first.contains("(good)") && learned.count == 48, "\(first)")
+        let again = try Self.dig(["+cookie=\(learned)", "www.example.test", "A"])
+        #expect(cookie(again) == learned && again.contains("(good)"), "echoed while fresh: \(again)")
+        var after = try Self.counters(t)
+        #expect(after["answered", default: 0] - before["answered", default: 0] == 2, "both answered by XDP")
+
+        before = after
+        let forged =
+            String(learned.prefix(16)) + "01000000" + String(learned.dropFirst(24).prefix(8)) + "0000000000000000"
+        let bad = try Self.dig(["+cookie=\(forged)", "+nobadcookie", "www.example.test", "A"])
+        #expect(bad.contains("status: BADCOOKIE") && cookie(bad) != forged, "\(bad)")
+        after = try Self.counters(t)
+        #expect(after["pass_cookie", default: 0] - before["pass_cookie", default: 0] == 1)
+    }
+
     @Test func xdpAnswersHotNamesTheSlowPathTheRestAndTheFastPathOutlivesTheDaemon() throws {
         let t = try Topology()
         var daemon = try Self.startDaemon(t)

@@ -37,9 +37,11 @@ public struct FuzzTarget: Sendable {
                 """, fileName: "fuzz.yaml", baseDirectory: "")
         try config.geo.check(against: [zone])
         let table = try GeoTable.build(config.geo, database: try MaxMindDatabase(path: Repository.testCityDatabase))
-        let responder = Responder(authority: Authority(zones: [zone]), geo: table)
+        let cookies = ServerCookies(.init(current: Array(0..<16), previous: Array(16..<32)))
+        let responder = Responder(authority: Authority(zones: [zone]), geo: table, cookies: cookies)
         let fastPath = try FastPath(objectPath: objectPath)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.configureCookies(cookies.secrets)
         try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: table)
         let names =
             zone.names.map(\.description) + table.allNames.map(\.config.name.description)
@@ -137,7 +139,7 @@ public struct XDPFuzzer {
         let out = try target.fastPath.program.testRun(frame)
         var lines = ["verdict \(out.returnValue)"]
         if let q = FrameView(frame) {
-            let slow = target.responder.respond(to: q.payload, transport: .udp, client: q.srcIP)
+            let slow = slowPath(q, at: FrameView(out.data).flatMap { Self.cookieTime($0.payload) })
             lines.append("query:  \((try? DNSMessage(wire: q.payload)).map { "\($0)" } ?? "unreadable")")
             lines.append("slow:   \(slow.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "no reply")")
             if out.returnValue == 3, let r = FrameView(out.data) {
@@ -210,7 +212,7 @@ public struct XDPFuzzer {
         }
         name = String(name.map { Bool.random(using: &rng) ? Character($0.uppercased()) : $0 })
         var edns: EDNS?
-        switch Int.random(in: 0..<6, using: &rng) {
+        switch Int.random(in: 0..<7, using: &rng) {
         case 0: edns = nil
         case 1:
             edns = EDNS(udpPayloadSize: UInt16.random(in: 0...4096, using: &rng), dnssecOK: Bool.random(using: &rng))
@@ -228,6 +230,24 @@ public struct XDPFuzzer {
             edns = EDNS(options: [
                 ClientSubnet(family: family, sourcePrefixLength: source, scopePrefixLength: 0, address: address).option
             ])
+        case 5:
+            // A cookie: the client's alone, or with a server cookie made for the default client
+            // address of either family (valid from there, not from a mutated source), or forged.
+            let client = (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var data = client
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: break
+            case 1, 2:
+                let address = Bool.random(using: &rng) ? Packet.client4 : Packet.client6
+                let age = UInt32.random(in: 0...4000, using: &rng)
+                data += target.responder.cookies!.serverCookie(
+                    client: client, address: address, now: UInt32(Date().timeIntervalSince1970) - age)
+            default:
+                data += (0..<Int.random(in: 8...32, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            }
+            edns = EDNS(
+                udpPayloadSize: 1232, dnssecOK: Bool.random(using: &rng),
+                options: [EDNSOption(code: EDNSOption.cookieCode, data: data)])
         default: edns = EDNS(udpPayloadSize: 1232)
         }
         var h = DNSHeader()
@@ -287,6 +307,22 @@ public struct XDPFuzzer {
             ? nil : "dropped a query the slow path answers"
     }
 
+    /// The slow path's reply to `q`, at second `at` (nil: now): a new server cookie carries the
+    /// second it was made at, and XDP's reply is compared with the slow path's at that second.
+    func slowPath(_ q: FrameView, at: UInt32?) -> [UInt8]? {
+        var r = target.responder
+        if let at { r.clock = { UInt64(at) } }
+        return r.respond(to: q.payload, transport: .udp, client: q.srcIP)
+    }
+
+    /// The time in a reply's server cookie, if it carries one.
+    static func cookieTime(_ reply: [UInt8]) -> UInt32? {
+        guard let c = (try? DNSMessage(wire: reply))?.edns?.options.first(where: { $0.code == EDNSOption.cookieCode }),
+            c.data.count == 24
+        else { return nil }
+        return c.data[12...15].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
     /// Why `reply` is not the reply the slow path would send to `frame`, or nil when it is.
     func checkReply(to frame: [UInt8], _ reply: [UInt8]) -> String? {
         guard let q = FrameView(frame) else { return "answered a frame that is not UDP over IP" }
@@ -306,8 +342,9 @@ public struct XDPFuzzer {
         guard let question = q.questionBytes, r.payload.count >= 12 + question.count,
             Array(r.payload[12..<(12 + question.count)]) == question, r.payload.prefix(2) == q.payload.prefix(2)
         else { return "the reply does not echo the query's ID and question" }
-        let slow = target.responder.respond(to: q.payload, transport: .udp, client: q.srcIP)
-        guard r.payload == slow else { return "XDP's reply differs from the slow path's" }
+        guard r.payload == slowPath(q, at: Self.cookieTime(r.payload)) else {
+            return "XDP's reply differs from the slow path's"
+        }
         return nil
     }
 }

@@ -55,7 +55,28 @@ struct nc_query {
 	 * word at a time (scope 0, which the echo keeps for static answers; geo sets the scope).
 	 */
 	__u8 ecs[NC_ECS_MAX];
+	/*
+	 * DNS Cookies (cookie.h). In: what the query's COOKIE option held (enum nc_cookie_in) and its
+	 * octets (the client cookie, then a 16-octet server cookie). Out: whether the reply carries a
+	 * COOKIE option (its 24 octets then in `cookie`), and whether the client proved its address.
+	 */
+	__u8 cookie_in;
+	__u8 cookie_out;
+	__u8 cookie_valid;
+	__u8 pad2[5];
+	__u64 cookie[3];
 };
+
+enum nc_cookie_in {
+	NC_COOKIE_NONE = 0,
+	NC_COOKIE_CLIENT = 1,	  /* a client cookie alone */
+	NC_COOKIE_SERVER = 2,	  /* and a 16-octet server cookie, which may be ours */
+	NC_COOKIE_FOREIGN = 3,	  /* and a server cookie of another length: not valid */
+	NC_COOKIE_MALFORMED = 4,  /* not 8 or 16 to 40 octets, or a second COOKIE: FORMERR */
+};
+
+#define NC_OPTION_COOKIE 10
+#define NC_COOKIE_OPT_LEN 28 /* a reply's COOKIE option: code, length, 8 + 16 octets */
 
 /*
  * Per-CPU scratch for one packet: the names-table key (264 bytes), the parsed query and where the
@@ -176,10 +197,33 @@ static __always_inline enum nc_reason nc_read_ecs(__u8 *o, __u32 olen, void *dat
 }
 
 /*
+ * Keeps a COOKIE option (`olen` data octets after the 4-byte header at `o`) for cookie.h: the
+ * client cookie, and a server cookie of our 16 octets; any other shape is only classed.
+ */
+static __always_inline enum nc_reason nc_read_cookie(__u8 *o, __u32 olen, void *data_end, struct nc_query *q)
+{
+	if (q->cookie_in != NC_COOKIE_NONE || (olen != 8 && (olen < 16 || olen > 40))) {
+		q->cookie_in = NC_COOKIE_MALFORMED;
+		return NC_ANSWERED;
+	}
+	if ((void *)(o + 12) > data_end)
+		return NC_PASS_SHAPE;
+	q->cookie[0] = *(nc_u64a *)(o + 4);
+	q->cookie_in = olen == 8 ? NC_COOKIE_CLIENT : olen == 24 ? NC_COOKIE_SERVER : NC_COOKIE_FOREIGN;
+	if (olen == 24) {
+		if ((void *)(o + 28) > data_end)
+			return NC_PASS_SHAPE;
+		q->cookie[1] = *(nc_u64a *)(o + 12);
+		q->cookie[2] = *(nc_u64a *)(o + 20);
+	}
+	return NC_ANSWERED;
+}
+
+/*
  * Checks the options of an OPT record (`len` bytes at `p`): each must lie within the record. A
  * Client Subnet option is checked and kept for the echo, as the slow path echoes it (scope 0 for
- * the static answers XDP gives). Every other option (a COOKIE, which dig sends by default;
- * padding; NSID) is ignored by the slow path, so the reply is the same as without it.
+ * the static answers XDP gives); a COOKIE is kept for cookie.h. Every other option (padding, NSID)
+ * is ignored by the slow path, so the reply is the same as without it.
  */
 static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void *data_end, struct nc_query *q)
 {
@@ -200,8 +244,9 @@ static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void 
 
 		if (pos + 4 + olen > len)
 			return NC_PASS_SHAPE;
-		if (code == NC_OPTION_ECS) {
-			enum nc_reason r = nc_read_ecs(o, olen, data_end, q);
+		if (code == NC_OPTION_ECS || code == NC_OPTION_COOKIE) {
+			enum nc_reason r = code == NC_OPTION_ECS ? nc_read_ecs(o, olen, data_end, q)
+								 : nc_read_cookie(o, olen, data_end, q);
 
 			if (r != NC_ANSWERED)
 				return r;
@@ -338,6 +383,9 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	q->dnssec_ok = 0;
 	q->udp_size = 0;
 	q->ecs_len = 0;
+	q->cookie_in = NC_COOKIE_NONE;
+	q->cookie_out = 0;
+	q->cookie_valid = 0;
 	if (arcount == 0)
 		return rest == 0 ? NC_ANSWERED : NC_PASS_SHAPE;
 	if (rest < NC_OPT_LEN)

@@ -128,7 +128,8 @@ static __always_inline __u32 nc_reply_len(const struct nc_query *q, const struct
 
 	if (alen > NC_SECTIONS_MAX || ecs_len > NC_ECS_MAX)
 		return 0xffff; /* cannot be: the control plane and the parser bound both */
-	return NC_DNS_HDR + q->qname_len + 4 + alen + (q->edns ? NC_OPT_LEN + ecs_len : 0);
+	return NC_DNS_HDR + q->qname_len + 4 + alen +
+	       (q->edns ? NC_OPT_LEN + ecs_len + (q->cookie_out ? NC_COOKIE_OPT_LEN : 0) : 0);
 }
 
 /* Whether the reply from `ans` fits what the client takes; the slow path sets TC when it does not. */
@@ -189,8 +190,9 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	sum += (q->qname_len & 1) ? nc_csum_swap(ans->csum) : ans->csum;
 	if (q->edns) {
 		__u8 *opt = sections + (alen & (NC_SECTIONS_MAX * 2 - 1));
+		__u32 cookie_len = q->cookie_out ? NC_COOKIE_OPT_LEN : 0;
 		__u8 o[NC_OPT_LEN + 5] __attribute__((aligned(8))) = {0, 0, 41, cfg->udp_payload >> 8, cfg->udp_payload & 0xff, 0, 0,
-					  q->dnssec_ok ? 0x80 : 0, 0, 0, ecs_len};
+					  q->dnssec_ok ? 0x80 : 0, 0, 0, ecs_len + cookie_len};
 
 		if ((void *)(opt + NC_OPT_LEN) > data_end)
 			return NC_DROP_INTERNAL;
@@ -231,6 +233,24 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 			__u16 le = nc_csum_fold(nc_csum_word_le(w[0]) + nc_csum_word_le(w[1]) + nc_csum_word_le(w[2]));
 
 			sum += ((qpos_opt + NC_OPT_LEN) & 1) ? le : nc_csum_swap(le);
+		}
+		/*
+		 * The COOKIE option (cookie.h) ends the reply after the Client Subnet: its header as one
+		 * word, the cookie as three, summed as the echo is.
+		 */
+		if (cookie_len) {
+			__u8 *ck = opt + NC_OPT_LEN + (ecs_len & 0x1f);
+			const __u64 *w = q->cookie;
+
+			if ((void *)(ck + NC_COOKIE_OPT_LEN) > data_end)
+				return NC_DROP_INTERNAL;
+			*(nc_u32a *)ck = 0x18000a00; /* code 10, length 24, in network order */
+			*(nc_u64a *)(ck + 4) = w[0];
+			*(nc_u64a *)(ck + 12) = w[1];
+			*(nc_u64a *)(ck + 20) = w[2];
+			__u16 le = nc_csum_fold(0x2200 + nc_csum_word_le(w[0]) + nc_csum_word_le(w[1]) + nc_csum_word_le(w[2]));
+
+			sum += ((qpos_opt + NC_OPT_LEN + ecs_len) & 1) ? le : nc_csum_swap(le);
 		}
 	}
 	/* Leaving the loop pinned the lengths to its step: read the reply's length back (nc_scratch). */

@@ -30,6 +30,7 @@
 #define NC_MAP_RRL "nc_rrl"
 #define NC_MAP_RRL_CONFIG "nc_rrl_cfg"
 #define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
+#define NC_MAP_COOKIE "nc_cookie"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -298,6 +299,7 @@ enum nc_reason {
 	NC_RRL_SLIPPED,		/* over the response rate limit: a TC=1 reply instead of the answer */
 	NC_RRL_DROPPED,		/* over the response rate limit: dropped */
 	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its closest encloser's entry (XDP_TX) */
+	NC_PASS_COOKIE,		/* a server cookie that is not valid: the slow path answers BADCOOKIE */
 	NC_REASON_MAX,
 };
 
@@ -323,6 +325,7 @@ struct nc_stats {
 	__u64 rrl_slipped;
 	__u64 rrl_dropped;
 	__u64 answered_nxdomain;
+	__u64 pass_cookie;
 };
 
 /*
@@ -361,6 +364,22 @@ struct nc_rrl_bucket {
 struct nc_rrl_exempt_key {
 	__u32 prefixlen;
 	__u8 addr[16];
+};
+
+/*
+ * DNS Cookies (ARRAY nc_cookie, one entry; the slow path's ServerCookies): server cookies as
+ * RFC 9018 makes them, Version 1 | 3 reserved octets | time (seconds since 1970, 32 bits) | 8
+ * octets of SipHash-2-4 under the secret of client cookie | those 8 octets | client address. A
+ * valid one (made under `secret` or `previous`, at most an hour old, at most 5 minutes ahead) is
+ * echoed when made under `secret` less than 30 minutes ago, else a new one is made; a client with
+ * a valid one is not rate limited.
+ */
+struct nc_cookie_config {
+	__u64 secret[2];	/* the current secret's 16 octets as two little-endian words: SipHash's k0, k1 */
+	__u64 previous[2];	/* the one before, still accepted when has_previous */
+	__s64 clock_offset_ns;	/* CLOCK_REALTIME minus bpf_ktime_get_ns (CLOCK_MONOTONIC), kept current by the control plane */
+	__u32 enabled;		/* 0: a COOKIE option is ignored, as a server without cookies does */
+	__u32 has_previous;
 };
 
 #endif /* NEARCAST_ABI_H */
