@@ -1,7 +1,7 @@
 import CLibBPF
 
 /// Runs `body` with the calling thread kept to CPU `cpu`, then lets it run anywhere it could
-/// before: per-CPU maps (LRU_PERCPU_HASH buckets, per-CPU arrays) then see every test run of
+/// before: per-CPU maps (per-CPU arrays and hashes) then see every test run of
 /// `body` on one CPU.
 public func withThread<T>(onCPU cpu: Int, _ body: () throws -> T) rethrows -> T {
     var before = [UInt](repeating: 0, count: 16)

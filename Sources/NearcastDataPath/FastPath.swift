@@ -207,6 +207,8 @@ public final class FastPath: Sendable {
             c.v6_prefix = limit.ipv6Prefix
             c.window = limit.window
             c.nxdomain_rate = limit.nxdomainRate
+            c.seed = UInt64.random(in: 0...UInt64.max)  // SystemRandomNumberGenerator: getrandom(2)
+            c.exempt = limit.exempt.isEmpty ? 0 : 1
         }
         for key in try rrlExempt.keys() { try rrlExempt.delete(key: key) }
         for (address, length) in limit?.exempt ?? [] {

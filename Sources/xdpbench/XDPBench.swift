@@ -29,6 +29,12 @@ struct XDPBench: ParsableCommand {
     @Option(help: "Origin of the zone.") var origin = "example.test."
     @Option(help: "Single runs per program and packet.") var runs = 200_000
     @Option(help: "The MaxMind database for the geo name.") var geoDatabase = ".build/geo/test-city.mmdb"
+    @Option(
+        help:
+            "Only run nearcast on the packet of this row, `runs` times, for a profiler (tools/profile-xdp-program.sh).")
+    var profile: String?
+    @Flag(help: "With --profile: the program with response rate limiting (never reached) and DNS cookies on.")
+    var defences = false
 
     func run() throws {
         let o = try DNSName(origin)
@@ -49,15 +55,23 @@ struct XDPBench: ParsableCommand {
                 """, fileName: "xdpbench", baseDirectory: "")
         let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
         let responder = Responder(authority: Authority(zones: [z]), geo: geo)
+        let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
         let fast = try FastPath(objectPath: object)
         try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
-        try fast.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: geo)
+        try fast.write(image, geo: geo)
+        // The same with the defences on: a rate limit no row reaches (so every run pays for its
+        // bucket), and DNS cookies.
+        let defended = try FastPath(objectPath: object)
+        try defended.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try defended.configureRateLimit(RateLimit(rate: 1_000_000_000))
+        try defended.configureCookies(.init(current: Array(0..<16)))
+        try defended.write(image, geo: geo)
         let reflectProgram = try BPFObject(path: reflect)
         let growProgram = try BPFObject(path: reflectGrow)
         let emptyProgram = try BPFObject(path: empty)
         let programs: [(String, BPFProgram)] = [
             ("empty", try emptyProgram.program("xdp_pass")), ("reflect", try reflectProgram.program("reflect")),
-            ("grow", try growProgram.program("reflect")), ("nearcast", fast.program),
+            ("grow", try growProgram.program("reflect")), ("nearcast", fast.program), ("defended", defended.program),
         ]
         let packets: [(String, [UInt8])] = [
             ("A, IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: nil))),
@@ -69,6 +83,21 @@ struct XDPBench: ParsableCommand {
                     try query(
                         "www.\(origin)", .a,
                         edns: EDNS(options: [EDNSOption(code: 10, data: Array(repeating: 1, count: 8))])))
+            ),
+            (
+                "A, IPv4, EDNS + client and server cookie",
+                Frame.make(
+                    ipv6: false,
+                    try query(
+                        "www.\(origin)", .a,
+                        edns: EDNS(options: [
+                            EDNSOption(
+                                code: EDNSOption.cookieCode,
+                                data: [UInt8](repeating: 1, count: 8)
+                                    + ServerCookies(.init(current: Array(0..<16))).serverCookie(
+                                        client: [UInt8](repeating: 1, count: 8), address: [198, 18, 0, 2],
+                                        now: UInt32(Date().timeIntervalSince1970)))
+                        ])))
             ),
             ("NODATA (HTTPS of www), IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .https, edns: nil))),
             (
@@ -96,14 +125,23 @@ struct XDPBench: ParsableCommand {
                         ])))
             ),
         ]
+        if let profile {
+            guard let packet = packets.first(where: { $0.0 == profile })?.1 else {
+                throw ValidationError("no packet row '\(profile)'; rows: \(packets.map(\.0).joined(separator: ", "))")
+            }
+            FileHandle.standardOutput.write(Data("profiling: nearcast_xdp, \(runs) runs of '\(profile)'\n".utf8))
+            let program = defences ? defended.program : fast.program
+            for _ in 0..<runs { _ = try program.testRun(packet) }
+            return
+        }
         print("verifier: nearcast \(fast.object.verifiedInstructions ?? 0) instructions processed")
         print(
-            "| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) |"
+            "| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) | with the defences (ns) | defended - empty |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for (what, packet) in packets {
             // The programs take turns in rounds, so a noisy spell of this shared machine falls on
-            // all three alike rather than on whichever ran then.
+            // all alike rather than on whichever ran then.
             var samples: [String: [UInt32]] = [:]
             let rounds = 20
             for _ in 0..<rounds {
@@ -125,13 +163,14 @@ struct XDPBench: ParsableCommand {
             let r = means["reflect"]!
             let g = means["grow"]!
             let n = means["nearcast"]!
+            let d = means["defended"]!
             // The ratio of totals: both carry the same fixed cost of a test run. The subtracted
             // columns show the programs' own work, where the reflect program's is at the timer's
             // resolution (~10 ns).
             let ratio = String(format: "%.2f", n / r)
             let growRatio = String(format: "%.2f", n / g)
             print(
-                "| \(what) | \(Int(e)) | \(Int(r)) | \(Int(g)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) | \(growRatio) |"
+                "| \(what) | \(Int(e)) | \(Int(r)) | \(Int(g)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) | \(growRatio) | \(Int(d)) | \(Int(d - e)) |"
             )
         }
         // Failover cost: a node's health flipped, as the health monitor does it (the board, then

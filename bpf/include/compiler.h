@@ -34,4 +34,7 @@ typedef __u16 __attribute__((__may_alias__)) nc_u16a;
 typedef __u32 __attribute__((__may_alias__)) nc_u32a;
 typedef __u64 __attribute__((__may_alias__)) nc_u64a;
 
+/* The kernel's tick rate, from its config (/boot/config-*, /proc/config.gz); 0 when libbpf finds none. */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
 #endif /* NC_COMPILER_H */

@@ -99,6 +99,8 @@ struct nc_scratch {
 	__u32 nx;	  /* the answer is an NXDOMAIN (negative.h): kept here, so the paths after it are verified once */
 	__u32 pad;
 	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
+	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
+	__u64 clock_ns;
 	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
 };
 

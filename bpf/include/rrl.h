@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Response rate limiting of XDP's answers (nearcast_abi.h, struct nc_rrl_config): per client prefix
- * and question, a per-CPU token bucket, no lock. Over the limit every slip-th answer becomes the
- * minimal TC=1 reply (the one above the pass budget, ratelimit.h: a real resolver behind the
+ * and class, a per-CPU token bucket in a direct-mapped slot, no lock. Over the limit every
+ * slip-th answer becomes the minimal TC=1 reply (the one above the pass budget, ratelimit.h: a real resolver behind the
  * prefix retries over TCP) and the others are dropped. The slow path's ResponseRateLimiter does the
  * same for its replies.
  */
@@ -16,10 +16,10 @@
 #include "maps.h"
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NC_RRL_ENTRIES);
-	__type(key, struct nc_rrl_key);
-	__type(value, struct nc_rrl_bucket);
+	__type(key, __u32);
+	__type(value, struct nc_rrl_slot);
 } nc_rrl SEC(".maps");
 
 struct {
@@ -39,6 +39,7 @@ struct {
 
 enum nc_rrl_verdict { NC_RRL_SEND, NC_RRL_SLIP, NC_RRL_DROP };
 
+
 /* The top `bits` of a 64-bit word in network order, as a mask of the word loaded from memory. */
 static __always_inline __u64 nc_rrl_mask64(__u32 bits)
 {
@@ -49,12 +50,21 @@ static __always_inline __u64 nc_rrl_mask64(__u32 bits)
 	return bpf_cpu_to_be64(~0ULL << (64 - bits));
 }
 
+/* MurmurHash3's finaliser: every bit of the key reaches every bit of the slot and the tag. */
+static __always_inline __u64 nc_rrl_mix(__u64 h)
+{
+	h ^= h >> 33;
+	h *= NC_HASH_FMIX1;
+	h ^= h >> 33;
+	h *= NC_HASH_FMIX2;
+	return h ^ (h >> 33);
+}
+
 /*
  * What to do with the answer of class `question` (the question's hash; an NXDOMAIN's zone, with
- * `nxdomain` set, which takes that rate) for the client whose address is
- * `w0`, `w1` (as loaded from the packet: IPv4 in the low 4 bytes of w0) of `family` (4 or 6): an
- * enum nc_rrl_verdict. A global function: the verifier checks it once, apart from the many paths
- * that lead to it.
+ * `nxdomain` set, which takes that rate) for the client whose address is `w0`, `w1` (as loaded
+ * from the packet: IPv4 in the low 4 bytes of w0) of `family` (4 or 6): an enum nc_rrl_verdict.
+ * A global function: the verifier checks it once, apart from the many paths that lead to it.
  */
 __attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __u64 question, __u32 nxdomain)
 {
@@ -67,38 +77,58 @@ __attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __
 
 	if (!rate)
 		return NC_RRL_SEND;
-	struct nc_rrl_key k = {};
-	struct nc_rrl_exempt_key e = { .prefixlen = 128 };
+	__u64 p0, p1;
 
 	if (family == 6) {
-		__builtin_memcpy(e.addr, &w0, 8);
-		__builtin_memcpy(&e.addr[8], &w1, 8);
 		__u32 bits = c->v6_prefix;
 
-		k.prefix[0] = w0 & nc_rrl_mask64(bits);
-		k.prefix[1] = w1 & nc_rrl_mask64(bits > 64 ? bits - 64 : 0);
+		p0 = w0 & nc_rrl_mask64(bits);
+		p1 = w1 & nc_rrl_mask64(bits > 64 ? bits - 64 : 0);
 	} else {
-		__u32 a = (__u32)w0, bits = c->v4_prefix;
-		__u32 mask = bits >= 32 ? ~0U : bits == 0 ? 0 : bpf_htonl(~0U << (32 - bits));
+		__u32 bits = c->v4_prefix;
 
-		k.prefix[0] = a & mask;
-		e.addr[10] = 0xff;
-		e.addr[11] = 0xff;
-		__builtin_memcpy(&e.addr[12], &a, 4);
+		p0 = (__u32)w0 & (bits >= 32 ? ~0U : bits == 0 ? 0 : bpf_htonl(~0U << (32 - bits)));
+		p1 = 0;
 	}
-	k.family = family;
-	if (bpf_map_lookup_elem(&nc_rrl_exempt, &e))
+	if (c->exempt) {
+		struct nc_rrl_exempt_key e = { .prefixlen = 128 };
+
+		if (family == 6) {
+			__builtin_memcpy(e.addr, &w0, 8);
+			__builtin_memcpy(&e.addr[8], &w1, 8);
+		} else {
+			__u32 a = (__u32)w0;
+
+			e.addr[10] = 0xff;
+			e.addr[11] = 0xff;
+			__builtin_memcpy(&e.addr[12], &a, 4);
+		}
+		if (bpf_map_lookup_elem(&nc_rrl_exempt, &e))
+			return NC_RRL_SEND;
+	}
+	/* The bucket's slot and tag: a seeded hash of (prefix, family, class). */
+	__u64 h = nc_rrl_mix(c->seed ^ p0 ^ family);
+
+	h = nc_rrl_mix(h ^ p1);
+	h = nc_rrl_mix(h ^ question) | 1;
+	__u32 at = h & (NC_RRL_ENTRIES - 1);
+	struct nc_rrl_slot *b = bpf_map_lookup_elem(&nc_rrl, &at);
+
+	if (!b)
 		return NC_RRL_SEND;
-	k.question = question;
-
-	__u64 now = bpf_ktime_get_ns();
+	/*
+	 * Jiffies for a clock: buckets fill at a second's scale, and on the benchmark's host reading
+	 * them cost 10 ns where bpf_ktime_get_coarse_ns cost 35 and bpf_ktime_get_ns 45 (BENCHMARKS.md).
+	 * CONFIG_HZ comes from the kernel's config when libbpf finds it; without it, the coarse clock.
+	 */
+	__u64 now = CONFIG_HZ ? bpf_jiffies64() * (1000000000ULL / CONFIG_HZ) : bpf_ktime_get_coarse_ns();
 	__s64 cap = (__s64)rate * (__s64)NC_TOKEN;
-	struct nc_rrl_bucket *b = bpf_map_lookup_elem(&nc_rrl, &k);
 
-	if (!b) {
-		struct nc_rrl_bucket fresh = { .credit = cap - (__s64)NC_TOKEN, .last_ns = now };
-
-		bpf_map_update_elem(&nc_rrl, &k, &fresh, BPF_ANY);
+	if (b->tag != h) { /* another key's, or none yet: this key's now, full less this answer */
+		b->tag = h;
+		b->credit = cap - (__s64)NC_TOKEN;
+		b->last_ns = now;
+		b->limited = 0;
 		return NC_RRL_SEND;
 	}
 	/* The refill is bounded by the longest a bucket needs to come back from its floor. */

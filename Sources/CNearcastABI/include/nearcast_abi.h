@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 14
+#define NC_ABI_VERSION 15
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -330,9 +330,10 @@ struct nc_stats {
 
 /*
  * Response rate limiting of the answers XDP sends (ARRAY nc_rrl_cfg, one entry; the semantics of
- * the slow path's ResponseRateLimiter): per client prefix and question, a bucket of `rate`
- * responses a second holding at most one second of credit and going at most `window` seconds into
- * debt; over it every `slip`-th answer is a TC=1 reply and the others are dropped.
+ * the slow path's ResponseRateLimiter): per client prefix and class (the question; an NXDOMAIN's
+ * zone), a bucket of `rate` responses a second holding at most one second of credit and going at
+ * most `window` seconds into debt; over it every `slip`-th answer is a TC=1 reply and the others
+ * are dropped.
  */
 struct nc_rrl_config {
 	__u32 rate;	 /* responses a second per bucket; 0: off */
@@ -341,23 +342,25 @@ struct nc_rrl_config {
 	__u32 v6_prefix; /* the same for IPv6 (1..128) */
 	__u32 window;	 /* seconds of debt a bucket may go into */
 	__u32 nxdomain_rate; /* the same as `rate` for NXDOMAIN answers, counted by zone; 0: not limited */
-};
-
-/* A bucket's key (LRU_PERCPU_HASH nc_rrl, NC_RRL_ENTRIES a CPU). */
-struct nc_rrl_key {
-	__u64 prefix[2]; /* the client's address masked to its prefix, in network order; IPv4 in the first 4 bytes */
-	__u64 question;	 /* the question's hash in the names table */
-	__u32 family;	 /* 4 or 6 */
+	__u64 seed;	 /* keys the buckets' hash, so that no one can aim two keys at one slot */
+	__u32 exempt;	 /* exempt prefixes in nc_rrl_exempt: 0 skips its lookup */
 	__u32 pad;
 };
 
-struct nc_rrl_bucket {
+/*
+ * The buckets (PERCPU_ARRAY nc_rrl, NC_RRL_ENTRIES a CPU, 32 bytes each): direct-mapped by a
+ * seeded hash of (prefix, class); a slot is its key's while its tag matches, and a key that finds
+ * another's tag takes the slot over with a full bucket (as an LRU table forgets its oldest). An
+ * array slot costs an index, where a hash map's lookup hashes a 40-byte key and walks a bucket.
+ */
+struct nc_rrl_slot {
+	__u64 tag;	/* the key's hash (never 0): whose bucket this is */
 	__s64 credit;	/* nanotokens: a response costs NC_TOKEN */
-	__u64 last_ns;	/* bpf_ktime_get_ns of the last response counted */
+	__u64 last_ns;	/* when the last response was counted (jiffies as ns, or the coarse clock: rrl.h) */
 	__u64 limited;	/* responses limited since it was last in credit */
 };
 
-#define NC_RRL_ENTRIES 65536
+#define NC_RRL_ENTRIES 65536 /* a power of two */
 #define NC_RRL_EXEMPT_MAX 256
 
 /* An exempt prefix (LPM_TRIE nc_rrl_exempt): IPv4 as ::ffff:a.b.c.d, its length plus 96. */
