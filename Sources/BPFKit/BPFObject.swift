@@ -17,6 +17,17 @@ public final class BPFObject: @unchecked Sendable {
     /// outer maps exist, so they are read before loading).
     let innerTemplates: [String: BPFMapTemplate]
 
+    /// Whether libbpf finds the kernel's config for `__kconfig` externs (`/boot/config-RELEASE` or
+    /// `/proc/config.gz`). Without one, libbpf fails the load even for weak externs, so the object
+    /// is opened with `CONFIG_HZ=0` given instead, the one the program reads (bpf/include/compiler.h):
+    /// it then takes its slower clocks.
+    static let kernelConfigFound: Bool = {
+        var u = utsname()
+        uname(&u)
+        let release = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return access("/boot/config-\(release)", R_OK) == 0 || access("/proc/config.gz", R_OK) == 0
+    }()
+
     /// Opens `path` and loads it. The verifier's statistics are kept in `verifierLog`.
     ///
     /// With `pinMapsUnder`, every map the object declares is pinned as `<dir>/<map name>` (not the
@@ -27,7 +38,8 @@ public final class BPFObject: @unchecked Sendable {
     public init(path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:])
         throws(BPFError)
     {
-        guard let obj = bpf_object__open_file(path, nil) else { throw BPFError("open", path, errno: errno) }
+        let obj = Self.kernelConfigFound ? bpfkit_open_file(path, nil) : bpfkit_open_file(path, "CONFIG_HZ=0\n")
+        guard let obj else { throw BPFError("open", path, errno: errno) }
         for (name, entries) in maxEntries {
             guard let map = bpf_object__find_map_by_name(obj, name) else {
                 bpf_object__close(obj)

@@ -27,3 +27,11 @@ static inline int bpfkit_set_affinity(const unsigned long mask[16])
 {
 	return (int)syscall(__NR_sched_setaffinity, 0, 16 * sizeof(unsigned long), mask);
 }
+
+// bpf_object__open_file with a Kconfig for `__kconfig` externs (NULL: libbpf's own search of
+// /boot/config-RELEASE and /proc/config.gz). LIBBPF_OPTS is a macro Swift cannot expand.
+static inline struct bpf_object *bpfkit_open_file(const char *path, const char *kconfig)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .kconfig = kconfig);
+	return bpf_object__open_file(path, &opts);
+}
