@@ -61,6 +61,50 @@ import Testing
         #expect(hits > 10_000, "the cache is used for plain queries")
     }
 
+    /// With cookies on, queries with every kind of COOKIE (a client cookie alone, a valid server
+    /// cookie, one not valid, a malformed one, two) from several clients, cached or not: the full
+    /// path's bytes, each client's cookie in its reply.
+    @Test func cookieRepliesEqualTheFullPath() {
+        var rng = SplitMix(seed: 10)
+        let cookies = ServerCookies(.init(current: Array(repeating: 3, count: 16)))
+        var r = Self.responder
+        r.cookies = cookies
+        r.clock = { 1_800_000_000 }
+        var cache = ReplyCache()
+        for _ in 0..<20_000 {
+            let client: [UInt8] = [192, 0, 2, UInt8.random(in: 1...4, using: &rng)]
+            let clientCookie = (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var data = clientCookie
+            switch Int.random(in: 0..<6, using: &rng) {
+            case 0, 1: break
+            case 2, 3:
+                data += cookies.serverCookie(
+                    client: clientCookie, address: client, now: 1_800_000_000 - UInt32.random(in: 0...4000, using: &rng)
+                )
+            case 4: data += (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            default: data = Array(data.prefix(Int.random(in: 0...7, using: &rng)))
+            }
+            var options = [EDNSOption(code: EDNSOption.cookieCode, data: data)]
+            if Int.random(in: 0..<20, using: &rng) == 0 { options.append(options[0]) }
+            let name = Self.names.randomElement(using: &rng)!
+            var h = DNSHeader()
+            h.id = UInt16.random(in: 0...0xFFFF, using: &rng)
+            let q = try! DNSMessage(
+                header: h,
+                questions: [
+                    DNSQuestion(
+                        name: try! DNSName(Self.randomCase(name, &rng)), type: Self.types.randomElement(using: &rng)!)
+                ],
+                edns: EDNS(udpPayloadSize: [512, 1232, 4096].randomElement(using: &rng)!, options: options)
+            ).serialize()
+            let transport: Transport = Int.random(in: 0..<4, using: &rng) == 0 ? .tcp : .udp
+            let got = cache.reply(to: q, transport: transport, responder: r, client: client)
+            #expect(got == r.respond(to: q, transport: transport, client: client), "\(q)")
+        }
+        // Every query carried a COOKIE: what the cache holds, it took from them.
+        #expect(cache.count > 50, "cookie queries' replies are kept (\(cache.count))")
+    }
+
     @Test func mutatedQueriesGetTheFullPathsBytes() {
         var rng = SplitMix(seed: 8)
         var cache = ReplyCache()
