@@ -69,6 +69,9 @@ struct GeoBench: ParsableCommand {
                 usage.ru_maxrss / 1024, r.networks, r.locations, r.classes, r.ipv4Before, r.ipv4After, r.ipv6Before,
                 r.ipv6After, r.uncovered, r.uncoveredAfter, r.aliases))
 
+        print("")
+        print(Self.ipv4Shape(table.image.ipv4))
+
         guard let maps else { return }
         let fast = try FastPath(objectPath: maps)
         let empty = AnswerImage.build(
@@ -110,4 +113,25 @@ struct GeoBench: ParsableCommand {
                 recompile, switchTime, same * 1000))
     }
 
+    /// The shape of the compiled IPv4 prefixes, for sizing a lookup of nearcast's own beside the
+    /// kernel's LPM trie (which costs 155-165 ns of a geo answer: BENCHMARKS.md): how many are of
+    /// each length, and how many /16 and /24 blocks hold longer ones (the second and third levels
+    /// of a 16-8-8 array, 256 entries each).
+    static func ipv4Shape(_ prefixes: [ClassPrefix]) -> String {
+        var lengths = [Int](repeating: 0, count: 33)
+        var deeper16 = Set<UInt32>()
+        var deeper24 = Set<UInt32>()
+        for p in prefixes {
+            let a = UInt32(truncatingIfNeeded: p.address >> 96)
+            let length = max(0, min(32, p.length))  // IPv4: the top 32 bits, a length up to 32
+            lengths[length] += 1
+            if length > 16 { deeper16.insert(a >> 16) }
+            if length > 24 { deeper24.insert(a >> 8) }
+        }
+        let counts = lengths.enumerated().filter { $0.element > 0 }.map { "/\($0.offset): \($0.element)" }
+        let mib = Double(65536 + 256 * (deeper16.count + deeper24.count)) * 4 / 1_048_576
+        return "IPv4 prefixes by length: \(counts.joined(separator: ", ")); /16 blocks with longer prefixes: "
+            + "\(deeper16.count), /24 blocks with longer prefixes: \(deeper24.count); a 16-8-8 array of 4-byte "
+            + String(format: "entries: %.1f MiB a generation", mib)
+    }
 }
