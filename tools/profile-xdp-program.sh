@@ -7,14 +7,14 @@
 # and bpftool have no libbfd, so neither can put a sample on a JITed instruction's source line;
 # the global functions are what splits the program's time.
 #
-#   tools/profile-xdp-program.sh ["A, IPv4"] [--defences]    # RUNS=3000000 SECONDS=4
+#   tools/profile-xdp-program.sh ["A, IPv4"] [--defences]    # RUNS=200000000 SAMPLE_SECONDS=20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v perf >/dev/null || { echo "profile-xdp-program: needs perf: apt-get install linux-perf" >&2; exit 1; }
 ROW=${1:-"A, IPv4"}
 shift || true
-RUNS=${RUNS:-3000000}
-SECONDS_SAMPLED=${SECONDS:-4}
+RUNS=${RUNS:-200000000}
+SECONDS_SAMPLED=${SAMPLE_SECONDS:-20}
 [ -n "${MAKELEVEL:-}" ] || make -s bpf >/dev/null
 swift build -c release --product xdpbench >/dev/null 2>&1
 work=$(mktemp -d)
