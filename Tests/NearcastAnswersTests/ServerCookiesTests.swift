@@ -6,7 +6,7 @@ import Testing
 
 /// DNS Cookies in the slow path: SipHash-2-4 as its paper gives it, server cookies as RFC 9018's
 /// examples give them, and the Responder's replies for each shape of COOKIE option (RFC 7873 §5.2).
-@Suite struct ServerCookiesTests {
+@Suite(.timeLimit(.minutes(1))) struct ServerCookiesTests {
     static func hex(_ s: String) -> [UInt8] {
         stride(from: 0, to: s.count, by: 2).map {
             UInt8(s[s.index(s.startIndex, offsetBy: $0)..<s.index(s.startIndex, offsetBy: $0 + 2)], radix: 16)!

@@ -5,7 +5,7 @@ import Testing
 
 /// The `cookies:` section: on by default, a shared secret in hex, and every mistake named with its
 /// line.
-@Suite struct CookieSettingsTests {
+@Suite(.timeLimit(.minutes(1))) struct CookieSettingsTests {
     static func parse(_ body: String) -> Result<NearcastConfig, DiagnosticsError> {
         Result { () throws(DiagnosticsError) -> NearcastConfig in
             try NearcastConfig.parse(yaml: "listen: [\"127.0.0.1:53\"]\n" + body, fileName: "c.yaml", baseDirectory: "")

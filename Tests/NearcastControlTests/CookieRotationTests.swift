@@ -7,7 +7,7 @@ import Testing
 
 /// The cookie secret over time: a server's own made anew once its lifetime is over (the one before
 /// still accepted), a configured one kept, and changed by a reload.
-@Suite struct CookieRotationTests {
+@Suite(.timeLimit(.minutes(1))) struct CookieRotationTests {
     static let logger = Logger(label: "test")
 
     @Test func aServersOwnSecretIsMadeAnewWhenItsLifetimeIsOver() throws {
