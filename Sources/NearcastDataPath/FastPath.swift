@@ -228,7 +228,15 @@ public final class FastPath: Sendable {
     public func configureCookies(_ secrets: ServerCookies.Secrets?) throws(BPFError) {
         var c = nc_cookie_config()
         if let secrets {
-            func words(_ b: [UInt8]) -> (UInt64, UInt64) { (Self.word(b, 0), Self.word(b, 8)) }
+            // SipHash's k0 and k1: the secret's two little-endian words, as the program reads them.
+            func words(_ b: [UInt8]) -> (UInt64, UInt64) {
+                b.withUnsafeBytes {
+                    (
+                        UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)),
+                        UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                    )
+                }
+            }
             (c.secret.0, c.secret.1) = words(secrets.current)
             if let previous = secrets.previous {
                 (c.previous.0, c.previous.1) = words(previous)
@@ -257,11 +265,6 @@ public final class FastPath: Sendable {
             if m1 - m0 < best.spread { best = (m1 - m0, r - (m0 + (m1 - m0) / 2)) }
         }
         return best.offset
-    }
-
-    /// The little-endian word at `at` of `bytes`.
-    static func word(_ bytes: [UInt8], _ at: Int) -> UInt64 {
-        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
     }
 
     /// What a write of the names table did.
