@@ -141,7 +141,9 @@ public struct Responder: Sendable {
     /// Whether `query` from `client` carries a valid server cookie: its source address is proved,
     /// so its replies are never rate limited.
     public func provesAddress(_ query: [UInt8], client: [UInt8]) -> Bool {
-        guard cookies != nil, let edns = try? DNSMessage(wire: query).edns,
+        // No additional record, no OPT, no cookie: most queries are done without a parse.
+        guard cookies != nil, query.count >= 12, query[10] | query[11] != 0,
+            let edns = try? DNSMessage(wire: query).edns,
             case .valid = cookieCheck(edns, client: client)
         else { return false }
         return true
