@@ -48,7 +48,6 @@ public struct BPFMap: Sendable {
     /// type allow it (hash and array maps, kernel 5.6+), entry by entry otherwise. Not for per-CPU maps.
     public func updateBatch(keys: [[UInt8]], values: [[UInt8]], chunk: Int = 4096) throws(BPFError) {
         precondition(keys.count == values.count, "one value per key")
-        precondition(!perCPU, "batch updates take one value per key")
         var start = 0
         while start < keys.count {
             let end = min(start + chunk, keys.count)
@@ -65,23 +64,55 @@ public struct BPFMap: Sendable {
                 flatKeys += keys[i]
                 flatValues += values[i]
             }
-            var count = UInt32(end - start)
-            var opts = bpf_map_batch_opts()
-            opts.sz = optionsSize(bpf_map_batch_opts.self, endingWith: \.flags, 8)
-            opts.elem_flags = UInt64(BPF_ANY)
-            let rc = flatKeys.withUnsafeBytes { k in
-                flatValues.withUnsafeBytes { v in bpf_map_update_batch(fd, k.baseAddress, v.baseAddress, &count, &opts)
-                }
-            }
-            if rc != 0 {
-                let err = errno
-                guard err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS, count == 0 else {
-                    throw BPFError("batch update", name, errno: err)
-                }
-                // No batch operations here: one by one.
-                for i in start..<end { try update(key: keys[i], value: values[i]) }
-            }
+            try updateBatch(flatKeys: flatKeys, flatValues: flatValues, count: end - start)
             start = end
+        }
+    }
+
+    /// Writes entries first..<first + n of an array map from `values`, n values of `valueSize` bytes
+    /// one after another: for arrays of millions of entries, without an array per entry.
+    public func writeArray(_ values: [UInt8], startingAt first: Int = 0, chunk: Int = 65_536) throws(BPFError) {
+        guard values.count % valueSize == 0, first >= 0, first + values.count / valueSize <= maxEntries else {
+            throw BPFError(
+                "write array",
+                "\(name): \(values.count) bytes are not whole values of \(valueSize) within \(maxEntries)",
+                errno: EINVAL)
+        }
+        precondition(keySize == 4, "array maps have 4-byte keys")
+        let total = values.count / valueSize
+        var start = 0
+        while start < total {
+            let end = min(start + chunk, total)
+            var keys: [UInt8] = []
+            keys.reserveCapacity((end - start) * 4)
+            for i in UInt32(first + start)..<UInt32(first + end) { withUnsafeBytes(of: i) { keys += $0 } }
+            try updateBatch(
+                flatKeys: keys, flatValues: Array(values[(start * valueSize)..<(end * valueSize)]), count: end - start)
+            start = end
+        }
+    }
+
+    /// One BPF_MAP_UPDATE_BATCH of `count` entries, keys and values each one after another; entry by
+    /// entry where the kernel or map type has no batch operations.
+    func updateBatch(flatKeys: [UInt8], flatValues: [UInt8], count n: Int) throws(BPFError) {
+        precondition(!perCPU, "batch updates take one value per key")
+        var count = UInt32(n)
+        var opts = bpf_map_batch_opts()
+        opts.sz = optionsSize(bpf_map_batch_opts.self, endingWith: \.flags, 8)
+        opts.elem_flags = UInt64(BPF_ANY)
+        let rc = flatKeys.withUnsafeBytes { k in
+            flatValues.withUnsafeBytes { v in bpf_map_update_batch(fd, k.baseAddress, v.baseAddress, &count, &opts) }
+        }
+        guard rc != 0 else { return }
+        let err = errno
+        guard err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS, count == 0 else {
+            throw BPFError("batch update", name, errno: err)
+        }
+        // No batch operations here: one by one.
+        for i in 0..<n {
+            try update(
+                key: Array(flatKeys[(i * keySize)..<((i + 1) * keySize)]),
+                value: Array(flatValues[(i * valueSize)..<((i + 1) * valueSize)]))
         }
     }
 

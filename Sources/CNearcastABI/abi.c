@@ -13,7 +13,9 @@ _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections o
 _Static_assert(sizeof(struct nc_config) == 32, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
-_Static_assert(sizeof(struct nc_geo4_key) == 8 && sizeof(struct nc_geo6_key) == 20, "LPM keys: prefixlen, then the address");
+_Static_assert(sizeof(struct nc_geo6_key) == 20, "LPM key: prefixlen, then the address");
+_Static_assert(sizeof(struct nc_geo4_span) == 8 && sizeof(struct nc_geo4_prefix) == 16, "IPv4 prefix layouts");
+_Static_assert(NC_GEO4_SPANS == 1 << NC_GEO4_STEPS, "a span is searched in NC_GEO4_STEPS halvings");
 _Static_assert(sizeof(struct nc_geo_class) == 12, "geo map layouts");
 _Static_assert(sizeof(struct nc_cands) == 4 + 2 * NC_GEO_DEPTH, "nc_cands layout");
 _Static_assert(sizeof(struct nc_node) == 24 && sizeof(struct nc_geo_name) == 16, "nc_node, nc_geo_name layouts");
@@ -31,7 +33,7 @@ _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64
 _Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16 && sizeof(NC_MAP_NODES) <= 16 &&
-		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16,
+		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16,
 	       "map names fit the kernel's 15 characters");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */

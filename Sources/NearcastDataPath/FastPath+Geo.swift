@@ -22,19 +22,20 @@ extension FastPath {
         /// Node and pool indexes within a half, by id.
         let nodeIndex: [String: UInt32]
         let poolIndex: [String: UInt32]
-        /// The prefixes written into the tries (the compile's own arrays, not copies): their keys,
-        /// for `drainRetired`.
-        let ipv4: [ClassPrefix]
+        /// The spans of the /16s over the IPv4 array, written into the half of nc_geo4_spans of each
+        /// generation whose slot holds this compile.
+        let spans: [UInt8]
+        /// The prefixes written into the IPv6 trie (the compile's own array, not a copy): their
+        /// keys, for `drainRetired`.
         let ipv6: [ClassPrefix]
         /// The IPv6 prefixes looked up as IPv4, written into the generation's part of nc_geo_alias.
         let aliases: [GeoAlias]
-        /// How many of those `drainRetired` has deleted (IPv4 first).
+        /// How many of those `drainRetired` has deleted.
         let drained = Atomic<Int>(0)
 
         init(
             serial: UInt64, geo4: BPFOwnedMap, geo6: BPFOwnedMap, cands: BPFOwnedMap, nodeIndex: [String: UInt32],
-            poolIndex: [String: UInt32],
-            ipv4: [ClassPrefix], ipv6: [ClassPrefix], aliases: [GeoAlias]
+            poolIndex: [String: UInt32], spans: [UInt8], ipv6: [ClassPrefix], aliases: [GeoAlias]
         ) {
             self.serial = serial
             self.geo4 = geo4
@@ -42,7 +43,7 @@ extension FastPath {
             self.cands = cands
             self.nodeIndex = nodeIndex
             self.poolIndex = poolIndex
-            self.ipv4 = ipv4
+            self.spans = spans
             self.ipv6 = ipv6
             self.aliases = aliases
         }
@@ -51,11 +52,12 @@ extension FastPath {
     /// Whether geo maps of a compile no generation uses are waiting for `drainRetired`.
     public var hasRetired: Bool { retired.withLock { !$0.isEmpty } }
 
-    /// Empties, a little at a time, the tries of compiles no generation uses any more, then lets
-    /// them go. Handed a whole trie, the kernel frees it in one loop that does not yield the CPU
-    /// (kernels built without preemption, as distributions' are): for a GeoLite2-wide compile,
-    /// two million nodes and some 160 ms in which nothing else runs on that core, health changes
-    /// and queries included (measured: `make bench-health`). Deleted all at once, the entries'
+    /// Empties, a little at a time, the IPv6 tries of compiles no generation uses any more, then
+    /// lets them go, their IPv4 arrays with them (an array is freed in one piece). Handed a whole
+    /// trie, the kernel frees it in one loop that does not yield the CPU (kernels built without
+    /// preemption, as distributions' are): for a GeoLite2-wide compile's tries, two million nodes
+    /// and some 160 ms in which nothing else runs on that core, health changes and queries included
+    /// (measured: `make bench-health`, when IPv4 was a trie too). Deleted all at once, the entries'
     /// RCU callbacks pile up and the kernel threads that run them hold a core for tens of
     /// milliseconds; `chunk` deletes and a `pause` at a time keep each batch small. Does at most
     /// `slice` deletes and returns whether any retired trie is left, so that the writer's thread
@@ -63,12 +65,10 @@ extension FastPath {
     public func drainRetired(slice: Int = 16_384, chunk: Int = 128, pause: Duration = .milliseconds(2)) -> Bool {
         var done = 0
         while done < slice, let maps = retired.withLock({ $0.last }) {
-            let total = maps.ipv4.count + maps.ipv6.count
+            let total = maps.ipv6.count
             var i = maps.drained.load(ordering: .relaxed)
             while i < total && done < slice {
-                let v4 = i < maps.ipv4.count
-                try? (v4 ? maps.geo4 : maps.geo6).map.delete(
-                    key: Self.lpmKey(v4 ? maps.ipv4[i] : maps.ipv6[i - maps.ipv4.count], v4: v4))
+                try? maps.geo6.map.delete(key: Self.lpmKey(maps.ipv6[i]))
                 i += 1
                 done += 1
                 if done % chunk == 0 { Thread.sleep(forTimeInterval: pause.seconds) }
@@ -116,8 +116,13 @@ extension FastPath {
     }
 
     /// Points generation `gen`'s slots at `maps`' prefix and candidate maps and at its own nodes
-    /// map, and writes its aliases; or empties them.
+    /// map, and writes its aliases and IPv4 spans; or empties them.
     func setGeoSlots(_ gen: UInt32, _ maps: GeoMaps?) throws(BPFError) {
+        let serial = maps?.serial ?? 0
+        if spansWritten.withLock({ $0[Int(gen)] }) != serial {
+            try geo4Spans.writeArray(maps?.spans ?? IPv4PrefixArray.noSpans, startingAt: Int(gen) * Int(NC_GEO4_SPANS))
+            spansWritten.withLock { $0[Int(gen)] = serial }
+        }
         let list = maps?.aliases ?? []
         try aliases.updateBatch(
             keys: (0..<UInt32(NC_GEO_ALIASES)).map { Self.bytes(of: gen * UInt32(NC_GEO_ALIASES) + $0) },
@@ -221,26 +226,23 @@ extension FastPath {
         let cands = try BPFOwnedMap(like: candsInner, name: NC_MAP_CANDS, maxEntries: candKeys.count)
         try cands.map.updateBatch(keys: candKeys, values: candValues)
 
-        var lpm: [BPFOwnedMap] = []
-        for (template, name, prefixes, v4) in [
-            (geo4Inner, NC_MAP_GEO4, geo.image.ipv4, true), (geo6Inner, NC_MAP_GEO6, geo.image.ipv6, false),
-        ] {
-            var keys: [[UInt8]] = []
-            var values: [[UInt8]] = []
-            keys.reserveCapacity(prefixes.count)
-            values.reserveCapacity(prefixes.count)
-            for p in prefixes {
-                keys.append(Self.lpmKey(p, v4: v4))
-                values.append(
-                    Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
-            }
-            let m = try BPFOwnedMap(like: template, name: name, maxEntries: keys.count)
-            try m.map.updateBatch(keys: keys, values: values)
-            lpm.append(m)
+        let v4 = try IPv4PrefixArray(geo.image.ipv4)
+        let geo4 = try BPFOwnedMap(like: geo4Inner, name: NC_MAP_GEO4, maxEntries: geo.image.ipv4.count)
+        try geo4.map.writeArray(v4.prefixes)
+        var keys: [[UInt8]] = []
+        var values: [[UInt8]] = []
+        keys.reserveCapacity(geo.image.ipv6.count)
+        values.reserveCapacity(geo.image.ipv6.count)
+        for p in geo.image.ipv6 {
+            keys.append(Self.lpmKey(p))
+            values.append(
+                Self.bytes(of: nc_geo_class(cls: UInt32(p.locationClass), plen: UInt32(p.length), seed: p.seed)))
         }
+        let geo6 = try BPFOwnedMap(like: geo6Inner, name: NC_MAP_GEO6, maxEntries: keys.count)
+        try geo6.map.updateBatch(keys: keys, values: values)
         return GeoMaps(
-            serial: geo.serial, geo4: lpm[0], geo6: lpm[1], cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex,
-            ipv4: geo.image.ipv4, ipv6: geo.image.ipv6, aliases: geo.image.aliases)
+            serial: geo.serial, geo4: geo4, geo6: geo6, cands: cands, nodeIndex: nodeIndex, poolIndex: poolIndex,
+            spans: v4.spans, ipv6: geo.image.ipv6, aliases: geo.image.aliases)
     }
 
     /// An alias as the program reads it (struct nc_geo_alias): the prefix and its mask as the
@@ -261,10 +263,10 @@ extension FastPath {
         return v
     }
 
-    /// A prefix's key in its family's trie (struct nc_geo4_key / nc_geo6_key): length, then the
-    /// address in network order.
-    static func lpmKey(_ p: ClassPrefix, v4: Bool) -> [UInt8] {
-        bytes(of: UInt32(p.length)) + withUnsafeBytes(of: p.address.bigEndian) { Array($0.prefix(v4 ? 4 : 16)) }
+    /// An IPv6 prefix's key in its trie (struct nc_geo6_key): length, then the address in network
+    /// order.
+    static func lpmKey(_ p: ClassPrefix) -> [UInt8] {
+        bytes(of: UInt32(p.length)) + withUnsafeBytes(of: p.address.bigEndian) { Array($0) }
     }
 
     /// A node's nodes-map value (up, until health says otherwise).
@@ -280,7 +282,8 @@ extension FastPath {
     /// The geo maps' names and how many entries `geo` puts in each.
     public func geoMapSizes(_ geo: GeoTable) -> [(String, Int)] {
         [
-            (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO6, geo.image.ipv6.count),
+            (NC_MAP_GEO4, geo.image.ipv4.count), (NC_MAP_GEO4_SPANS, Int(NC_GEO4_SPANS)),
+            (NC_MAP_GEO6, geo.image.ipv6.count),
             (NC_MAP_CANDS, geo.image.classes.count * geo.rankings.count), (NC_MAP_NODES, geo.allNodes.count),
             (NC_MAP_POOLS, geo.pools.count), (NC_MAP_ALIASES, geo.image.aliases.count),
         ]

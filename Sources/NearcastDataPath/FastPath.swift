@@ -22,13 +22,18 @@ public final class FastPath: Sendable {
     let config: BPFMap
     let stats: BPFMap
     /// The geo maps (FastPath+Geo.swift), one generation per slot or half (NC_GEO_GENERATIONS):
-    /// LPM per family, candidate lists and nodes as map-in-maps, with the templates of their inner
+    /// prefixes per family (IPv4 an array, IPv6 an LPM trie), candidate lists and nodes as map-in-maps, with the templates of their inner
     /// maps; each pool's TTL state as an array of two halves.
     let geo4: BPFMap
     let geo6: BPFMap
     let cands: BPFMap
     let nodes: BPFMap
     let geo4Inner: BPFMapTemplate
+    /// The /16 spans over each generation's IPv4 prefixes, a half per generation, and the compile
+    /// (`GeoTable.serial`, 0 for none) each half was last written for: nil until this process
+    /// writes it (a pinned map may hold a previous instance's).
+    let geo4Spans: BPFMap
+    let spansWritten = Mutex<[UInt64?]>([nil, nil])
     let geo6Inner: BPFMapTemplate
     let candsInner: BPFMapTemplate
     /// Each generation's nodes map (made by this process; a slot may still hold a previous
@@ -102,8 +107,8 @@ public final class FastPath: Sendable {
         geo4 = try object.map(NC_MAP_GEO4, keySize: 4, valueSize: 4)
         geo6 = try object.map(NC_MAP_GEO6, keySize: 4, valueSize: 4)
         cands = try object.map(NC_MAP_CANDS, keySize: 4, valueSize: 4)
-        geo4Inner = try object.innerMapTemplate(
-            NC_MAP_GEO4, keySize: MemoryLayout<nc_geo4_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
+        geo4Inner = try object.innerMapTemplate(NC_MAP_GEO4, keySize: 4, valueSize: IPv4PrefixArray.prefixSize)
+        geo4Spans = try object.map(NC_MAP_GEO4_SPANS, keySize: 4, valueSize: IPv4PrefixArray.spanSize)
         geo6Inner = try object.innerMapTemplate(
             NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
         candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: 4, valueSize: MemoryLayout<nc_cands>.size)
@@ -410,7 +415,8 @@ public final class FastPath: Sendable {
     public func memlock(of name: String) -> Int? {
         let live = state.withLock { $0.geo }.map { [$0.geo4.map, $0.geo6.map, $0.cands.map] } ?? []
         let generation = state.withLock { $0.settings.generation & 1 }
-        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools, aliases]).first {
+        let fd = (live + [nodeMaps[Int(generation)].map, names, slots, config, stats, pools, aliases, geo4Spans]).first
+        {
             $0.name == name
         }?
         .fd

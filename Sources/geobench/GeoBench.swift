@@ -88,7 +88,9 @@ struct GeoBench: ParsableCommand {
                     + " |")
         }
         print("")
-        print(String(format: "maps written in %.1f s (LPM tries entry by entry: no batch updates for them)", writeTime))
+        print(
+            String(
+                format: "maps written in %.1f s (the IPv6 trie entry by entry: no batch updates for tries)", writeTime))
 
         // A reload that moves one node (issue 6): a new compile, written as the other generation
         // beside the live maps and switched in; then a reload of the same compile (a record
@@ -113,25 +115,24 @@ struct GeoBench: ParsableCommand {
                 recompile, switchTime, same * 1000))
     }
 
-    /// The shape of the compiled IPv4 prefixes, for sizing a lookup of nearcast's own beside the
-    /// kernel's LPM trie (which costs 155-165 ns of a geo answer: BENCHMARKS.md): how many are of
-    /// each length, and how many /16 and /24 blocks hold longer ones (the second and third levels
-    /// of a 16-8-8 array, 256 entries each).
+    /// The shape of the compiled IPv4 prefixes and what the XDP program's prefix array (a span per
+    /// /16, a binary search in it: BENCHMARKS.md) makes of them: how many are of each length, the
+    /// array's size, and how many prefixes the fullest /16 holds (its search's steps).
     static func ipv4Shape(_ prefixes: [ClassPrefix]) -> String {
         var lengths = [Int](repeating: 0, count: 33)
-        var deeper16 = Set<UInt32>()
-        var deeper24 = Set<UInt32>()
+        var perSixteen: [UInt32: Int] = [:]
         for p in prefixes {
             let a = UInt32(truncatingIfNeeded: p.address >> 96)
             let length = max(0, min(32, p.length))  // IPv4: the top 32 bits, a length up to 32
             lengths[length] += 1
-            if length > 16 { deeper16.insert(a >> 16) }
-            if length > 24 { deeper24.insert(a >> 8) }
+            if length > 16 { perSixteen[a >> 16, default: 0] += 1 }
         }
         let counts = lengths.enumerated().filter { $0.element > 0 }.map { "/\($0.offset): \($0.element)" }
-        let mib = Double(65536 + 256 * (deeper16.count + deeper24.count)) * 4 / 1_048_576
-        return "IPv4 prefixes by length: \(counts.joined(separator: ", ")); /16 blocks with longer prefixes: "
-            + "\(deeper16.count), /24 blocks with longer prefixes: \(deeper24.count); a 16-8-8 array of 4-byte "
-            + String(format: "entries: %.1f MiB a generation", mib)
+        let fullest = perSixteen.values.max() ?? 1
+        let steps = Int(log2(Double(fullest)).rounded(.up))
+        let mib = Double(65536 * 8 + prefixes.count * 16) / 1_048_576  // spans and prefixes
+        return "IPv4 prefixes by length: \(counts.joined(separator: ", ")); the prefix array: "
+            + String(format: "%.1f MiB a generation", mib)
+            + ", \(perSixteen.count) /16s hold longer prefixes, the fullest \(fullest) (\(steps) search steps)"
     }
 }

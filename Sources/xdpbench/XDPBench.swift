@@ -124,6 +124,19 @@ struct XDPBench: ParsableCommand {
                             ).option
                         ])))
             ),
+            (
+                "geo A, IPv4, ECS /24, the fullest /16",
+                Frame.make(
+                    ipv6: false,
+                    try query(
+                        "geo.\(origin)", .a,
+                        edns: EDNS(options: [
+                            ClientSubnet(
+                                family: 1, sourcePrefixLength: 24, scopePrefixLength: 0,
+                                address: Self.inFullestSixteen(geo.image.ipv4)
+                            ).option
+                        ])))
+            ),
         ]
         if let profile {
             guard let packet = packets.first(where: { $0.0 == profile })?.1 else {
@@ -199,6 +212,16 @@ struct XDPBench: ParsableCommand {
             FileHandle.standardError.write(Data("xdpbench: \(other) packets were neither answered nor missed\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// A /24 in the middle of the /16 that holds the most prefixes of the compile: the deepest
+    /// binary search of the program's IPv4 prefix array (with GeoLite2-City, a dense one).
+    static func inFullestSixteen(_ prefixes: [ClassPrefix]) -> [UInt8] {
+        let starts = prefixes.filter { $0.length > 16 }.map { UInt32(truncatingIfNeeded: $0.address >> 96) }
+        let groups = Dictionary(grouping: starts, by: { $0 >> 16 })
+        guard let fullest = groups.max(by: { $0.value.count < $1.value.count })?.value else { return [198, 51, 100] }
+        let a = fullest[fullest.count / 2]
+        return [UInt8(a >> 24), UInt8((a >> 16) & 255), UInt8((a >> 8) & 255)]
     }
 
     func query(_ name: String, _ type: RRType, edns: EDNS?) throws -> [UInt8] {

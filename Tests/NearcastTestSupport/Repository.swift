@@ -89,6 +89,25 @@ public func eventually(
 
 /// The fixtures that tests compose their configs from.
 public enum Fixtures {
+    /// Writes a MaxMind City database of `networks` (CIDR text -> a city of tools/geo/test-city.json,
+    /// or nil for a network with a country and no coordinates) at `path`, with MaxMind's writer
+    /// (tools/make-test-mmdb.pl), as `make` writes the test database.
+    public static func writeCityDatabase(_ networks: [(String, String?)], to path: String) throws {
+        let base =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: Repository.path("tools/geo/test-city.json"))))
+            as? [String: Any]
+        let list: [[String: Any]] = networks.map { network, city in
+            city.map { ["network": network, "city": $0] } ?? ["network": network, "country": "DE", "continent": "EU"]
+        }
+        let json = path + ".json"
+        try JSONSerialization.data(withJSONObject: ["cities": base?["cities"] ?? [:], "networks": list])
+            .write(to: URL(fileURLWithPath: json))
+        let out = try TestSupport.run(
+            "/usr/bin/perl", [Repository.path("tools/make-test-mmdb.pl"), json, path], timeout: 120)
+        guard out.status == 0 else { throw TestFailure("make-test-mmdb.pl: \(out.stderr)") }
+    }
+
     /// Tests/Fixtures/four-nodes.yaml (its comments left out), each line indented by `indent`
     /// spaces: the `nodes:` and `pools:` of a geo section.
     public static func fourNodes(indent: Int) -> String {

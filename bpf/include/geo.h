@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Geo names on the fast path (layouts in nearcast_abi.h): the client's location class from the LPM
- * map of its address family, the candidates of (ranking, class), the first nodes that are up,
+ * Geo names on the fast path (layouts in nearcast_abi.h): the client's location class from the
+ * prefix map of its address family, the candidates of (ranking, class), the first nodes that are up,
  * written as an answer into the scratch map for the reply writer with the TTL its pool's health
  * allows (nc_pools), and the ECS scope put into the echo. What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
  * which answers from the same table.
@@ -20,12 +20,16 @@
  * them in the slot of the generation it writes. Sizes rather than types: inner maps made by the
  * control plane carry no BTF.
  */
+/*
+ * The IPv4 prefixes, sorted (nearcast_abi.h, struct nc_geo4_span). An inner map's size may differ from the template's (BPF_F_INNER_MAP), so the
+ * template has one entry: libbpf creates it while loading, and a larger one would cost memory.
+ */
 struct nc_geo4_inner {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, NC_GEO4_CAPACITY);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct nc_geo4_key));
-	__uint(value_size, sizeof(struct nc_geo_class));
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nc_geo4_prefix));
 };
 
 struct nc_geo6_inner {
@@ -88,6 +92,14 @@ struct {
 	__type(value, struct nc_pool);
 } nc_pools SEC(".maps");
 
+/* The spans of each /16 over the IPv4 prefixes: NC_GEO4_SPANS a generation (struct nc_geo4_span). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NC_GEO_GENERATIONS * NC_GEO4_SPANS);
+	__type(key, __u32);
+	__type(value, struct nc_geo4_span);
+} nc_geo4_spans SEC(".maps");
+
 /* IPv6 prefixes looked up as IPv4: NC_GEO_ALIASES a generation (struct nc_geo_alias). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -98,9 +110,9 @@ struct {
 
 /*
  * When one of generation `gen`'s aliases covers the IPv6 address in `k6`, the IPv4 address inside
- * it goes into `k4` and the alias's length is returned; else 0.
+ * it goes into `v4` (network order) and the alias's length is returned; else 0.
  */
-static __always_inline __u32 nc_geo_unalias(const struct nc_geo6_key *k6, struct nc_geo4_key *k4, __u32 gen)
+static __always_inline __u32 nc_geo_unalias(const struct nc_geo6_key *k6, __u32 *v4, __u32 gen)
 {
 	__u64 w0 = *(const nc_u64a *)&k6->addr[0], w1 = *(const nc_u64a *)&k6->addr[8];
 
@@ -115,7 +127,7 @@ static __always_inline __u32 nc_geo_unalias(const struct nc_geo6_key *k6, struct
 		/* The 4 bytes at v4_at (0...12), by constant offsets: the verifier sees each access. */
 		for (__u32 at = 0; at <= 12; at++) { /* bound: the offsets an IPv4 address can start at */
 			if (at == a->v4_at) {
-				__builtin_memcpy(k4->addr, &k6->addr[at], 4);
+				__builtin_memcpy(v4, &k6->addr[at], 4);
 				return a->plen;
 			}
 		}
@@ -140,6 +152,48 @@ static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g, __u32 gen)
 }
 
 /*
+ * The prefix of IPv4 address `addr` (host order) in generation `gen`, or NULL when no prefix
+ * covers it: its /16's span, then a binary search in the generation's prefix array for the last
+ * prefix that starts at or before it (see nearcast_abi.h).
+ */
+static __always_inline const struct nc_geo4_prefix *nc_geo4_find(__u32 gen, __u32 addr)
+{
+	__u32 key = (gen & 1) * NC_GEO4_SPANS + (addr >> 16);
+	const struct nc_geo4_span *span = bpf_map_lookup_elem(&nc_geo4_spans, &key);
+
+	if (!span || !span->count)
+		return NULL;
+	void *map = bpf_map_lookup_elem(&nc_geo4, &gen);
+
+	if (!map)
+		return NULL;
+	__u32 lo = span->first, n = span->count;
+
+	for (__u32 i = 0; i < NC_GEO4_STEPS; i++) { /* bound: a span holds at most 2^NC_GEO4_STEPS prefixes */
+		if (n <= 1)
+			break;
+		__u32 half = n >> 1;
+		const struct nc_geo4_prefix *p;
+
+		key = lo + half;
+		p = bpf_map_lookup_elem(map, &key);
+		if (!p)
+			return NULL;
+		if (p->start <= addr)
+			lo = key;
+		n -= half;
+	}
+	key = lo;
+	const struct nc_geo4_prefix *p = bpf_map_lookup_elem(map, &key);
+	/* The prefix's mask: its top plen bits (none for a /0). */
+	__u32 mask = p ? (__u32)(0xffffffff00000000ull >> (p->plen & 63)) : 0;
+
+	if (!p || p->start > addr || ((addr ^ p->start) & mask))
+		return NULL;
+	return p;
+}
+
+/*
  * The location class of the client and the ECS scope to answer with. The client is the ECS
  * address when the query has one with a source prefix (its scope byte, q->ecs[7], is set to the
  * prefix matched, or the source prefix when none did), else the packet's source.
@@ -148,8 +202,7 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 					    const struct nc_scratch *s, __u32 *seed)
 {
 	struct nc_geo6_key k6 = { .prefixlen = 128 };
-	struct nc_geo4_key k4 = { .prefixlen = 32 };
-	struct nc_geo_class *gc;
+	__u32 v4 = 0; /* the IPv4 address, network order */
 	__u32 source = 0;
 	int v6;
 
@@ -165,7 +218,7 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 
 		*(nc_u64a *)&k6.addr[0] = lo;
 		*(nc_u64a *)&k6.addr[8] = hi;
-		*(nc_u32a *)&k4.addr[0] = (__u32)lo;
+		v4 = (__u32)lo;
 	} else if (pkt->ipv6) {
 		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
 
@@ -178,22 +231,38 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 
 		if ((void *)(ip + 1) > data_end)
 			return 0;
-		__builtin_memcpy(k4.addr, &ip->saddr, 4);
+		v4 = ip->saddr;
 		v6 = 0;
 	}
 	__u32 gen = s->gen;
 	/* An address the database aliases to its IPv4 space is located by its IPv4 part. */
-	__u32 alias = v6 ? nc_geo_unalias(&k6, &k4, gen) : 0;
+	__u32 alias = v6 ? nc_geo_unalias(&k6, &v4, gen) : 0;
+	__u32 cls = 0, plen = 0, found = 0;
 
-	if (alias)
-		v6 = 0;
-	void *lpm = v6 ? bpf_map_lookup_elem(&nc_geo6, &gen) : bpf_map_lookup_elem(&nc_geo4, &gen);
+	*seed = 0;
+	if (v6 && !alias) {
+		void *lpm = bpf_map_lookup_elem(&nc_geo6, &gen);
+		const struct nc_geo_class *gc = lpm ? bpf_map_lookup_elem(lpm, &k6) : NULL;
 
-	gc = !lpm ? NULL : v6 ? bpf_map_lookup_elem(lpm, &k6) : bpf_map_lookup_elem(lpm, &k4);
+		if (gc) {
+			cls = gc->cls;
+			plen = gc->plen;
+			*seed = gc->seed;
+			found = 1;
+		}
+	} else {
+		const struct nc_geo4_prefix *p = nc_geo4_find(gen, bpf_ntohl(v4));
+
+		if (p) {
+			cls = p->cls;
+			plen = p->plen;
+			*seed = p->seed;
+			found = 1;
+		}
+	}
 	if (source)
-		q->ecs[7] = gc ? alias + gc->plen : source;
-	*seed = gc ? gc->seed : 0;
-	return gc ? gc->cls : 0;
+		q->ecs[7] = found ? alias + plen : source;
+	return cls;
 }
 
 /*

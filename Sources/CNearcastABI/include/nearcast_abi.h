@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 15
+#define NC_ABI_VERSION 16
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -27,6 +27,7 @@
 #define NC_MAP_NODES "nc_nodes"
 #define NC_MAP_POOLS "nc_pools"
 #define NC_MAP_ALIASES "nc_geo_alias"
+#define NC_MAP_GEO4_SPANS "nc_geo4_spans"
 #define NC_MAP_RRL "nc_rrl"
 #define NC_MAP_RRL_CONFIG "nc_rrl_cfg"
 #define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
@@ -145,10 +146,12 @@ enum nc_answer_kind {
 
 /*
  * Geo names (ARCHITECTURE §2, §5). The client's address (the ECS address when the query has one with a
- * source prefix, else the packet's source) is looked up, full length, in the LPM map of its
- * family: its location class, and the prefix length matched (the ECS scope). The candidates of
+ * source prefix, else the packet's source) is looked up in the prefix map of its family: its
+ * location class, and the prefix length matched (the ECS scope). The candidates of
  * (ranking, class) are node indexes in rank order; the first `answers` whose node is up are the
  * answer. An address no prefix covers is in class 0 (unknown location), scope = source prefix.
+ * IPv6 prefixes are an LPM trie; IPv4 prefixes are a sorted array of our own (nc_geo4_span),
+ * which costs a fraction of the trie's lookup.
  *
  * Generations: every map a geo answer reads belongs to the names table's generation, so one
  * write of nc_config switches names and geo maps together (a reload that changes nodes, pools or
@@ -170,13 +173,35 @@ enum nc_answer_kind {
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
 #define NC_NODES_MAX 4096 /* entries of a generation's nodes map */
 #define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools), per generation; a power of two */
-#define NC_GEO4_CAPACITY (4 << 20) /* LPM entries (not preallocated) */
-#define NC_GEO6_CAPACITY (2 << 20)
+#define NC_GEO4_CAPACITY (4 << 20) /* IPv4 prefixes of one generation */
+#define NC_GEO6_CAPACITY (2 << 20) /* LPM entries (not preallocated) */
 #define NC_CANDS_CAPACITY (1 << 20) /* candidate lists (classes x rankings) of one generation */
 
-struct nc_geo4_key {
-	__u32 prefixlen; /* always 32 in lookups */
-	__u8 addr[4];
+/*
+ * A generation's IPv4 prefixes: the compile's prefixes, disjoint and sorted by address, in
+ * nc_geo4's inner ARRAY (struct nc_geo4_prefix); and a span for each /16, the prefixes that meet
+ * it, in the generation's half of the ARRAY nc_geo4_spans (span i of generation g at
+ * g * NC_GEO4_SPANS + i): `count` of them from entry `first` (a prefix shorter than /16 is the one
+ * prefix of every /16 it covers). An address is looked up by its /16's span and a binary search
+ * in it for the last prefix starting at or before it, which covers it when the address is inside
+ * its length; else the address is in no prefix. At most NC_GEO4_STEPS halvings, as a /16 holds
+ * at most 65536 prefixes. The spans are a plain array, so their lookup is inlined: on the bench
+ * host (AMD, its return mitigation) each helper call costs some 15 ns.
+ */
+#define NC_GEO4_SPANS 65536
+#define NC_GEO4_STEPS 16
+
+struct nc_geo4_span {
+	__u32 first; /* the index of the first prefix in the inner array */
+	__u32 count; /* 0: no prefix meets this /16 */
+};
+
+struct nc_geo4_prefix {
+	__u32 start; /* the prefix's first address, host order */
+	__u32 cls;   /* location class */
+	__u32 seed;  /* picks the spill-over node for this prefix (see NC_SPILL) */
+	__u8 plen;   /* the prefix's length: the ECS scope */
+	__u8 pad[3];
 };
 
 struct nc_geo6_key {
@@ -184,6 +209,7 @@ struct nc_geo6_key {
 	__u8 addr[16];
 };
 
+/* The value of an IPv6 prefix in its trie. */
 struct nc_geo_class {
 	__u32 cls;  /* location class */
 	__u32 plen; /* the prefix's length: the ECS scope */
