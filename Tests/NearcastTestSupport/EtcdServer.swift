@@ -14,33 +14,53 @@ public final class EtcdServer: Sendable {
     let arguments: [String]
 
     /// `everyAddress`: clients may come from any address of the host (e.g. network namespaces
-    /// joined to it), not only the loopback.
+    /// joined to it), not only the loopback. A port taken between the kernel handing it out and
+    /// etcd binding it (another test's process) is retried on new ports.
     public init(everyAddress: Bool = false) throws {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "nearcast-etcd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        port = try TestSupport.unusedPort()
-        let peer = try TestSupport.unusedPort()
-        endpoint = "http://127.0.0.1:\(port)"
-        let peerURL = "http://127.0.0.1:\(peer)"
-        arguments = [
-            "--name", "test", "--data-dir", dataDirectory.path, "--listen-client-urls",
-            everyAddress ? "http://0.0.0.0:\(port)" : endpoint,
-            "--advertise-client-urls", endpoint, "--listen-peer-urls", peerURL, "--initial-advertise-peer-urls",
-            peerURL, "--initial-cluster", "test=\(peerURL)",
-        ]
-        running = Mutex(nil)
-        do { try start() } catch {
-            stop()
-            throw error
+        var started: (port: Int, arguments: [String], process: ServerProcess)?
+        for attempt in 1...3 {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            let port = try TestSupport.unusedPort()
+            let peerURL = "http://127.0.0.1:\(try TestSupport.unusedPort())"
+            let arguments = [
+                "--name", "test", "--data-dir", dataDirectory.path, "--listen-client-urls",
+                everyAddress ? "http://0.0.0.0:\(port)" : "http://127.0.0.1:\(port)",
+                "--advertise-client-urls", "http://127.0.0.1:\(port)", "--listen-peer-urls", peerURL,
+                "--initial-advertise-peer-urls", peerURL, "--initial-cluster", "test=\(peerURL)",
+            ]
+            do {
+                started = (port, arguments, try Self.launch(arguments))
+                break
+            } catch {
+                try? FileManager.default.removeItem(at: dataDirectory)
+                if attempt == 3 || !"\(error)".contains("address already in use") { throw error }
+            }
         }
+        guard let started else { throw TestFailure("etcd did not start") }
+        port = started.port
+        endpoint = "http://127.0.0.1:\(started.port)"
+        arguments = started.arguments
+        running = Mutex(started.process)
     }
 
     /// Starts etcd (again) on its data and waits until it serves clients.
     public func start() throws {
-        let p = try ServerProcess(try TestSupport.tool("etcd"), arguments)
+        let p = try Self.launch(arguments)
         running.withLock { $0 = p }
-        try p.waitUntilReady(timeout: 20) { p.log.contains("ready to serve client requests") }
+    }
+
+    /// etcd with `arguments`, serving clients; stopped when it does not within 20 s.
+    static func launch(_ arguments: [String]) throws -> ServerProcess {
+        let p = try ServerProcess(try TestSupport.tool("etcd"), arguments)
+        do {
+            try p.waitUntilReady(timeout: 20) { p.log.contains("ready to serve client requests") }
+        } catch {
+            p.stop()
+            throw error
+        }
+        return p
     }
 
     /// Stops etcd and keeps its data, for `start()` (an outage).
