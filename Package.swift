@@ -120,6 +120,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            // The dashboard's page, in the binary (no files beside it, nothing fetched from elsewhere).
+            resources: [
+                .embedInCode("UI/index.html"), .embedInCode("UI/app.js"), .embedInCode("UI/app.css"),
+                .embedInCode("UI/world.path"),
             ]
         ),
         // What changes what is served, and who owns it: the live geo compile, reloads and record edits

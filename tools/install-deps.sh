@@ -20,6 +20,8 @@ PACKAGES=(
 	nsd knot ldnsutils faketime
 	# the shared store of a fleet (issue 18): etcd v3 and etcdctl
 	etcd-server etcd-client
+	# the dashboard's tests (issue 20): a real headless browser, driven through WebDriver
+	chromium chromium-driver python3-selenium
 )
 
 missing=()

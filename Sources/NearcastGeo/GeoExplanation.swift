@@ -120,6 +120,23 @@ extension GeoTable {
     }
 }
 
+extension GeoTable {
+    /// Where each node is, for a map: its id, place, addresses as text, and the pools it is in.
+    public var nodePlaces:
+        [(
+            id: String, latitude: Double, longitude: Double, country: String?, ipv4: String?, ipv6: String?,
+            pools: [String]
+        )]
+    {
+        allNodes.map { n in
+            (
+                n.id, n.latitude, n.longitude, n.country, n.ipv4.map(Self.text),
+                n.ipv6.map(Self.text), pools.filter { $0.members.contains(n.id) }.map(\.id)
+            )
+        }
+    }
+}
+
 extension IPNetwork {
     /// The network with the host bits cleared.
     var masked: IPNetwork {

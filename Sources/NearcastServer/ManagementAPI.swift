@@ -22,7 +22,8 @@ import Synchronization
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
 /// agent, or write), `POST /v1/reload` (admin), `GET /v1/zones`, `GET /v1/zones/ORIGIN/records[?name=&type=]`
 /// (read), `POST /v1/zones/ORIGIN/records`, `DELETE /v1/zones/ORIGIN/records?name=&type=[&data=]` (write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
-/// (write).
+/// (write), `GET /v1/whoami` (agent), `GET /v1/map`, `GET /v1/events` (read; server-sent events), and the
+/// dashboard's page, `GET /ui/` and its files (no token: the page asks for one).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
     public struct Sources: Sendable {
@@ -57,6 +58,8 @@ public final class ManagementAPI: Sendable {
         public var register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)?
         /// Ends a node's registration (node id, who).
         public var deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
+        /// The geo nodes' places, addresses and pools, for the dashboard's map; nil without geo names.
+        public var layout: (@Sendable () -> [MapNode])?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
@@ -73,8 +76,10 @@ public final class ManagementAPI: Sendable {
                 nil,
             status: (@Sendable () async throws -> StatusReport)? = nil,
             register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
-            deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil
+            deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
+            layout: (@Sendable () -> [MapNode])? = nil
         ) {
+            self.layout = layout
             self.register = register
             self.deregister = deregister
             self.stats = stats
@@ -96,11 +101,14 @@ public final class ManagementAPI: Sendable {
     public let port: Int
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
+    /// The dashboard's live events.
+    let feed: DashboardFeed
 
-    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
+    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>, feed: DashboardFeed) {
         self.port = port
         self.group = group
         self.task = task
+        self.feed = feed
     }
 
     /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
@@ -109,7 +117,8 @@ public final class ManagementAPI: Sendable {
         on address: ListenAddress, tokens: LiveTokens, sources: Sources, tls: (certificate: String, key: String)? = nil,
         logger: Logger
     ) async throws -> ManagementAPI {
-        let router = makeRouter(tokens: tokens, sources: sources, logger: logger)
+        let feed = DashboardFeed(sources: sources)
+        let router = makeRouter(tokens: tokens, sources: sources, logger: logger, feed: feed)
         var server = HTTPServerBuilder.http1()
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map {
@@ -138,18 +147,25 @@ public final class ManagementAPI: Sendable {
                 throw error
             }
         }
-        let port = try await started.value
+        let port: Int
+        do { port = try await started.value } catch {
+            await feed.close()
+            throw error
+        }
+        await feed.start()
         logger.info(
             "management API listening",
             metadata: [
                 "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.current.entries.count)",
                 "tls": "\(tls != nil)",
             ])
-        return ManagementAPI(port: port, group: group, task: task)
+        return ManagementAPI(port: port, group: group, task: task, feed: feed)
     }
 
     /// Every route, with its handler (docs/openapi.yaml documents each; a test holds them to it).
-    static func makeRouter(tokens: LiveTokens, sources: Sources, logger: Logger) -> Router<APIRequestContext> {
+    static func makeRouter(
+        tokens: LiveTokens, sources: Sources, logger: Logger, feed: DashboardFeed? = nil
+    ) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
         // Prometheus scrapes with a bearer token too (`authorization:` in its scrape config).
@@ -168,6 +184,14 @@ public final class ManagementAPI: Sendable {
         }
         addHealthRoutes(to: v1, sources: sources)
         addZoneRoutes(to: v1, sources: sources)
+        addUIRoutes(to: router, v1: v1, feed: feed)
+        v1.get("map") { _, context -> Response in
+            try context.require(.read)
+            guard let layout = sources.layout else {
+                throw HTTPError(.notFound, message: "no geo nodes are configured")
+            }
+            return try jsonResponse(layout())
+        }
         v1.get("status") { _, context -> Response in
             try context.require(.read)
             guard let status = sources.status else { throw HTTPError(.notFound, message: "no status") }
@@ -195,8 +219,10 @@ public final class ManagementAPI: Sendable {
         return router
     }
 
-    /// Stops listening and waits for requests in flight to finish.
+    /// Stops listening and waits for requests in flight to finish (the dashboard's event streams
+    /// are ended first: they would never finish).
     public func stop() async {
+        await feed.close()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }

@@ -102,6 +102,13 @@ struct DaemonParts: Sendable {
                     unsettledPools: (await health?.poolStatuses() ?? []).filter { !$0.settled }.map(\.id),
                     stateDirectory: stateDirectory, store: await store?.status)
             },
-            register: registerSource, deregister: deregisterSource)
+            register: registerSource, deregister: deregisterSource,
+            layout: {
+                (live.current?.table.nodePlaces ?? []).map {
+                    MapNode(
+                        id: $0.id, latitude: $0.latitude, longitude: $0.longitude, country: $0.country, ipv4: $0.ipv4,
+                        ipv6: $0.ipv6, pools: $0.pools)
+                }
+            })
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+import NIOCore
+import NearcastAPIModel
+
+/// The live figures the dashboard's pages follow (`GET /v1/events`, server-sent events): one
+/// sampler for all of them, once a second, however many pages are open. Each page gets, as
+/// events: `history` (the samples of the last hour) when it connects, `sample` each second,
+/// `nodes` and `pools` when they connect and whenever they change. The owner of the history and of
+/// the open streams.
+actor DashboardFeed {
+    /// Samples kept: an hour at one a second.
+    static let historyLength = 3600
+
+    private let sources: ManagementAPI.Sources
+    private let interval: Duration
+    private var history: [DashboardSample] = []
+    private var nodes: String?
+    private var pools: String?
+    private var subscribers: [Int: AsyncStream<ByteBuffer>.Continuation] = [:]
+    private var nextID = 0
+    private var closed = false
+    private var sampler: Task<Void, Never>?
+
+    init(sources: ManagementAPI.Sources, interval: Duration = .seconds(1)) {
+        self.sources = sources
+        self.interval = interval
+    }
+
+    /// Starts sampling (until `close`).
+    func start() {
+        guard sampler == nil, !closed else { return }
+        let interval = interval
+        sampler = Task { [weak self] in
+            while !Task.isCancelled {
+                await self?.sample()
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// A page's stream of events, starting with what it needs to draw at once.
+    func subscribe() -> AsyncStream<ByteBuffer> {
+        // A page that cannot keep up loses old frames, never holds the server's memory.
+        let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(256))
+        guard !closed else {
+            continuation.finish()
+            return stream
+        }
+        let id = nextID
+        nextID += 1
+        subscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(id) } }
+        continuation.yield(Self.frame("history", Self.json(history)))
+        if let nodes { continuation.yield(Self.frame("nodes", nodes)) }
+        if let pools { continuation.yield(Self.frame("pools", pools)) }
+        return stream
+    }
+
+    /// Open streams, for tests and the benchmark.
+    var subscriberCount: Int { subscribers.count }
+
+    /// Ends every stream and the sampling: the server's graceful shutdown waits for open responses.
+    func close() {
+        closed = true
+        sampler?.cancel()
+        for c in subscribers.values { c.finish() }
+        subscribers = [:]
+    }
+
+    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+
+    /// Reads the figures once and sends what changed.
+    func sample() async {
+        let stats = try? sources.stats()
+        let sample = DashboardSample(
+            uptime: stats?.uptime ?? 0,
+            xdp: stats?.xdp.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }) })
+        history.append(sample)
+        if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
+        broadcast("sample", Self.json(sample))
+        if let read = sources.nodes {
+            let now = Self.json(await read())
+            if now != nodes {
+                nodes = now
+                broadcast("nodes", now)
+            }
+        }
+        if let read = sources.pools {
+            let now = Self.json(await read())
+            if now != pools {
+                pools = now
+                broadcast("pools", now)
+            }
+        }
+    }
+
+    private func broadcast(_ event: String, _ data: String) {
+        guard !subscribers.isEmpty else { return }
+        let frame = Self.frame(event, data)
+        for c in subscribers.values { c.yield(frame) }
+    }
+
+    /// One server-sent event (its data is one line of JSON).
+    static func frame(_ event: String, _ data: String) -> ByteBuffer {
+        ByteBuffer(string: "event: \(event)\ndata: \(data)\n\n")
+    }
+
+    static func json(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Drives the dashboard (/ui/) of a running nearcastd in a real headless Chromium, through
+WebDriver (Debian's chromium, chromium-driver and python3-selenium). DashboardTests starts the
+daemon, runs this with its API port and tokens, and checks the audit log after it.
+
+Each step prints `ok: ...`; the first failure prints `FAILED: ...` and exits 1. Screenshots go to
+--screenshots.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+WAIT = 10  # seconds for anything the page should show
+
+
+def fail(message):
+    print("FAILED: " + message, flush=True)
+    sys.exit(1)
+
+
+def ok(message):
+    print("ok: " + message, flush=True)
+
+
+def api(base, method, path, token, body=None):
+    request = urllib.request.Request(base + path, method=method, data=body)
+    request.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--api", required=True, help="http://127.0.0.1:PORT")
+    p.add_argument("--read-token", required=True)
+    p.add_argument("--write-token", required=True)
+    p.add_argument("--screenshots", required=True)
+    p.add_argument("--nodes", required=True, help="the configured node ids, comma-separated")
+    a = p.parse_args()
+    os.makedirs(a.screenshots, exist_ok=True)
+    nodes = a.nodes.split(",")
+
+    options = webdriver.ChromeOptions()
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", "--no-first-run", "--disable-extensions"]:
+        options.add_argument(flag)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(20)
+    wait = WebDriverWait(driver, WAIT)
+    try:
+        run(driver, wait, a, nodes)
+    finally:
+        driver.quit()
+
+
+def shot(driver, a, name):
+    driver.save_screenshot(os.path.join(a.screenshots, name + ".png"))
+
+
+def node_state(driver, node):
+    """The state the map shows for `node`, read in one step (the page redraws the map as events come)."""
+    return driver.execute_script(
+        "const e = document.querySelector(`#nodes-layer [data-node=\"${arguments[0]}\"]`);"
+        " return e ? e.dataset.state : null;", node)
+
+
+def sign_in(driver, wait, a, token):
+    driver.get(a.api + "/ui/")
+    wait.until(lambda d: d.find_element(By.ID, "token").is_displayed())
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#signin-form button").click()
+    wait.until(lambda d: d.find_element(By.ID, "dashboard").is_displayed())
+
+
+def run(driver, wait, a, nodes):
+    # A wrong token is refused on the page.
+    driver.get(a.api + "/ui/")
+    driver.find_element(By.ID, "token").send_keys("not-a-token")
+    driver.find_element(By.CSS_SELECTOR, "#signin-form button").click()
+    wait.until(lambda d: "not valid" in d.find_element(By.ID, "signin-error").text)
+    ok("a token that is not valid is refused")
+
+    # Sign in with the write token: every configured node on the map, up, with its word.
+    started = time.monotonic()
+    sign_in(driver, wait, a, a.write_token)
+    try:
+        wait.until(lambda d: all(node_state(d, n) == "up" for n in nodes))
+    except Exception:
+        fail("the map shows %s" % {n: node_state(driver, n) for n in nodes})
+    ok("signed in; the map shows %s up (%.2f s)" % (", ".join(nodes), time.monotonic() - started))
+    labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#nodes-layer text")]
+    if not all(any(l == f"{n} up" for l in labels) for n in nodes):
+        fail("the map's labels are %s" % labels)
+    wait.until(lambda d: "live" == d.find_element(By.ID, "live").text)
+    world = driver.find_element(By.ID, "world").get_attribute("d") or ""
+    if len(world) < 10000:
+        fail("the world outline is %d bytes" % len(world))
+    ok("the world is drawn and the page follows the live events")
+    shot(driver, a, "1-signed-in")
+
+    # A node fails (its agent reports it down): the page turns it down without a reload.
+    failing = nodes[1]
+    marker = driver.execute_script("window.__sameDocument = true; return 1")
+    status, body = api(a.api, "POST", f"/v1/nodes/{failing}/report", a.write_token,
+                       json.dumps({"ok": False, "detail": "failed by the browser test"}).encode())
+    if status != 200:
+        fail(f"the report was refused: {status} {body!r}")
+    started = time.monotonic()
+    try:
+        wait.until(lambda d: node_state(d, failing) == "down")
+    except Exception:
+        fail(f"{failing} is {node_state(driver, failing)} on the page after {WAIT} s")
+    if not driver.execute_script("return window.__sameDocument === true") or marker != 1:
+        fail("the page was reloaded")
+    ok("%s turned down on the page %.2f s after it failed, without a reload" % (failing, time.monotonic() - started))
+    row = driver.find_element(By.CSS_SELECTOR, f'#nodes-table tr[data-node="{failing}"] td.state').text
+    if row != "down":
+        fail(f"the table says {failing} is {row!r}")
+    shot(driver, a, "2-node-down")
+
+    # Explain a client: its location, candidates in order, the answer, drawn as routes.
+    driver.find_element(By.ID, "explain-name").send_keys("geo.example.test")
+    driver.find_element(By.ID, "explain-client").send_keys("198.51.100.7")
+    driver.find_element(By.CSS_SELECTOR, "#explain-form button").click()
+    wait.until(lambda d: d.find_elements(By.ID, "explain-answer"))
+    answer = driver.find_element(By.ID, "explain-answer").text
+    candidates = [e.get_attribute("data-candidate") for e in driver.find_elements(By.CSS_SELECTOR, "[data-candidate]")]
+    routes = [e.get_attribute("data-answer") for e in driver.find_elements(By.CSS_SELECTOR, "#explain-layer [data-answer]")]
+    status, body = api(a.api, "GET", "/v1/explain?name=geo.example.test&type=A&client=198.51.100.7", a.read_token)
+    expected = json.loads(body)
+    if candidates != [c["node"] for c in expected["candidates"]]:
+        fail(f"the page lists {candidates}, the API {[c['node'] for c in expected['candidates']]}")
+    if not all(addr in answer for addr in expected["answer"]) or len(routes) != len(expected["answer"]):
+        fail(f"the page answers {answer!r} with routes to {routes}; the API {expected['answer']}")
+    if failing in routes:
+        fail(f"the failed node {failing} is drawn as an answer")
+    ok("explain for 198.51.100.7: candidates %s, answer %s drawn to %s" % (candidates, expected["answer"], routes))
+    shot(driver, a, "3-explain")
+
+    # Drain a node for 10 minutes from the page, confirmed.
+    drained = nodes[0]
+    Select(driver.find_element(By.CSS_SELECTOR, f'select[data-duration="{drained}"]')).select_by_value("600")
+    driver.find_element(By.CSS_SELECTOR, f'button[data-action="drain"][data-node="{drained}"]').click()
+    alert = wait.until(lambda d: d.switch_to.alert)
+    if "drain" not in alert.text or "600" not in alert.text:
+        fail(f"the confirmation says {alert.text!r}")
+    alert.accept()
+    try:
+        wait.until(lambda d: node_state(d, drained) == "drained")
+    except Exception:
+        fail(f"{drained} is {node_state(driver, drained)} after the drain")
+    result = driver.find_element(By.ID, "action-result").text
+    if "audit log" not in result:
+        fail(f"the page says {result!r} after the drain")
+    ok(f"{drained} drained from the page: {result}")
+    shot(driver, a, "4-drained")
+
+    # A phone-sized screen: one column, nothing wider than the screen.
+    driver.set_window_size(390, 844)
+    time.sleep(0.3)  # a resize has no event to wait for; the layout is CSS only
+    overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    if overflow > 1:
+        fail(f"on a phone-sized screen the page is {overflow} px too wide")
+    ok("a phone-sized screen holds the page")
+    shot(driver, a, "5-phone")
+    driver.set_window_size(1280, 1000)
+
+    # A read token sees no action buttons, and the API refuses the call anyway.
+    driver.find_element(By.ID, "signout").click()
+    sign_in(driver, wait, a, a.read_token)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr"))
+    buttons = driver.find_elements(By.CSS_SELECTOR, "button[data-action]")
+    if buttons:
+        fail(f"a read token is offered {len(buttons)} action buttons")
+    status, _ = api(a.api, "POST", f"/v1/nodes/{drained}/undrain", a.read_token)
+    if status != 403:
+        fail(f"the API answered {status} to a read token's undrain")
+    ok("a read token is offered no actions, and the API refuses its undrain (403)")
+    shot(driver, a, "6-read-only")
+    print("PASSED", flush=True)
+
+
+main()
