@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
 
 all: build
 
@@ -83,7 +83,7 @@ format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence
+bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui
 
 bench-xdp: build
 	tools/bench-xdp.sh
@@ -102,6 +102,10 @@ bench-health: build
 # legitimate traffic, beside Knot DNS (XDP, mod-rrl); and the fuzzer's rate.
 bench-defence: build
 	tools/bench-defence.sh
+
+# The dashboard's own cost: its bytes, its first render with 1,000 nodes, the daemon's CPU for 20 open pages.
+bench-ui: build
+	tools/bench-ui.sh
 
 bench-fleet: build
 	tools/bench-fleet.sh
