@@ -85,7 +85,7 @@ format:
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
 bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui
 
-bench-xdp: build
+bench-xdp: build $(GEO_DB)
 	tools/bench-xdp.sh
 	tools/bench-xdp-throughput.sh
 

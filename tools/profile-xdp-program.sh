@@ -15,7 +15,7 @@ ROW=${1:-"A, IPv4"}
 shift || true
 RUNS=${RUNS:-200000000}
 SECONDS_SAMPLED=${SAMPLE_SECONDS:-20}
-[ -n "${MAKELEVEL:-}" ] || make -s bpf >/dev/null
+[ -n "${MAKELEVEL:-}" ] || make -s bpf .build/geo/test-city.mmdb >/dev/null
 swift build -c release --product xdpbench >/dev/null 2>&1
 work=$(mktemp -d)
 trap 'kill "$bench" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -42,6 +42,6 @@ prog = sum(n for s, n in by_sym.items() if s.startswith("program: "))
 print(f"where the time goes: '{row}' {flags}".rstrip())
 print(f"{total} samples; {prog} ({100 * prog / max(total, 1):.0f} %) in the JITed program's own code")
 print("\n| function | share of samples |\n|---|---:|")
-for s, n in by_sym.most_common(18):
+for s, n in by_sym.most_common(int(__import__("os").environ.get("TOP", "18"))):
     print(f"| {s} | {100 * n / total:.1f} % |")
 PY

@@ -34,10 +34,14 @@ public final class BPFObject: @unchecked Sendable {
     /// compiler's internal ones, such as .rodata): a map already pinned there
     /// is reused (when its type and sizes match; otherwise loading fails and says so), so a new
     /// instance takes over the state of the one before it. `maxEntries` sizes maps by name before
-    /// they are created (a reused map must have the same size).
-    public init(path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:])
-        throws(BPFError)
-    {
+    /// they are created (a reused map must have the same size). `innerMapEntries` sizes the inner
+    /// maps of map-in-maps by the outer map's name: the kernel then takes only inner maps of that
+    /// size, and the verifier inlines lookups in inner ARRAYs (a reused outer map keeps the size it
+    /// was made with).
+    public init(
+        path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:],
+        innerMapEntries: [String: UInt32] = [:]
+    ) throws(BPFError) {
         let obj = Self.kernelConfigFound ? bpfkit_open_file(path, nil) : bpfkit_open_file(path, "CONFIG_HZ=0\n")
         guard let obj else { throw BPFError("open", path, errno: errno) }
         for (name, entries) in maxEntries {
@@ -70,13 +74,32 @@ public final class BPFObject: @unchecked Sendable {
             }
         }
         var templates: [String: BPFMapTemplate] = [:]
+        // Inner-map templates of the sizes asked for, made here and handed to libbpf (its own are
+        // dropped): the outer maps copy what they need of them when they are made, at the load.
+        var sizedTemplates: [BPFOwnedMap] = []
         var m: OpaquePointer? = bpf_object__next_map(obj, nil)
         while let map = m {
             if let inner = bpf_map__inner_map(map) {
-                templates[String(cString: bpf_map__name(map))] = BPFMapTemplate(
+                let name = String(cString: bpf_map__name(map))
+                let template = BPFMapTemplate(
                     type: bpf_map__type(inner), keySize: Int(bpf_map__key_size(inner)),
                     valueSize: Int(bpf_map__value_size(inner)),
-                    flags: bpf_map__map_flags(inner))
+                    flags: bpf_map__map_flags(inner),
+                    maxEntries: Int(innerMapEntries[name] ?? bpf_map__max_entries(inner)))
+                templates[name] = template
+                if innerMapEntries[name] != nil {
+                    let sized: BPFOwnedMap
+                    do { sized = try BPFOwnedMap(like: template, name: name, maxEntries: template.maxEntries) } catch {
+                        bpf_object__close(obj)
+                        throw error
+                    }
+                    let rc = bpf_map__set_inner_map_fd(map, sized.map.fd)
+                    if rc != 0 {
+                        bpf_object__close(obj)
+                        throw BPFError("set the inner map template of", name, errno: rc)
+                    }
+                    sizedTemplates.append(sized)
+                }
             }
             m = bpf_object__next_map(obj, map)
         }
@@ -93,6 +116,7 @@ public final class BPFObject: @unchecked Sendable {
             if err != 0 { return "\u{0}\(err)" }
             return String(cString: buf.baseAddress!)
         }
+        withExtendedLifetime(sizedTemplates) {}
         if log.hasPrefix("\u{0}") {
             let err = Int32(log.dropFirst()) ?? -1
             bpf_object__close(obj)

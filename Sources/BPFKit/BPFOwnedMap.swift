@@ -33,4 +33,7 @@ public struct BPFMapTemplate: Sendable {
     public let keySize: Int
     public let valueSize: Int
     public let flags: UInt32
+    /// The inner maps' size when the kernel takes only that one (no BPF_F_INNER_MAP), else the
+    /// template's own.
+    public let maxEntries: Int
 }

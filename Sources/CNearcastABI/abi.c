@@ -10,7 +10,7 @@ _Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-a
 _Static_assert(sizeof(struct nc_name_entry) == 264 + 16 + NC_SECTIONS_MAX, "nc_name_entry layout");
 _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
-_Static_assert(sizeof(struct nc_config) == 32, "nc_config layout");
+_Static_assert(sizeof(struct nc_config) == 40, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
 _Static_assert(sizeof(struct nc_geo6_key) == 20, "LPM key: prefixlen, then the address");

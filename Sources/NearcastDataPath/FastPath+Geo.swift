@@ -202,6 +202,13 @@ extension FastPath {
             throw BPFError(
                 "write geo maps", "\(geo.pools.count) pools, the program takes \(NC_POOLS_MAX)", errno: E2BIG)
         }
+        let need = GeoCapacity.needed(by: geo)
+        guard geoCapacity.holds(need) else {
+            throw BPFError(
+                "write geo maps",
+                "the geo data needs \(need), the fast path's maps were made for \(geoCapacity): restart nearcastd to make them anew",
+                errno: E2BIG)
+        }
         var nodeIndex: [String: UInt32] = [:]
         for (i, n) in nodeList.enumerated() { nodeIndex[n.id] = UInt32(i) }
         var poolIndex: [String: UInt32] = [:]
@@ -223,11 +230,12 @@ extension FastPath {
                 candValues.append(Self.bytes(of: v))
             }
         }
-        let cands = try BPFOwnedMap(like: candsInner, name: NC_MAP_CANDS, maxEntries: candKeys.count)
+        // Inner arrays of the one size the outer maps take (GeoCapacity).
+        let cands = try BPFOwnedMap(like: candsInner, name: NC_MAP_CANDS, maxEntries: candsInner.maxEntries)
         try cands.map.updateBatch(keys: candKeys, values: candValues)
 
-        let v4 = try IPv4PrefixArray(geo.image.ipv4)
-        let geo4 = try BPFOwnedMap(like: geo4Inner, name: NC_MAP_GEO4, maxEntries: geo.image.ipv4.count)
+        let v4 = IPv4PrefixArray(geo.image.ipv4)
+        let geo4 = try BPFOwnedMap(like: geo4Inner, name: NC_MAP_GEO4, maxEntries: geo4Inner.maxEntries)
         try geo4.map.writeArray(v4.prefixes)
         var keys: [[UInt8]] = []
         var values: [[UInt8]] = []

@@ -48,6 +48,8 @@ public final class FastPath: Sendable {
     /// DNS Cookies: the secrets and the wall clock (one entry).
     let cookie: BPFMap
     let table: NamesTable
+    /// The size of every inner map of nc_geo4 and nc_cands, fixed when those maps were made.
+    public let geoCapacity: GeoCapacity
     /// What was last written: the program's settings (the live generation included) and the live
     /// generation's entries. Held only for map writes of a few entries and the switch, never across
     /// a long write or a grace period, so a health change never waits behind a reload
@@ -89,16 +91,24 @@ public final class FastPath: Sendable {
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
-    /// size (`capacity` applies to a new one).
-    public init(objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity)
-        throws(BPFError)
-    {
+    /// size (`capacity` applies to a new one), and so do pinned geo maps (`geoCapacity` likewise).
+    public init(
+        objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity,
+        geoCapacity: GeoCapacity = .minimum
+    ) throws(BPFError) {
         var size = capacity
-        if let dir = pinDirectory, let pinned = try Self.pinnedCapacity(pinDirectory: dir) { size = pinned }
+        var geoSize = geoCapacity
+        if let dir = pinDirectory {
+            if let pinned = try Self.pinnedCapacity(pinDirectory: dir) { size = pinned }
+            if let pinned = try Self.pinnedGeoCapacity(pinDirectory: dir) { geoSize = pinned }
+        }
         let table = NamesTable(capacity: size)
         object = try BPFObject(
             path: path, pinMapsUnder: pinDirectory,
-            maxEntries: [NC_MAP_NAMES: UInt32(table.capacity), NC_MAP_SLOTS: UInt32(2 * table.slotCount)])
+            maxEntries: [NC_MAP_NAMES: UInt32(table.capacity), NC_MAP_SLOTS: UInt32(2 * table.slotCount)],
+            innerMapEntries: [
+                NC_MAP_GEO4: UInt32(geoSize.ipv4Prefixes), NC_MAP_CANDS: UInt32(geoSize.candidateLists),
+            ])
         program = try object.program("nearcast_xdp")
         names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size)
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
@@ -125,7 +135,28 @@ public final class FastPath: Sendable {
             NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         self.table = table
-        state = Mutex(try Self.readState(config: config, slots: slots, names: names, table: table))
+        self.geoCapacity = geoSize
+        var state = try Self.readState(config: config, slots: slots, names: names, table: table)
+        state.settings.geo4_capacity = UInt32(geoSize.ipv4Prefixes)
+        state.settings.cands_capacity = UInt32(geoSize.candidateLists)
+        self.state = Mutex(state)
+    }
+
+    /// The geo capacity recorded in the config map pinned under `pinDirectory` by an earlier
+    /// instance of this ABI version, which its pinned geo maps were made with; nil when there is
+    /// none (nothing pinned, another version, or never configured).
+    public static func pinnedGeoCapacity(pinDirectory: String) throws(BPFError) -> GeoCapacity? {
+        let path = pinDirectory + "/" + NC_MAP_CONFIG
+        guard access(path, F_OK) == 0, try pinnedABIVersion(pinDirectory: pinDirectory) == abiVersion else {
+            return nil
+        }
+        let map = try BPFMap.pinned(
+            path, name: NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size, perCPU: false)
+        defer { close(map.fd) }
+        guard let value = try map.lookup(key: bytes(of: UInt32(0)))?.first else { return nil }
+        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
+        guard c.geo4_capacity > 0, c.cands_capacity > 0 else { return nil }
+        return GeoCapacity(ipv4Prefixes: Int(c.geo4_capacity), candidateLists: Int(c.cands_capacity))
     }
 
     /// The capacity of the names table pinned under `pinDirectory`, or nil when none is pinned.

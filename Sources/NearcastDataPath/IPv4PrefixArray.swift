@@ -20,12 +20,7 @@ struct IPv4PrefixArray {
     static let prefixSize = MemoryLayout<nc_geo4_prefix>.size
 
     /// `prefixes`: disjoint and sorted by address, IPv4 in the top 32 bits (GeoImage.ipv4).
-    init(_ prefixes: [ClassPrefix]) throws(BPFError) {
-        guard prefixes.count <= Int(NC_GEO4_CAPACITY) else {
-            throw BPFError(
-                "write geo maps", "\(prefixes.count) IPv4 prefixes, the program takes \(NC_GEO4_CAPACITY)", errno: E2BIG
-            )
-        }
+    init(_ prefixes: [ClassPrefix]) {
         var spans = [UInt8](repeating: 0, count: Int(NC_GEO4_SPANS) * Self.spanSize)
         var entries = [UInt8](repeating: 0, count: prefixes.count * Self.prefixSize)
         var next: UInt64 = 0  // the first address after the previous prefix

@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// The directory on a bpffs under which the fast path's maps are pinned (`xdp.pin-root`), and the
-/// upgrade across ABI versions: maps pinned by another version cannot be taken over, so a new set
-/// is pinned beside them (`ROOT-next`: bpffs takes no dots in names), the program that reads it is
+/// upgrade across ABI versions: maps pinned by another version (or geo maps made too small for
+/// the geo data, see GeoCapacity) cannot be taken over, so a new set is pinned beside them (`ROOT-next`: bpffs takes no dots in names), the program that reads it is
 /// attached in their place, and only then does the new set take the root's name, the old one
 /// (moved to `ROOT-old` for a moment) going with its pins.
 enum PinRoot {
@@ -42,14 +42,19 @@ enum PinRoot {
         }
     }
 
-    /// The ABI version of the maps pinned under `root` when it is not this build's, else nil
-    /// (nothing pinned, or maps this build takes over).
-    static func otherABIVersion(_ root: String) throws(SetupError) -> UInt32? {
+    /// Why the maps pinned under `root` cannot be taken over, or nil (nothing pinned, or maps this
+    /// build takes over): another ABI version wrote them, whose layouts would be misread, or their
+    /// geo maps were made too small for `geo` (GeoCapacity: an inner map's size is the outer map's).
+    static func replacementReason(_ root: String, geo: GeoCapacity) throws(SetupError) -> String? {
         do {
-            guard let pinned = try FastPath.pinnedABIVersion(pinDirectory: root), pinned != FastPath.abiVersion else {
-                return nil
+            if let pinned = try FastPath.pinnedABIVersion(pinDirectory: root), pinned != FastPath.abiVersion {
+                return
+                    "the maps pinned under \(root) were written by ABI version \(pinned), this nearcastd uses \(FastPath.abiVersion)"
             }
-            return pinned
+            if let pinned = try FastPath.pinnedGeoCapacity(pinDirectory: root), !pinned.holds(geo) {
+                return "the geo maps pinned under \(root) were made for \(pinned), the geo data needs \(geo)"
+            }
+            return nil
         } catch {
             throw SetupError(
                 description:
@@ -58,15 +63,13 @@ enum PinRoot {
         }
     }
 
-    /// An empty directory beside `root` for a new set of pins replacing those of ABI `version`
-    /// (left over from a start that failed half way: emptied first). Only where `root` is a
-    /// directory of a bpffs, not the mount point of one.
-    static func staging(for root: String, replacing version: UInt32) throws(SetupError) -> String {
+    /// A fresh directory beside `root` for the new set of pins, made because of `reason`.
+    static func staging(for root: String, because reason: String) throws(SetupError) -> String {
         let parent = (root as NSString).deletingLastPathComponent
         guard BPFFileSystem.isBPFFS(parent) else {
             throw SetupError(
                 description:
-                    "the maps pinned under \(root) were written by ABI version \(version), this nearcastd uses \(FastPath.abiVersion), and a new set cannot be pinned beside them (\(parent) is not a bpffs): stop the other instance and remove the pins under \(root), or use another --pin-root"
+                    "\(reason), and a new set cannot be pinned beside them (\(parent) is not a bpffs): stop the other instance and remove the pins under \(root), or use another --pin-root"
             )
         }
         let next = root + "-next"

@@ -41,17 +41,19 @@ public final class XDPDeployment: Sendable {
             let index = try XDPAttachment.interfaceIndex(i.name)
             interfaces.append((index, XDPAttachment.Mode(rawValue: i.mode) ?? .native, i.name))
         }
-        // Maps pinned by another ABI version would be misread: a new set is made beside them and
-        // switched in with the program (PinRoot), and theirs are let go.
-        let otherABI = try PinRoot.otherABIVersion(settings.pinRoot)
+        // Maps pinned by another ABI version would be misread, and geo maps too small cannot take
+        // the geo data: a new set is made beside them and switched in with the program (PinRoot),
+        // and theirs are let go.
+        let geoNeeds = geo.map(GeoCapacity.needed(by:)) ?? GeoCapacity(ipv4Prefixes: 0, candidateLists: 0)
+        let replacing = try PinRoot.replacementReason(settings.pinRoot, geo: geoNeeds)
         var pinDirectory = settings.pinRoot
-        if let version = otherABI { pinDirectory = try PinRoot.staging(for: settings.pinRoot, replacing: version) }
+        if let reason = replacing { pinDirectory = try PinRoot.staging(for: settings.pinRoot, because: reason) }
         // A start that fails before the new set is switched in drops it with its pins.
-        var staged = otherABI != nil
+        var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
         let fp = try FastPath(
             objectPath: objectPath, pinDirectory: pinDirectory,
-            capacity: settings.namesCapacity ?? FastPath.defaultCapacity)
+            capacity: settings.namesCapacity ?? FastPath.defaultCapacity, geoCapacity: .sized(for: geo))
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
@@ -92,16 +94,14 @@ public final class XDPDeployment: Sendable {
             }
             throw error
         }
-        if let version = otherABI {
+        if let reason = replacing {
             // The program reading the new maps answers now: the new set takes the root's name.
             try PinRoot.switchIn(staging: pinDirectory, as: settings.pinRoot)
             staged = false
             try fp.object.pinsMoved(to: settings.pinRoot)
             logger.notice(
-                "maps pinned by another ABI version replaced: the new program and maps were switched in together; counters start anew",
-                metadata: [
-                    "pinned-abi": "\(version)", "abi": "\(FastPath.abiVersion)", "pin-root": "\(settings.pinRoot)",
-                ])
+                "pinned maps replaced: the new program and maps were switched in together; counters start anew",
+                metadata: ["why": "\(reason)", "pin-root": "\(settings.pinRoot)"])
         }
         if table.full + table.collisions > 0 {
             logger.warning(

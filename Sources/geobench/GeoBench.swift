@@ -73,7 +73,7 @@ struct GeoBench: ParsableCommand {
         print(Self.ipv4Shape(table.image.ipv4))
 
         guard let maps else { return }
-        let fast = try FastPath(objectPath: maps)
+        let fast = try FastPath(objectPath: maps, geoCapacity: .sized(for: table))
         let empty = AnswerImage.build(
             responder: Responder(authority: Authority(zones: [])), maxSections: FastPath.sectionsCapacity)
         let writeStart = ContinuousClock.now

@@ -56,12 +56,12 @@ struct XDPBench: ParsableCommand {
         let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
         let responder = Responder(authority: Authority(zones: [z]), geo: geo)
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-        let fast = try FastPath(objectPath: object)
+        let fast = try FastPath(objectPath: object, geoCapacity: .sized(for: geo))
         try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try fast.write(image, geo: geo)
         // The same with the defences on: a rate limit no row reaches (so every run pays for its
         // bucket), and DNS cookies.
-        let defended = try FastPath(objectPath: object)
+        let defended = try FastPath(objectPath: object, geoCapacity: .sized(for: geo))
         try defended.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try defended.configureRateLimit(RateLimit(rate: 1_000_000_000))
         try defended.configureCookies(.init(current: Array(0..<16)))

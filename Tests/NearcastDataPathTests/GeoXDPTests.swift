@@ -428,6 +428,55 @@ import XDPFuzz
         #expect(answered == 2 * clients.count, "every client is answered in XDP")
     }
 
+    /// Issue 19: the inner arrays of the prefix and candidate maps have one size (GeoCapacity),
+    /// so the verifier inlines their lookups. The size is the loader's and a pinned set keeps it;
+    /// a compile that needs more is refused, naming both sizes, and the live maps go on answering;
+    /// a start whose geo data outgrows the pinned maps makes a new set (PinRoot).
+    @Test func theGeoMapsHaveOneSizeThatAPinnedSetKeepsAndABiggerCompileIsRefused() throws {
+        let pins = try TemporaryBPFFS()
+        let need = GeoCapacity.needed(by: Self.table)
+        let r = Self.responder(Self.table)
+        let image = AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity)
+        let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, geoCapacity: need)
+        defer { try? first.object.unpinMaps(under: pins.path) }
+        try first.configure(dnsPort: 53, udpPayload: 1232)
+        try first.write(image, geo: Self.table)
+        let maps = try #require(first.state.withLock { $0.geo })
+        #expect(maps.geo4.map.maxEntries == need.ipv4Prefixes && maps.cands.map.maxEntries == need.candidateLists)
+        try expectEveryClientAnswered(first, r)
+
+        // A new instance on the same pins, asking for the default size, makes its maps at the
+        // pinned one: the kernel takes no other into the pinned outer maps.
+        let second = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path)
+        #expect(second.geoCapacity == need)
+        try second.configure(dnsPort: 53, udpPayload: 1232)
+        try second.write(
+            image, geo: try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath)))
+        try expectEveryClientAnswered(second, r)
+        #expect(try PinRoot.replacementReason(pins.path, geo: need) == nil)
+        let more = GeoCapacity(ipv4Prefixes: need.ipv4Prefixes, candidateLists: need.candidateLists + 1)
+        let reason = try #require(try PinRoot.replacementReason(pins.path, geo: more))
+        #expect(reason.contains("made for \(need)"), "\(reason)")
+
+        // Maps one candidate list too small: the compile is refused, and what was live answers on.
+        let small = try FastPath(
+            objectPath: XDPProgramTests.objectPath,
+            geoCapacity: GeoCapacity(ipv4Prefixes: need.ipv4Prefixes, candidateLists: need.candidateLists - 1))
+        try small.configure(dnsPort: 53, udpPayload: 1232)
+        let before = Responder(authority: Authority(zones: [Self.zone]))
+        try small.write(AnswerImage.build(responder: before, maxSections: FastPath.sectionsCapacity))
+        do {
+            try small.write(image, geo: Self.table)
+            Issue.record("a compile bigger than the maps is written")
+        } catch {
+            #expect("\(error)".contains("restart nearcastd"), "\(error)")
+        }
+        for name in ["www.example.test.", "geo.example.test."] {
+            let verdict = try run(small, before, query(name, .a, ecs: nil), client: [198, 51, 100, 7])
+            #expect(verdict == XDPProgramTests.XDP_TX, "\(name) is answered as before the refused write")
+        }
+    }
+
     /// The inner map each generation's slot of a map-in-map holds (its kernel id), or nil.
     static func slotIDs(_ outer: BPFMap) throws -> [UInt32?] {
         try (0..<2).map { (g: UInt32) in

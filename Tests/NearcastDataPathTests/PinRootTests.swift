@@ -28,7 +28,7 @@ import Testing
         #expect(
             !FileManager.default.fileExists(atPath: root + "-next")
                 && !FileManager.default.fileExists(atPath: root + "-old"))
-        let next = try PinRoot.staging(for: root, replacing: 99)
+        let next = try PinRoot.staging(for: root, because: "written by ABI version 99")
         #expect(next == root + "-next" && FileManager.default.fileExists(atPath: next))
         try PinRoot.switchIn(staging: next, as: root)
         #expect(FileManager.default.fileExists(atPath: root) && !FileManager.default.fileExists(atPath: next))
@@ -38,8 +38,10 @@ import Testing
     /// A pin root that is itself the mount point of a bpffs has no bpffs beside it for a new set.
     @Test func noNewSetBesideAPinRootThatIsAMountPoint() throws {
         let fs = try TemporaryBPFFS()
-        #expect(throws: XDPDeployment.SetupError.self) { try PinRoot.staging(for: fs.path, replacing: 99) }
-        do { _ = try PinRoot.staging(for: fs.path, replacing: 99) } catch {
+        #expect(throws: XDPDeployment.SetupError.self) {
+            try PinRoot.staging(for: fs.path, because: "written by ABI version 99")
+        }
+        do { _ = try PinRoot.staging(for: fs.path, because: "written by ABI version 99") } catch {
             #expect(
                 error.description.contains("ABI version 99") && error.description.contains("is not a bpffs"), "\(error)"
             )

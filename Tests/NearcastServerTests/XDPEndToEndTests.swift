@@ -229,7 +229,7 @@ import Glibc
         }
         #expect(load.sent > 50_000 && load.replies >= load.sent * 99 / 100, "answered throughout: \(load.output)")
         #expect(
-            daemon.log.contains("maps pinned by another ABI version replaced") && daemon.log.contains("pinned-abi=99"),
+            daemon.log.contains("pinned maps replaced") && daemon.log.contains("written by ABI version 99"),
             "\(daemon.log)")
         let new = try #require(try programID())
         #expect(new != old, "the new program is attached")

@@ -21,13 +21,13 @@
  * control plane carry no BTF.
  */
 /*
- * The IPv4 prefixes, sorted (nearcast_abi.h, struct nc_geo4_span). An inner map's size may differ from the template's (BPF_F_INNER_MAP), so the
- * template has one entry: libbpf creates it while loading, and a larger one would cost memory.
+ * The IPv4 prefixes, sorted (nearcast_abi.h, struct nc_geo4_span), and below the candidate lists:
+ * ARRAYs whose size the loader sets (nc_config's geo4_capacity and cands_capacity), so that their
+ * lookups are inlined; the one entry here is a placeholder.
  */
 struct nc_geo4_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_INNER_MAP);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct nc_geo4_prefix));
 };
@@ -40,11 +40,9 @@ struct nc_geo6_inner {
 	__uint(value_size, sizeof(struct nc_geo_class));
 };
 
-/* BPF_F_INNER_MAP: each generation's array has the size of its compile. */
 struct nc_cands_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NC_CANDS_CAPACITY);
-	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct nc_cands));
 };

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 16
+#define NC_ABI_VERSION 17
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -173,9 +173,14 @@ enum nc_answer_kind {
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
 #define NC_NODES_MAX 4096 /* entries of a generation's nodes map */
 #define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools), per generation; a power of two */
-#define NC_GEO4_CAPACITY (4 << 20) /* IPv4 prefixes of one generation */
 #define NC_GEO6_CAPACITY (2 << 20) /* LPM entries (not preallocated) */
-#define NC_CANDS_CAPACITY (1 << 20) /* candidate lists (classes x rankings) of one generation */
+/*
+ * The inner maps of nc_geo4 and nc_cands are ARRAYs of one size, fixed when the outer maps are
+ * made (the loader sets it from the geo data at start, with room to grow, and records it in
+ * nc_config): so the verifier inlines their lookups, where an inner map of any size
+ * (BPF_F_INNER_MAP) costs a helper call each, some 15 ns on the bench host (AMD, its return
+ * mitigation), and a binary search makes several.
+ */
 
 /*
  * A generation's IPv4 prefixes: the compile's prefixes, disjoint and sorted by address, in
@@ -296,6 +301,8 @@ struct nc_config {
 	__u32 over_budget;   /* enum nc_over_budget */
 	__u32 generation;    /* the live generation of the names table and the geo maps: 0 or 1 */
 	__u32 slot_mask;     /* slots per generation - 1 (a power of two - 1); 0 before the first fill */
+	__u32 geo4_capacity; /* entries of every inner map of nc_geo4 (fixed when the maps were made) */
+	__u32 cands_capacity; /* entries of every inner map of nc_cands (likewise) */
 };
 
 /* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */
