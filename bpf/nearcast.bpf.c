@@ -150,7 +150,8 @@ int nearcast_xdp(struct xdp_md *ctx)
 	 * one above the pass budget). Kept in the scratch map: one path into the reply writer.
 	 */
 	scratch->slipped = 0;
-	if (!truncated && !scratch->q.cookie_valid) { /* a valid server cookie proves the client's address */
+	/* A valid server cookie proves the client's address. */
+	if (!truncated && !scratch->q.cookie_valid && nc_rrl_on(scratch->nx)) {
 		/* NXDOMAINs are counted by zone (random names would each have a bucket), the rest by question. */
 		int r = nc_rrl_decide(scratch->src[0], scratch->src[1], scratch->src_family,
 				      scratch->nx ? scratch->nx_zone : scratch->q.hash, scratch->nx);

@@ -167,6 +167,15 @@ public struct BPFProgram: Sendable {
     public let name: String
     public let fd: Int32
 
+    /// The kernel's ID of the program (what bpftool and perf's symbols name it by).
+    public func id() throws(BPFError) -> UInt32 {
+        var info = bpf_prog_info()
+        var length = UInt32(MemoryLayout<bpf_prog_info>.size)
+        let rc = bpf_obj_get_info_by_fd(fd, &info, &length)
+        if rc != 0 { throw BPFError("get program info", name, errno: rc) }
+        return info.id
+    }
+
     /// What one BPF_PROG_TEST_RUN gave back.
     public struct TestRun: Sendable {
         /// The program's return value (for XDP: the action).

@@ -142,8 +142,9 @@ struct XDPBench: ParsableCommand {
             guard let packet = packets.first(where: { $0.0 == profile })?.1 else {
                 throw ValidationError("no packet row '\(profile)'; rows: \(packets.map(\.0).joined(separator: ", "))")
             }
-            FileHandle.standardOutput.write(Data("profiling: nearcast_xdp, \(runs) runs of '\(profile)'\n".utf8))
             let program = defences ? defended.program : fast.program
+            FileHandle.standardOutput.write(
+                Data("profiling: nearcast_xdp (id \(try program.id())), \(runs) runs of '\(profile)'\n".utf8))
             for _ in 0..<runs { _ = try program.testRun(packet) }
             return
         }

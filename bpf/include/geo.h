@@ -307,22 +307,30 @@ static __always_inline __u32 nc_spill_first(const struct nc_cands *c, void *node
 /*
  * One answer record: the owner points at the question, then type, class IN, TTL, the address.
  * Written as 32-bit words (records start 4-aligned in the scratch answer; the nodes' addresses
- * are 4-aligned): byte-wise, an IPv6 address alone is 16 loads and 16 stores.
+ * are 4-aligned): byte-wise, an IPv6 address alone is 16 loads and 16 stores. Returns the words'
+ * sum in native order, for the answer's checksum (the records are whole words at even offsets).
  */
-static __always_inline void nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, __u32 ttl, const struct nc_node *node)
+static __always_inline __u64 nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, __u32 ttl, const struct nc_node *node)
 {
 	nc_u32a *w = (nc_u32a *)rr;
 	const nc_u32a *a = g->qtype == 28 ? (const nc_u32a *)node->v6 : (const nc_u32a *)node->v4;
+	__u32 w0 = bpf_htonl(0xc00c0000 | g->qtype), w1 = bpf_htonl(0x00010000 | (ttl >> 16));
+	__u32 w2 = bpf_htonl((ttl << 16) | (g->qtype == 28 ? 16 : 4)), w3 = a[0];
+	__u64 sum = (__u64)w0 + w1 + w2 + w3;
 
-	w[0] = bpf_htonl(0xc00c0000 | g->qtype);
-	w[1] = bpf_htonl(0x00010000 | (ttl >> 16));
-	w[2] = bpf_htonl((ttl << 16) | (g->qtype == 28 ? 16 : 4));
-	w[3] = a[0];
+	w[0] = w0;
+	w[1] = w1;
+	w[2] = w2;
+	w[3] = w3;
 	if (g->qtype == 28) {
-		w[4] = a[1];
-		w[5] = a[2];
-		w[6] = a[3];
+		__u32 w4 = a[1], w5 = a[2], w6 = a[3];
+
+		w[4] = w4;
+		w[5] = w5;
+		w[6] = w6;
+		sum += (__u64)w4 + w5 + w6;
 	}
+	return sum;
 }
 
 /*
@@ -347,7 +355,11 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 
 	if (!c || want == 0 || want > NC_GEO_ANSWERS_MAX)
 		return NC_PASS_GEO;
-	__u32 first = nc_spill_first(c, nodes, seed, s);
+	/* Spill-over only when the top candidate is down: the common case is one look at it. */
+	const struct nc_node *top = c->count ? nc_geo_node(nodes, c->node[0]) : NULL;
+	__u32 first = top && top->up ? NC_GEO_DEPTH : nc_spill_first(c, nodes, seed, s);
+	/* The records' sum in native order, as each is written: the answer's checksum. */
+	__u64 native = 0;
 	/*
 	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count
 	 * lives in the scratch map and is read back each step, so the verifier checks a step once
@@ -359,7 +371,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 		struct nc_node *node = nc_geo_node(nodes, c->node[first & (NC_GEO_DEPTH - 1)]);
 
 		if (node) {
-			nc_geo_rr(out->sections, g, ttl, node);
+			native += nc_geo_rr(out->sections, g, ttl, node);
 			out->ancount = 1;
 		}
 	}
@@ -380,7 +392,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 
 			if (!node || (pass == 0 && (!node->up || i == first)))
 				continue;
-			nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
+			native += nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
 			out->ancount = n + 1;
 		}
 	}
@@ -392,15 +404,6 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	out->arcount = 0;
 	out->kind = NC_KIND_STATIC;
 	out->len = n * rrsize;
-	/* The records' sum: they are 16 or 28 bytes, whole 32-bit words at even offsets. */
-	__u64 native = 0;
-	const nc_u32a *w = (const nc_u32a *)out->sections;
-
-	for (__u32 i = 0; i < NC_GEO_ANSWERS_MAX * 28 / 4; i++) { /* bound: the largest answer */
-		if (i * 4 >= n * rrsize)
-			break;
-		native += w[i];
-	}
 	out->csum = nc_csum_native_to_net(native);
 	return NC_ANSWERED;
 }
