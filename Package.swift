@@ -108,7 +108,7 @@ let package = Package(
             name: "NearcastServer",
             dependencies: [
                 "DNSWire", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
-                "NearcastAPIModel",
+                "NearcastAPIModel", "NearcastBasics",
                 "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

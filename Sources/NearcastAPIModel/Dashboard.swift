@@ -42,14 +42,16 @@ public struct CallerInfo: Codable, Equatable, Sendable {
 }
 
 /// One second of the live figures (`GET /v1/events`, event `sample`): when, in seconds since the
-/// daemon started, and the XDP program's counters by name (nil without the fast path). Rates are
-/// differences between samples.
+/// daemon started, the XDP program's counters by name (nil without the fast path) and the slow
+/// path's (`StatsReport.slowPath`). Rates are differences between samples.
 public struct DashboardSample: Codable, Equatable, Sendable {
     public var uptime: Double
     public var xdp: [String: UInt64]?
+    public var slow: [String: UInt64]?
 
-    public init(uptime: Double, xdp: [String: UInt64]?) {
+    public init(uptime: Double, xdp: [String: UInt64]?, slow: [String: UInt64]? = nil) {
         self.uptime = uptime
         self.xdp = xdp
+        self.slow = slow
     }
 }

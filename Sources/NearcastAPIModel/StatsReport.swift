@@ -21,11 +21,15 @@ public struct StatsReport: Codable, Equatable, Sendable {
     public var xdp: [Counter]?
     /// How health changes reached the answers; nil without geo nodes.
     public var health: HealthWrites?
+    /// The slow path's replies since the daemon started: by rcode (NOERROR and NXDOMAIN always,
+    /// the others once sent), then `rrl_slipped` and `rrl_dropped` (over the rate limit).
+    public var slowPath: [Counter]?
 
-    public init(uptime: Double, xdp: [Counter]?, health: HealthWrites? = nil) {
+    public init(uptime: Double, xdp: [Counter]?, health: HealthWrites? = nil, slowPath: [Counter]? = nil) {
         self.uptime = uptime
         self.xdp = xdp
         self.health = health
+        self.slowPath = slowPath
     }
 }
 

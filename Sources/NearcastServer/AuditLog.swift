@@ -29,6 +29,33 @@ public final class AuditLog: Sendable {
         public var outcome: String
     }
 
+    /// The log's size in bytes (0 when it does not exist yet): it grows with every entry.
+    public var size: Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    /// The last `count` entries, oldest first, read from the end of the file (a line that does
+    /// not parse, as a torn last line would not, is left out). Blocking file I/O: call it off
+    /// Swift's cooperative pool.
+    public func last(_ count: Int) -> [Entry] {
+        guard count > 0, let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        let end = (try? handle.seekToEnd()) ?? 0
+        var window: UInt64 = 16_384
+        while true {
+            let start = end > window ? end - window : 0
+            guard (try? handle.seek(toOffset: start)) != nil else { return [] }
+            let data = (try? handle.read(upToCount: Int(end - start))) ?? Data()
+            var lines = data.split(separator: UInt8(ascii: "\n"))
+            if start > 0, !lines.isEmpty { lines.removeFirst() }  // the line the window cuts into
+            let decoder = JSONDecoder()
+            let entries = lines.compactMap { try? decoder.decode(Entry.self, from: Data($0)) }
+            if entries.count >= count || start == 0 { return Array(entries.suffix(count)) }
+            window *= 4
+        }
+    }
+
     /// The SHA-256 of `bytes`, in hex: what `before` and `after` hold.
     public static func digest(_ bytes: some Sequence<UInt8>) -> String {
         SHA256.hash(data: Array(bytes)).map { String(format: "%02x", $0) }.joined()

@@ -1,12 +1,13 @@
 import Foundation
 import NIOCore
 import NearcastAPIModel
+import NearcastBasics
 
 /// The live figures the dashboard's pages follow (`GET /v1/events`, server-sent events): one
 /// sampler for all of them, once a second, however many pages are open. Each page gets, as
 /// events: `history` (the samples of the last hour) when it connects, `sample` each second,
-/// `nodes` and `pools` when they connect and whenever they change. The owner of the history and of
-/// the open streams.
+/// `nodes`, `pools` and `audit` (the audit log's last entries) when they connect and whenever they
+/// change. The owner of the history and of the open streams.
 actor DashboardFeed {
     /// Samples kept: an hour at one a second.
     static let historyLength = 3600
@@ -16,6 +17,11 @@ actor DashboardFeed {
     private var history: [DashboardSample] = []
     private var nodes: String?
     private var pools: String?
+    private var audit: String?
+    /// The audit log's size when it was last read: it is read again only when it grew.
+    private var auditSize = -1
+    /// Audit entries each page is sent.
+    static let auditEntries = 10
     private var subscribers: [Int: AsyncStream<ByteBuffer>.Continuation] = [:]
     private var nextID = 0
     private var closed = false
@@ -53,6 +59,7 @@ actor DashboardFeed {
         continuation.yield(Self.frame("history", Self.json(history)))
         if let nodes { continuation.yield(Self.frame("nodes", nodes)) }
         if let pools { continuation.yield(Self.frame("pools", pools)) }
+        if let audit { continuation.yield(Self.frame("audit", audit)) }
         return stream
     }
 
@@ -72,9 +79,10 @@ actor DashboardFeed {
     /// Reads the figures once and sends what changed.
     func sample() async {
         let stats = try? sources.stats()
-        let sample = DashboardSample(
-            uptime: stats?.uptime ?? 0,
-            xdp: stats?.xdp.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }) })
+        func byName(_ c: [StatsReport.Counter]?) -> [String: UInt64]? {
+            c.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }) }
+        }
+        let sample = DashboardSample(uptime: stats?.uptime ?? 0, xdp: byName(stats?.xdp), slow: byName(stats?.slowPath))
         history.append(sample)
         if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
         broadcast("sample", Self.json(sample))
@@ -91,6 +99,12 @@ actor DashboardFeed {
                 pools = now
                 broadcast("pools", now)
             }
+        }
+        if let log = sources.audit, log.size != auditSize {
+            auditSize = log.size
+            let entries = (try? await onOwnThread { log.last(Self.auditEntries) }) ?? []
+            audit = Self.json(entries)
+            broadcast("audit", audit!)
         }
     }
 

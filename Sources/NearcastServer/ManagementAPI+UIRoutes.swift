@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NearcastAPIModel
+import NearcastBasics
 
 extension ManagementAPI {
     /// The dashboard's files, embedded in the binary (Package.swift, `Sources/NearcastServer/UI`):
@@ -19,9 +20,10 @@ extension ManagementAPI {
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     /// The dashboard (`/ui/`, no token: the page asks for one and sends it with every API call),
-    /// and the API calls only it makes: who a token is, the nodes' places, the live events.
+    /// and the API calls only it makes: who a token is, the last audit entries, the live events.
     static func addUIRoutes(
-        to router: Router<APIRequestContext>, v1: RouterGroup<APIRequestContext>, feed: DashboardFeed?
+        to router: Router<APIRequestContext>, v1: RouterGroup<APIRequestContext>, feed: DashboardFeed?,
+        audit: AuditLog?
     ) {
         router.get("ui") { _, _ in uiResponse(type: "text/html; charset=utf-8", bytes: PackageResources.index_html) }
         router.get("ui/:file") { _, context -> Response in
@@ -34,6 +36,17 @@ extension ManagementAPI {
             try context.require(.agent)
             guard let c = context.caller else { throw HTTPError(.unauthorized) }
             return try jsonResponse(CallerInfo(role: "\(c.role)", source: c.source, mayChangeNodes: c.role >= .write))
+        }
+        v1.get("audit") { request, context -> Response in
+            try context.require(.read)
+            guard let audit else {
+                throw HTTPError(.notFound, message: "no audit log: nearcastd runs without a state-dir")
+            }
+            let text = request.uri.queryParameters.get("last") ?? "20"
+            guard let count = Int(text), (1...1000).contains(count) else {
+                throw HTTPError(.badRequest, message: "last must be a number of entries from 1 to 1000")
+            }
+            return try jsonResponse(try await onOwnThread { audit.last(count) })
         }
         v1.get("events") { _, context -> Response in
             try context.require(.read)

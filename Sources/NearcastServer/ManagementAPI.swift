@@ -22,7 +22,7 @@ import Synchronization
 /// (read), `GET /v1/nodes` (read), `GET /v1/pools` (read), `POST /v1/nodes/ID/report` (the node's
 /// agent, or write), `POST /v1/reload` (admin), `GET /v1/zones`, `GET /v1/zones/ORIGIN/records[?name=&type=]`
 /// (read), `POST /v1/zones/ORIGIN/records`, `DELETE /v1/zones/ORIGIN/records?name=&type=[&data=]` (write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
-/// (write), `GET /v1/whoami` (agent), `GET /v1/map`, `GET /v1/events` (read; server-sent events), and the
+/// (write), `GET /v1/whoami` (agent), `GET /v1/map`, `GET /v1/audit?last=N`, `GET /v1/events` (read; server-sent events), and the
 /// dashboard's page, `GET /ui/` and its files (no token: the page asks for one).
 public final class ManagementAPI: Sendable {
     /// Where the daemon's state comes from; each call reads it afresh.
@@ -60,6 +60,9 @@ public final class ManagementAPI: Sendable {
         public var deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
         /// The geo nodes' places, addresses and pools, for the dashboard's map; nil without geo names.
         public var layout: (@Sendable () -> [MapNode])?
+        /// The audit log (`GET /v1/audit`, the dashboard's last changes); nil without a state
+        /// directory.
+        public var audit: AuditLog?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
@@ -77,9 +80,11 @@ public final class ManagementAPI: Sendable {
             status: (@Sendable () async throws -> StatusReport)? = nil,
             register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
             deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
-            layout: (@Sendable () -> [MapNode])? = nil
+            layout: (@Sendable () -> [MapNode])? = nil,
+            audit: AuditLog? = nil
         ) {
             self.layout = layout
+            self.audit = audit
             self.register = register
             self.deregister = deregister
             self.stats = stats
@@ -184,7 +189,7 @@ public final class ManagementAPI: Sendable {
         }
         addHealthRoutes(to: v1, sources: sources)
         addZoneRoutes(to: v1, sources: sources)
-        addUIRoutes(to: router, v1: v1, feed: feed)
+        addUIRoutes(to: router, v1: v1, feed: feed, audit: sources.audit)
         v1.get("map") { _, context -> Response in
             try context.require(.read)
             guard let layout = sources.layout else {

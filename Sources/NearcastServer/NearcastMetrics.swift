@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import NearcastAPIModel
 import NearcastAnswers
 import Prometheus
+import Synchronization
 
 /// The daemon's Prometheus metrics (`GET /metrics`, swift-prometheus). The slow path counts its
 /// replies as it sends them; everything else is read when scraped, from a `MetricsSnapshot`.
@@ -23,11 +24,18 @@ public final class NearcastMetrics: Sendable {
     private let reloadSeconds: Gauge
     /// Slow-path UDP replies response rate limiting slipped (TC=1) and dropped.
     private let limited: [Bool: Counter]
+    /// The same counts as plain totals, for `GET /v1/stats` and the dashboard: replies by rcode
+    /// (both transports), then slipped and dropped.
+    private let tallies: [Tally] = (0..<18).map { _ in Tally() }
+    private final class Tally: Sendable {
+        let value = Atomic<UInt64>(0)
+    }
+    static let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
 
     public init() {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
-        let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
+        let rcodeNames = Self.rcodeNames
         replies = ["udp", "tcp"].map { transport in
             (0..<16).map { rcode in
                 Self.counter(
@@ -56,11 +64,31 @@ public final class NearcastMetrics: Sendable {
     /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
     public func countReply(_ reply: [UInt8], transport: Transport) {
         guard reply.count >= 4 else { return }
-        replies[transport == .udp ? 0 : 1][Int(reply[3] & 0x0F)].increment()
+        let rcode = Int(reply[3] & 0x0F)
+        replies[transport == .udp ? 0 : 1][rcode].increment()
+        tallies[rcode].value.add(1, ordering: .relaxed)
     }
 
     /// Counts a reply over the response rate limit: slipped (sent as TC=1) or dropped.
-    public func countLimited(slipped: Bool) { limited[slipped]!.increment() }
+    public func countLimited(slipped: Bool) {
+        limited[slipped]!.increment()
+        tallies[slipped ? 16 : 17].value.add(1, ordering: .relaxed)
+    }
+
+    /// The slow path's replies since the start, by rcode (those sent at least once, as the
+    /// metrics name them), and the replies rate limiting slipped and dropped (`rrl_slipped`,
+    /// `rrl_dropped`, as XDP's counters name its own).
+    public func slowPathTotals() -> [StatsReport.Counter] {
+        var out: [StatsReport.Counter] = []
+        for rcode in 0..<16 {
+            let n = tallies[rcode].value.load(ordering: .relaxed)
+            guard n > 0 || rcode == 0 || rcode == 3 else { continue }
+            out.append(.init(name: rcode < Self.rcodeNames.count ? Self.rcodeNames[rcode] : "RCODE\(rcode)", value: n))
+        }
+        out.append(.init(name: "rrl_slipped", value: tallies[16].value.load(ordering: .relaxed)))
+        out.append(.init(name: "rrl_dropped", value: tallies[17].value.load(ordering: .relaxed)))
+        return out
+    }
 
     /// Counts a reload.
     public func countReload(seconds: Double?) {

@@ -37,14 +37,17 @@ struct Stats: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                 let now = try await client.get("/v1/stats", as: StatsReport.self)
                 let seconds = now.uptime - previous.uptime
-                var rates: [String: Double] = [:]
-                if seconds > 0, let a = previous.xdp, let b = now.xdp {
-                    for (x, y) in zip(a, b) where x.name == y.name {
-                        rates[y.name] = Double(y.value &- x.value) / seconds
-                    }
+                func rates(_ a: [StatsReport.Counter]?, _ b: [StatsReport.Counter]?) -> [String: Double] {
+                    guard seconds > 0, let a, let b else { return [:] }
+                    let before = Dictionary(a.map { ($0.name, $0.value) }, uniquingKeysWith: { x, _ in x })
+                    return Dictionary(
+                        b.map { ($0.name, Double($0.value &- (before[$0.name] ?? 0)) / seconds) },
+                        uniquingKeysWith: { x, _ in x })
                 }
                 // Home and clear on a terminal, so the table stays in place; a pipe gets blocks.
-                let block = (inPlace ? "\u{1B}[H\u{1B}[J" : "") + Self.render(now, rates: rates) + (inPlace ? "" : "\n")
+                let table = Self.render(
+                    now, rates: rates(previous.xdp, now.xdp), slowRates: rates(previous.slowPath, now.slowPath))
+                let block = (inPlace ? "\u{1B}[H\u{1B}[J" : "") + table + (inPlace ? "" : "\n")
                 FileHandle.standardOutput.write(block.data(using: .utf8)!)  // unbuffered: a pipe sees each block
                 previous = now
                 shown += 1
@@ -55,8 +58,9 @@ struct Stats: AsyncParsableCommand {
         }
     }
 
-    /// The counters as a table: reason, total, and per second when `rates` are known.
-    static func render(_ report: StatsReport, rates: [String: Double]?) -> String {
+    /// The counters as tables (XDP's verdicts, the slow path's replies): reason, total, and per
+    /// second when `rates` (and `slowRates`) are known.
+    static func render(_ report: StatsReport, rates: [String: Double]?, slowRates: [String: Double]? = nil) -> String {
         var health = ""
         if let h = report.health {
             health =
@@ -68,18 +72,29 @@ struct Stats: AsyncParsableCommand {
             }
             health += "\n"
         }
-        guard let xdp = report.xdp else { return "XDP fast path: off (nearcastd runs without --xdp)\n" + health }
-        let width = max(xdp.map(\.name.count).max() ?? 0, 6)
-        var out = "XDP fast path: verdicts by reason, all CPUs, since its maps were created\n"
+        var out =
+            report.xdp.map {
+                table("XDP fast path: verdicts by reason, all CPUs, since its maps were created", $0, rates)
+            } ?? "XDP fast path: off (nearcastd runs without --xdp)\n"
+        if let slow = report.slowPath {
+            out += table(
+                "slow path: replies by rcode, and over the rate limit, since nearcastd started", slow, slowRates)
+        }
+        return out + health
+    }
+
+    static func table(_ title: String, _ counters: [StatsReport.Counter], _ rates: [String: Double]?) -> String {
+        let width = max(counters.map(\.name.count).max() ?? 0, 6)
+        var out = title + "\n"
         out += "  " + "reason".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("total", 16)
         out += rates == nil ? "\n" : "  " + Self.pad("per second", 12) + "\n"
-        for c in xdp {
+        for c in counters {
             out +=
                 "  " + c.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.pad("\(c.value)", 16)
             if let r = rates { out += "  " + Self.pad(String(format: "%.0f", r[c.name] ?? 0), 12) }
             out += "\n"
         }
-        return out + health
+        return out
     }
 
     static func pad(_ s: String, _ width: Int) -> String {

@@ -25,6 +25,8 @@ struct DaemonParts: Sendable {
     var metrics: NearcastMetrics
     /// The fleet's store, when this server follows one.
     var store: StoreFollower?
+    /// This server's audit log; nil without a state directory.
+    var audit: AuditLog?
     var logger: Logger
 
     func apiSources() -> ManagementAPI.Sources {
@@ -70,8 +72,9 @@ struct DaemonParts: Sendable {
                 let uptime = ContinuousClock.now - startedAt
                 return StatsReport(
                     uptime: uptime.seconds,
-                    xdp: try deployment?.fastPath.statistics().counters, health: health.map { _ in healthWrites.report }
-                )
+                    xdp: try deployment?.fastPath.statistics().counters,
+                    health: health.map { _ in healthWrites.report },
+                    slowPath: metrics.slowPathTotals())
             }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
             setOverride: overrideSource, reload: { by throws(ReloadError) in try await served.reload(by: by) },
             metrics: {
@@ -109,6 +112,6 @@ struct DaemonParts: Sendable {
                         id: $0.id, latitude: $0.latitude, longitude: $0.longitude, country: $0.country, ipv4: $0.ipv4,
                         ipv6: $0.ipv6, pools: $0.pools)
                 }
-            })
+            }, audit: audit)
     }
 }

@@ -314,7 +314,8 @@ struct Nearcastd: AsyncParsableCommand {
             let parts = DaemonParts(
                 startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
                 monitor: monitor, changes: changes,
-                healthWrites: healthWrites, served: served, metrics: metrics, store: follower, logger: logger)
+                healthWrites: healthWrites, served: served, metrics: metrics, store: follower, audit: audit,
+                logger: logger)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }

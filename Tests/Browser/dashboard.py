@@ -9,6 +9,8 @@ Each step prints `ok: ...`; the first failure prints `FAILED: ...` and exits 1. 
 import argparse
 import json
 import os
+import socket
+import struct
 import sys
 import time
 import urllib.error
@@ -41,6 +43,35 @@ def api(base, method, path, token, body=None):
         return e.code, e.read()
 
 
+def query(port, name, qtype=1, qid=1):
+    """One DNS query over UDP to 127.0.0.1:port; the reply's rcode, or None without a reply."""
+    wire = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    wire += b"".join(bytes([len(l)]) + l.encode() for l in name.strip(".").split(".")) + b"\0"
+    wire += struct.pack("!HH", qtype, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(2)
+        s.sendto(wire, ("127.0.0.1", port))
+        try:
+            reply = s.recv(4096)
+        except socket.timeout:
+            return None
+    return reply[3] & 0x0F
+
+
+def text_of(driver, css):
+    """The text of the first element `css` selects, read in one step (the page redraws as events
+    come, so an element found a moment before may be gone), or None."""
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+                                 css)
+
+
+def chart_rate(driver, series):
+    """The peak rate a chart's label states (`LABEL: N/s (peak M/s)`), or 0."""
+    # Read in one step: the page redraws its charts each second, so a found element may be stale.
+    text = text_of(driver, f'#charts [data-series="{series}"] div') or ""
+    return int(text.split("peak ")[1].split("/s")[0]) if "peak " in text else 0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--api", required=True, help="http://127.0.0.1:PORT")
@@ -48,10 +79,20 @@ def main():
     p.add_argument("--write-token", required=True)
     p.add_argument("--screenshots", required=True)
     p.add_argument("--nodes", required=True, help="the configured node ids, comma-separated")
+    p.add_argument("--dns-port", required=True, type=int, help="the daemon's DNS port (127.0.0.1)")
     a = p.parse_args()
     os.makedirs(a.screenshots, exist_ok=True)
     nodes = a.nodes.split(",")
 
+    driver, wait = browser()
+    try:
+        run(driver, wait, a, nodes)
+    finally:
+        driver.quit()
+
+
+def browser():
+    """Headless Chromium through chromedriver, and a wait of WAIT seconds."""
     options = webdriver.ChromeOptions()
     for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1280,1000", "--no-first-run", "--disable-extensions"]:
@@ -59,11 +100,7 @@ def main():
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(20)
-    wait = WebDriverWait(driver, WAIT)
-    try:
-        run(driver, wait, a, nodes)
-    finally:
-        driver.quit()
+    return driver, WebDriverWait(driver, WAIT)
 
 
 def shot(driver, a, name):
@@ -109,6 +146,25 @@ def run(driver, wait, a, nodes):
     if len(world) < 10000:
         fail("the world outline is %d bytes" % len(world))
     ok("the world is drawn and the page follows the live events")
+    # The charts: the slow path's replies by rcode and what was limited (this daemon runs without
+    # XDP, whose verdicts by path are charted only with the fast path on).
+    for series in ["limited", "slow path NOERROR", "slow path NXDOMAIN", "slow path other rcodes"]:
+        try:
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#charts [data-series="{series}"] polyline'))
+        except Exception:
+            fail(f"no chart of {series!r}: {driver.find_element(By.ID, 'charts').text!r}")
+    # Queries answered NOERROR and NXDOMAIN show in their charts within a few samples.
+    for i in range(40):
+        if query(a.dns_port, "www.example.test", qid=i) != 0 or query(a.dns_port, "nope.example.test", qid=i) != 3:
+            fail("the daemon did not answer www NOERROR and nope NXDOMAIN")
+    try:
+        wait.until(lambda d: chart_rate(d, "slow path NOERROR") >= 10 and chart_rate(d, "slow path NXDOMAIN") >= 10)
+    except Exception:
+        fail("the slow path's charts read %r" % driver.find_element(By.ID, "charts").text)
+    ok("the charts show the slow path's replies by rcode as they are sent (peaks %d/s NOERROR, %d/s NXDOMAIN)"
+       % (chart_rate(driver, "slow path NOERROR"), chart_rate(driver, "slow path NXDOMAIN")))
+    if driver.find_elements(By.CSS_SELECTOR, '#charts [data-series="XDP answered"]'):
+        fail("XDP charts are drawn for a daemon without the fast path")
     shot(driver, a, "1-signed-in")
 
     # A node fails (its agent reports it down): the page turns it down without a reload.
@@ -165,7 +221,16 @@ def run(driver, wait, a, nodes):
     result = driver.find_element(By.ID, "action-result").text
     if "audit log" not in result:
         fail(f"the page says {result!r} after the drain")
-    ok(f"{drained} drained from the page: {result}")
+    # The audit log's new line reaches the page's last changes by itself (the server pushes it).
+    entry = f'#audit-table tr[data-action="drain"][data-target="{drained}"]'
+    try:
+        wait.until(lambda d: text_of(d, entry))
+    except Exception:
+        fail(f"the page's last changes are {text_of(driver, '#audit-table tbody')!r}")
+    line = text_of(driver, entry)
+    if "write" not in line or "done" not in line:
+        fail(f"the audit entry on the page reads {line!r}")
+    ok(f"{drained} drained from the page: {result}; the last changes show {line!r}")
     shot(driver, a, "4-drained")
 
     # A phone-sized screen: one column, nothing wider than the screen.
@@ -193,4 +258,5 @@ def run(driver, wait, a, nodes):
     print("PASSED", flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -4,6 +4,7 @@ import Testing
 
 /// Issue 20: the dashboard (`/ui/`) in a real headless Chromium against a running nearcastd
 /// (Tests/Browser/dashboard.py, through WebDriver): sign-in, the nodes on the map in their states,
+/// the slow path's replies by rcode charted as they are sent, the audit log's last entries pushed,
 /// a node failed by the test turning down without a reload, explain drawn, a drain from the page
 /// audited, a phone-sized screen, and a read token offered no actions (and refused by the API).
 /// Screenshots go to .build/screenshots/dashboard.
@@ -18,7 +19,7 @@ import Testing
         let tokens = dir.appendingPathComponent("tokens")
         try "read \(Self.readToken)\nwrite \(Self.writeToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let state = dir.appendingPathComponent("state")
-        let (server, _, zones) = try GeoDaemonTests.start(
+        let (server, dnsPort, zones) = try GeoDaemonTests.start(
             extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path],
             par1Checks: "[{ type: report, stale-after: 600 }]")
         defer {
@@ -32,7 +33,7 @@ import Testing
             [
                 Repository.path("Tests/Browser/dashboard.py"), "--api", "http://127.0.0.1:\(api)",
                 "--read-token", Self.readToken, "--write-token", Self.writeToken, "--screenshots", screenshots,
-                "--nodes", "fra1,par1,nyc1",
+                "--nodes", "fra1,par1,nyc1", "--dns-port", "\(dnsPort)",
             ], timeout: 150)
         #expect(run.status == 0 && run.stdout.contains("PASSED"), "\(run.stdout)\n\(run.stderr)")
         // The drain done on the page is in the audit log, by the write token.

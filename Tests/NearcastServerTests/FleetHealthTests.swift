@@ -187,6 +187,16 @@ import Glibc
         }
         #expect(t.seen(0, "n1") == "s0 down, s1 up, s2 up", "this server's view first")
         #expect(t.seen(1, "n1") == "s1 up, s0 down, s2 up")
+        // The dashboard of s0 (issue 20) shows the fleet's verdict and each observer's view.
+        let page = try TestSupport.run(
+            "/usr/bin/python3",
+            [
+                Repository.path("Tests/Browser/fleet_views.py"), "--api",
+                "http://\(t.address(0)):\(t.servers[0]!.apiPort!)",
+                "--token", t.writer, "--screenshots", Repository.path(".build/screenshots/dashboard"), "--node", "n1",
+                "--state", "up", "--seen", "s0 down, s1 up, s2 up",
+            ], timeout: 60)
+        #expect(page.status == 0 && page.stdout.contains("PASSED"), "\(page.stdout)\n\(page.stderr)")
         try t.waitEveryServerAnswers("geo.example.test.", both)
 
         // Failing as seen from all: down everywhere.

@@ -1,3 +1,4 @@
+import DNSWire
 import Foundation
 import NearcastAPIModel
 import NearcastTestSupport
@@ -19,6 +20,30 @@ import FoundationNetworking
         try "# test\nread \(readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         return (daemon, try #require(daemon.apiPort), tokens)
+    }
+
+    /// The slow path's replies by rcode in `/v1/stats` and `nearcast stats`: two NOERROR and one
+    /// NXDOMAIN answered are counted as such.
+    @Test func statsCountTheSlowPathsRepliesByRcode() async throws {
+        let (daemon, api, tokens) = try Self.start()
+        defer {
+            daemon.stop()
+            try? FileManager.default.removeItem(at: tokens)
+        }
+        for (name, type) in [("www.example.test.", RRType.a), ("www.example.test.", .aaaa), ("nope.example.test.", .a)]
+        {
+            #expect(RawClient.udp(RawClient.query(name, type), port: daemon.dnsPort) != nil, "\(name) \(type)")
+        }
+        let (_, _, json) = try await Self.get(api, "/v1/stats", token: Self.readToken)
+        let report = try JSONDecoder().decode(StatsReport.self, from: json)
+        let slow = Dictionary((report.slowPath ?? []).map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        #expect(slow["NOERROR"] == 2 && slow["NXDOMAIN"] == 1 && slow["rrl_dropped"] == 0, "\(slow)")
+        let cli = try TestSupport.product("nearcast")
+        let out = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
+        #expect(out.stdout.contains("slow path: replies by rcode"), "\(out.stdout)")
+        #expect(
+            out.stdout.split(separator: "\n").contains { $0.hasPrefix("  NXDOMAIN") && $0.hasSuffix(" 1") },
+            "\(out.stdout)")
     }
 
     static func get(_ port: Int, _ path: String, token: String? = nil) async throws -> (Int, [String: String], Data) {

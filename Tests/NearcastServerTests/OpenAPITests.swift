@@ -58,7 +58,10 @@ import FoundationNetworking
         try tokens.map { "\($0.key) \($0.value)" }.joined(separator: "\n").write(
             to: file, atomically: true, encoding: .utf8)
         let (server, _, zdir) = try GeoDaemonTests.start(
-            extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", file.path],
+            extraArgs: [
+                "--api", "127.0.0.1:0", "--api-tokens", file.path, "--state-dir",
+                dir.appendingPathComponent("state").path,
+            ],
             par1Checks: "[{ type: report, stale-after: 60 }]")
         defer {
             server.stop()

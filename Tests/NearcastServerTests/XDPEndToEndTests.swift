@@ -764,8 +764,11 @@ import Glibc
                 && status.stdout.contains("zones:     example.test. (serial"), "\(status.stdout) \(status.stderr)")
         let watch = try stats(["--watch", "--interval", "0.3", "--count", "2"])
         #expect(watch.status == 0, "\(watch.stderr)")
+        // Two refreshes, each with rates in both tables (XDP's verdicts, the slow path's replies).
         #expect(
-            watch.stdout.components(separatedBy: "per second").count - 1 == 2,
+            watch.stdout.components(separatedBy: "XDP fast path: verdicts").count - 1 == 2
+                && watch.stdout.components(separatedBy: "slow path: replies by rcode").count - 1 == 2
+                && watch.stdout.components(separatedBy: "per second").count - 1 == 4,
             "two refreshes with rates: \(watch.stdout)")
     }
 

@@ -51,6 +51,12 @@ async function signIn(token) {
   document.body.dataset.role = state.caller.role;
   try { state.places = await api("/v1/map"); } catch (_) { state.places = []; }
   drawNodes();
+  // Without a state directory there is no audit log (404): say so rather than show an empty table.
+  api("/v1/audit?last=1").catch((e) => {
+    if (e.status !== 404) return;
+    $("audit-table").hidden = true;
+    $("audit-none").hidden = false;
+  });
   follow();
 }
 
@@ -117,6 +123,24 @@ function dispatch(frame) {
     state.samples.push(value);
     if (state.samples.length > 3600) state.samples.shift();
     drawCharts();
+  } else if (event === "audit") {
+    drawAudit(value);
+  }
+}
+
+// The audit log's last entries, newest first: the server sends them whenever the log grows.
+
+function drawAudit(entries) {
+  const body = $("audit-table").tBodies[0];
+  body.replaceChildren();
+  for (const e of [...entries].reverse()) {
+    const row = element("tr", { "data-action": e.action, "data-target": e.target });
+    row.append(element("td", {}, e.time.replace("T", " ").replace(/\.\d+Z$/, "")));
+    row.append(element("td", {}, e.who));
+    row.append(element("td", {}, e.detail ? `${e.action} (${e.detail})` : e.action));
+    row.append(element("td", {}, e.target));
+    row.append(element("td", {}, e.outcome));
+    body.append(row);
   }
 }
 
@@ -134,9 +158,29 @@ function nodeState(id) {
   return n ? n.state : "unknown";
 }
 
+// In a fleet, each observer's view of a node ("s0 down, s1 up"), this server's first; else "".
+function seenBy(id) {
+  const views = state.nodes.get(id)?.observers;
+  return views?.length ? views.map((v) => `${v.server} ${v.view}`).join(", ") : "";
+}
+
+// Moves `label` (an SVG text in a translated group) down a line at a time until it overlaps none
+// of `placed` (boxes in map units), so nearby nodes' names stay readable; the mark stays put.
+function placeLabel(label, x, y, placed) {
+  let box;
+  try { box = label.getBBox(); } catch (_) { return; } // not rendered (a hidden page): left as is
+  let dy = 0;
+  const at = () => ({ x0: x + box.x, y0: y + box.y + dy, x1: x + box.x + box.width, y1: y + box.y + box.height + dy });
+  const hits = (r) => placed.some((p) => r.x0 < p.x1 && p.x0 < r.x1 && r.y0 < p.y1 && p.y0 < r.y1);
+  for (let i = 0; i < 8 && hits(at()); i++) dy += box.height;
+  if (dy) label.setAttribute("y", 1 + dy);
+  placed.push(at());
+}
+
 function drawNodes() {
   const layer = $("nodes-layer");
   layer.replaceChildren();
+  const placed = [];
   for (const place of state.places) {
     const s = nodeState(place.id);
     const [x, y] = project(place.latitude, place.longitude);
@@ -144,9 +188,13 @@ function drawNodes() {
       class: `node state-${s}`, transform: `translate(${x} ${y})`, "data-node": place.id, "data-state": s,
     });
     g.append((SHAPES[s] || SHAPES.up)());
-    g.append(element("svg:text", { x: 3, y: 1 }, `${place.id} ${s}`));
-    g.append(element("svg:title", {}, `${place.id}: ${s}; pools ${place.pools.join(", ") || "none"}`));
+    const label = element("svg:text", { x: 3, y: 1 }, `${place.id} ${s}`);
+    g.append(label);
+    const seen = seenBy(place.id);
+    g.append(element("svg:title", {},
+      `${place.id}: ${s}; pools ${place.pools.join(", ") || "none"}` + (seen ? `; seen: ${seen}` : "")));
     layer.append(g);
+    placeLabel(label, x, y, placed);
   }
   drawTable();
 }
@@ -161,7 +209,10 @@ function drawTable() {
     const place = state.places.find((p) => p.id === id);
     const row = element("tr", { "data-node": id });
     row.append(element("td", {}, id));
-    row.append(element("td", { class: `state state-${n.state || "unknown"}` }, n.state || "unknown"));
+    const cell = element("td", { class: `state state-${n.state || "unknown"}` }, n.state || "unknown");
+    const seen = seenBy(id);
+    if (seen) cell.append(element("div", { class: "observers", "data-observers": id }, `seen: ${seen}`));
+    row.append(cell);
     row.append(element("td", {}, place ? place.pools.join(", ") : ""));
     const left = n.overrideSecondsLeft ? ` (${Math.round(n.overrideSecondsLeft)} s left)` : "";
     row.append(element("td", {}, n.override ? n.override + left : ""));
@@ -220,29 +271,39 @@ function drawPools(pools) {
 
 // Charts: rates between samples, the last hour.
 
+// Each series sums counters of a sample: XDP's verdicts (`xdp`, as /v1/stats names them) and the
+// slow path's replies by rcode (`slow`); "limited" is both paths' rate limiting and XDP's pass budget.
+const SLOW_OTHER = (s) => sum(s.slow, "") - (s.slow?.NOERROR || 0) - (s.slow?.NXDOMAIN || 0) - sum(s.slow, "rrl_");
 const SERIES = [
-  ["answered", (c) => c.answered || 0],
-  ["passed to the slow path", (c) => sum(c, "pass_")],
-  ["limited", (c) => sum(c, "limit_") + sum(c, "rrl_")],
+  ["XDP answered", (s) => (s.xdp?.answered || 0) + (s.xdp?.answered_nxdomain || 0), "xdp"],
+  ["XDP geo", (s) => (s.xdp?.answered_geo || 0) + (s.xdp?.answered_geo_all_down || 0), "xdp"],
+  ["passed to the slow path", (s) => sum(s.xdp, "pass_"), "xdp"],
+  ["limited", (s) => sum(s.xdp, "limit_") + sum(s.xdp, "rrl_") + sum(s.slow, "rrl_")],
+  ["slow path NOERROR", (s) => s.slow?.NOERROR || 0],
+  ["slow path NXDOMAIN", (s) => s.slow?.NXDOMAIN || 0],
+  ["slow path other rcodes", SLOW_OTHER],
 ];
 
 function sum(counters, prefix) {
-  return Object.entries(counters).filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0);
+  return Object.entries(counters || {}).filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0);
 }
 
 function drawCharts() {
   const box = $("charts");
   box.replaceChildren();
-  const samples = state.samples.filter((s) => s.xdp);
+  const samples = state.samples;
   if (samples.length < 2) {
-    box.textContent = samples.length ? "collecting…" : "the fast path is off";
+    box.textContent = "collecting…";
     return;
   }
-  for (const [label, value] of SERIES) {
+  const xdp = Boolean(samples[samples.length - 1].xdp);
+  if (!xdp) box.append(element("p", { class: "note" }, "XDP fast path: off (every query goes to the slow path)"));
+  for (const [label, value, needs] of SERIES) {
+    if (needs === "xdp" && !xdp) continue;
     const rates = [];
     for (let i = 1; i < samples.length; i++) {
       const dt = samples[i].uptime - samples[i - 1].uptime;
-      rates.push(dt > 0 ? Math.max(0, value(samples[i].xdp) - value(samples[i - 1].xdp)) / dt : 0);
+      rates.push(dt > 0 ? Math.max(0, value(samples[i]) - value(samples[i - 1])) / dt : 0);
     }
     const top = Math.max(1, ...rates);
     const points = rates.map((r, i) => `${(i / Math.max(1, rates.length - 1)) * 300},${46 - (r / top) * 44}`);
