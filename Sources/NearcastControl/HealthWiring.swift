@@ -111,10 +111,20 @@ package final class HealthWriteLog: Sendable {
     }
     private let state = Mutex(State())
     static let keep = 4096
+    /// Called after each change of a node's state or a pool's TTL cap (the dashboard's feed).
+    private let listeners = Mutex<[@Sendable () -> Void]>([])
 
     package init() {}
 
-    func nodeChanged() { state.withLock { $0.nodeChanges += 1 } }
+    /// Calls `listener` after every change from now on (on the monitor's task: it must not block).
+    package func onChange(_ listener: @escaping @Sendable () -> Void) { listeners.withLock { $0.append(listener) } }
+
+    private func changed() { for l in listeners.withLock({ $0 }) { l() } }
+
+    func nodeChanged() {
+        state.withLock { $0.nodeChanges += 1 }
+        changed()
+    }
 
     func nodeWritten(after decided: ContinuousClock.Instant) {
         let d = ContinuousClock.now - decided
@@ -126,7 +136,10 @@ package final class HealthWriteLog: Sendable {
         }
     }
 
-    func poolChanged() { state.withLock { $0.poolChanges += 1 } }
+    func poolChanged() {
+        state.withLock { $0.poolChanges += 1 }
+        changed()
+    }
 
     func mapWritten() { state.withLock { $0.mapWrites += 1 } }
 

@@ -7,7 +7,8 @@ import NearcastBasics
 /// sampler for all of them, once a second, however many pages are open. Each page gets, as
 /// events: `history` (the samples of the last hour) when it connects, `sample` each second,
 /// `nodes`, `pools` and `audit` (the audit log's last entries) when they connect and whenever they
-/// change. The owner of the history and of the open streams.
+/// change: nodes and pools as soon as the health monitor reports a change, the rest at the next
+/// sample. The owner of the history and of the open streams.
 actor DashboardFeed {
     /// Samples kept: an hour at one a second.
     static let historyLength = 3600
@@ -32,9 +33,16 @@ actor DashboardFeed {
         self.interval = interval
     }
 
-    /// Starts sampling (until `close`).
+    /// A look at the nodes and pools under way for a health change, and whether another change
+    /// came meanwhile (it may have missed it: one more look follows). Changes that come faster than
+    /// the looks are folded together.
+    private var healthPending = false
+    private var healthAgain = false
+
+    /// Starts sampling (until `close`), and listens for health changes.
     func start() {
         guard sampler == nil, !closed else { return }
+        sources.onHealthChange? { [weak self] in Task { await self?.healthChanged() } }
         let interval = interval
         sampler = Task { [weak self] in
             while !Task.isCancelled {
@@ -76,6 +84,21 @@ actor DashboardFeed {
 
     private func unsubscribe(_ id: Int) { subscribers[id] = nil }
 
+    /// A node's state or a pool's TTL changed: the pages hear of it now, not at the next sample.
+    func healthChanged() async {
+        guard !closed else { return }
+        guard !healthPending else {
+            healthAgain = true
+            return
+        }
+        healthPending = true
+        repeat {
+            healthAgain = false
+            await sampleHealth()
+        } while healthAgain && !closed
+        healthPending = false
+    }
+
     /// Reads the figures once and sends what changed.
     func sample() async {
         let stats = try? sources.stats()
@@ -86,6 +109,17 @@ actor DashboardFeed {
         history.append(sample)
         if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
         broadcast("sample", Self.json(sample))
+        await sampleHealth()
+        if let log = sources.audit, log.size != auditSize {
+            auditSize = log.size
+            let entries = (try? await onOwnThread { log.last(Self.auditEntries) }) ?? []
+            audit = Self.json(entries)
+            broadcast("audit", audit!)
+        }
+    }
+
+    /// Reads the nodes and the pools, and sends those that changed.
+    private func sampleHealth() async {
         if let read = sources.nodes {
             let now = Self.json(await read())
             if now != nodes {
@@ -99,12 +133,6 @@ actor DashboardFeed {
                 pools = now
                 broadcast("pools", now)
             }
-        }
-        if let log = sources.audit, log.size != auditSize {
-            auditSize = log.size
-            let entries = (try? await onOwnThread { log.last(Self.auditEntries) }) ?? []
-            audit = Self.json(entries)
-            broadcast("audit", audit!)
         }
     }
 

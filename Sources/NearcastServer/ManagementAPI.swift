@@ -63,6 +63,9 @@ public final class ManagementAPI: Sendable {
         /// The audit log (`GET /v1/audit`, the dashboard's last changes); nil without a state
         /// directory.
         public var audit: AuditLog?
+        /// Registers a call made after every change of a node's state or a pool's TTL (it must not
+        /// block): the dashboard's pages then hear of it at once. Nil without geo names.
+        public var onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
         public init(
             stats: @escaping @Sendable () throws -> StatsReport,
@@ -81,8 +84,10 @@ public final class ManagementAPI: Sendable {
             register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
             deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
             layout: (@Sendable () -> [MapNode])? = nil,
-            audit: AuditLog? = nil
+            audit: AuditLog? = nil,
+            onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil
         ) {
+            self.onHealthChange = onHealthChange
             self.layout = layout
             self.audit = audit
             self.register = register

@@ -67,6 +67,8 @@ struct DaemonParts: Sendable {
                 }
             }
         }
+        var healthChangeSource: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+        if health != nil { healthChangeSource = { listener in healthWrites.onChange(listener) } }
         return ManagementAPI.Sources(
             stats: {
                 let uptime = ContinuousClock.now - startedAt
@@ -112,6 +114,6 @@ struct DaemonParts: Sendable {
                         id: $0.id, latitude: $0.latitude, longitude: $0.longitude, country: $0.country, ipv4: $0.ipv4,
                         ipv6: $0.ipv6, pools: $0.pools)
                 }
-            }, audit: audit)
+            }, audit: audit, onHealthChange: healthChangeSource)
     }
 }
