@@ -164,23 +164,28 @@ function seenBy(id) {
   return views?.length ? views.map((v) => `${v.server} ${v.view}`).join(", ") : "";
 }
 
-// Moves `label` (an SVG text in a translated group) down a line at a time until it overlaps none
-// of `placed` (boxes in map units), so nearby nodes' names stay readable; the mark stays put.
-function placeLabel(label, x, y, placed) {
-  let box;
-  try { box = label.getBBox(); } catch (_) { return; } // not rendered (a hidden page): left as is
-  let dy = 0;
-  const at = () => ({ x0: x + box.x, y0: y + box.y + dy, x1: x + box.x + box.width, y1: y + box.y + box.height + dy });
-  const hits = (r) => placed.some((p) => r.x0 < p.x1 && p.x0 < r.x1 && r.y0 < p.y1 && p.y0 < r.y1);
-  for (let i = 0; i < 8 && hits(at()); i++) dy += box.height;
-  if (dy) label.setAttribute("y", 1 + dy);
-  placed.push(at());
+// Moves labels (SVG texts in translated groups, with the groups' x and y) down a line at a time
+// until each overlaps none placed before it, so nearby nodes' names stay readable; the marks stay
+// put. Every box is read before any label moves: one layout, not one per label.
+function placeLabels(labels) {
+  let boxes;
+  try { boxes = labels.map(([label]) => label.getBBox()); } catch (_) { return; } // not rendered: left as is
+  const placed = [];
+  labels.forEach(([label, x, y], i) => {
+    const box = boxes[i];
+    let dy = 0;
+    const at = () => ({ x0: x + box.x, y0: y + box.y + dy, x1: x + box.x + box.width, y1: y + box.y + box.height + dy });
+    const hits = (r) => placed.some((p) => r.x0 < p.x1 && p.x0 < r.x1 && r.y0 < p.y1 && p.y0 < r.y1);
+    for (let k = 0; k < 8 && hits(at()); k++) dy += box.height;
+    if (dy) label.setAttribute("y", 1 + dy);
+    placed.push(at());
+  });
 }
 
 function drawNodes() {
   const layer = $("nodes-layer");
   layer.replaceChildren();
-  const placed = [];
+  const labels = [];
   for (const place of state.places) {
     const s = nodeState(place.id);
     const [x, y] = project(place.latitude, place.longitude);
@@ -194,8 +199,9 @@ function drawNodes() {
     g.append(element("svg:title", {},
       `${place.id}: ${s}; pools ${place.pools.join(", ") || "none"}` + (seen ? `; seen: ${seen}` : "")));
     layer.append(g);
-    placeLabel(label, x, y, placed);
+    labels.push([label, x, y]);
   }
+  placeLabels(labels);
   drawTable();
 }
 
