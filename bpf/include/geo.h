@@ -16,9 +16,10 @@
 /*
  * The prefix and candidate maps of each generation (NC_GEO_GENERATIONS, see nearcast_abi.h): an
  * outer array indexed by the names table's live generation holds the inner map the program reads.
- * The control plane creates inner maps like these templates (sized to what they hold) and puts
- * them in the slot of the generation it writes. Sizes rather than types: inner maps made by the
- * control plane carry no BTF.
+ * The control plane creates inner maps like these templates (the IPv4 prefixes and candidate
+ * lists at the one size the loader set, the IPv6 trie sized to what it holds) and puts them in the
+ * slot of the generation it writes. Sizes rather than types: inner maps made by the control plane
+ * carry no BTF.
  */
 /*
  * The IPv4 prefixes, sorted (nearcast_abi.h, struct nc_geo4_span), and below the candidate lists:
