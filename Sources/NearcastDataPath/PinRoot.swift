@@ -6,10 +6,11 @@ import Glibc
 #endif
 
 /// The directory on a bpffs under which the fast path's maps are pinned (`xdp.pin-root`), and the
-/// upgrade across ABI versions: maps pinned by another version (or geo maps made too small for
-/// the geo data, see GeoCapacity) cannot be taken over, so a new set is pinned beside them (`ROOT-next`: bpffs takes no dots in names), the program that reads it is
-/// attached in their place, and only then does the new set take the root's name, the old one
-/// (moved to `ROOT-old` for a moment) going with its pins.
+/// upgrade across ABI versions: maps pinned by another version (or geo maps made too small for the
+/// geo data, see GeoCapacity) cannot be taken over, so a new set is pinned beside them
+/// (`ROOT-next`: bpffs takes no dots in names), the program that reads it is attached in their
+/// place, and only then does the new set take the root's name, the old one (moved to `ROOT-old`
+/// for a moment) going with its pins.
 enum PinRoot {
     typealias SetupError = XDPDeployment.SetupError
 

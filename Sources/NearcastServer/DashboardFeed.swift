@@ -110,8 +110,9 @@ actor DashboardFeed {
         if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
         broadcast("sample", Self.json(sample))
         await sampleHealth()
-        if let log = sources.audit, log.size != auditSize {
-            auditSize = log.size
+        // The log's size (a stat of a local file) says whether it grew; it is read off this actor.
+        if let log = sources.audit, case let size = log.size, size != auditSize {
+            auditSize = size
             let entries = (try? await onOwnThread { log.last(Self.auditEntries) }) ?? []
             audit = Self.json(entries)
             broadcast("audit", audit!)

@@ -764,6 +764,20 @@ import Glibc
                 && status.stdout.contains("zones:     example.test. (serial"), "\(status.stdout) \(status.stderr)")
         let watch = try stats(["--watch", "--interval", "0.3", "--count", "2"])
         #expect(watch.status == 0, "\(watch.stderr)")
+
+        // The dashboard (issue 20) charts XDP's answers: two seconds of hot queries at 2,000 a
+        // second, then the page, in the server's namespace, finds them in its history.
+        let load = try Self.underLoad(t, queries: "www.example.test A", seconds: 2, rate: 2000)
+        #expect(load.replies > 2000, "\(load.output)")
+        let page = try TestSupport.run(
+            try TestSupport.tool("ip"),
+            [
+                "netns", "exec", Self.srv, "/usr/bin/python3",
+                Self.root.appendingPathComponent("Tests/Browser/xdp_charts.py").path,
+                "--api", "http://127.0.0.1:8053", "--token", ManagementAPITests.readToken, "--screenshots",
+                Self.root.appendingPathComponent(".build/screenshots/dashboard").path, "--answered-at-least", "1000",
+            ], timeout: 60)
+        #expect(page.status == 0 && page.stdout.contains("PASSED"), "\(page.stdout)\n\(page.stderr)")
         // Two refreshes, each with rates in both tables (XDP's verdicts, the slow path's replies).
         #expect(
             watch.stdout.components(separatedBy: "XDP fast path: verdicts").count - 1 == 2
