@@ -1,4 +1,3 @@
-import CNearcastABI
 import NearcastGeo
 
 /// How many entries every inner map of nc_geo4 (IPv4 prefixes) and of nc_cands (candidate lists)
@@ -38,12 +37,6 @@ public struct GeoCapacity: Sendable, Equatable, CustomStringConvertible {
     /// Whether maps of this size take everything `other` needs.
     public func holds(_ other: GeoCapacity) -> Bool {
         other.ipv4Prefixes <= ipv4Prefixes && other.candidateLists <= candidateLists
-    }
-
-    /// Kernel memory of one set of inner maps of this size (a generation; two while a new compile
-    /// is switched in).
-    public var bytes: Int {
-        ipv4Prefixes * MemoryLayout<nc_geo4_prefix>.size + candidateLists * MemoryLayout<nc_cands>.size
     }
 
     public var description: String { "\(ipv4Prefixes) IPv4 prefixes and \(candidateLists) candidate lists" }

@@ -5,11 +5,10 @@ import Prometheus
 import Synchronization
 
 /// The daemon's Prometheus metrics (`GET /metrics`, swift-prometheus). The slow path counts its
-/// replies as it sends them; everything else is read when scraped, from a `MetricsSnapshot`.
+/// replies as it sends them, once each, in plain atomic totals that `GET /v1/stats` reads too;
+/// everything else is read when scraped, from a `MetricsSnapshot`.
 public final class NearcastMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
-    /// Slow-path replies by transport (0 UDP, 1 TCP) and rcode (0...15).
-    private let replies: [[Counter]]
     /// Counters fed from monotonic totals read at scrape time: the last total each was brought to.
     private let fed = NIOLockedValueBox<[String: UInt64]>([:])
     private let reloads: [Bool: Counter]
@@ -22,71 +21,56 @@ public final class NearcastMetrics: Sendable {
         var maps: Set<String> = []
     }
     private let reloadSeconds: Gauge
-    /// Slow-path UDP replies response rate limiting slipped (TC=1) and dropped.
-    private let limited: [Bool: Counter]
-    /// The same counts as plain totals, for `GET /v1/stats` and the dashboard: replies by rcode
-    /// (both transports), then slipped and dropped.
-    private let tallies: [Tally] = (0..<18).map { _ in Tally() }
+    /// The slow path's replies: by transport and rcode at `transport * 16 + rcode` (0 UDP, 1 TCP),
+    /// then the UDP replies rate limiting slipped (TC=1) and dropped. The metrics are fed from them
+    /// when scraped.
+    private let tallies: [Tally] = (0..<(2 * 16 + 2)).map { _ in Tally() }
+    private static let slipped = 2 * 16
+    private static let dropped = 2 * 16 + 1
     private final class Tally: Sendable {
         let value = Atomic<UInt64>(0)
     }
     static let rcodeNames = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
 
+    static func rcodeName(_ rcode: Int) -> String { rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)" }
+
     public init() {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
-        let rcodeNames = Self.rcodeNames
-        replies = ["udp", "tcp"].map { transport in
-            (0..<16).map { rcode in
-                Self.counter(
-                    registry, "nearcast_slowpath_replies_total",
-                    labels: [
-                        ("transport", transport),
-                        ("rcode", rcode < rcodeNames.count ? rcodeNames[rcode] : "RCODE\(rcode)"),
-                    ],
-                    help: "Replies sent by the slow path (user space), by transport and rcode.")
-            }
-        }
         reloads = [true: true, false: false].mapValues { ok in
             Self.counter(
                 registry, "nearcast_reloads_total", labels: [("result", ok ? "done" : "refused")],
                 help: "Reloads of the config and zone files.")
         }
-        limited = [true: true, false: false].mapValues { slipped in
-            Self.counter(
-                registry, "nearcast_rrl_responses_total", labels: [("verdict", slipped ? "slipped" : "dropped")],
-                help: "Slow-path UDP replies over the response rate limit: sent as TC=1 (slipped) or dropped.")
-        }
         reloadSeconds = Self.gauge(
             registry, "nearcast_reload_seconds", help: "How long the last reload that went through took.")
     }
 
+    private func tally(_ i: Int) -> UInt64 { tallies[i].value.load(ordering: .relaxed) }
+
     /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
     public func countReply(_ reply: [UInt8], transport: Transport) {
         guard reply.count >= 4 else { return }
-        let rcode = Int(reply[3] & 0x0F)
-        replies[transport == .udp ? 0 : 1][rcode].increment()
-        tallies[rcode].value.add(1, ordering: .relaxed)
+        tallies[(transport == .udp ? 0 : 16) + Int(reply[3] & 0x0F)].value.add(1, ordering: .relaxed)
     }
 
     /// Counts a reply over the response rate limit: slipped (sent as TC=1) or dropped.
     public func countLimited(slipped: Bool) {
-        limited[slipped]!.increment()
-        tallies[slipped ? 16 : 17].value.add(1, ordering: .relaxed)
+        tallies[slipped ? Self.slipped : Self.dropped].value.add(1, ordering: .relaxed)
     }
 
-    /// The slow path's replies since the start, by rcode (those sent at least once, as the
-    /// metrics name them), and the replies rate limiting slipped and dropped (`rrl_slipped`,
-    /// `rrl_dropped`, as XDP's counters name its own).
+    /// The slow path's replies since the start, by rcode over both transports (those sent at
+    /// least once, as the metrics name them; NOERROR and NXDOMAIN always), and the replies rate
+    /// limiting slipped and dropped (`rrl_slipped`, `rrl_dropped`, as XDP's counters name its own).
     public func slowPathTotals() -> [StatsReport.Counter] {
         var out: [StatsReport.Counter] = []
         for rcode in 0..<16 {
-            let n = tallies[rcode].value.load(ordering: .relaxed)
+            let n = tally(rcode) + tally(16 + rcode)
             guard n > 0 || rcode == 0 || rcode == 3 else { continue }
-            out.append(.init(name: rcode < Self.rcodeNames.count ? Self.rcodeNames[rcode] : "RCODE\(rcode)", value: n))
+            out.append(.init(name: Self.rcodeName(rcode), value: n))
         }
-        out.append(.init(name: "rrl_slipped", value: tallies[16].value.load(ordering: .relaxed)))
-        out.append(.init(name: "rrl_dropped", value: tallies[17].value.load(ordering: .relaxed)))
+        out.append(.init(name: "rrl_slipped", value: tally(Self.slipped)))
+        out.append(.init(name: "rrl_dropped", value: tally(Self.dropped)))
         return out
     }
 
@@ -101,6 +85,16 @@ public final class NearcastMetrics: Sendable {
         let help = MetricHelp()
         dropGone(snapshot, help)
         Self.gauge(registry, "nearcast_uptime_seconds", help: help.uptime).set(snapshot.uptime)
+        for (t, transport) in ["udp", "tcp"].enumerated() {
+            for rcode in 0..<16 {
+                feed(
+                    "nearcast_slowpath_replies_total", [("transport", transport), ("rcode", Self.rcodeName(rcode))],
+                    help.replies, to: tally(t * 16 + rcode))
+            }
+        }
+        for (verdict, i) in [("slipped", Self.slipped), ("dropped", Self.dropped)] {
+            feed("nearcast_rrl_responses_total", [("verdict", verdict)], help.limited, to: tally(i))
+        }
         if let g = snapshot.geoCompileSeconds {
             Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g)
         }
@@ -214,6 +208,8 @@ public final class NearcastMetrics: Sendable {
 
     struct MetricHelp {
         let uptime = "Seconds since the daemon started."
+        let replies = "Replies sent by the slow path (user space), by transport and rcode."
+        let limited = "Slow-path UDP replies over the response rate limit: sent as TC=1 (slipped) or dropped."
         let compile = "How long the geo compile served now took (at start or by a reload)."
         let xdp =
             "Packets the XDP program handled, by verdict reason (answered, passed to the slow path, limited, dropped)."

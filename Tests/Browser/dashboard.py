@@ -95,6 +95,19 @@ def main():
         driver.quit()
 
 
+def signed_in_page(a, token, check):
+    """Signs in to a.api's dashboard with `token` in a new headless browser and runs
+    `check(driver, wait)`, then prints PASSED; the browser is closed whatever happens."""
+    os.makedirs(a.screenshots, exist_ok=True)
+    driver, wait = browser()
+    try:
+        sign_in(driver, wait, a, token)
+        check(driver, wait)
+    finally:
+        driver.quit()
+    print("PASSED", flush=True)
+
+
 def browser():
     """Headless Chromium through chromedriver, and a wait of WAIT seconds."""
     options = webdriver.ChromeOptions()

@@ -6,9 +6,8 @@ while the node fails its check from one server only.
     fleet_views.py --api URL --token T --screenshots DIR --node n1 --state up --seen "s0 down, s1 up, s2 up"
 """
 import argparse
-import os
 
-from dashboard import browser, fail, node_state, ok, shot, sign_in, text_of
+from dashboard import fail, node_state, ok, shot, signed_in_page, text_of
 
 
 def main():
@@ -20,10 +19,8 @@ def main():
     p.add_argument("--state", required=True, help="the fleet's verdict the page must show")
     p.add_argument("--seen", required=True, help="the observers' views, as the page words them")
     a = p.parse_args()
-    os.makedirs(a.screenshots, exist_ok=True)
-    driver, wait = browser()
-    try:
-        sign_in(driver, wait, a, a.token)
+
+    def check(driver, wait):
         cell = f'#nodes-table tr[data-node="{a.node}"] [data-observers]'
         try:
             wait.until(lambda d: node_state(d, a.node) == a.state and text_of(d, cell) == "seen: " + a.seen)
@@ -34,9 +31,8 @@ def main():
             fail(f"the map's title for {a.node} is {title!r}")
         ok(f"{a.node} is {a.state}; the page shows each observer's view: {a.seen}")
         shot(driver, a, "fleet-views")
-    finally:
-        driver.quit()
-    print("PASSED", flush=True)
+
+    signed_in_page(a, a.token, check)
 
 
 if __name__ == "__main__":

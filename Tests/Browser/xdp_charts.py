@@ -6,9 +6,8 @@ server's namespace, where the API listens.
     xdp_charts.py --api URL --token T --screenshots DIR --answered-at-least N
 """
 import argparse
-import os
 
-from dashboard import browser, chart_rate, fail, ok, shot, sign_in
+from dashboard import chart_rate, fail, ok, shot, signed_in_page
 
 
 def main():
@@ -18,10 +17,8 @@ def main():
     p.add_argument("--screenshots", required=True)
     p.add_argument("--answered-at-least", required=True, type=int, help="the peak rate XDP answered at, per second")
     a = p.parse_args()
-    os.makedirs(a.screenshots, exist_ok=True)
-    driver, wait = browser()
-    try:
-        sign_in(driver, wait, a, a.token)
+
+    def check(driver, wait):
         # The history the page gets at once holds the seconds of the load.
         try:
             wait.until(lambda d: chart_rate(d, "XDP answered") >= a.answered_at_least)
@@ -32,9 +29,8 @@ def main():
                 fail(f"no chart of {series!r}")
         ok(f"XDP answered peaks at {chart_rate(driver, 'XDP answered')}/s on the page, beside the other paths")
         shot(driver, a, "xdp-charts")
-    finally:
-        driver.quit()
-    print("PASSED", flush=True)
+
+    signed_in_page(a, a.token, check)
 
 
 if __name__ == "__main__":
