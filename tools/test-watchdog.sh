@@ -4,7 +4,7 @@
 # `swift test --verbose` prints), the
 # programs the tests had started and were still running (their command lines and the end of their
 # output, from NEARCAST_TEST_LOG_DIR, where the tests' launcher keeps them), then kills the whole
-# run and exits 124.
+# run and exits 124. A run that fails ends with the issues its tests recorded, repeated.
 # Usage: tools/test-watchdog.sh SECONDS COMMAND [ARGS...]
 set -uo pipefail
 
@@ -65,6 +65,17 @@ while kill -0 "$pid" 2>/dev/null; do
 done
 wait "$pid"
 status=$?
+# A failed run ends with what failed: CI shows the end of the output, and the issues were printed
+# among hundreds of passing lines. Each issue with up to 20 lines of its details (the "↳" lines and
+# their indented continuation).
+if [ "$status" -ne 0 ]; then
+	sleep 1 # tee's last lines into the transcript (tee is not a job of ours to wait for)
+	echo
+	echo "=== test-watchdog: the run failed (exit $status); the issues the tests recorded:"
+	awk '/^✘ / { print; n = 0; inside = 1; next }
+		inside && (/^↳/ || /^  /) { if (++n <= 20) print; else if (n == 21) print "    ..."; next }
+		{ inside = 0 }' "$transcript" | head -n 300
+fi
 rm -f "$transcript"
 # What the children left is kept when the run failed, for a look; else it goes.
 if [ "$status" -eq 0 ] && [ "$own_dir" -eq 1 ]; then rm -rf "$NEARCAST_TEST_LOG_DIR"; fi

@@ -224,12 +224,33 @@ def run(driver, wait, a, nodes):
     ok("explain for 198.51.100.7: candidates %s, answer %s drawn to %s" % (candidates, expected["answer"], routes))
     shot(driver, a, "3-explain")
 
-    # Drain a node for 10 minutes from the page, confirmed.
-    drained = nodes[0]
-    Select(driver.find_element(By.CSS_SELECTOR, f'select[data-duration="{drained}"]')).select_by_value("600")
+    # An operator picks how long to drain a node for; meanwhile another node is forced down from
+    # elsewhere, and the table redraws as its time runs down: the choice stays.
+    drained, forced = nodes[0], nodes[2]
+    duration = driver.find_element(By.CSS_SELECTOR, f'select[data-duration="{drained}"]')
+    Select(duration).select_by_value("3600")
+    status, body = api(a.api, "POST", f"/v1/nodes/{forced}/force-down?for=600", a.write_token)
+    if status != 200:
+        fail(f"the force-down was refused: {status} {body!r}")
+    left = f'#nodes-table tr[data-node="{forced}"] td:nth-child(4)'
+    try:
+        wait.until(lambda d: "s left" in (text_of(d, left) or ""))
+        first = text_of(driver, left)
+        wait.until(lambda d: text_of(d, left) != first)
+    except Exception:
+        fail(f"the table says {forced} is {text_of(driver, left)!r} after its force-down")
+    try:
+        kept = duration.get_attribute("value")
+    except Exception as e:
+        fail(f"the duration chosen for {drained} was thrown away by a redraw: {type(e).__name__}")
+    if kept != "3600":
+        fail(f"the duration chosen for {drained} reads {kept!r} after a redraw")
+    ok(f"the duration chosen for {drained} outlives the table's redraws ({forced}: {text_of(driver, left)})")
+
+    # Drain it for that hour from the page, confirmed.
     driver.find_element(By.CSS_SELECTOR, f'button[data-action="drain"][data-node="{drained}"]').click()
     alert = wait.until(lambda d: d.switch_to.alert)
-    if "drain" not in alert.text or "600" not in alert.text:
+    if "drain" not in alert.text or "3600" not in alert.text:
         fail(f"the confirmation says {alert.text!r}")
     alert.accept()
     try:

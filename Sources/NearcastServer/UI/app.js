@@ -205,29 +205,44 @@ function drawNodes() {
   drawTable();
 }
 
+// The table is updated in place, row by row: a node's actions keep the duration chosen and the
+// focus they have while events redraw the rest.
 function drawTable() {
-  const body = $("nodes-table").tBodies[0];
-  body.replaceChildren();
-  const ids = new Set([...state.places.map((p) => p.id), ...state.nodes.keys()]);
-  $("nodes-table").classList.toggle("read-only", !state.caller.mayChangeNodes);
-  for (const id of [...ids].sort()) {
-    const n = state.nodes.get(id) || {};
-    const place = state.places.find((p) => p.id === id);
-    const row = element("tr", { "data-node": id });
-    row.append(element("td", {}, id));
-    const cell = element("td", { class: `state state-${n.state || "unknown"}` }, n.state || "unknown");
-    const seen = seenBy(id);
-    if (seen) cell.append(element("div", { class: "observers", "data-observers": id }, `seen: ${seen}`));
-    row.append(cell);
-    row.append(element("td", {}, place ? place.pools.join(", ") : ""));
-    const left = n.overrideSecondsLeft ? ` (${Math.round(n.overrideSecondsLeft)} s left)` : "";
-    row.append(element("td", {}, n.override ? n.override + left : ""));
-    row.append(element("td", {}, n.lastReason || ""));
-    const actions = element("td", { class: "actions" });
-    if (state.caller.mayChangeNodes) actions.append(...nodeActions(id));
-    row.append(actions);
-    body.append(row);
-  }
+  const table = $("nodes-table");
+  const body = table.tBodies[0];
+  table.classList.toggle("read-only", !state.caller.mayChangeNodes);
+  const ids = [...new Set([...state.places.map((p) => p.id), ...state.nodes.keys()])].sort();
+  const rows = new Map([...body.rows].map((row) => [row.dataset.node, row]));
+  for (const [id, row] of rows) if (!ids.includes(id)) row.remove();
+  ids.forEach((id, i) => {
+    const row = rows.get(id) || nodeRow(id);
+    fillNodeRow(row, id);
+    if (body.rows[i] !== row) body.insertBefore(row, body.rows[i] || null);
+  });
+}
+
+function nodeRow(id) {
+  const row = element("tr", { "data-node": id });
+  for (let i = 0; i < 5; i++) row.append(element("td"));
+  const actions = element("td", { class: "actions" });
+  if (state.caller.mayChangeNodes) actions.append(...nodeActions(id));
+  row.append(actions);
+  return row;
+}
+
+function fillNodeRow(row, id) {
+  const n = state.nodes.get(id) || {};
+  const place = state.places.find((p) => p.id === id);
+  const [name, cell, pools, override, reason] = row.cells;
+  name.textContent = id;
+  cell.className = `state state-${n.state || "unknown"}`;
+  cell.textContent = n.state || "unknown";
+  const seen = seenBy(id);
+  if (seen) cell.append(element("div", { class: "observers", "data-observers": id }, `seen: ${seen}`));
+  pools.textContent = place ? place.pools.join(", ") : "";
+  const left = n.overrideSecondsLeft ? ` (${Math.round(n.overrideSecondsLeft)} s left)` : "";
+  override.textContent = n.override ? n.override + left : "";
+  reason.textContent = n.lastReason || "";
 }
 
 function nodeActions(id) {
