@@ -155,7 +155,8 @@ def run(driver, wait, a, nodes):
     except Exception:
         fail("the map shows %s" % {n: node_state(driver, n) for n in nodes})
     ok("signed in; the map shows %s up (%.2f s)" % (", ".join(nodes), time.monotonic() - started))
-    labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#nodes-layer text")]
+    labels = driver.execute_script(  # in one step: an event may redraw the map between two
+        "return [...document.querySelectorAll('#nodes-layer text')].map((e) => e.textContent)")
     if not all(any(l == f"{n} up" for l in labels) for n in nodes):
         fail("the map's labels are %s" % labels)
     wait.until(lambda d: "live" == d.find_element(By.ID, "live").text)
