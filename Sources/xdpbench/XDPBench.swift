@@ -35,6 +35,11 @@ struct XDPBench: ParsableCommand {
     var profile: String?
     @Flag(help: "With --profile: the program with response rate limiting (never reached) and DNS cookies on.")
     var defences = false
+    @Option(
+        help:
+            "Another build of nearcast's object to measure in the same rounds (repeatable): an A/B of two builds free of the noise between runs."
+    )
+    var versus: [String] = []
 
     func run() throws {
         let o = try DNSName(origin)
@@ -56,16 +61,22 @@ struct XDPBench: ParsableCommand {
         let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
         let responder = Responder(authority: Authority(zones: [z]), geo: geo)
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
-        let fast = try FastPath(objectPath: object, geoCapacity: .sized(for: geo))
-        try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
-        try fast.write(image, geo: geo)
-        // The same with the defences on: a rate limit no row reaches (so every run pays for its
-        // bucket), and DNS cookies.
-        let defended = try FastPath(objectPath: object, geoCapacity: .sized(for: geo))
-        try defended.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
-        try defended.configureRateLimit(RateLimit(rate: 1_000_000_000))
-        try defended.configureCookies(.init(current: Array(0..<16)))
-        try defended.write(image, geo: geo)
+        // Each object twice: as it is, and with the defences on: a rate limit no row reaches (so
+        // every run pays for its bucket), and DNS cookies.
+        func load(_ path: String, defended: Bool) throws -> FastPath {
+            let fast = try FastPath(objectPath: path, geoCapacity: .sized(for: geo))
+            try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+            if defended {
+                try fast.configureRateLimit(RateLimit(rate: 1_000_000_000))
+                try fast.configureCookies(.init(current: Array(0..<16)))
+            }
+            try fast.write(image, geo: geo)
+            return fast
+        }
+        let fast = try load(object, defended: false)
+        let defended = try load(object, defended: true)
+        let others = try versus.map { (try load($0, defended: false), try load($0, defended: true)) }
+        defer { withExtendedLifetime(others) {} }  // their programs run after the last use of them
         let reflectProgram = try BPFObject(path: reflect)
         let growProgram = try BPFObject(path: reflectGrow)
         let emptyProgram = try BPFObject(path: empty)
@@ -73,6 +84,11 @@ struct XDPBench: ParsableCommand {
             ("empty", try emptyProgram.program("xdp_pass")), ("reflect", try reflectProgram.program("reflect")),
             ("grow", try growProgram.program("reflect")), ("nearcast", fast.program), ("defended", defended.program),
         ]
+        // The other builds' programs, in the same rounds.
+        let versusPrograms = others.enumerated().flatMap { i, o in
+            [("versus \(i)", o.0.program), ("versus \(i) defended", o.1.program)]
+        }
+        var comparisons: [String] = []
         let packets: [(String, [UInt8])] = [
             ("A, IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: nil))),
             ("AAAA, IPv6", Frame.make(ipv6: true, try query("www.\(origin)", .aaaa, edns: nil))),
@@ -153,13 +169,20 @@ struct XDPBench: ParsableCommand {
             "| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) | with the defences (ns) | defended - empty |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        // A warm-up, not counted: without it the first row paid for cold caches and a CPU not yet
+        // at speed, and read 20-30 ns above rows that do more work.
+        for (_, packet) in packets {
+            for (_, program) in programs + versusPrograms {
+                for _ in 0..<(runs / 20) { _ = try program.testRun(packet) }
+            }
+        }
         for (what, packet) in packets {
             // The programs take turns in rounds, so a noisy spell of this shared machine falls on
             // all alike rather than on whichever ran then.
             var samples: [String: [UInt32]] = [:]
             let rounds = 20
             for _ in 0..<rounds {
-                for (name, program) in programs {
+                for (name, program) in programs + versusPrograms {
                     for _ in 0..<(runs / rounds) {
                         samples[name, default: []].append(try program.testRun(packet).duration)
                     }
@@ -186,6 +209,18 @@ struct XDPBench: ParsableCommand {
             print(
                 "| \(what) | \(Int(e)) | \(Int(r)) | \(Int(g)) | \(Int(n)) | \(Int(r - e)) | \(Int(n - e)) | \(ratio) | \(growRatio) | \(Int(d)) | \(Int(d - e)) |"
             )
+            for (i, path) in versus.enumerated() {
+                let vn = means["versus \(i)"]!
+                let vd = means["versus \(i) defended"]!
+                comparisons.append(
+                    "| \(what) | \(path) | \(Int(vn - e)) | \(Int(vn - n)) | \(Int(vd - e)) | \(Int(vd - d)) |")
+            }
+        }
+        if !comparisons.isEmpty {
+            print("\nThe other builds, in the same rounds (minus: against \(object)):")
+            print("| packet | object | nearcast - empty | minus | defended - empty | minus |")
+            print("|---|---|---:|---:|---:|---:|")
+            for line in comparisons { print(line) }
         }
         // Failover cost: a node's health flipped, as the health monitor does it (the board, then
         // one nodes-map write per change), timed from the decision to the write's return.
