@@ -22,7 +22,7 @@ _Static_assert(sizeof(struct nc_node) == 24 && sizeof(struct nc_geo_name) == 16,
 _Static_assert(sizeof(struct nc_pool) == 4 && offsetof(struct nc_geo_name, pool) == 6, "nc_pool, nc_geo_name.pool");
 _Static_assert(sizeof(struct nc_geo_alias) == 40, "nc_geo_alias layout");
 _Static_assert(sizeof(struct nc_cookie_config) == 48, "nc_cookie_config layout");
-_Static_assert(sizeof(struct nc_rrl_config) == 40 && sizeof(struct nc_rrl_slot) == 32, "rate limiting layouts");
+_Static_assert(sizeof(struct nc_rrl_config) == 48 && sizeof(struct nc_rrl_slot) == 16, "rate limiting layouts");
 _Static_assert((NC_RRL_ENTRIES & (NC_RRL_ENTRIES - 1)) == 0, "bucket slots are masked");
 _Static_assert(sizeof(struct nc_nx_head) == 24, "nc_nx_head layout: the sections after it stay 8-aligned");
 _Static_assert((NC_POOLS_MAX & (NC_POOLS_MAX - 1)) == 0, "pool indexes are masked into a generation's half");

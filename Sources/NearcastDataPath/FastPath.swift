@@ -243,6 +243,9 @@ public final class FastPath: Sendable {
             c.v6_prefix = limit.ipv6Prefix
             c.window = limit.window
             c.nxdomain_rate = limit.nxdomainRate
+            // The time an answer takes of its bucket, so that the program does not divide.
+            c.interval_ns = limit.rate == 0 ? 0 : UInt32(max(NC_TOKEN / UInt64(limit.rate), 1))
+            c.nxdomain_interval_ns = limit.nxdomainRate == 0 ? 0 : UInt32(max(NC_TOKEN / UInt64(limit.nxdomainRate), 1))
             c.seed = UInt64.random(in: 0...UInt64.max)  // SystemRandomNumberGenerator: getrandom(2)
             c.exempt = limit.exempt.isEmpty ? 0 : 1
         }
@@ -591,7 +594,7 @@ public struct FastPathStats: Equatable, Sendable {
     }
 }
 
-/// The response rate limit XDP applies to its answers, per CPU (each CPU keeps its own buckets).
+/// The response rate limit XDP applies to its answers, in buckets every CPU shares.
 public struct RateLimit: Equatable, Sendable {
     /// Answers (positive and NODATA) a second per client prefix and question.
     public var rate: UInt32

@@ -532,8 +532,8 @@ import XDPFuzz
 
     /// Response rate limiting of XDP's answers (issue 19): per client prefix and question, a
     /// second's worth, then every slip-th answer a TC=1 reply (the slow path's, byte for byte) and
-    /// the rest dropped; another prefix, and an exempt one, answered in full. The buckets are per
-    /// CPU: the test keeps to one.
+    /// the rest dropped; another prefix, and an exempt one, answered in full. The test keeps to
+    /// one CPU, whose count of limited answers decides which slip.
     @Test func answersOverTheRateLimitAreSlippedOrDroppedPerPrefix() throws {
         try withThread(onCPU: 0) { try rateLimitOnOneCPU() }
     }
@@ -594,6 +594,32 @@ import XDPFuzz
             }
         }
         #expect((3...4).contains(nx.answered) && nx.limited == 20 - nx.answered, "\(nx)")
+    }
+
+    /// A prefix's bucket is shared by every CPU: however the NIC spreads the prefix's packets
+    /// over its receive queues, the CPUs together answer the rate, not the rate on each (a forged
+    /// flood spread over many queues would otherwise be reflected at that many times the rate).
+    @Test func everyCPUSharesAPrefixsBucket() throws {
+        defer { try! Self.fastPath.configureRateLimit(nil) }
+        try Self.fastPath.configureRateLimit(RateLimit(rate: 6, slip: 0))
+        var p = Packet(payload: Self.query("www.example.test.", .a, id: 0x5252))
+        p.source4 = [203, 0, 113, 77]
+        func answered(onCPU cpu: Int, _ count: Int) throws -> Int {
+            try withThread(onCPU: cpu) {
+                var n = 0
+                for _ in 0..<count where try Self.fastPath.program.testRun(p.bytes).returnValue == Self.XDP_TX {
+                    n += 1
+                }
+                return n
+            }
+        }
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        try #require(cpus >= 2, "this test needs two CPUs")
+        // Half the rate from each CPU, then the rest of the burst from both: six answers in all.
+        let first = try answered(onCPU: 0, 3) + answered(onCPU: 1, 3)
+        let rest = try answered(onCPU: 0, 20) + answered(onCPU: 1, 20)
+        #expect(first == 6, "each CPU's first three of a burst at 6/s")
+        #expect((0...1).contains(rest), "the CPUs answered \(rest) more of 40 with the bucket spent")
     }
 
     @Test func aboveThePassBudgetQueriesAreTruncatedOrDropped() throws {

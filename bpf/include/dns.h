@@ -101,6 +101,7 @@ struct nc_scratch {
 	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
 	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
 	__u64 clock_ns;
+	__u64 rrl_limited; /* answers this CPU limited: every slip-th is slipped (rrl.h) */
 	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
 };
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Response rate limiting of XDP's answers (nearcast_abi.h, struct nc_rrl_config): per client prefix
- * and class, a per-CPU token bucket in a direct-mapped slot, no lock. Over the limit every
- * slip-th answer becomes the minimal TC=1 reply (the one above the pass budget, ratelimit.h: a real resolver behind the
- * prefix retries over TCP) and the others are dropped. The slow path's ResponseRateLimiter does the
- * same for its replies.
+ * Response rate limiting of XDP's answers (nearcast_abi.h, struct nc_rrl_config and struct
+ * nc_rrl_slot): per client prefix and class, a bucket in a direct-mapped slot shared by every CPU,
+ * stepped by compare-and-swap, no lock. Over the limit every slip-th answer becomes the minimal
+ * TC=1 reply (the one above the pass budget, ratelimit.h: a real resolver behind the prefix retries
+ * over TCP) and the others are dropped. The slow path's ResponseRateLimiter does the same for its
+ * replies.
  */
 #ifndef NC_RRL_H
 #define NC_RRL_H
@@ -16,7 +17,7 @@
 #include "maps.h"
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NC_RRL_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct nc_rrl_slot);
@@ -135,36 +136,46 @@ __attribute__((noinline)) int nc_rrl_decide(__u64 w0, __u64 w1, __u32 family, __
 	 * CONFIG_HZ comes from the kernel's config when libbpf finds it; without it, the coarse clock.
 	 */
 	__u64 now = CONFIG_HZ ? bpf_jiffies64() * (1000000000ULL / CONFIG_HZ) : bpf_ktime_get_coarse_ns();
-	__s64 cap = (__s64)rate * (__s64)NC_TOKEN;
+	__u64 interval = nxdomain ? c->nxdomain_interval_ns : c->interval_ns;
 
+	if (!interval)
+		interval = 1;
 	if (b->tag != h) { /* another key's, or none yet: this key's now, full less this answer */
 		b->tag = h;
-		b->credit = cap - (__s64)NC_TOKEN;
-		b->last_ns = now;
-		b->limited = 0;
+		b->tat = now + interval;
 		return NC_RRL_SEND;
 	}
-	/* The refill is bounded by the longest a bucket needs to come back from its floor. */
-	__u64 elapsed = now - b->last_ns, most = ((__u64)c->window + 1) * NC_TOKEN;
+	/*
+	 * Within the rate while the bucket's time is at most a second (less this answer's interval)
+	 * ahead of now; each answer, limited or not, moves it on, up to `window` seconds more, so a
+	 * flood that goes on stays limited until it has paid its debt. A bucket already that far ahead
+	 * is left as it is: under a flood the slot is read, not written, by every CPU.
+	 */
+	__u64 tolerance = NC_TOKEN - (interval < NC_TOKEN ? interval : NC_TOKEN);
+	__u64 most = tolerance + (__u64)c->window * NC_TOKEN;
+	__u64 tat = b->tat;
+	int over = 1;
 
-	if (elapsed > most)
-		elapsed = most;
-	__s64 credit = b->credit + (__s64)(elapsed * rate);
+	for (int i = 0; i < 4; i++) { /* bound: tries while other CPUs step the same bucket */
+		__u64 ahead = tat > now ? tat - now : 0;
 
-	if (credit > cap)
-		credit = cap;
-	credit -= (__s64)NC_TOKEN;
-	b->last_ns = now;
-	if (credit >= 0) {
-		b->credit = credit;
-		b->limited = 0;
-		return NC_RRL_SEND;
+		over = ahead > tolerance;
+		if (over && ahead >= most)
+			break;
+		__u64 seen = __sync_val_compare_and_swap(&b->tat, tat, now + ahead + interval);
+
+		if (seen == tat)
+			break;
+		tat = seen;
+		over = 1; /* a bucket four CPUs step at once is flooded: limited if the tries run out */
 	}
-	__s64 floor = -(__s64)c->window * cap;
+	if (!over)
+		return NC_RRL_SEND;
+	/* Every slip-th answer this CPU limits slips: a share of each prefix's, as the answers come. */
+	struct nc_scratch *s = bpf_map_lookup_elem(&nc_scratch, &zero);
+	__u64 n = s ? ++s->rrl_limited : 1;
 
-	b->credit = credit < floor ? floor : credit;
-	b->limited += 1;
-	if (c->slip && b->limited % c->slip == 0)
+	if (c->slip && n % c->slip == 0)
 		return NC_RRL_SLIP;
 	return NC_RRL_DROP;
 }

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 17
+#define NC_ABI_VERSION 18
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -364,9 +364,9 @@ struct nc_stats {
 /*
  * Response rate limiting of the answers XDP sends (ARRAY nc_rrl_cfg, one entry; the semantics of
  * the slow path's ResponseRateLimiter): per client prefix and class (the question; an NXDOMAIN's
- * zone), a bucket of `rate` responses a second holding at most one second of credit and going at
- * most `window` seconds into debt; over it every `slip`-th answer is a TC=1 reply and the others
- * are dropped.
+ * zone), `rate` responses a second with a second's worth at once, going at most `window` seconds
+ * into debt; over it every `slip`-th answer is a TC=1 reply and the others are dropped. The
+ * buckets are shared by every CPU, so the rate holds however the NIC spreads a prefix's packets.
  */
 struct nc_rrl_config {
 	__u32 rate;	 /* responses a second per bucket; 0: off */
@@ -377,20 +377,24 @@ struct nc_rrl_config {
 	__u32 nxdomain_rate; /* the same as `rate` for NXDOMAIN answers, counted by zone; 0: not limited */
 	__u64 seed;	 /* keys the buckets' hash, so that no one can aim two keys at one slot */
 	__u32 exempt;	 /* exempt prefixes in nc_rrl_exempt: 0 skips its lookup */
+	__u32 interval_ns; /* NC_TOKEN / rate: the time one response takes of a bucket (at least 1) */
+	__u32 nxdomain_interval_ns; /* the same for nxdomain_rate */
 	__u32 pad;
 };
 
 /*
- * The buckets (PERCPU_ARRAY nc_rrl, NC_RRL_ENTRIES a CPU, 32 bytes each): direct-mapped by a
- * seeded hash of (prefix, class); a slot is its key's while its tag matches, and a key that finds
+ * The buckets (ARRAY nc_rrl, NC_RRL_ENTRIES, 16 bytes each, shared by the CPUs): direct-mapped by
+ * a seeded hash of (prefix, class); a slot is its key's while its tag matches, and a key that finds
  * another's tag takes the slot over with a full bucket (as an LRU table forgets its oldest). An
  * array slot costs an index, where a hash map's lookup hashes a 40-byte key and walks a bucket.
+ * A bucket is one word, the generic cell rate algorithm's theoretical arrival time: the time its
+ * answers so far would take at the rate. An answer is within the rate while that is at most a
+ * second ahead of now, and moves it one interval on; a compare-and-swap makes that one step on
+ * every CPU at once, without a lock.
  */
 struct nc_rrl_slot {
-	__u64 tag;	/* the key's hash (never 0): whose bucket this is */
-	__s64 credit;	/* nanotokens: a response costs NC_TOKEN */
-	__u64 last_ns;	/* when the last response was counted (jiffies as ns, or the coarse clock: rrl.h) */
-	__u64 limited;	/* responses limited since it was last in credit */
+	__u64 tag; /* the key's hash (never 0): whose bucket this is */
+	__u64 tat; /* the theoretical arrival time (jiffies as ns, or the coarse clock: rrl.h) */
 };
 
 #define NC_RRL_ENTRIES 65536 /* a power of two */
