@@ -45,6 +45,17 @@ public final class EtcdClient: Sendable {
         return (r.header.revisionValue, (r.kvs ?? []).map(KeyValue.init))
     }
 
+    /// The last `count` keys that start with `prefix`, last first (a log kept under keys that
+    /// sort by time, newest first).
+    public func last(_ count: Int, prefix: [UInt8]) async throws(EtcdError) -> [KeyValue] {
+        let r: RangeResponse = try await call(
+            "/v3/kv/range",
+            RangeRequest(
+                key: Self.b64(prefix), range_end: Self.b64(Self.prefixEnd(prefix)), limit: String(count),
+                sort_order: "DESCEND", sort_target: "KEY"))
+        return (r.kvs ?? []).map(KeyValue.init)
+    }
+
     /// The key `key`, if it exists, and the store's revision (as of `revision`, when given).
     public func get(_ key: [UInt8], revision: Int64? = nil) async throws(EtcdError) -> (revision: Int64, kv: KeyValue?)
     {

@@ -22,6 +22,11 @@ struct RangeRequest: Codable {
     var key: String
     var range_end: String?
     var revision: String? = nil
+    /// At most this many keys (int64 as a JSON string).
+    var limit: String? = nil
+    /// `DESCEND` with `sort_target` `KEY`: the last keys first.
+    var sort_order: String? = nil
+    var sort_target: String? = nil
 }
 
 struct RangeResponse: Decodable {

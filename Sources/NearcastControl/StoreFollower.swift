@@ -37,6 +37,9 @@ package actor StoreFollower {
     var overridesRead = false
     /// Why the store cannot be followed now (nil: it is).
     package private(set) var degraded: String?
+    /// The store's revision of the last audit line the watch brought (0: none yet): it moves
+    /// whenever a server of the fleet audits a change.
+    package private(set) var auditRevision: Int64 = 0
     var task: Task<Void, Never>?
     /// Where the store's overrides go.
     var changes: OperatorChanges?
@@ -113,6 +116,9 @@ package actor StoreFollower {
                     if batch.revision <= (revision ?? 0) { continue }
                     for e in batch.events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
+                    }
+                    if batch.events.contains(where: { $0.kv.keyString.hasPrefix(connection.layout.audit) }) {
+                        auditRevision = batch.revision
                     }
                     // Only what is served is reloaded for: zones, the geo section, registered
                     // nodes, tokens, the layout (not overrides, audit lines or health views).
@@ -233,6 +239,18 @@ extension StoreFollower: SharedZones {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let key = connection.layout.audit + "\(entry.time)-\(serverName)-\(UInt32.random(in: 0...UInt32.max))"
         return .put(Array(key.utf8), Array(try encoder.encode(StoreAuditLine(server: serverName, entry: entry))))
+    }
+
+    /// The fleet's last `count` audit lines, oldest first, each naming the server that took the
+    /// change (a line that does not parse is left out).
+    package nonisolated func lastAudit(_ count: Int) async throws -> [AuditLog.Entry] {
+        let kvs = try await connection.etcd.last(count, prefix: Array(connection.layout.audit.utf8))
+        let decoder = JSONDecoder()
+        return kvs.reversed().compactMap { kv in
+            guard var line = try? decoder.decode(StoreAuditLine.self, from: Data(kv.value)) else { return nil }
+            line.entry.server = line.server
+            return line.entry
+        }
     }
 
     package func waitServed(_ target: Int64, timeout: Duration) async -> Bool {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers
+import NearcastAPIModel
 
 /// Every change made through the management API (and every reload), one JSON line each, on disk
 /// before the change is acknowledged (issue 6): who, what, when, and SHA-256 digests of the state
@@ -11,23 +12,8 @@ public final class AuditLog: Sendable {
 
     public init(path: String) { self.path = path }
 
-    /// One change.
-    public struct Entry: Codable, Equatable, Sendable {
-        /// When, ISO 8601 in UTC.
-        public var time: String
-        /// Who: the token's role and where it is declared (`file:line`), or `SIGHUP`.
-        public var who: String
-        /// What: e.g. `drain`, `undrain`, `reload`.
-        public var action: String
-        /// On what: a node id, `zones`.
-        public var target: String
-        /// Words on the change (the states before and after, an expiry).
-        public var detail: String
-        public var before: String
-        public var after: String
-        /// done, or refused with why.
-        public var outcome: String
-    }
+    /// One change (NearcastAPIModel's AuditEntry: the API returns them as the log keeps them).
+    public typealias Entry = AuditEntry
 
     /// The log's size in bytes (0 when it does not exist yet): it grows with every entry.
     public var size: Int {

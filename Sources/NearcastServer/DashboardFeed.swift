@@ -19,8 +19,8 @@ actor DashboardFeed {
     private var nodes: String?
     private var pools: String?
     private var audit: String?
-    /// The audit log's size when it was last read: it is read again only when it grew.
-    private var auditSize = -1
+    /// The audit source's version when it was last read: it is read again only when that moves.
+    private var auditVersion: Int64 = -1
     /// Audit entries each page is sent.
     static let auditEntries = 10
     private var subscribers: [Int: AsyncStream<ByteBuffer>.Continuation] = [:]
@@ -110,10 +110,12 @@ actor DashboardFeed {
         if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
         broadcast("sample", Self.json(sample))
         await sampleHealth()
-        // The log's size (a stat of a local file) says whether it grew; it is read off this actor.
-        if let log = sources.audit, case let size = log.size, size != auditSize {
-            auditSize = size
-            let entries = (try? await onOwnThread { log.last(Self.auditEntries) }) ?? []
+        // The source's version (a stat of the log; in a fleet, also the store's revision of its
+        // last audit line) says whether an entry was added: only then are the entries read.
+        if let source = sources.audit, case let version = await source.version(), version != auditVersion,
+            let entries = try? await source.last(Self.auditEntries)
+        {
+            auditVersion = version
             audit = Self.json(entries)
             broadcast("audit", audit!)
         }

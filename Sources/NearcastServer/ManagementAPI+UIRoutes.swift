@@ -23,7 +23,7 @@ extension ManagementAPI {
     /// and the API calls only it makes: who a token is, the last audit entries, the live events.
     static func addUIRoutes(
         to router: Router<APIRequestContext>, v1: RouterGroup<APIRequestContext>, feed: DashboardFeed?,
-        audit: AuditLog?
+        audit: AuditSource?
     ) {
         router.get("ui") { _, _ in uiResponse(type: "text/html; charset=utf-8", bytes: PackageResources.index_html) }
         router.get("ui/:file") { _, context -> Response in
@@ -46,7 +46,7 @@ extension ManagementAPI {
             guard let count = Int(text), (1...1000).contains(count) else {
                 throw HTTPError(.badRequest, message: "last must be a number of entries from 1 to 1000")
             }
-            return try jsonResponse(try await onOwnThread { audit.last(count) })
+            return try jsonResponse(try await audit.last(count))
         }
         v1.get("events") { _, context -> Response in
             try context.require(.read)

@@ -60,9 +60,9 @@ public final class ManagementAPI: Sendable {
         public var deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
         /// The geo nodes' places, addresses and pools, for the dashboard's map; nil without geo names.
         public var layout: (@Sendable () -> [MapNode])?
-        /// The audit log (`GET /v1/audit`, the dashboard's last changes); nil without a state
-        /// directory.
-        public var audit: AuditLog?
+        /// The audit entries (`GET /v1/audit`, the dashboard's last changes): this server's log, or
+        /// the fleet's; nil without a state directory.
+        public var audit: AuditSource?
         /// Registers a call made after every change of a node's state or a pool's TTL (it must not
         /// block): the dashboard's pages then hear of it at once. Nil without geo names.
         public var onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
@@ -84,7 +84,7 @@ public final class ManagementAPI: Sendable {
             register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
             deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
             layout: (@Sendable () -> [MapNode])? = nil,
-            audit: AuditLog? = nil,
+            audit: AuditSource? = nil,
             onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil
         ) {
             self.onHealthChange = onHealthChange

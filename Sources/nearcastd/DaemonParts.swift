@@ -46,6 +46,12 @@ struct DaemonParts: Sendable {
             return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
         }
         let health = monitor
+        // In a fleet, the store's audit lines of every server; else this server's log.
+        var auditSource = audit.map(AuditSource.log)
+        if let audit, let store {
+            auditSource = AuditSource.fleet(
+                { count in try await store.lastAudit(count) }, revision: { await store.auditRevision }, log: audit)
+        }
         let registry = store.flatMap { s in monitor.map { NodeRegistry(store: s, monitor: $0, logger: logger) } }
         var registerSource: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)?
         var deregisterSource: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
@@ -114,6 +120,6 @@ struct DaemonParts: Sendable {
                         id: $0.id, latitude: $0.latitude, longitude: $0.longitude, country: $0.country, ipv4: $0.ipv4,
                         ipv6: $0.ipv6, pools: $0.pools)
                 }
-            }, audit: audit, onHealthChange: healthChangeSource)
+            }, audit: auditSource, onHealthChange: healthChangeSource)
     }
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The dashboard of one server of a fleet (issue 20 with issue 18): a node's state, and each
 observer's view of it as that server shows them, this server's first. FleetHealthTests runs this
-while the node fails its check from one server only.
+while the node fails its check from one server only. Then a change taken by another server
+reaches this server's page by itself, in its last changes, naming that server.
 
-    fleet_views.py --api URL --token T --screenshots DIR --node n1 --state up --seen "s0 down, s1 up, s2 up"
+    fleet_views.py --api URL --token T --screenshots DIR --node n1 --state up --seen "s0 down, s1 up, s2 up" \
+        --change-via URL --change-server s1
 """
 import argparse
 
-from dashboard import fail, node_state, ok, shot, signed_in_page, text_of
+from dashboard import api, fail, node_state, ok, shot, signed_in_page, text_of
 
 
 def main():
@@ -18,6 +20,8 @@ def main():
     p.add_argument("--node", required=True)
     p.add_argument("--state", required=True, help="the fleet's verdict the page must show")
     p.add_argument("--seen", required=True, help="the observers' views, as the page words them")
+    p.add_argument("--change-via", required=True, help="another server's API, which takes a change (an undrain)")
+    p.add_argument("--change-server", required=True, help="that server's name in the store")
     a = p.parse_args()
 
     def check(driver, wait):
@@ -31,6 +35,16 @@ def main():
             fail(f"the map's title for {a.node} is {title!r}")
         ok(f"{a.node} is {a.state}; the page shows each observer's view: {a.seen}")
         shot(driver, a, "fleet-views")
+
+        status, body = api(a.change_via, "POST", f"/v1/nodes/{a.node}/undrain", a.token)
+        if status != 200:
+            fail(f"the undrain through {a.change_via} was refused: {status} {body!r}")
+        entry = f'#audit-table tr[data-action="undrain"][data-target="{a.node}"][data-server="{a.change_server}"]'
+        try:
+            wait.until(lambda d: text_of(d, entry))
+        except Exception:
+            fail(f"the page's last changes are {text_of(driver, '#audit-table tbody')!r}")
+        ok(f"the undrain {a.change_server} took is in this server's last changes: {text_of(driver, entry)!r}")
 
     signed_in_page(a, a.token, check)
 

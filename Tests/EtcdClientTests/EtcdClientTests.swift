@@ -37,6 +37,20 @@ import Testing
         }
     }
 
+    /// The last keys of a prefix, last first: a log whose keys sort by time, read from its end.
+    @Test func theLastKeysOfAPrefixComeLastFirst() async throws {
+        try await Self.withEtcd { etcd, _ in
+            for t in ["10:00", "10:02", "10:01", "10:03"] { try await etcd.put(Self.b("/nc/log/\(t)"), Self.b(t)) }
+            try await etcd.put(Self.b("/nc/logZ"), Self.b("not under /nc/log/"))
+            #expect(
+                try await etcd.last(2, prefix: Self.b("/nc/log/")).map(\.keyString) == [
+                    "/nc/log/10:03", "/nc/log/10:02",
+                ])
+            #expect(try await etcd.last(10, prefix: Self.b("/nc/log/")).count == 4)
+            #expect(try await etcd.last(5, prefix: Self.b("/nc/none/")).isEmpty)
+        }
+    }
+
     /// A transaction conditioned on the revision a value was read at: the first writer wins, the
     /// second learns it lost and changes nothing.
     @Test func transactionsRefuseAWriteAgainstAStaleRevision() async throws {

@@ -187,7 +187,8 @@ import Glibc
         }
         #expect(t.seen(0, "n1") == "s0 down, s1 up, s2 up", "this server's view first")
         #expect(t.seen(1, "n1") == "s1 up, s0 down, s2 up")
-        // The dashboard of s0 (issue 20) shows the fleet's verdict and each observer's view.
+        // The dashboard of s0 (issue 20) shows the fleet's verdict and each observer's view, and a
+        // change s1 takes in its last changes.
         let page = try TestSupport.run(
             "/usr/bin/python3",
             [
@@ -195,6 +196,7 @@ import Glibc
                 "http://\(t.address(0)):\(t.servers[0]!.apiPort!)",
                 "--token", t.writer, "--screenshots", Repository.path(".build/screenshots/dashboard"), "--node", "n1",
                 "--state", "up", "--seen", "s0 down, s1 up, s2 up",
+                "--change-via", "http://\(t.address(1)):\(t.servers[1]!.apiPort!)", "--change-server", "s1",
             ], timeout: 60)
         #expect(page.status == 0 && page.stdout.contains("PASSED"), "\(page.stdout)\n\(page.stderr)")
         try t.waitEveryServerAnswers("geo.example.test.", both)

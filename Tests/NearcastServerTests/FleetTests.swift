@@ -235,6 +235,13 @@ extension FleetTests {
             try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
             environment: ["ETCDCTL_API": "3"])
         #expect(audit.stdout.contains("\"action\":\"drain\"") && audit.stdout.contains("\"action\":\"undrain\""))
+        // Every server shows the fleet's changes, each with the server that took it: the late
+        // one, too, which took neither.
+        let listed = try fleet.api(["audit", "--last", "10"], via: late)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let lines = listed.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.contains(" on s0  drain fra1") }, "\(listed.stdout)")
+        #expect(lines.contains { $0.contains(" on s1  undrain fra1") }, "\(listed.stdout)")
     }
 }
 

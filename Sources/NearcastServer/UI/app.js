@@ -128,15 +128,16 @@ function dispatch(frame) {
   }
 }
 
-// The audit log's last entries, newest first: the server sends them whenever the log grows.
+// The audit log's last entries, newest first: the server sends them whenever one is added. In a
+// fleet they are every server's, each naming the server that took the change.
 
 function drawAudit(entries) {
   const body = $("audit-table").tBodies[0];
   body.replaceChildren();
   for (const e of [...entries].reverse()) {
-    const row = element("tr", { "data-action": e.action, "data-target": e.target });
+    const row = element("tr", { "data-action": e.action, "data-target": e.target, "data-server": e.server || "" });
     row.append(element("td", {}, e.time.replace("T", " ").replace(/\.\d+Z$/, "")));
-    row.append(element("td", {}, e.who));
+    row.append(element("td", {}, e.server ? `${e.who} on ${e.server}` : e.who));
     row.append(element("td", {}, e.detail ? `${e.action} (${e.detail})` : e.action));
     row.append(element("td", {}, e.target));
     row.append(element("td", {}, e.outcome));
