@@ -69,6 +69,17 @@ def text_of(driver, css):
                                  css)
 
 
+def audit_row(driver, wait, match):
+    """The text of the page's last-changes row `match` selects (`[data-action=...]...`), once the
+    server has pushed it; fails with the rows the page shows when it does not come."""
+    entry = "#audit-table tr" + match
+    try:
+        wait.until(lambda d: text_of(d, entry))
+    except Exception:
+        fail(f"the page's last changes are {text_of(driver, '#audit-table tbody')!r}")
+    return text_of(driver, entry)
+
+
 def chart_rate(driver, series):
     """The peak rate a chart's label states (`LABEL: N/s (peak M/s)`), or 0."""
     # Read in one step: the page redraws its charts each second, so a found element may be stale.
@@ -262,12 +273,7 @@ def run(driver, wait, a, nodes):
     if "audit log" not in result:
         fail(f"the page says {result!r} after the drain")
     # The audit log's new line reaches the page's last changes by itself (the server pushes it).
-    entry = f'#audit-table tr[data-action="drain"][data-target="{drained}"]'
-    try:
-        wait.until(lambda d: text_of(d, entry))
-    except Exception:
-        fail(f"the page's last changes are {text_of(driver, '#audit-table tbody')!r}")
-    line = text_of(driver, entry)
+    line = audit_row(driver, wait, f'[data-action="drain"][data-target="{drained}"]')
     if "write" not in line or "done" not in line:
         fail(f"the audit entry on the page reads {line!r}")
     ok(f"{drained} drained from the page: {result}; the last changes show {line!r}")

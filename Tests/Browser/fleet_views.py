@@ -9,7 +9,7 @@ reaches this server's page by itself, in its last changes, naming that server.
 """
 import argparse
 
-from dashboard import api, fail, node_state, ok, shot, signed_in_page, text_of
+from dashboard import api, audit_row, fail, node_state, ok, shot, signed_in_page, text_of
 
 
 def main():
@@ -39,12 +39,8 @@ def main():
         status, body = api(a.change_via, "POST", f"/v1/nodes/{a.node}/undrain", a.token)
         if status != 200:
             fail(f"the undrain through {a.change_via} was refused: {status} {body!r}")
-        entry = f'#audit-table tr[data-action="undrain"][data-target="{a.node}"][data-server="{a.change_server}"]'
-        try:
-            wait.until(lambda d: text_of(d, entry))
-        except Exception:
-            fail(f"the page's last changes are {text_of(driver, '#audit-table tbody')!r}")
-        ok(f"the undrain {a.change_server} took is in this server's last changes: {text_of(driver, entry)!r}")
+        line = audit_row(driver, wait, f'[data-action="undrain"][data-target="{a.node}"][data-server="{a.change_server}"]')
+        ok(f"the undrain {a.change_server} took is in this server's last changes: {line!r}")
 
     signed_in_page(a, a.token, check)
 
