@@ -333,6 +333,15 @@ import FoundationNetworking
             "no compile for a change of TTL settings")
         try changed.write(to: configFile, atomically: true, encoding: .utf8)
         #expect(try cli(["reload"]).status == 0)
+        // Each reload is audited, and `nearcast audit` lists the last ones, oldest first, from this
+        // server's own log (no server named: it is in no fleet).
+        let audit = try cli(["audit", "--last", "2"])
+        let entries = audit.stdout.split(separator: "\n")
+        #expect(
+            audit.status == 0 && entries.count == 2
+                && entries.allSatisfy { $0.contains("  reload ") && $0.hasSuffix(": done") && !$0.contains(" on ") },
+            "\(audit.stdout) \(audit.stderr)")
+        #expect(try cli(["audit", "--last", "0"]).stderr.contains("--last must be from 1 to 1000"))
 
         // No geo names left: served as plain zones (nothing at the geo name), no nodes, explain 404;
         // then the geo names back, the nodes checked again.
