@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
 
 all: build
 
@@ -83,7 +83,7 @@ format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui
+bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale
 
 bench-xdp: build $(GEO_DB)
 	tools/bench-xdp.sh
@@ -109,6 +109,11 @@ bench-ui: build
 
 bench-fleet: build
 	tools/bench-fleet.sh
+
+# Zones of real size (issue 29): 10k, 100k and 1M names beside Knot and NSD serving the same file: load
+# time, memory, record changes to answered, memory after many changes.
+bench-scale: build
+	tools/bench-scale.py
 
 # The XDP program fuzzed against the slow path (root): FRAMES generated and mutated frames, SEED.
 FRAMES ?= 10000000

@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        // Persistent hash tries (TreeDictionary): a changed zone shares every untouched part with the one before.
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         // Pure Swift DNS wire format: names, messages, RRs, EDNS, ECS. No dependencies.
@@ -36,8 +38,13 @@ let package = Package(
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
         // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
         .target(name: "NearcastBasics"),
-        // Zones: the master-file parser and writer, the zone and its lookup, record edits, which zone is authoritative.
-        .target(name: "NearcastZones", dependencies: ["DNSWire", "NearcastBasics"]),
+        // Zones: the master-file parser and writer, the zone (persistent: a change shares what it does not touch) and
+        // its lookup, record changes and their journal, which zone is authoritative.
+        .target(
+            name: "NearcastZones",
+            dependencies: [
+                "DNSWire", "NearcastBasics", .product(name: "HashTreeCollections", package: "swift-collections"),
+            ]),
         // The geo section (nodes, pools, names, their checks), the policy, the compiler over a MaxMind database,
         // the compiled table with explain, and the health board answers follow.
         .target(

@@ -66,7 +66,7 @@ public struct AnswerImage: Sendable {
         var negative: [Entry] = []
         var tooBig = 0
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let types = Set(zone.nodes.values.flatMap(\.keys)).filter { !$0.isMetaType }.union(askedOfEveryName)
+            let types = zone.typesPresent.filter { !$0.isMetaType }.union(askedOfEveryName)
                 .sorted()
             // Geo names' owners need not be in the zone: they answer their other types too.
             let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter {

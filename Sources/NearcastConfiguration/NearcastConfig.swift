@@ -43,6 +43,10 @@ public struct NearcastConfig: Sendable {
     public var maxUDPPayload: UInt16 = 1232
     /// Seconds an idle TCP connection is kept open (RFC 7766 §6.2.3).
     public var tcpIdleTimeout: Int = 10
+    /// Seconds after a change through the API before the zone's file is written back (the change
+    /// is durable in the zone's journal at once): as Knot's `zonefile-sync`, so a stream of
+    /// changes to a large zone rewrites its file once per period, not once per change.
+    public var zonefileSync: Int = 10
     /// The XDP fast path; off unless interfaces are named.
     public var xdp = XDPSettings()
     /// The management API; off unless an address is given.
@@ -78,7 +82,8 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = [
-        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "xdp", "api", "geo", "state-dir", "tsig", "store",
+        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "xdp", "api", "geo", "state-dir",
+        "tsig", "store",
         "rrl", "cookies",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
@@ -173,6 +178,12 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.tcpIdleTimeout = n
+            case "zonefile-sync":
+                guard let n = v.int, (0...86_400).contains(n) else {
+                    fail(v, "zonefile-sync must be a number of seconds from 0 (at once) to 86400")
+                    continue
+                }
+                config.zonefileSync = n
             case "state-dir":
                 guard let d = v.string, !d.isEmpty else {
                     fail(v, "state-dir must be a directory path (e.g. /var/lib/nearcast)")
@@ -376,13 +387,17 @@ public struct NearcastConfig: Sendable {
         }
     }
 
-    /// Loads every zone; the problems of all zones are reported together.
-    /// Loads every zone, then checks the geo names against them.
+    /// Loads every zone, each with the changes its journal holds that its file does not yet
+    /// (ZoneJournal), then checks the geo names against them; the problems of all zones are
+    /// reported together.
     public func loadZones() throws(DiagnosticsError) -> [Zone] {
         var out: [Zone] = []
         var diags: [Diagnostic] = []
         for src in zones {
-            do { out.append(try Zone.load(path: src.path, origin: src.origin)) } catch { diags += error.diagnostics }
+            do {
+                let zone = try Zone.load(path: src.path, origin: src.origin)
+                out.append(try ZoneJournal.replay(ZoneJournal.path(forZoneFile: src.path), onto: zone, file: src.path))
+            } catch { diags += error.diagnostics }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         try geo.check(against: out)

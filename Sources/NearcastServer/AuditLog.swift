@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import NearcastAPIModel
+import NearcastBasics
 
 /// Every change made through the management API (and every reload), one JSON line each, on disk
 /// before the change is acknowledged (issue 6): who, what, when, and SHA-256 digests of the state

@@ -37,26 +37,29 @@ extension Zone {
         if !cuts.isEmpty || !dnames.isEmpty {
             for a in name.ancestors(upTo: origin).reversed() {
                 if a != origin && cuts.contains(a) { return .referral(cut: a) }
-                if dnames.contains(a), let set = nodes[a]?[.dname] {
+                if dnames.contains(a), let set = tree[a]?[.dname] {
                     return .dname(set, target: substitute(name, a, set))
                 }
             }
             if cuts.contains(name) && qtype != .ds { return .referral(cut: name) }
         }
-        if let sets = nodes[name] { return match(sets, qtype, owner: name) }
-        if existing.contains(name) { return .noData }  // empty non-terminal
+        if let node = tree[name] {
+            return node.sets.isEmpty ? .noData : match(node, qtype, owner: name)  // empty: a non-terminal
+        }
         // Wildcard (RFC 4592): the source of synthesis is `*.` + the closest encloser.
         var ce = name.parent
-        while !existing.contains(ce) && ce != origin { ce = ce.parent }
-        if let wild = ce.wildcardChild, let sets = nodes[wild] { return match(sets, qtype, owner: name) }
+        while tree[ce] == nil && ce != origin { ce = ce.parent }
+        if let wild = ce.wildcardChild, let node = tree[wild], !node.sets.isEmpty {
+            return match(node, qtype, owner: name)
+        }
         return .nxDomain
     }
 
-    private func match(_ sets: [RRType: RRSet], _ qtype: RRType, owner: DNSName) -> Step {
+    private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
         if let set = sets[qtype] { return .answer(set, owner: owner) }
         if qtype == .any {
             // RFC 8482: answer ANY with one RRset; the lowest type present is the deterministic choice.
-            if let t = sets.keys.min() { return .answer(sets[t]!, owner: owner) }
+            if let set = sets.sets.min(by: { $0.type < $1.type }) { return .answer(set, owner: owner) }
             return .noData
         }
         if let c = sets[.cname], case .cname(let target) = c.rdatas[0] {
@@ -97,7 +100,7 @@ extension Zone {
                 guard qtype != .cname, target.isSubdomain(of: origin), !seen.contains(target) else { return out }
                 name = target
             case .referral(let cut):
-                let ns = nodes[cut]![.ns]!
+                let ns = tree[cut]![.ns]!
                 out.authority += ns.records()
                 if out.answer.isEmpty { out.authoritative = false }
                 for case .ns(let target) in ns.rdatas {
@@ -130,7 +133,7 @@ extension Zone {
 
     /// A/AAAA records for a target name held in this zone (glue or in-zone data).
     func glue(for target: DNSName) -> [ResourceRecord] {
-        guard target.isSubdomain(of: origin), let sets = nodes[target] else { return [] }
+        guard target.isSubdomain(of: origin), let sets = tree[target] else { return [] }
         return (sets[.a]?.records() ?? []) + (sets[.aaaa]?.records() ?? [])
     }
 

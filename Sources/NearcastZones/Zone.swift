@@ -1,4 +1,5 @@
 import DNSWire
+import HashTreeCollections
 import NearcastBasics
 
 /// The records of one owner and type, with one TTL (RFC 2181 §5).
@@ -8,30 +9,69 @@ public struct RRSet: Hashable, Sendable {
     public var ttl: UInt32
     public var rdatas: [RData]
 
+    public init(name: DNSName, type: RRType, ttl: UInt32, rdatas: [RData]) {
+        self.name = name
+        self.type = type
+        self.ttl = ttl
+        self.rdatas = rdatas
+    }
+
     /// The records, with `owner` as the owner name (the query name for wildcard synthesis).
     public func records(owner: DNSName? = nil, ttl override: UInt32? = nil) -> [ResourceRecord] {
         rdatas.map { ResourceRecord(name: owner ?? name, type: type, ttl: override ?? ttl, rdata: $0) }
     }
+
+    /// Types that may lie below a delegation (glue) and that a delegation itself may have beside NS and DS.
+    static func isGlue(_ type: RRType) -> Bool { type == .a || type == .aaaa }
 }
 
-/// One authoritative zone, checked and indexed for lookup. Immutable once built.
+/// What a zone holds at one name that exists: its RRsets (none at an empty non-terminal), and
+/// counts of what lies below it, which a change's checks read instead of walking the subtree.
+struct ZoneNode: Sendable {
+    /// The RRsets, in no order (a name has few; an array takes less memory than a dictionary).
+    var sets: [RRSet] = []
+    /// Owner names strictly below this one: an empty non-terminal exists while it is above 0.
+    var ownersBelow: UInt32 = 0
+    /// RRsets strictly below this name other than glue (A, AAAA): a delegation may be made here
+    /// only while it is 0.
+    var nonGlueBelow: UInt32 = 0
+
+    subscript(type: RRType) -> RRSet? {
+        for s in sets where s.type == type { return s }
+        return nil
+    }
+
+    /// RRsets here that are not glue.
+    var nonGlue: UInt32 { UInt32(sets.count { !RRSet.isGlue($0.type) }) }
+}
+
+/// One authoritative zone, checked and indexed for lookup.
+///
+/// Persistent (docs/ARCHITECTURE.md §15): its names live in a hash trie (`TreeDictionary`), so a
+/// changed zone (`Zone+Change.swift`) is a new value that shares every part the change did not
+/// touch with the one before, and costs O(log n) per changed name rather than a copy of the zone.
+/// Lookups are by exact name and by walks up a name's ancestors (closest encloser, wildcards,
+/// delegations), so no order is kept; canonical order is made when a zone is written out.
 public struct Zone: Sendable {
     public let origin: DNSName
-    /// owner → type → RRset.
-    package let nodes: [DNSName: [RRType: RRSet]]
-    /// Every owner name and every ancestor of one, down to the apex: names that exist (RFC 4592 §2.2.2),
-    /// including empty non-terminals.
-    let existing: Set<DNSName>
+    /// Every name that exists (RFC 4592 §2.2.2): owners, and the empty non-terminals above them
+    /// down to the apex, whatever lies below a delegation or a DNAME too.
+    var tree: TreeDictionary<DNSName, ZoneNode>
     /// Delegation points: names below the apex that own NS records.
-    let cuts: Set<DNSName>
+    var cuts: TreeSet<DNSName>
     /// Names that own a DNAME (RFC 6672), the apex included: the names below them are redirected
     /// (a zone holds no data there).
-    let dnames: Set<DNSName>
-    public let soa: RRSet
-    public let recordCount: Int
-
+    var dnames: TreeSet<DNSName>
+    /// The name servers delegations name → the delegations naming them: which names must keep
+    /// glue (an index, so removing an address never scans the delegations).
+    var servers: TreeDictionary<DNSName, [DNSName]>
+    public internal(set) var soa: RRSet
+    public internal(set) var recordCount: Int
     /// The SOA record placed in negative answers: TTL = min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).
-    public let negativeSOA: ResourceRecord
+    public internal(set) var negativeSOA: ResourceRecord
+    /// Whether the zone was read from more than one file ($INCLUDE): a change cannot be written
+    /// back to one file then.
+    public internal(set) var fromSeveralFiles = false
 
     /// Builds a zone from parsed records and checks it: SOA and NS at the apex, no out-of-zone data,
     /// CNAME alone at its name, one DNAME at most at a name and nothing below it, one TTL per RRset, nothing but glue below a delegation, glue present
@@ -131,12 +171,12 @@ public struct Zone: Sendable {
         }
         for (name, sets) in nodes {
             if cuts.contains(name) {
-                for t in sets.keys where t != .ns && t != .ds && t != .a && t != .aaaa {
+                for t in sets.keys where t != .ns && t != .ds && !RRSet.isGlue(t) {
                     fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
                 }
             }
             if let c = cut(above: name, includingSelf: false) {
-                for t in sets.keys where t != .a && t != .aaaa {
+                for t in sets.keys where !RRSet.isGlue(t) {
                     fail(
                         name, t,
                         "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
@@ -144,15 +184,18 @@ public struct Zone: Sendable {
                 }
             }
         }
+        var servers: TreeDictionary<DNSName, [DNSName]> = [:]
         for c in cuts.sorted() {
-            for case .ns(let target) in nodes[c]![.ns]!.rdatas
-            where target.isSubdomain(of: c) || cut(above: target, includingSelf: true) != nil {
-                let t = nodes[target]
-                if t?[.a] == nil && t?[.aaaa] == nil {
-                    fail(
-                        c, .ns,
-                        "delegation \(c) names server \(target) inside the delegated zone but has no glue (A or AAAA) for it"
-                    )
+            for case .ns(let target) in nodes[c]![.ns]!.rdatas {
+                servers[target, default: []].append(c)
+                if target.isSubdomain(of: c) || cut(above: target, includingSelf: true) != nil {
+                    let t = nodes[target]
+                    if t?[.a] == nil && t?[.aaaa] == nil {
+                        fail(
+                            c, .ns,
+                            "delegation \(c) names server \(target) inside the delegated zone but has no glue (A or AAAA) for it"
+                        )
+                    }
                 }
             }
         }
@@ -160,35 +203,77 @@ public struct Zone: Sendable {
             throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) })
         }
 
-        var existing = Set<DNSName>()
-        for name in nodes.keys {
-            existing.insert(name)
-            for a in name.ancestors(upTo: origin) { existing.insert(a) }
+        // The names and their counts, built in a plain dictionary (cheaper than the trie's
+        // inserts), then taken into the trie in one go.
+        var flat: [DNSName: ZoneNode] = [:]
+        flat.reserveCapacity(nodes.count + nodes.count / 4)
+        for (name, sets) in nodes {
+            let node = ZoneNode(sets: Array(sets.values))
+            let nonGlue = node.nonGlue
+            flat[name, default: ZoneNode()].sets = node.sets
+            var a = name
+            while a.wire.count > origin.wire.count {
+                a = a.parent
+                flat[a, default: ZoneNode()].ownersBelow += 1
+                flat[a, default: ZoneNode()].nonGlueBelow += nonGlue
+            }
         }
-        guard case .soa(let soaData) = soa!.rdatas[0] else { fatalError("SOA set holds non-SOA data") }
-        let negative = ResourceRecord(
-            name: origin, type: .soa, ttl: min(soa!.ttl, soaData.minimum), rdata: soa!.rdatas[0])
         return Zone(
-            origin: origin, nodes: nodes, existing: existing, cuts: cuts, dnames: dnames, soa: soa!, recordCount: count,
-            negativeSOA: negative)
+            origin: origin, tree: TreeDictionary(uniqueKeysWithValues: flat), cuts: TreeSet(cuts),
+            dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: count, negativeSOA: Self.negative(soa!))
+    }
+
+    /// The SOA record of negative answers for the SOA RRset `soa`.
+    static func negative(_ soa: RRSet) -> ResourceRecord {
+        guard case .soa(let data) = soa.rdatas[0] else { fatalError("SOA set holds non-SOA data") }
+        return ResourceRecord(name: soa.name, type: .soa, ttl: min(soa.ttl, data.minimum), rdata: soa.rdatas[0])
     }
 
     /// Loads and checks a zone file.
     public static func load(path: String, origin: DNSName) throws(DiagnosticsError) -> Zone {
         let records = try ZoneFileParser.parse(path: path, origin: origin)
-        return try build(origin: origin, records: records, sourceName: path)
+        var zone = try build(origin: origin, records: records, sourceName: path)
+        zone.fromSeveralFiles = records.contains { $0.file != path }
+        return zone
     }
 
     /// The RRset at `name` of `type`, if any (exact match, no wildcard).
-    public func rrset(_ name: DNSName, _ type: RRType) -> RRSet? { nodes[name]?[type] }
+    public func rrset(_ name: DNSName, _ type: RRType) -> RRSet? { tree[name]?[type] }
 
     /// All owner names, in canonical order.
-    public var names: [DNSName] { nodes.keys.sorted() }
+    public var names: [DNSName] { tree.compactMap { $0.value.sets.isEmpty ? nil : $0.key }.sorted() }
+
+    /// Owner names, in no order.
+    public var owners: some Sequence<DNSName> { tree.lazy.filter { !$0.value.sets.isEmpty }.map(\.key) }
 
     /// Every name that exists in the zone: owners and their ancestors down to the apex (empty
     /// non-terminals included), whatever lies below a delegation or a DNAME too.
-    public var existingNames: Set<DNSName> { existing }
+    public var existingNames: Set<DNSName> { Set(tree.keys) }
+
+    /// Whether `name` exists in the zone (an owner or an empty non-terminal).
+    public func exists(_ name: DNSName) -> Bool { tree[name] != nil }
 
     /// The types that have records at `name`.
-    public func types(at name: DNSName) -> [RRType] { nodes[name].map { Array($0.keys) } ?? [] }
+    public func types(at name: DNSName) -> [RRType] { tree[name]?.sets.map(\.type) ?? [] }
+
+    /// Every type some name of the zone has.
+    public var typesPresent: Set<RRType> {
+        var out: Set<RRType> = []
+        for (_, node) in tree { for s in node.sets { out.insert(s.type) } }
+        return out
+    }
+
+    /// Every record, in no order.
+    public var records: [ResourceRecord] {
+        var out: [ResourceRecord] = []
+        out.reserveCapacity(recordCount)
+        for (_, node) in tree { for s in node.sets { out += s.records() } }
+        return out
+    }
+
+    /// The SOA serial.
+    public var serial: UInt32 {
+        guard case .soa(let s) = soa.rdatas[0] else { return 0 }
+        return s.serial
+    }
 }

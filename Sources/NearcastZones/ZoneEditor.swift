@@ -75,9 +75,10 @@ public enum ZoneEditError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Changes a zone's records as the management API asks: the record is read as a zone file line
-/// would be, the change is applied, the SOA serial bumped, and the whole zone rendered and read
-/// back through the same parser and checks as at start, so a change the server would refuse at
-/// start is refused here.
+/// would be, the change is applied to the served zone (`Zone.changing`, which shares what it does
+/// not touch), the SOA serial bumped, and the names the change reaches checked as a zone file is
+/// at start, so a change the server would refuse at start is refused here. Its cost grows with the
+/// change, not with the zone.
 public enum ZoneEditor {
     public enum Edit: Sendable {
         case add(RecordInput)
@@ -85,26 +86,30 @@ public enum ZoneEditor {
         case delete(name: String, type: String, data: String?)
     }
 
-    /// The zone's text after `edit`, the zone it makes, and the change, from the zone's records.
-    public static func apply(_ edit: Edit, to records: [ResourceRecord], origin: DNSName, fileName: String)
-        throws(ZoneEditError)
-        -> (text: String, zone: Zone, change: RecordChange)
+    /// The zone after `edit`, the change as the API reports it, and as the journal keeps it.
+    public static func apply(_ edit: Edit, to zone: Zone, fileName: String) throws(ZoneEditError)
+        -> (zone: Zone, change: RecordChange, changeset: ZoneChangeset)
     {
-        var next = records
-        var changed = 0
+        let origin = zone.origin
+        var removed: [ResourceRecord] = []
+        var added: [ResourceRecord] = []
+        var changes: [(name: DNSName, type: RRType, set: RRSet?)] = []
         switch edit {
         case .add(let input):
-            var r = try record(input, origin: origin, existing: records)
-            if records.contains(where: { $0.name == r.name && $0.type == r.type && $0.rdata == r.rdata }) {
-                throw .conflict("\(ZoneText.line(r)) is already in the zone")
-            }
-            if input.ttl == nil, let same = records.first(where: { $0.name == r.name && $0.type == r.type }) {
-                r.ttl = same.ttl
-            }
+            var r = try record(input, origin: origin, defaultTTL: zone.soa.ttl)
+            let same = zone.rrset(r.name, r.type)
+            if same?.rdatas.contains(r.rdata) == true { throw .conflict("\(ZoneText.line(r)) is already in the zone") }
+            if input.ttl == nil, let same { r.ttl = same.ttl }
             // One TTL per RRset (RFC 2181 §5.2): a new TTL applies to the whole set.
-            for i in next.indices where next[i].name == r.name && next[i].type == r.type { next[i].ttl = r.ttl }
-            next.append(r)
-            changed = 1
+            var set = same ?? RRSet(name: r.name, type: r.type, ttl: r.ttl, rdatas: [])
+            if let same, same.ttl != r.ttl {
+                removed += same.records()
+                added += same.records(ttl: r.ttl)
+            }
+            set.ttl = r.ttl
+            set.rdatas.append(r.rdata)
+            added.append(r)
+            changes.append((r.name, r.type, set))
         case .delete(let name, let typeText, let data):
             let owner = try ownerName(name, origin: origin)
             guard let type = RRType(mnemonic: typeText) else {
@@ -112,34 +117,42 @@ public enum ZoneEditor {
             }
             var match: RData?
             if let data {
-                match = try record(
-                    RecordInput(name: name, type: typeText, ttl: 0, data: data), origin: origin, existing: records
-                ).rdata
+                match = try record(RecordInput(name: name, type: typeText, ttl: 0, data: data), origin: origin).rdata
             }
-            next.removeAll { $0.name == owner && $0.type == type && (match == nil || $0.rdata == match) }
-            changed = records.count - next.count
-            guard changed > 0 else {
+            guard var set = zone.rrset(owner, type), match == nil || set.rdatas.contains(match!) else {
                 throw .notFound("no \(type) record at \(owner)\(data.map { " with data \($0)" } ?? "")")
             }
+            let gone = set.rdatas.filter { match == nil || $0 == match }
+            set.rdatas.removeAll { match == nil || $0 == match }
+            removed += gone.map { ResourceRecord(name: set.name, type: type, ttl: set.ttl, rdata: $0) }
+            changes.append((owner, type, set.rdatas.isEmpty ? nil : set))
         }
-        guard let soaIndex = next.firstIndex(where: { $0.type == .soa }), case .soa(var soa) = next[soaIndex].rdata
-        else {
-            throw .zone(
-                DiagnosticsError([Diagnostic(file: fileName, line: 0, message: "the zone would have no SOA record")]))
-        }
-        soa.serial &+= 1  // serial arithmetic (RFC 1982): one step forward
-        next[soaIndex].rdata = .soa(soa)
-        let text = ZoneText.render(origin: origin, records: next)
-        do {
-            let parsed = try ZoneFileParser.parse(text: text, fileName: fileName, origin: origin)
-            let zone = try Zone.build(origin: origin, records: parsed, sourceName: fileName)
-            return (
-                text, zone,
-                RecordChange(zone: origin.description, serial: soa.serial, changed: changed, records: zone.recordCount)
-            )
+        // The serial: one step forward (RFC 1982).
+        var next: Zone
+        do throws(DiagnosticsError) {
+            next = try zone.changing(changes, source: fileName)
+            guard next.rrset(origin, .soa)?.rdatas.count == 1, case .soa(var soa) = next.soa.rdatas[0] else {
+                throw DiagnosticsError([
+                    Diagnostic(file: fileName, line: 0, message: "the zone would have no SOA record")
+                ])
+            }
+            let oldSOA = next.soa
+            soa.serial = zone.serial &+ 1
+            var bumped = oldSOA
+            bumped.rdatas = [.soa(soa)]
+            next = try next.changing([(origin, .soa, bumped)], source: fileName)
+            // (A change of the SOA itself leaves none or two, refused above.)
+            removed += zone.soa.records()
+            added += bumped.records()
         } catch {
             throw .zone(error)
         }
+        let changed = edit.isAdd ? 1 : removed.filter { $0.type != .soa }.count
+        return (
+            next,
+            RecordChange(zone: origin.description, serial: next.serial, changed: changed, records: next.recordCount),
+            ZoneChangeset(serialBefore: zone.serial, serialAfter: next.serial, removed: removed, added: added)
+        )
     }
 
     /// A name as the API takes it (`@`, relative to the origin, or absolute) that must lie in the zone.
@@ -155,7 +168,7 @@ public enum ZoneEditor {
     }
 
     /// The record `input` describes, read as a zone file line.
-    static func record(_ input: RecordInput, origin: DNSName, existing: [ResourceRecord]) throws(ZoneEditError)
+    static func record(_ input: RecordInput, origin: DNSName, defaultTTL: UInt32 = 3600) throws(ZoneEditError)
         -> ResourceRecord
     {
         let owner = try ownerName(input.name, origin: origin)
@@ -165,7 +178,7 @@ public enum ZoneEditor {
         guard !input.data.contains(where: { $0 == "\n" || $0 == "\r" }) else {
             throw .invalid(field: "data", "one line only")
         }
-        let ttl = input.ttl ?? existing.first(where: { $0.type == .soa })?.ttl ?? 3600
+        let ttl = input.ttl ?? defaultTTL
         let line = "\(owner) \(ttl) IN \(type) \(input.data)\n"
         let parsed: [SourcedRecord]
         do { parsed = try ZoneFileParser.parse(text: line, fileName: "request", origin: origin) } catch {
@@ -174,5 +187,12 @@ public enum ZoneEditor {
         }
         guard parsed.count == 1 else { throw .invalid(field: "data", "one record at a time") }
         return parsed[0].record
+    }
+}
+
+extension ZoneEditor.Edit {
+    var isAdd: Bool {
+        if case .add = self { return true }
+        return false
     }
 }

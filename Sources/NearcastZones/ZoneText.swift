@@ -8,13 +8,34 @@ public enum ZoneText {
     /// One record per line, absolute names, the SOA first, then in canonical order.
     public static func render(origin: DNSName, records: [ResourceRecord]) -> String {
         let soa = records.filter { $0.type == .soa }
-        let rest = records.filter { $0.type != .soa }.sorted {
-            ($0.name, $0.type.rawValue) < ($1.name, $1.type.rawValue)
+        // Each name's sort key made once: comparing names label by label allocates.
+        let rest = records.filter { $0.type != .soa }.map { (key: canonicalKey($0.name), record: $0) }.sorted {
+            $0.key == $1.key
+                ? $0.record.type.rawValue < $1.record.type.rawValue : $0.key.lexicographicallyPrecedes($1.key)
         }
         var out = "; \(origin) — written by nearcast (changes through the management API); comments are not kept.\n"
         out += "$ORIGIN \(origin)\n"
-        for r in soa + rest { out += line(r) + "\n" }
+        for r in soa + rest.map(\.record) { out += line(r) + "\n" }
         return out
+    }
+
+    /// `zone` as master-file text, as `render(origin:records:)` writes it.
+    public static func render(_ zone: Zone) -> String { render(origin: zone.origin, records: zone.records) }
+
+    /// Bytes whose lexicographic order is the canonical order of names (RFC 4034 §6.1): the
+    /// labels from the right, case-folded, each ended by 0 (0 and 1 inside a label escaped as
+    /// 1 1 and 1 2, so a shorter label sorts first).
+    static func canonicalKey(_ name: DNSName) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(name.wire.count + 4)
+        for label in name.labels.reversed() {
+            for b in label {
+                let f = DNSName.fold(b)
+                if f <= 1 { key += [1, f + 1] } else { key.append(f) }
+            }
+            key.append(0)
+        }
+        return key
     }
 
     /// `name TTL IN TYPE rdata`.

@@ -170,8 +170,9 @@ import FoundationNetworking
 }
 
 /// Records changed through the API and the CLI while the zone is served (issue 6): checked,
-/// audited, written to the zone's file, served at once, and kept across a restart; refusals say
-/// why with the right status.
+/// audited, journaled (durable at once, a crash included), served at once, written back to the
+/// zone's file within `zonefile-sync`, and kept across a restart; refusals say why with the right
+/// status.
 @Suite(.timeLimit(.minutes(2))) struct RecordChangeTests {
     @Test func recordsAreAddedAndDeletedWhileServed() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-records-\(UUID().uuidString)")
@@ -191,7 +192,9 @@ import FoundationNetworking
         zones: [{ origin: example.test., file: z.zone }]
         api: { listen: "127.0.0.1:0", tokens: tokens }
         state-dir: state
+        zonefile-sync: 1
         """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        let journal = zone.path + ".journal"
         func start() throws -> Daemon {
             let s = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
             port = s.dnsPort
@@ -223,9 +226,12 @@ import FoundationNetworking
         #expect(try ask("example.test", "TXT").contains("\"hello world\""))
         let listed = try cli(["records", "example.test.", "--name", "api"], reader)
         #expect(listed.stdout == "api.example.test. 120 IN A 192.0.2.200\n", "\(listed.stdout) \(listed.stderr)")
-        #expect(
-            try String(contentsOf: zone, encoding: .utf8).contains("api.example.test. 120 IN A 192.0.2.200"),
-            "written to the file")
+        // Written back to the file once zonefile-sync has passed; the journal then holds nothing.
+        try await eventually("the changes written back to the zone file", timeout: 15) {
+            let text = try String(contentsOf: zone, encoding: .utf8)
+            return text.contains("api.example.test. 120 IN A 192.0.2.200") && text.contains("\"hello world\"")
+                && !FileManager.default.fileExists(atPath: journal)
+        }
         let mode = try FileManager.default.attributesOfItem(atPath: zone.path)[.posixPermissions] as? Int
         #expect(mode == 0o644, "the zone file keeps its mode: \(String(mode ?? 0, radix: 8))")
 
@@ -262,7 +268,11 @@ import FoundationNetworking
             (response as! HTTPURLResponse).statusCode == 400
                 && String(decoding: body, as: UTF8.self).contains("field data is missing"))
 
-        // A restart serves what was acknowledged; a delete takes it away again.
+        // A restart serves what was acknowledged; a delete takes it away again. (From here on the
+        // file is written back after an hour: what is served after a crash comes from the journal.)
+        let config = try String(contentsOf: dir.appendingPathComponent("c.yaml"), encoding: .utf8)
+        try config.replacingOccurrences(of: "zonefile-sync: 1", with: "zonefile-sync: 3600").write(
+            to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         server.stop()
         server = try start()
         #expect(try ask("api.example.test") == "192.0.2.200\n", "kept across a restart")
@@ -270,9 +280,19 @@ import FoundationNetworking
             try cli(["record", "delete", "example.test.", "api", "A", "192.0.2.200"], writer).stdout.contains(
                 "deleted 1, serial 2026112204"))
         #expect(try ask("api.example.test").isEmpty)
+        // Acknowledged means in the journal, synced: a daemon killed before the write-back loses nothing.
+        #expect(try cli(["record", "add", "example.test.", "crash", "A", "192.0.2.201"], writer).status == 0)
+        #expect(
+            try String(contentsOfFile: journal, encoding: .utf8).contains("+ crash.example.test. 300 IN A 192.0.2.201"))
+        _ = server.stop(signal: SIGKILL)
+        #expect(
+            !(try String(contentsOf: zone, encoding: .utf8)).contains("crash.example.test."), "not written back yet")
+        server = try start()
+        #expect(try ask("crash.example.test") == "192.0.2.201\n", "replayed from the journal after a crash")
+        #expect(try ask("api.example.test").isEmpty, "and the delete before it too")
         let audit = try String(contentsOf: dir.appendingPathComponent("state/audit.log"), encoding: .utf8)
         #expect(
-            audit.split(separator: "\n").count == 3 && audit.contains(#""action":"record""#)
+            audit.split(separator: "\n").count == 4 && audit.contains(#""action":"record""#)
                 && audit.contains("delete api A 192.0.2.200"), "\(audit)")
     }
 }

@@ -26,8 +26,14 @@ import Testing
         #expect(text.split(separator: "\n")[2].contains(" SOA "), "the SOA first")
     }
 
-    func apply(_ e: ZoneEditor.Edit) throws(ZoneEditError) -> (text: String, zone: Zone, change: RecordChange) {
-        try ZoneEditor.apply(e, to: Self.records, origin: Self.origin, fileName: "z.zone")
+    static let zone = try! Zone.build(
+        origin: origin, records: Self.records.map { SourcedRecord(record: $0, file: "z.zone", line: 1) },
+        sourceName: "z.zone")
+
+    func apply(_ e: ZoneEditor.Edit) throws(ZoneEditError) -> (
+        zone: Zone, change: RecordChange, changeset: ZoneChangeset
+    ) {
+        try ZoneEditor.apply(e, to: Self.zone, fileName: "z.zone")
     }
 
     @Test func addingARecordBumpsTheSerialAndTakesItsRRsetsTTL() throws {
@@ -48,6 +54,22 @@ import Testing
         #expect(one.change.changed == 1 && one.zone.rrset(www, .a)?.rdatas.count == 1)
         let all = try apply(.delete(name: "www.example.test.", type: "A", data: nil))
         #expect(all.change.changed == 2 && all.zone.rrset(www, .a) == nil)
+        #expect(Self.zone.rrset(www, .a)?.rdatas.count == 2, "the zone changed is a new value; the old one stands")
+    }
+
+    @Test func aChangeIsJournaledAsTheRecordsItRemovesAndAdds() throws {
+        let r = try apply(.add(RecordInput(name: "www", type: "A", ttl: 30, data: "192.0.2.4")))
+        let c = r.changeset
+        #expect(c.serialBefore == 2_026_112_201 && c.serialAfter == 2_026_112_202)
+        // The TTL of the whole RRset changes: its records go out at 300 and come back at 30.
+        #expect(
+            c.removed.map(ZoneText.line).sorted() == [
+                "example.test. 300 IN SOA ns1.example.test. hostmaster.example.test. 2026112201 3600 600 1209600 60",
+                "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2",
+            ])
+        #expect(c.added.count == 4 && c.added.allSatisfy { $0.type == .soa || $0.ttl == 30 })
+        let again = try Self.zone.applying(c, source: "journal")
+        #expect(Set(again.records) == Set(r.zone.records), "the changeset replayed makes the same zone")
     }
 
     @Test func badChangesAreRefusedNamingWhatIsWrong() {

@@ -1,0 +1,72 @@
+import Foundation
+import NearcastBasics
+import NearcastZones
+
+/// Zone files written back from the served zones (docs/ARCHITECTURE.md §15): a change through
+/// the API is durable once its journal block is synced; the zone's file is rewritten
+/// `zonefile-sync` seconds after the first change not in it, once for every change of that time,
+/// and the journal then keeps only the changes the file does not hold.
+///
+/// The text is made and written to a temporary file on a background thread, with no turn held, so
+/// changes go on meanwhile; only the rename and the journal's trim take a turn. A file changed on
+/// disk since it was read or last written here is not overwritten (the changes stay in the journal,
+/// and the next reload says what to do), nor is one whose zone a reload replaced meanwhile.
+extension ServedConfig {
+    /// Writes the zone file at `path` back after the configured delay, unless that is under way.
+    func scheduleWriteBack(_ path: String) {
+        guard !writeBackDue.contains(path) else { return }
+        writeBackDue.insert(path)
+        let delay = running.zonefileSync
+        Task {
+            try? await Task.sleep(for: .seconds(delay))
+            await self.writeBack(path)
+        }
+    }
+
+    /// Writes the served zone of the file at `path` to that file, then trims its journal.
+    func writeBack(_ path: String) async {
+        writeBackDue.remove(path)
+        guard let i = running.zones.firstIndex(where: { $0.path == path }) else { return }
+        let zone = zones[i]
+        let reloadsBefore = reloads
+        guard fileStamps[path] == nil || FileStamp(path) == fileStamps[path] else {
+            logger.warning(
+                "zone file changed on disk since it was read: not written back; its journal keeps the changes made through the API",
+                metadata: ["file": "\(path)"])
+            return
+        }
+        let tmp: String
+        do {
+            tmp = try await onOwnThread(name: "nc-zonefile", background: true) {
+                try DurableFile.prepare(path, with: Array(ZoneText.render(zone).utf8))
+            }
+        } catch {
+            logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
+            scheduleWriteBack(path)
+            return
+        }
+        await takeTurn()
+        defer { endTurn() }
+        guard reloads == reloadsBefore, fileStamps[path] == nil || FileStamp(path) == fileStamps[path] else {
+            unlink(tmp)
+            if reloads != reloadsBefore, ZoneJournal.hasChanges(ZoneJournal.path(forZoneFile: path)) {
+                scheduleWriteBack(path)
+            }
+            return
+        }
+        do {
+            try DurableFile.commit(tmp, onto: path)
+            fileStamps[path] = FileStamp(path)
+            try ZoneJournal.trim(ZoneJournal.path(forZoneFile: path), origin: zone.origin, upTo: zone.serial)
+            logger.info("zone file written back", metadata: ["file": "\(path)", "serial": "\(zone.serial)"])
+        } catch {
+            logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
+        }
+    }
+
+    /// Notes each zone file's stamp as it is now: after a load of them.
+    func stampZoneFiles() {
+        fileStamps = Dictionary(
+            running.zones.compactMap { z in FileStamp(z.path).map { (z.path, $0) } }, uniquingKeysWith: { a, _ in a })
+    }
+}

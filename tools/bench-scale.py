@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""make bench-scale (issue 29): zones of real size, nearcast beside Knot DNS and NSD serving the same file.
+
+For each size (SIZES, names): a generated zone (an A at each name, an AAAA at every fourth, MX and TXT
+at every tenth), then for each server:
+  - start to first answer (a query for the last name of the file, polled every 10 ms);
+  - RSS after load (/proc/PID/status VmRSS);
+  - for nearcast and Knot: CHANGES record changes, each one add, one change (delete + add) and one
+    delete, timed from the request to the first answer that shows it (nearcast: the management API;
+    Knot: a DNS UPDATE, RFC 2136, as nsupdate sends it), p50 and p99;
+  - for nearcast: RSS after MANY further changes.
+nearcast runs without XDP here: its fast path still builds its image whole (issue 29 part 2).
+Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
+bench-scale markers.
+"""
+import json
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = [int(s) for s in os.environ.get("SIZES", "10000 100000 1000000").split()]
+CHANGES = int(os.environ.get("CHANGES", "100"))
+MANY = int(os.environ.get("MANY", "10000"))
+NEARCASTD = os.path.join(ROOT, ".build/release/nearcastd")
+ORIGIN = "scale.test."
+TOKEN = "w" * 32
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, socket.socket() as t:
+        for _ in range(100):
+            port = random.randint(20000, 60000)
+            try:
+                u.bind(("127.0.0.1", port))
+                t.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port")
+
+
+def write_zone(path, n):
+    with open(path, "w") as f:
+        f.write(f"$ORIGIN {ORIGIN}\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\nns1 A 192.0.2.53\n")
+        for i in range(n):
+            f.write(f"n{i} A 10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}\n")
+            if i % 4 == 0:
+                f.write(f"n{i} AAAA 2001:db8::{i & 0xffff:x}\n")
+            if i % 10 == 0:
+                f.write(f"n{i} MX 10 mail.n{i}\nn{i} TXT \"name {i}\"\n")
+
+
+def name_wire(name):
+    out = b""
+    for label in name.rstrip(".").split("."):
+        out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def query(port, name, qtype=1, timeout=0.2):
+    """The answer count and rcode of NAME TYPE asked of 127.0.0.1:PORT over UDP; None on no reply."""
+    qid = random.randint(0, 65535)
+    msg = struct.pack("!HHHHHH", qid, 0, 1, 0, 0, 0) + name_wire(name) + struct.pack("!HH", qtype, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.sendto(msg, ("127.0.0.1", port))
+            reply = s.recv(4096)
+        except OSError:
+            return None
+    _, flags, _, ancount, _, _ = struct.unpack("!HHHHHH", reply[:12])
+    return ancount, flags & 0xF, reply
+
+
+def wait_answer(port, name, deadline_s=600, want=lambda r: r is not None and r[1] == 0 and r[0] > 0, poll=0.01):
+    start = time.monotonic()
+    while time.monotonic() - start < deadline_s:
+        r = query(port, name, timeout=poll * 5)
+        if want(r):
+            return time.monotonic() - start
+        time.sleep(poll)
+    raise RuntimeError(f"{name} not answered as expected within {deadline_s} s")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def api(port, method, path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    req.add_header("Authorization", f"Bearer {TOKEN}")
+    if body is not None:
+        req.data = json.dumps(body).encode()
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return r.read()
+
+
+def has_address(addr):
+    def check(r):
+        return r is not None and r[1] == 0 and r[0] > 0 and socket.inet_aton(addr) in r[2][-4:]
+
+    return check
+
+
+def no_answer(r):
+    return r is not None and r[0] == 0
+
+
+def percentiles(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] * 1000, xs[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
+
+
+def nearcast(work, zone, n):
+    port, aport = free_port(), free_port()
+    with open(f"{work}/tokens", "w") as f:
+        f.write(f"write {TOKEN}\n")
+    with open(f"{work}/nc.yaml", "w") as f:
+        f.write(
+            f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
+            f'api: {{ listen: "127.0.0.1:{aport}", tokens: tokens }}\nstate-dir: state\nzonefile-sync: 10\n'
+        )
+    t0 = time.monotonic()
+    p = subprocess.Popen([NEARCASTD, "--config", f"{work}/nc.yaml", "--log-level", "warning"], stdout=subprocess.DEVNULL)
+    try:
+        wait_answer(port, f"n{n - 1}.{ORIGIN}")
+        load = time.monotonic() - t0
+        rss = rss_mib(p.pid)
+        path = f"/v1/zones/{ORIGIN}/records"
+        times = {"add": [], "change": [], "delete": []}
+        for k in range(CHANGES):
+            name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
+            t = time.monotonic()
+            api(aport, "POST", path, {"name": name, "type": "A", "data": a1})
+            wait_answer(port, name, 10, has_address(a1), poll=0.0005)
+            times["add"].append(time.monotonic() - t)
+            t = time.monotonic()
+            api(aport, "DELETE", f"{path}?name={name}&type=A")
+            api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
+            wait_answer(port, name, 10, has_address(a2), poll=0.0005)
+            times["change"].append(time.monotonic() - t)
+            t = time.monotonic()
+            api(aport, "DELETE", f"{path}?name={name}&type=A")
+            wait_answer(port, name, 10, no_answer, poll=0.0005)
+            times["delete"].append(time.monotonic() - t)
+        rss_before_many = rss_mib(p.pid)
+        t = time.monotonic()
+        for k in range(MANY // 2):
+            name = f"many{k % 50}.{ORIGIN}"
+            api(aport, "POST", path, {"name": name, "type": "A", "data": "192.0.2.7"})
+            api(aport, "DELETE", f"{path}?name={name}&type=A")
+        many_s = time.monotonic() - t
+        time.sleep(12)  # a write-back of the zone file, and the old zones let go
+        return {
+            "load": load, "rss": rss, "times": times, "rss_before_many": rss_before_many,
+            "rss_after_many": rss_mib(p.pid), "many_per_s": MANY / many_s,
+        }
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def update_message(name, add=None, delete=False):
+    """A DNS UPDATE (RFC 2136) of zone ORIGIN: delete NAME's A RRset, and/or add NAME A ADD."""
+    msg = struct.pack("!HHHHHH", random.randint(0, 65535), 5 << 11, 1, 0, (1 if delete else 0) + (1 if add else 0), 0)
+    msg += name_wire(ORIGIN) + struct.pack("!HH", 6, 1)
+    if delete:
+        msg += name_wire(name) + struct.pack("!HHIH", 1, 255, 0, 0)
+    if add:
+        msg += name_wire(name) + struct.pack("!HHIH", 1, 1, 300, 4) + socket.inet_aton(add)
+    return msg
+
+
+def send_update(port, msg):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(struct.pack("!H", len(msg)) + msg)
+        n = struct.unpack("!H", s.recv(2))[0]
+        reply = b""
+        while len(reply) < n:
+            reply += s.recv(n - len(reply))
+    rcode = struct.unpack("!H", reply[2:4])[0] & 0xF
+    if rcode != 0:
+        raise RuntimeError(f"update refused: rcode {rcode}")
+
+
+def knot(work, zone, n):
+    port = free_port()
+    os.makedirs(f"{work}/knot", exist_ok=True)
+    with open(f"{work}/knot.conf", "w") as f:
+        f.write(
+            f"server:\n  listen: 127.0.0.1@{port}\n  rundir: {work}/knot\n"
+            f"database:\n  storage: {work}/knot\n"
+            f"acl:\n  - id: local\n    address: 127.0.0.1\n    action: update\n"
+            f"template:\n  - id: default\n    storage: {os.path.dirname(zone)}\n    zonefile-sync: 10\n"
+            f"    journal-content: changes\n    semantic-checks: off\n"
+            f"zone:\n  - domain: {ORIGIN}\n    file: {os.path.basename(zone)}\n    acl: local\n"
+        )
+    t0 = time.monotonic()
+    p = subprocess.Popen(["knotd", "-c", f"{work}/knot.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_answer(port, f"n{n - 1}.{ORIGIN}")
+        load = time.monotonic() - t0
+        rss = rss_mib(p.pid)
+        times = {"add": [], "change": [], "delete": []}
+        for k in range(CHANGES):
+            name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
+            t = time.monotonic()
+            send_update(port, update_message(name, add=a1))
+            wait_answer(port, name, 10, has_address(a1), poll=0.0005)
+            times["add"].append(time.monotonic() - t)
+            t = time.monotonic()
+            send_update(port, update_message(name, add=a2, delete=True))
+            wait_answer(port, name, 10, has_address(a2), poll=0.0005)
+            times["change"].append(time.monotonic() - t)
+            t = time.monotonic()
+            send_update(port, update_message(name, delete=True))
+            wait_answer(port, name, 10, no_answer, poll=0.0005)
+            times["delete"].append(time.monotonic() - t)
+        return {"load": load, "rss": rss, "times": times}
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def nsd(work, zone, n):
+    port = free_port()
+    with open(f"{work}/nsd.conf", "w") as f:
+        f.write(
+            f'server:\n  ip-address: 127.0.0.1@{port}\n  username: ""\n  chroot: ""\n  zonesdir: "{work}"\n'
+            f'  pidfile: "{work}/nsd.pid"\n  database: ""\n  zonelistfile: "{work}/zone.list"\n'
+            f'  xfrdfile: "{work}/xfrd.state"\n  xfrdir: "{work}"\n  server-count: 1\n  verbosity: 0\n'
+            f"remote-control:\n  control-enable: no\nzone:\n  name: {ORIGIN}\n  zonefile: \"{zone}\"\n"
+        )
+    t0 = time.monotonic()
+    p = subprocess.Popen(["nsd", "-d", "-c", f"{work}/nsd.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_answer(port, f"n{n - 1}.{ORIGIN}")
+        load = time.monotonic() - t0
+        # NSD forks its server and xfrd: the memory of all of them.
+        pids = [p.pid] + [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()]
+        return {"load": load, "rss": sum(rss_mib(x) for x in pids)}
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def main():
+    if not os.access(NEARCASTD, os.X_OK):
+        sys.exit("build first: make build")
+    rows = []
+    for n in SIZES:
+        work = tempfile.mkdtemp(prefix=f"nearcast-scale-{n}-")
+        try:
+            zone = f"{work}/scale.test.zone"
+            write_zone(zone, n)
+            res = {}
+            for server, fn in (("nearcast", nearcast), ("knot", knot), ("nsd", nsd)):
+                shutil.copy(zone, f"{zone}.orig")
+                res[server] = fn(work, zone, n)
+                shutil.copy(f"{zone}.orig", zone)
+                for leftover in (f"{zone}.journal",):
+                    if os.path.exists(leftover):
+                        os.remove(leftover)
+                print(n, server, json.dumps({k: v for k, v in res[server].items() if k != "times"}), flush=True)
+            rows.append((n, res))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def ms(server_res, kind):
+        p50, p99 = percentiles(server_res["times"][kind])
+        return f"{p50:.1f} / {p99:.1f}"
+
+    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": ")
+    knotv = subprocess.run(["knotd", "-V"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        "<!-- bench-scale:start (written by tools/bench-scale.py; do not edit by hand) -->",
+        f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, kernel {os.uname().release}, {os.cpu_count()} cores; {knotv}.",
+        f"Command: `make bench-scale` (SIZES={' '.join(map(str, SIZES))}, CHANGES={CHANGES}, MANY={MANY}). nearcast without XDP.",
+        "",
+        "| names | | nearcast | Knot | NSD |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for n, r in rows:
+        c, k, d = r["nearcast"], r["knot"], r["nsd"]
+        lines += [
+            f"| {n:,} | start to first answer (s) | {c['load']:.2f} | {k['load']:.2f} | {d['load']:.2f} |",
+            f"| | RSS after load (MiB) | {c['rss']:.0f} | {k['rss']:.0f} | {d['rss']:.0f} |",
+        ]
+        for kind in ("add", "change", "delete"):
+            lines.append(f"| | record {kind}, to answered: p50 / p99 (ms) | {ms(c, kind)} | {ms(k, kind)} | - |")
+        growth = (c["rss_after_many"] / c["rss_before_many"] - 1) * 100
+        lines.append(
+            f"| | RSS after {MANY:,} more changes (MiB; {c['many_per_s']:.0f} changes/s) | {c['rss_after_many']:.0f} ({growth:+.1f} %) | | |"
+        )
+    lines.append("<!-- bench-scale:end -->")
+    table = "\n".join(lines)
+    print(table)
+    subprocess.run([os.path.join(ROOT, "tools/benchmarks-section.py"), "bench-scale"], input=table, text=True, check=True)
+
+
+if __name__ == "__main__":
+    main()
