@@ -108,6 +108,18 @@ def api(port, method, path, body=None):
         return r.read()
 
 
+def wait_api(port, deadline_s=600):
+    """Polls the management API's /healthz until it answers: it may listen after the DNS does."""
+    start = time.monotonic()
+    while time.monotonic() - start < deadline_s:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the management API on port {port} did not answer within {deadline_s} s")
+
+
 def has_address(addr):
     def check(r):
         return r is not None and r[1] == 0 and r[0] > 0 and socket.inet_aton(addr) in r[2][-4:]
@@ -139,6 +151,7 @@ def nearcast(work, zone, n):
         wait_answer(port, f"n{n - 1}.{ORIGIN}")
         load = time.monotonic() - t0
         rss = rss_mib(p.pid)
+        wait_api(aport)
         path = f"/v1/zones/{ORIGIN}/records"
         times = {"add": [], "change": [], "delete": []}
         for k in range(CHANGES):
@@ -283,7 +296,7 @@ def main():
         p50, p99 = percentiles(server_res["times"][kind])
         return f"{p50:.1f} / {p99:.1f}"
 
-    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": ")
+    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].split(":", 1)[1].strip()
     knotv = subprocess.run(["knotd", "-V"], capture_output=True, text=True).stdout.strip()
     lines = [
         "<!-- bench-scale:start (written by tools/bench-scale.py; do not edit by hand) -->",

@@ -25,9 +25,6 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
         self.wire = w
     }
 
-    /// Parses presentation format (`www.example.net.`, with `\.` and `\DDD` escapes).
-    ///
-    /// A name without a trailing dot is relative and gets `origin` appended; `@` is the origin itself.
     /// The name at the start of `bytes` in uncompressed wire form, and how many bytes it takes;
     /// nil when the bytes hold no whole name (or a compression pointer).
     public static func uncompressed(_ bytes: [UInt8]) -> (DNSName, Int)? {
@@ -43,6 +40,10 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
         return nil
     }
 
+    /// Parses presentation format (`www.example.net.`, with `\.` and `\DDD` escapes).
+    ///
+    /// A name without a trailing dot is relative and gets `origin` appended; `@` is the origin itself.
+    /// The wire form is written as the text is read (zone files hold millions of names).
     public init(_ text: String, origin: DNSName? = nil) throws(DNSWireError) {
         if text == "@" {
             guard let origin else { throw .badText("'@' used without an origin") }
@@ -54,10 +55,17 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
             return
         }
         if text.isEmpty { throw .badText("empty name") }
-        var labels: [[UInt8]] = []
-        var current: [UInt8] = []
-        var absolute = false
         let bytes = Array(text.utf8)
+        var w: [UInt8] = [0]  // w[lengthAt] is the current label's length, filled in when it ends
+        w.reserveCapacity(bytes.count + 2 + (origin?.wire.count ?? 0))
+        var lengthAt = 0
+        var absolute = false
+        func endLabel() throws(DNSWireError) {
+            let n = w.count - lengthAt - 1
+            if n == 0 { throw .badText("name '\(text)' has an empty label") }
+            if n > 63 { throw .badText("name '\(text)' has a label longer than 63 octets") }
+            w[lengthAt] = UInt8(n)
+        }
         var i = 0
         while i < bytes.count {
             let c = bytes[i]
@@ -70,33 +78,36 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
                     else { throw .badText("name '\(text)': \\DDD escape needs three digits") }
                     let v = Int(n - 0x30) * 100 + Int(bytes[i + 2] - 0x30) * 10 + Int(bytes[i + 3] - 0x30)
                     guard v <= 255 else { throw .badText("name '\(text)': escape \\\(v) is above 255") }
-                    current.append(UInt8(v))
+                    w.append(UInt8(v))
                     i += 4
                 } else {
-                    current.append(n)
+                    w.append(n)
                     i += 2
                 }
                 continue
             }
             if c == UInt8(ascii: ".") {
-                if current.isEmpty { throw .badText("name '\(text)' has an empty label") }
-                labels.append(current)
-                current = []
-                if i == bytes.count - 1 { absolute = true }
+                try endLabel()
+                if i == bytes.count - 1 {
+                    absolute = true
+                } else {
+                    lengthAt = w.count
+                    w.append(0)
+                }
                 i += 1
                 continue
             }
-            current.append(c)
+            w.append(c)
             i += 1
         }
-        if !current.isEmpty { labels.append(current) }
-        // A relative name takes the origin; without one (command line, config) it is taken as absolute.
-        if !absolute, let origin { labels.append(contentsOf: origin.labels) }
-        do { try self.init(labels: labels) } catch .labelTooLong {
-            throw .badText("name '\(text)' has a label longer than 63 octets")
-        } catch .nameTooLong {
-            throw .badText("name '\(text)' is longer than 255 octets")
-        } catch { throw error }
+        if !absolute {
+            try endLabel()
+            // A relative name takes the origin; without one (command line, config) it is taken as absolute.
+            if let origin { w.append(contentsOf: origin.wire.dropLast()) }
+        }
+        w.append(0)
+        if w.count > 255 { throw .badText("name '\(text)' is longer than 255 octets") }
+        self.wire = w
     }
 
     /// The labels, leftmost first, without the root label.

@@ -60,22 +60,53 @@ public enum RData: Hashable, Sendable {
 public struct IPv4Address: Hashable, Sendable, CustomStringConvertible {
     public var bytes: (UInt8, UInt8, UInt8, UInt8)
     public init(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) { bytes = (a, b, c, d) }
+    /// Parses dotted-quad text: four decimal parts of at most three digits, each at most 255.
     public init?(_ text: String) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
-        var v: [UInt8] = []
-        for p in parts {
-            guard !p.isEmpty, p.count <= 3, p.allSatisfy({ $0.isASCII && $0.isNumber }), let n = UInt8(p) else {
+        var text = text
+        guard let b = text.withUTF8({ Self.parse($0[...]) }) else { return nil }
+        bytes = b
+    }
+
+    /// The dotted quad in `s`, read byte by byte (a zone file holds millions of them).
+    static func parse(_ s: Slice<UnsafeBufferPointer<UInt8>>) -> (UInt8, UInt8, UInt8, UInt8)? {
+        var parts: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+        var part = 0
+        var value: UInt32 = 0
+        var digits = 0
+        func store() -> Bool {
+            guard digits > 0, value <= 255 else { return false }
+            switch part {
+            case 0: parts.0 = value
+            case 1: parts.1 = value
+            case 2: parts.2 = value
+            default: parts.3 = value
+            }
+            return true
+        }
+        for c in s {
+            if c == UInt8(ascii: ".") {
+                guard part < 3, store() else { return nil }
+                part += 1
+                (value, digits) = (0, 0)
+            } else if c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") {
+                guard digits < 3 else { return nil }
+                value = value * 10 + UInt32(c - UInt8(ascii: "0"))
+                digits += 1
+            } else {
                 return nil
             }
-            v.append(n)
         }
-        bytes = (v[0], v[1], v[2], v[3])
+        guard part == 3, store() else { return nil }
+        return (UInt8(parts.0), UInt8(parts.1), UInt8(parts.2), UInt8(parts.3))
     }
+
     public var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3] }
     public var description: String { "\(bytes.0).\(bytes.1).\(bytes.2).\(bytes.3)" }
-    public static func == (l: IPv4Address, r: IPv4Address) -> Bool { l.array == r.array }
-    public func hash(into h: inout Hasher) { h.combine(array) }
+    var word: UInt32 {
+        UInt32(bytes.0) << 24 | UInt32(bytes.1) << 16 | UInt32(bytes.2) << 8 | UInt32(bytes.3)
+    }
+    public static func == (l: IPv4Address, r: IPv4Address) -> Bool { l.word == r.word }
+    public func hash(into h: inout Hasher) { h.combine(word) }
 }
 
 /// An IPv6 address in network order.
@@ -87,37 +118,67 @@ public struct IPv6Address: Hashable, Sendable, CustomStringConvertible {
     }
     /// Parses RFC 4291 text, including `::` and an embedded dotted IPv4 tail.
     public init?(_ text: String) {
-        var s = Substring(text)
-        var tail: [UInt8] = []
-        if let lastColon = s.lastIndex(of: ":"), s[s.index(after: lastColon)...].contains(".") {
-            guard let v4 = IPv4Address(String(s[s.index(after: lastColon)...])) else { return nil }
-            tail = v4.array
-            s = s[...lastColon]
-            if s.hasSuffix(":") && !s.hasSuffix("::") { s = s.dropLast() }
+        var text = text
+        guard let b = text.withUTF8({ Self.parse($0) }) else { return nil }
+        bytes = b
+    }
+
+    /// The address in `s`, read byte by byte: groups of one to four hex digits separated by `:`,
+    /// at most one `::` standing for one or more zero groups, and a dotted IPv4 tail.
+    static func parse(_ s: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 16)
+        var n = 0  // bytes written
+        var gap = -1  // where `::` stands, in bytes written before it
+        var i = 0
+        let colon = UInt8(ascii: ":")
+        if s.count >= 2 && s[0] == colon && s[1] == colon {
+            gap = 0
+            i = 2
         }
-        func groups(_ part: Substring) -> [UInt16]? {
-            if part.isEmpty { return [] }
-            var out: [UInt16] = []
-            for g in part.split(separator: ":", omittingEmptySubsequences: false) {
-                guard !g.isEmpty, g.count <= 4, let v = UInt16(g, radix: 16) else { return nil }
-                out.append(v)
+        while i < s.count {
+            let start = i
+            var value: UInt32 = 0
+            var digits = 0
+            while i < s.count, let h = hexValue(s[i]) {
+                guard digits < 4 else { return nil }
+                value = value << 4 | h
+                digits += 1
+                i += 1
             }
-            return out
+            if i < s.count && s[i] == UInt8(ascii: ".") {
+                guard n + 4 <= 16, let v4 = IPv4Address.parse(s[start...]) else { return nil }
+                (out[n], out[n + 1], out[n + 2], out[n + 3]) = v4
+                n += 4
+                break
+            }
+            guard digits > 0, n + 2 <= 16 else { return nil }
+            out[n] = UInt8(value >> 8)
+            out[n + 1] = UInt8(value & 0xFF)
+            n += 2
+            if i == s.count { break }
+            guard s[i] == colon, i + 1 < s.count else { return nil }  // a lone trailing `:` too
+            i += 1
+            if s[i] == colon {
+                guard gap < 0 else { return nil }
+                gap = n
+                i += 1
+            }
         }
-        let need = (16 - tail.count) / 2
-        var words: [UInt16]
-        if let r = s.firstRange(of: "::") {
-            guard let head = groups(s[..<r.lowerBound]), let rest = groups(s[r.upperBound...]),
-                !s[r.upperBound...].contains("::"), head.count + rest.count < need
-            else { return nil }
-            words = head + Array(repeating: 0, count: need - head.count - rest.count) + rest
-        } else {
-            guard let all = groups(s), all.count == need else { return nil }
-            words = all
+        if gap < 0 { return n == 16 ? out : nil }
+        guard n < 16 else { return nil }  // `::` stands for at least one group
+        let moved = n - gap
+        for k in 0..<moved { out[16 - moved + k] = out[gap + k] }
+        for k in gap..<(16 - moved) { out[k] = 0 }
+        return out
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt32? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - UInt8(ascii: "A") + 10)
+        default: nil
         }
-        var b: [UInt8] = []
-        for w in words { b += [UInt8(w >> 8), UInt8(w & 0xFF)] }
-        self.bytes = b + tail
     }
     /// RFC 5952 text: lower case, the longest run of zero words compressed.
     public var description: String {

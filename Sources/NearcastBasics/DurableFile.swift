@@ -25,6 +25,14 @@ public enum DurableFile {
     /// The first half of `replace`: `data` written and synced to a temporary file beside `path`,
     /// with `path`'s mode; `commit` puts it in place (the slow half apart from the quick one).
     public static func prepare(_ path: String, with data: [UInt8]) throws(Failure) -> String {
+        try prepare(path) { (write: ([UInt8]) throws(Failure) -> Void) throws(Failure) in try write(data) }
+    }
+
+    /// `prepare`, with the contents written in pieces: `fill` is given a function that appends
+    /// one piece to the temporary file (so a large file need not be held in memory whole).
+    public static func prepare(
+        _ path: String, writing fill: (_ write: ([UInt8]) throws(Failure) -> Void) throws(Failure) -> Void
+    ) throws(Failure) -> String {
         let tmp = path + ".tmp-\(getpid())"
         var st = stat()
         let mode: mode_t = stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600
@@ -32,8 +40,13 @@ public enum DurableFile {
         guard fd >= 0 else { throw Failure("cannot create", tmp) }
         defer { close(fd) }
         fchmod(fd, mode)  // whatever the umask
-        try writeAll(fd, data, tmp)
-        guard fsync(fd) == 0 else { throw Failure("cannot fsync", tmp) }
+        do throws(Failure) {
+            try fill { (piece: [UInt8]) throws(Failure) in try writeAll(fd, piece, tmp) }
+            guard fsync(fd) == 0 else { throw Failure("cannot fsync", tmp) }
+        } catch {
+            unlink(tmp)
+            throw error
+        }
         return tmp
     }
 

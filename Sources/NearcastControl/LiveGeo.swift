@@ -120,12 +120,13 @@ struct FileStamp: Equatable, Sendable {
 enum Retired {
     static let holdFor: Duration = .seconds(1)
 
-    static func release(_ values: (any Sendable)?...) {
+    static func release(_ values: (any Sendable)?..., thenGiveBackMemory: Bool = false) {
         let held = values.compactMap { $0 }
         guard !held.isEmpty else { return }
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: holdFor.seconds)
             withExtendedLifetime(held) {}
+            if thenGiveBackMemory { FreedMemory.giveBack() }
         }
     }
 }

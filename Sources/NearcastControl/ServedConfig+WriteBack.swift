@@ -26,6 +26,16 @@ extension ServedConfig {
     /// Writes the served zone of the file at `path` to that file, then trims its journal.
     func writeBack(_ path: String) async {
         writeBackDue.remove(path)
+        // A zone of millions of names takes seconds to write: changes made meanwhile are written
+        // by the next write-back, after this one.
+        guard writeBackRunning.insert(path).inserted else {
+            writeBackAgain.insert(path)
+            return
+        }
+        defer {
+            writeBackRunning.remove(path)
+            if writeBackAgain.remove(path) != nil { scheduleWriteBack(path) }
+        }
         guard let i = running.zones.firstIndex(where: { $0.path == path }) else { return }
         let zone = zones[i]
         let reloadsBefore = reloads
@@ -38,7 +48,10 @@ extension ServedConfig {
         let tmp: String
         do {
             tmp = try await onOwnThread(name: "nc-zonefile", background: true) {
-                try DurableFile.prepare(path, with: Array(ZoneText.render(zone).utf8))
+                defer { FreedMemory.giveBack() }
+                return try DurableFile.prepare(path) { write throws(DurableFile.Failure) in
+                    try ZoneText.write(zone, to: write)
+                }
             }
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])

@@ -56,6 +56,10 @@ package actor ServedConfig {
     /// Zone files whose write-back is scheduled, and the stamp of each zone file as it was when
     /// last read or written here (ServedConfig+WriteBack.swift).
     var writeBackDue: Set<String> = []
+    /// Zone files being written back now, and those with changes made meanwhile (written again
+    /// once the one under way is done: two write-backs of one file never overlap).
+    var writeBackRunning: Set<String> = []
+    var writeBackAgain: Set<String> = []
     var fileStamps: [String: FileStamp] = [:]
     /// Reloads served so far: a write-back that a reload overtook is not written.
     var reloads = 0
@@ -219,9 +223,12 @@ package actor ServedConfig {
     }
 
     /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
-    /// generation, then the slow path.
+    /// generation, then the slow path. `oneChange`: the zones are those served now with a change
+    /// applied, sharing all else; otherwise what they replace is a whole, and the memory it
+    /// held is given back to the system once it is let go.
     func switchTo(
-        _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant
+        _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
+        oneChange: Bool = false
     )
         async throws(ReloadError) -> ReloadReport
     {
@@ -241,7 +248,7 @@ package actor ServedConfig {
         case .checks(let config): live.keepCompile(for: config)
         }
         let oldResponder = responders.replace(with: responder)
-        Retired.release(retired, oldResponder)
+        Retired.release(retired, oldResponder, thenGiveBackMemory: !oneChange)
         cookies?.apply(config.cookies)  // a configured secret the config changed
         running = config
         self.zones = zones
@@ -349,7 +356,7 @@ package actor ServedConfig {
             throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
         }
         do {
-            _ = try await switchTo(running, next, started: started)
+            _ = try await switchTo(running, next, started: started, oneChange: true)
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }

@@ -43,6 +43,48 @@ struct ZoneNode: Sendable {
 
     /// RRsets here that are not glue.
     var nonGlue: UInt32 { UInt32(sets.count { !RRSet.isGlue($0.type) }) }
+
+    /// Counts one more owner below this name, with `nonGlue` RRsets that are not glue.
+    mutating func countBelow(nonGlue: UInt32) {
+        ownersBelow += 1
+        nonGlueBelow += nonGlue
+    }
+}
+
+/// A name's RRsets while `Zone.build` reads the records, each with the index of its first
+/// record (where messages about the RRset point).
+struct BuildingNode {
+    var sets: [RRSet] = []
+    var firsts: [Int] = []
+
+    subscript(type: RRType) -> RRSet? {
+        for s in sets where s.type == type { return s }
+        return nil
+    }
+
+    var types: [RRType] { sets.map(\.type) }
+
+    func first(of type: RRType) -> Int { firsts[sets.firstIndex { $0.type == type }!] }
+
+    enum Added {
+        case added
+        case duplicate
+        /// The RRset has another TTL, `ttl`, from its first record, the record at `firstIndex`.
+        case ttlDiffers(ttl: UInt32, firstIndex: Int)
+    }
+
+    /// Adds `rr`, the record at `index`, to its RRset.
+    mutating func add(_ rr: ResourceRecord, index: Int) -> Added {
+        guard let i = sets.firstIndex(where: { $0.type == rr.type }) else {
+            sets.append(RRSet(name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata]))
+            firsts.append(index)
+            return .added
+        }
+        if sets[i].ttl != rr.ttl { return .ttlDiffers(ttl: sets[i].ttl, firstIndex: firsts[i]) }
+        if sets[i].rdatas.contains(rr.rdata) { return .duplicate }
+        sets[i].rdatas.append(rr.rdata)
+        return .added
+    }
 }
 
 /// One authoritative zone, checked and indexed for lookup.
@@ -80,36 +122,35 @@ public struct Zone: Sendable {
         -> Zone
     {
         var diags: [Diagnostic] = []
-        var nodes: [DNSName: [RRType: RRSet]] = [:]
-        var firstLine: [DNSName: [RRType: (String, Int)]] = [:]
+        // Each name's RRsets as read, one dictionary entry per name (a zone of millions of names
+        // is mostly this loop).
+        var nodes: [DNSName: BuildingNode] = [:]
+        nodes.reserveCapacity(records.count)
         var count = 0
-        for src in records {
+        for (index, src) in records.enumerated() {
             let rr = src.record
-            func fail(_ m: String) { diags.append(Diagnostic(file: src.file, line: src.line, message: m)) }
             guard rr.name.isSubdomain(of: origin) else {
-                fail("\(rr.name) is outside the zone \(origin)")
+                diags.append(
+                    Diagnostic(file: src.file, line: src.line, message: "\(rr.name) is outside the zone \(origin)"))
                 continue
             }
-            if var set = nodes[rr.name]?[rr.type] {
-                if set.ttl != rr.ttl {
-                    let (f, l) = firstLine[rr.name]![rr.type]!
-                    fail(
-                        "TTL \(rr.ttl) differs from TTL \(set.ttl) of the same RRset \(rr.name) \(rr.type) at \(f):\(l) (RFC 2181 §5.2)"
-                    )
-                    continue
-                }
-                if set.rdatas.contains(rr.rdata) { continue }  // duplicates are dropped (RFC 2181 §5)
-                set.rdatas.append(rr.rdata)
-                nodes[rr.name]![rr.type] = set
-            } else {
-                nodes[rr.name, default: [:]][rr.type] = RRSet(
-                    name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata])
-                firstLine[rr.name, default: [:]][rr.type] = (src.file, src.line)
+            switch nodes[rr.name, default: BuildingNode()].add(rr, index: index) {
+            case .added: count += 1
+            case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
+            case .ttlDiffers(let ttl, let firstIndex):
+                let first = records[firstIndex]
+                diags.append(
+                    Diagnostic(
+                        file: src.file, line: src.line,
+                        message:
+                            "TTL \(rr.ttl) differs from TTL \(ttl) of the same RRset \(rr.name) \(rr.type) at \(first.file):\(first.line) (RFC 2181 §5.2)"
+                    ))
             }
-            count += 1
         }
         func at(_ name: DNSName, _ type: RRType) -> (String, Int) {
-            firstLine[name]?[type] ?? (sourceName, 0)
+            guard let node = nodes[name], node[type] != nil else { return (sourceName, 0) }
+            let r = records[node.first(of: type)]
+            return (r.file, r.line)
         }
         func fail(_ name: DNSName, _ type: RRType, _ m: String) {
             let (f, l) = at(name, type)
@@ -117,7 +158,7 @@ public struct Zone: Sendable {
         }
 
         // Apex.
-        let apex = nodes[origin] ?? [:]
+        let apex = nodes[origin] ?? BuildingNode()
         var soa: RRSet?
         if let s = apex[.soa] {
             if s.rdatas.count != 1 {
@@ -138,7 +179,7 @@ public struct Zone: Sendable {
                 if c.rdatas.count > 1 {
                     fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
                 }
-                let others = sets.keys.filter { $0 != .cname }.sorted()
+                let others = sets.types.filter { $0 != .cname }.sorted()
                 if !others.isEmpty {
                     fail(
                         name, .cname,
@@ -156,7 +197,7 @@ public struct Zone: Sendable {
             }
             // As NSD does: a name below a DNAME is redirected, so data there would never be served.
             if !dnames.isEmpty, let d = name.ancestors(upTo: origin).first(where: dnames.contains) {
-                for t in sets.keys.sorted() {
+                for t in sets.types.sorted() {
                     fail(name, t, "\(name) \(t) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)")
                 }
             }
@@ -165,18 +206,23 @@ public struct Zone: Sendable {
         // Delegations and what lies below them.
         let cuts = Set(nodes.compactMap { name, sets in name != origin && sets[.ns] != nil ? name : nil })
         func cut(above name: DNSName, includingSelf: Bool) -> DNSName? {
+            if cuts.isEmpty { return nil }
             if includingSelf && cuts.contains(name) { return name }
-            for a in name.ancestors(upTo: origin) where a != origin && cuts.contains(a) { return a }
+            var a = name
+            while a.wire.count > origin.wire.count {
+                a = a.parent
+                if a != origin && cuts.contains(a) { return a }
+            }
             return nil
         }
         for (name, sets) in nodes {
             if cuts.contains(name) {
-                for t in sets.keys where t != .ns && t != .ds && !RRSet.isGlue(t) {
+                for t in sets.types where t != .ns && t != .ds && !RRSet.isGlue(t) {
                     fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
                 }
             }
             if let c = cut(above: name, includingSelf: false) {
-                for t in sets.keys where !RRSet.isGlue(t) {
+                for t in sets.types where !RRSet.isGlue(t) {
                     fail(
                         name, t,
                         "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
@@ -207,15 +253,14 @@ public struct Zone: Sendable {
         // inserts), then taken into the trie in one go.
         var flat: [DNSName: ZoneNode] = [:]
         flat.reserveCapacity(nodes.count + nodes.count / 4)
-        for (name, sets) in nodes {
-            let node = ZoneNode(sets: Array(sets.values))
+        for (name, building) in nodes {
+            let node = ZoneNode(sets: building.sets)
             let nonGlue = node.nonGlue
             flat[name, default: ZoneNode()].sets = node.sets
             var a = name
             while a.wire.count > origin.wire.count {
                 a = a.parent
-                flat[a, default: ZoneNode()].ownersBelow += 1
-                flat[a, default: ZoneNode()].nonGlueBelow += nonGlue
+                flat[a, default: ZoneNode()].countBelow(nonGlue: nonGlue)
             }
         }
         return Zone(

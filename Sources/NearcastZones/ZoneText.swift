@@ -13,14 +13,52 @@ public enum ZoneText {
             $0.key == $1.key
                 ? $0.record.type.rawValue < $1.record.type.rawValue : $0.key.lexicographicallyPrecedes($1.key)
         }
-        var out = "; \(origin) — written by nearcast (changes through the management API); comments are not kept.\n"
-        out += "$ORIGIN \(origin)\n"
+        var out = header(origin)
         for r in soa + rest.map(\.record) { out += line(r) + "\n" }
         return out
     }
 
     /// `zone` as master-file text, as `render(origin:records:)` writes it.
-    public static func render(_ zone: Zone) -> String { render(origin: zone.origin, records: zone.records) }
+    public static func render(_ zone: Zone) -> String {
+        var out: [UInt8] = []
+        write(zone) { out += $0 }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `zone` as `render(origin:records:)` writes it, given to `emit` in chunks of about
+    /// `chunkSize` bytes as they fill: a zone of millions of names is written out without its
+    /// whole text, or an array of its records, in memory at once (only a sort key per name).
+    public static func write<E: Error>(
+        _ zone: Zone, chunkSize: Int = 1 << 16, to emit: ([UInt8]) throws(E) -> Void
+    ) throws(E) {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(chunkSize + 1024)
+        func put(_ text: String) throws(E) {
+            buffer += text.utf8
+            if buffer.count >= chunkSize {
+                try emit(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try put(header(zone.origin))
+        for r in zone.soa.records() { try put(line(r) + "\n") }
+        let owners = zone.tree.compactMap { name, node in
+            node.sets.isEmpty ? nil : (key: canonicalKey(name), name: name)
+        }
+        .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        for owner in owners {
+            for set in zone.tree[owner.name]!.sets.sorted(by: { $0.type.rawValue < $1.type.rawValue })
+            where set.type != .soa {
+                for r in set.records() { try put(line(r) + "\n") }
+            }
+        }
+        if !buffer.isEmpty { try emit(buffer) }
+    }
+
+    static func header(_ origin: DNSName) -> String {
+        "; \(origin) — written by nearcast (changes through the management API); comments are not kept.\n"
+            + "$ORIGIN \(origin)\n"
+    }
 
     /// Bytes whose lexicographic order is the canonical order of names (RFC 4034 §6.1): the
     /// labels from the right, case-folded, each ended by 0 (0 and 1 inside a label escaped as

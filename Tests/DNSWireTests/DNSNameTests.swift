@@ -15,6 +15,19 @@ import Testing
         #expect(try DNSName("www", origin: origin) == DNSName("www.example.net."))
         #expect(try DNSName("@", origin: origin) == origin)
         #expect(try DNSName("a.b.", origin: origin).description == "a.b.")
+        #expect(try DNSName("a.b", origin: .root).wire == [1, 97, 1, 98, 0])
+        #expect(try DNSName("a.b").description == "a.b.", "no origin: taken as absolute")
+        #expect(
+            try DNSName("x\\.", origin: origin).labels == [Array("x.".utf8)] + origin.labels,
+            "an escaped dot ends no name")
+        let label63 = String(repeating: "a", count: 63)
+        #expect(try DNSName(label63, origin: origin).labelCount == 3)
+        #expect(throws: DNSWireError.self, "255 octets passed only once the origin is added") {
+            // 3 × 64 + 51 + 1 = 244 alone, 256 with example.net.'s 12 octets
+            try DNSName(
+                [label63, label63, label63, String(repeating: "b", count: 50)].joined(separator: "."), origin: origin)
+        }
+        #expect(throws: DNSWireError.self) { try DNSName(".a", origin: origin) }
     }
 
     @Test func comparesCaseInsensitivelyAndHashesAlike() throws {
@@ -76,20 +89,30 @@ import Testing
     @Test(arguments: [
         ("2001:db8::1", "2001:db8::1"), ("::", "::"), ("::1", "::1"), ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
         ("::ffff:192.0.2.1", "::ffff:c000:201"), ("1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"), ("fe80::", "fe80::"),
+        ("1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:102:304"), ("::1.2.3.4", "::102:304"), ("1::", "1::"),
+        ("aBcD::Ef", "abcd::ef"), ("0:0:0:0:0:0:0:0", "::"),
     ])
     func ipv6ParsesAndPrintsRFC5952(input: String, printed: String) throws {
         let a = try #require(IPv6Address(input))
         #expect(a.description == printed)
     }
 
-    @Test(arguments: ["1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", ":", "g::1", "1:2:3:4:5:6:7::8"])
+    @Test(arguments: [
+        "1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", ":", "g::1", "1:2:3:4:5:6:7::8", "1:", ":1", ":::",
+        "1:2:3:4:5:6:7:8:", "1.2.3.4", "::1.2.3", "1:2:3:4:5:6:7:1.2.3.4", "1.2.3.4::", "", " ::1", "::1 ",
+    ])
     func ipv6RejectsMalformed(input: String) {
         #expect(IPv6Address(input) == nil)
     }
 
     @Test func ipv4() {
         #expect(IPv4Address("192.0.2.1")?.description == "192.0.2.1")
-        for bad in ["1.2.3", "1.2.3.256", "1.2.3.4.5", "a.b.c.d", "01234.1.1.1", ""] {
+        #expect(IPv4Address("255.255.0.010") == IPv4Address(255, 255, 0, 10))
+        #expect(IPv4Address("10.0.0.1") != IPv4Address("10.0.1.0"))
+        for bad in [
+            "1.2.3", "1.2.3.256", "1.2.3.4.5", "a.b.c.d", "01234.1.1.1", "", "1..2.3", "1.2.3.4.", " 1.2.3.4",
+            "1.2.3.-4",
+        ] {
             #expect(IPv4Address(bad) == nil)
         }
     }

@@ -1,5 +1,7 @@
+import DNSWire
 import Foundation
 import NearcastTestSupport
+import NearcastZones
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -294,5 +296,60 @@ import FoundationNetworking
         #expect(
             audit.split(separator: "\n").count == 4 && audit.contains(#""action":"record""#)
                 && audit.contains("delete api A 192.0.2.200"), "\(audit)")
+    }
+}
+
+/// A zone of real size changed faster than its file can be written: write-backs never overlap
+/// (two writers of one file would interleave it), and once the changes stop the file holds them
+/// all, reads back as a zone, and the journal is gone (issue 29).
+@Suite(.timeLimit(.minutes(3))) struct LargeZoneWriteBackTests {
+    @Test func changesFasterThanWriteBacksEndInOneWholeFile() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-big-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let zone = dir.appendingPathComponent("z.zone")
+        let names = 20_000
+        var text =
+            "$ORIGIN big.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\nns1 A 192.0.2.53\n"
+        for i in 0..<names { text += "n\(i) A 10.\(i >> 16 & 255).\(i >> 8 & 255).\(i & 255)\n" }
+        try text.write(to: zone, atomically: true, encoding: .utf8)
+        let writer = String(repeating: "2", count: 32)
+        try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+        // zonefile-sync 0: every change asks for a write-back at once, and one takes longer than a change.
+        try """
+        listen: ["127.0.0.1:0"]
+        zones: [{ origin: big.test., file: z.zone }]
+        api: { listen: "127.0.0.1:0", tokens: tokens }
+        state-dir: state
+        zonefile-sync: 0
+        """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
+        let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path], timeout: 120)
+        defer { server.stop() }
+        let api = try #require(server.apiPort)
+        let changes = 24
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for k in 0..<changes {
+                group.addTask {
+                    var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/zones/big.test./records")!)
+                    r.httpMethod = "POST"
+                    r.httpBody = Data(#"{"name": "w\#(k)", "type": "A", "ttl": 300, "data": "192.0.2.\#(k + 1)"}"#.utf8)
+                    r.setValue("Bearer \(writer)", forHTTPHeaderField: "Authorization")
+                    r.timeoutInterval = 60
+                    let (_, response) = try await URLSession.shared.data(for: r)
+                    return (response as! HTTPURLResponse).statusCode
+                }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        try await eventually("every change written back and the journal gone", timeout: 90) {
+            let now = try String(contentsOf: zone, encoding: .utf8)
+            return (0..<changes).allSatisfy { now.contains("w\($0).big.test. 300 IN A 192.0.2.\($0 + 1)\n") }
+                && !FileManager.default.fileExists(atPath: zone.path + ".journal")
+        }
+        let records = try ZoneFileParser.parse(path: zone.path, origin: try DNSName("big.test."))
+        #expect(records.count == names + changes + 3, "the file reads back whole: \(records.count) records")
+        #expect(!server.log.contains("changed on disk"), "no write-back took another's file for a hand edit")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".tmp-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 }

@@ -1,4 +1,6 @@
 import DNSWire
+import Foundation
+import NearcastBasics
 import NearcastTestSupport
 import Testing
 
@@ -24,6 +26,37 @@ import Testing
         let back = try ZoneFileParser.parse(text: text, fileName: "rendered", origin: Self.origin).map(\.record)
         #expect(Set(back) == Set(Self.records) && back.count == Self.records.count, "\(text)")
         #expect(text.split(separator: "\n")[2].contains(" SOA "), "the SOA first")
+    }
+
+    @Test func aZoneIsWrittenInPiecesAsItRendersWhole() throws {
+        var pieces: [[UInt8]] = []
+        ZoneText.write(Self.zone, chunkSize: 100) { pieces.append($0) }
+        let whole = Array(ZoneText.render(origin: Self.origin, records: Self.records).utf8)
+        #expect(pieces.count > 5 && pieces.dropLast().allSatisfy { $0.count >= 100 && $0.count < 400 })
+        #expect(pieces.flatMap { $0 } == whole, "the same text as the records rendered at once, in the same order")
+        #expect(Array(ZoneText.render(Self.zone).utf8) == whole)
+    }
+
+    @Test func aFailedPieceLeavesNoTemporaryFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-write-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/z.zone"
+        #expect(throws: DurableFile.Failure.self) {
+            _ = try DurableFile.prepare(path) {
+                (write: ([UInt8]) throws(DurableFile.Failure) -> Void) throws(DurableFile.Failure) in
+                try write(Array("first piece\n".utf8))
+                errno = ENOSPC
+                throw DurableFile.Failure("cannot write", path + ".tmp")
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+        let tmp = try DurableFile.prepare(path) { write throws(DurableFile.Failure) in
+            try ZoneText.write(Self.zone, chunkSize: 64, to: write)
+        }
+        try DurableFile.commit(tmp, onto: path)
+        #expect(FileManager.default.contents(atPath: path) == Data(ZoneText.render(Self.zone).utf8))
     }
 
     static let zone = try! Zone.build(
