@@ -19,10 +19,13 @@ import Testing
             }
         }
 
-        func start(dir: URL, port: Int) throws -> ServerProcess {
+        /// Starts the server on 127.0.0.1:`port`, serving `file` as `origin` (default: the fixture).
+        func start(dir: URL, port: Int, origin: String = "example.test", file: URL = zoneFile) throws
+            -> ServerProcess
+        {
             switch self {
-            case .nsd: try ReferenceServerDifferentialTests.startNSD(dir: dir, port: port)
-            case .knot: try ReferenceServerDifferentialTests.startKnot(dir: dir, port: port)
+            case .nsd: try ReferenceServerDifferentialTests.startNSD(dir: dir, port: port, origin: origin, file: file)
+            case .knot: try ReferenceServerDifferentialTests.startKnot(dir: dir, port: port, origin: origin, file: file)
             }
         }
     }
@@ -42,7 +45,7 @@ import Testing
 
     static let zoneFile = TestSupport.fixtures.appendingPathComponent("example.test.zone")
 
-    static func startNSD(dir: URL, port: Int) throws -> ServerProcess {
+    static func startNSD(dir: URL, port: Int, origin: String, file: URL) throws -> ServerProcess {
         let conf = dir.appendingPathComponent("nsd.conf")
         try """
         server:
@@ -63,13 +66,13 @@ import Testing
         remote-control:
           control-enable: no
         zone:
-          name: example.test
-          zonefile: "\(zoneFile.path)"
+          name: \(origin)
+          zonefile: "\(file.path)"
         """.write(to: conf, atomically: true, encoding: .utf8)
         return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
     }
 
-    static func startKnot(dir: URL, port: Int) throws -> ServerProcess {
+    static func startKnot(dir: URL, port: Int, origin: String, file: URL) throws -> ServerProcess {
         let conf = dir.appendingPathComponent("knot.conf")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("db"), withIntermediateDirectories: true)
         try """
@@ -80,12 +83,12 @@ import Testing
             storage: "\(dir.path)/db"
         template:
           - id: default
-            storage: "\(zoneFile.deletingLastPathComponent().path)"
+            storage: "\(file.deletingLastPathComponent().path)"
             zonefile-sync: -1
             journal-content: none
         zone:
-          - domain: example.test
-            file: "\(zoneFile.lastPathComponent)"
+          - domain: \(origin)
+            file: "\(file.lastPathComponent)"
         log:
           - target: stderr
             any: warning
@@ -132,32 +135,18 @@ import Testing
         return r
     }
 
-    @Test(arguments: Reference.allCases)
-    func agreesWithTheReferenceServerExceptForListedDifferences(_ reference: Reference) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-\(reference)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let nsdPort = try TestSupport.unusedPort()
-        let nsd = try reference.start(dir: dir, port: nsdPort)
-        defer { nsd.stop() }
-        let (nearcast, port) = try DaemonTests.startDaemon()
-        defer { nearcast.stop() }
-        try nsd.waitUntilReady {
-            RawClient.udp(RawClient.query("example.test.", .soa), port: nsdPort, timeout: 0.2).map {
-                (try? DNSMessage(wire: $0))?.rcode == .noError
-            } == true
-        }
-
-        let apexNS = ["example.test. 300 in ns ns1.example.test.", "example.test. 300 in ns ns2.example.test."]
-        let nsAddresses: Set<String> = [
-            "ns1.example.test. 300 in a 127.0.0.1", "ns1.example.test. 300 in aaaa ::1",
-            "ns2.example.test. 300 in a 127.0.0.2",
-        ]
+    /// Asks nearcast (at `nearcast`) and `reference` (at `nsdPort`) each query, over UDP and
+    /// every third one over TCP too, and compares the replies, allowing only the reference's listed
+    /// differences (`apexNS`, `nsAddresses`: what `minimalResponses` lets it add). Returns how many
+    /// replies were compared, each unexplained difference, and how often each difference was used.
+    static func compare(
+        _ queries: [(String, RRType, EDNS?)], nearcast port: Int, _ reference: Reference, at nsdPort: Int,
+        apexNS: [String], nsAddresses: Set<String>
+    ) throws -> (compared: Int, mismatches: [String], used: [KnownDifference: Int]) {
         var used: [KnownDifference: Int] = [:]
         var mismatches: [String] = []
         var compared = 0
-        for (i, (name, type, edns)) in Self.queries.enumerated() {
+        for (i, (name, type, edns)) in queries.enumerated() {
             let q = RawClient.query(name, type, id: UInt16(truncatingIfNeeded: i), edns: edns)
             for tcp in [false, true] where !tcp || i % 3 == 0 {
                 let send = { (p: Int) in tcp ? RawClient.tcp(q, port: p) : RawClient.udp(q, port: p) }
@@ -201,6 +190,33 @@ import Testing
                 )
             }
         }
+        return (compared, mismatches, used)
+    }
+
+    @Test(arguments: Reference.allCases)
+    func agreesWithTheReferenceServerExceptForListedDifferences(_ reference: Reference) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nearcast-\(reference)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let nsdPort = try TestSupport.unusedPort()
+        let nsd = try reference.start(dir: dir, port: nsdPort)
+        defer { nsd.stop() }
+        let (nearcast, port) = try DaemonTests.startDaemon()
+        defer { nearcast.stop() }
+        try nsd.waitUntilReady {
+            RawClient.udp(RawClient.query("example.test.", .soa), port: nsdPort, timeout: 0.2).map {
+                (try? DNSMessage(wire: $0))?.rcode == .noError
+            } == true
+        }
+
+        let apexNS = ["example.test. 300 in ns ns1.example.test.", "example.test. 300 in ns ns2.example.test."]
+        let nsAddresses: Set<String> = [
+            "ns1.example.test. 300 in a 127.0.0.1", "ns1.example.test. 300 in aaaa ::1",
+            "ns2.example.test. 300 in a 127.0.0.2",
+        ]
+        let (compared, mismatches, used) = try Self.compare(
+            Self.queries, nearcast: port, reference, at: nsdPort, apexNS: apexNS, nsAddresses: nsAddresses)
         #expect(compared > 1000)
         let report = "\(mismatches.count) differences:\n" + mismatches.prefix(8).joined(separator: "\n")
         #expect(mismatches.count == 0, "\(report)")
