@@ -8,6 +8,8 @@ at every tenth), then for each server:
   - for nearcast and Knot: CHANGES record changes, each one add, one change (delete + add) and one
     delete, timed from the request to the first answer that shows it (nearcast: the management API;
     Knot: a DNS UPDATE, RFC 2136, as nsupdate sends it), p50 and p99;
+  - a reload of the zone file with RELOADED records changed (and the serial), timed from the signal
+    (nearcast: SIGHUP; Knot: knotc zone-reload) to the last changed name answered anew;
   - for nearcast: RSS after MANY further changes.
 nearcast runs without XDP here: its fast path still builds its image whole (issue 29 part 2).
 Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
@@ -17,6 +19,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -29,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [int(s) for s in os.environ.get("SIZES", "10000 100000 1000000").split()]
 CHANGES = int(os.environ.get("CHANGES", "100"))
 MANY = int(os.environ.get("MANY", "10000"))
+RELOADED = int(os.environ.get("RELOADED", "10"))
 NEARCASTD = os.path.join(ROOT, ".build/release/nearcastd")
 ORIGIN = "scale.test."
 TOKEN = "w" * 32
@@ -56,6 +60,24 @@ def write_zone(path, n):
                 f.write(f"n{i} AAAA 2001:db8::{i & 0xffff:x}\n")
             if i % 10 == 0:
                 f.write(f"n{i} MX 10 mail.n{i}\nn{i} TXT \"name {i}\"\n")
+
+
+def edit_for_reload(path, n):
+    """Changes RELOADED names' addresses in the zone file at PATH (and its serial), written whole and
+    renamed in as an operator's tool would; returns the last changed name and its new address."""
+    changed = {f"n{(k + 1) * (n // (RELOADED + 1))} A": f"203.0.113.{k + 1}" for k in range(RELOADED)}
+    with open(path) as f, open(path + ".new", "w") as out:
+        for line in f:
+            if line.startswith("@ SOA "):
+                line = line.replace(" hostmaster 1 ", " hostmaster 2 ")
+            else:
+                key = line.split(" ", 2)[:2]
+                if len(key) == 2 and " ".join(key) in changed:
+                    line = f"{key[0]} A {changed[' '.join(key)]}\n"
+            out.write(line)
+    os.rename(path + ".new", path)
+    last = f"n{RELOADED * (n // (RELOADED + 1))}.{ORIGIN}"
+    return last, f"203.0.113.{RELOADED}"
 
 
 def name_wire(name):
@@ -152,6 +174,11 @@ def nearcast(work, zone, n):
         load = time.monotonic() - t0
         rss = rss_mib(p.pid)
         wait_api(aport)
+        last, addr = edit_for_reload(zone, n)
+        t = time.monotonic()
+        p.send_signal(signal.SIGHUP)
+        wait_answer(port, last, 600, has_address(addr), poll=0.001)
+        reload_s = time.monotonic() - t
         path = f"/v1/zones/{ORIGIN}/records"
         times = {"add": [], "change": [], "delete": []}
         for k in range(CHANGES):
@@ -178,7 +205,7 @@ def nearcast(work, zone, n):
         many_s = time.monotonic() - t
         time.sleep(12)  # a write-back of the zone file, and the old zones let go
         return {
-            "load": load, "rss": rss, "times": times, "rss_before_many": rss_before_many,
+            "load": load, "rss": rss, "reload": reload_s, "times": times, "rss_before_many": rss_before_many,
             "rss_after_many": rss_mib(p.pid), "many_per_s": MANY / many_s,
         }
     finally:
@@ -227,6 +254,11 @@ def knot(work, zone, n):
         wait_answer(port, f"n{n - 1}.{ORIGIN}")
         load = time.monotonic() - t0
         rss = rss_mib(p.pid)
+        last, addr = edit_for_reload(zone, n)
+        t = time.monotonic()
+        subprocess.run(["knotc", "-c", f"{work}/knot.conf", "zone-reload", ORIGIN], check=True, capture_output=True)
+        wait_answer(port, last, 600, has_address(addr), poll=0.001)
+        reload_s = time.monotonic() - t
         times = {"add": [], "change": [], "delete": []}
         for k in range(CHANGES):
             name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
@@ -242,7 +274,7 @@ def knot(work, zone, n):
             send_update(port, update_message(name, delete=True))
             wait_answer(port, name, 10, no_answer, poll=0.0005)
             times["delete"].append(time.monotonic() - t)
-        return {"load": load, "rss": rss, "times": times}
+        return {"load": load, "rss": rss, "reload": reload_s, "times": times}
     finally:
         p.terminate()
         p.wait(30)
@@ -301,7 +333,7 @@ def main():
     lines = [
         "<!-- bench-scale:start (written by tools/bench-scale.py; do not edit by hand) -->",
         f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, kernel {os.uname().release}, {os.cpu_count()} cores; {knotv}.",
-        f"Command: `make bench-scale` (SIZES={' '.join(map(str, SIZES))}, CHANGES={CHANGES}, MANY={MANY}). nearcast without XDP.",
+        f"Command: `make bench-scale` (SIZES={' '.join(map(str, SIZES))}, CHANGES={CHANGES}, MANY={MANY}, RELOADED={RELOADED}). nearcast without XDP.",
         "",
         "| names | | nearcast | Knot | NSD |",
         "|---:|---|---:|---:|---:|",
@@ -311,6 +343,7 @@ def main():
         lines += [
             f"| {n:,} | start to first answer (s) | {c['load']:.2f} | {k['load']:.2f} | {d['load']:.2f} |",
             f"| | RSS after load (MiB) | {c['rss']:.0f} | {k['rss']:.0f} | {d['rss']:.0f} |",
+            f"| | reload, {RELOADED} records changed, to answered (s) | {c['reload']:.2f} | {k['reload']:.2f} | - |",
         ]
         for kind in ("add", "change", "delete"):
             lines.append(f"| | record {kind}, to answered: p50 / p99 (ms) | {ms(c, kind)} | {ms(k, kind)} | - |")

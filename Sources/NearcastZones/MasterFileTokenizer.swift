@@ -1,13 +1,16 @@
 import NearcastBasics
 
 /// Splits RFC 1035 master-file text into entries: one entry per logical line, parentheses joining
-/// physical lines, comments removed.
+/// physical lines, comments removed. Entries are read one at a time (`next`), each token a slice of
+/// the text: a file of millions of records is read without a copy of each token or a list of them all.
 struct MasterFileTokenizer {
     struct Token: Equatable {
-        /// Raw text; escapes (`\X`, `\DDD`) are kept as written and decoded by whoever interprets the token.
-        var text: [UInt8]
+        /// Raw text, a slice of the file; escapes (`\X`, `\DDD`) are kept as written and decoded by
+        /// whoever interprets the token.
+        var bytes: ArraySlice<UInt8>
         var quoted: Bool
-        var string: String { String(decoding: text, as: UTF8.self) }
+        var text: [UInt8] { Array(bytes) }
+        var string: String { String(decoding: bytes, as: UTF8.self) }
     }
 
     struct Entry {
@@ -17,24 +20,29 @@ struct MasterFileTokenizer {
         var tokens: [Token]
     }
 
-    static func entries(_ bytes: [UInt8], file: String) -> (entries: [Entry], errors: [Diagnostic]) {
-        var entries: [Entry] = []
-        var errors: [Diagnostic] = []
-        var i = 0
-        var line = 1
+    private let bytes: [UInt8]
+    private let file: String
+    private var i = 0
+    private var line = 1
+    /// Problems found so far (unbalanced parentheses, unclosed quotes), in the order met.
+    private(set) var errors: [Diagnostic] = []
+
+    init(_ bytes: [UInt8], file: String) {
+        self.bytes = bytes
+        self.file = file
+    }
+
+    /// Reads the next entry into `entry` (its tokens' storage reused); false at the end of the text.
+    mutating func next(into entry: inout Entry) -> Bool {
+        entry.tokens.removeAll(keepingCapacity: true)
         var depth = 0
         var parenLine = 0
-        var current = Entry(line: 1, inheritsOwner: false, tokens: [])
         var atLineStart = true
-
-        func flush() {
-            if !current.tokens.isEmpty { entries.append(current) }
-            current.tokens = []
-        }
         while i < bytes.count {
             let c = bytes[i]
             if atLineStart && depth == 0 {
-                current = Entry(line: line, inheritsOwner: c == 0x20 || c == 0x09, tokens: [])
+                entry.line = line
+                entry.inheritsOwner = c == 0x20 || c == 0x09
                 atLineStart = false
             }
             switch c {
@@ -42,7 +50,7 @@ struct MasterFileTokenizer {
                 line += 1
                 i += 1
                 if depth == 0 {
-                    flush()
+                    if !entry.tokens.isEmpty { return true }
                     atLineStart = true
                 }
             case 0x20, 0x09, 0x0D:
@@ -61,39 +69,35 @@ struct MasterFileTokenizer {
                 }
                 i += 1
             case UInt8(ascii: "\""):
-                var text: [UInt8] = []
                 i += 1
+                let start = i
                 var closed = false
                 while i < bytes.count {
                     let d = bytes[i]
                     if d == UInt8(ascii: "\\") && i + 1 < bytes.count {
-                        text.append(d)
-                        text.append(bytes[i + 1])
                         if bytes[i + 1] == 0x0A { line += 1 }
                         i += 2
                         continue
                     }
                     if d == UInt8(ascii: "\"") {
                         closed = true
-                        i += 1
                         break
                     }
                     if d == 0x0A { break }
-                    text.append(d)
                     i += 1
                 }
-                if !closed {
+                entry.tokens.append(Token(bytes: bytes[start..<i], quoted: true))
+                if closed {
+                    i += 1
+                } else {
                     errors.append(
                         Diagnostic(file: file, line: line, message: "quoted string is not closed on its line"))
                 }
-                current.tokens.append(Token(text: text, quoted: true))
             default:
-                var text: [UInt8] = []
+                let start = i
                 while i < bytes.count {
                     let d = bytes[i]
                     if d == UInt8(ascii: "\\") && i + 1 < bytes.count {
-                        text.append(d)
-                        text.append(bytes[i + 1])
                         i += 2
                         continue
                     }
@@ -102,17 +106,15 @@ struct MasterFileTokenizer {
                     {
                         break
                     }
-                    text.append(d)
                     i += 1
                 }
-                current.tokens.append(Token(text: text, quoted: false))
+                entry.tokens.append(Token(bytes: bytes[start..<i], quoted: false))
             }
         }
         if depth > 0 {
             errors.append(Diagnostic(file: file, line: parenLine, message: "'(' is never closed"))
-        } else {
-            flush()
+            return false
         }
-        return (entries, errors)
+        return !entry.tokens.isEmpty
     }
 }

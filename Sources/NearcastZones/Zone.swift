@@ -41,49 +41,36 @@ struct ZoneNode: Sendable {
         return nil
     }
 
+    /// The types that have records here.
+    var types: [RRType] { sets.map(\.type) }
+
     /// RRsets here that are not glue.
     var nonGlue: UInt32 { UInt32(sets.count { !RRSet.isGlue($0.type) }) }
+
+    /// What `add` did with a record.
+    enum Added {
+        case added
+        case duplicate
+        /// The RRset has another TTL, `ttl`.
+        case ttlDiffers(ttl: UInt32)
+    }
+
+    /// Adds `rr` to its RRset, while a zone is read.
+    mutating func add(_ rr: ResourceRecord) -> Added {
+        guard let i = sets.firstIndex(where: { $0.type == rr.type }) else {
+            sets.append(RRSet(name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata]))
+            return .added
+        }
+        if sets[i].ttl != rr.ttl { return .ttlDiffers(ttl: sets[i].ttl) }
+        if sets[i].rdatas.contains(rr.rdata) { return .duplicate }
+        sets[i].rdatas.append(rr.rdata)
+        return .added
+    }
 
     /// Counts one more owner below this name, with `nonGlue` RRsets that are not glue.
     mutating func countBelow(nonGlue: UInt32) {
         ownersBelow += 1
         nonGlueBelow += nonGlue
-    }
-}
-
-/// A name's RRsets while `Zone.build` reads the records, each with the index of its first
-/// record (where messages about the RRset point).
-struct BuildingNode {
-    var sets: [RRSet] = []
-    var firsts: [Int] = []
-
-    subscript(type: RRType) -> RRSet? {
-        for s in sets where s.type == type { return s }
-        return nil
-    }
-
-    var types: [RRType] { sets.map(\.type) }
-
-    func first(of type: RRType) -> Int { firsts[sets.firstIndex { $0.type == type }!] }
-
-    enum Added {
-        case added
-        case duplicate
-        /// The RRset has another TTL, `ttl`, from its first record, the record at `firstIndex`.
-        case ttlDiffers(ttl: UInt32, firstIndex: Int)
-    }
-
-    /// Adds `rr`, the record at `index`, to its RRset.
-    mutating func add(_ rr: ResourceRecord, index: Int) -> Added {
-        guard let i = sets.firstIndex(where: { $0.type == rr.type }) else {
-            sets.append(RRSet(name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata]))
-            firsts.append(index)
-            return .added
-        }
-        if sets[i].ttl != rr.ttl { return .ttlDiffers(ttl: sets[i].ttl, firstIndex: firsts[i]) }
-        if sets[i].rdatas.contains(rr.rdata) { return .duplicate }
-        sets[i].rdatas.append(rr.rdata)
-        return .added
     }
 }
 
@@ -124,9 +111,27 @@ public struct Zone: Sendable {
         var diags: [Diagnostic] = []
         // Each name's RRsets as read, one dictionary entry per name (a zone of millions of names
         // is mostly this loop).
-        var nodes: [DNSName: BuildingNode] = [:]
+        var nodes: [DNSName: ZoneNode] = [:]
         nodes.reserveCapacity(records.count)
         var count = 0
+        // The owners the checks below look at, noted as records come: a zone of millions of names
+        // is checked without a walk over them all unless it has delegations or DNAMEs.
+        var soaOwners: Set<DNSName> = []
+        var cnames: Set<DNSName> = []
+        var dnames: Set<DNSName> = []
+        var cuts: Set<DNSName> = []
+        // Where each RRset's first record is, for messages only: found when the first one is written.
+        var firsts: [RRKey: Int]?
+        func firstRecord(_ name: DNSName, _ type: RRType) -> SourcedRecord {
+            if firsts == nil {
+                var index: [RRKey: Int] = [:]
+                for (i, src) in records.enumerated().reversed() {
+                    index[RRKey(name: src.record.name, type: src.record.type)] = i
+                }
+                firsts = index
+            }
+            return records[firsts![RRKey(name: name, type: type)] ?? 0]
+        }
         for (index, src) in records.enumerated() {
             let rr = src.record
             guard rr.name.isSubdomain(of: origin) else {
@@ -134,11 +139,18 @@ public struct Zone: Sendable {
                     Diagnostic(file: src.file, line: src.line, message: "\(rr.name) is outside the zone \(origin)"))
                 continue
             }
-            switch nodes[rr.name, default: BuildingNode()].add(rr, index: index) {
+            switch rr.type {
+            case .soa: soaOwners.insert(rr.name)
+            case .cname: cnames.insert(rr.name)
+            case .dname: dnames.insert(rr.name)
+            case .ns where rr.name != origin: cuts.insert(rr.name)
+            default: break
+            }
+            switch nodes[rr.name, default: ZoneNode()].add(rr) {
             case .added: count += 1
             case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
-            case .ttlDiffers(let ttl, let firstIndex):
-                let first = records[firstIndex]
+            case .ttlDiffers(let ttl):
+                let first = firstRecord(rr.name, rr.type)
                 diags.append(
                     Diagnostic(
                         file: src.file, line: src.line,
@@ -148,8 +160,8 @@ public struct Zone: Sendable {
             }
         }
         func at(_ name: DNSName, _ type: RRType) -> (String, Int) {
-            guard let node = nodes[name], node[type] != nil else { return (sourceName, 0) }
-            let r = records[node.first(of: type)]
+            guard nodes[name]?[type] != nil else { return (sourceName, 0) }
+            let r = firstRecord(name, type)
             return (r.file, r.line)
         }
         func fail(_ name: DNSName, _ type: RRType, _ m: String) {
@@ -158,7 +170,7 @@ public struct Zone: Sendable {
         }
 
         // Apex.
-        let apex = nodes[origin] ?? BuildingNode()
+        let apex = nodes[origin] ?? ZoneNode()
         var soa: RRSet?
         if let s = apex[.soa] {
             if s.rdatas.count != 1 {
@@ -171,40 +183,36 @@ public struct Zone: Sendable {
         if apex[.ns] == nil {
             diags.append(Diagnostic(file: sourceName, line: 0, message: "zone \(origin) has no NS records at its apex"))
         }
-        for (name, sets) in nodes {
-            if name != origin, sets[.soa] != nil {
-                fail(name, .soa, "SOA record at \(name), which is not the zone apex \(origin)")
+        for name in soaOwners where name != origin {
+            fail(name, .soa, "SOA record at \(name), which is not the zone apex \(origin)")
+        }
+        for name in cnames {
+            let sets = nodes[name]!
+            let c = sets[.cname]!
+            if c.rdatas.count > 1 {
+                fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
             }
-            if let c = sets[.cname] {
-                if c.rdatas.count > 1 {
-                    fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
-                }
-                let others = sets.types.filter { $0 != .cname }.sorted()
-                if !others.isEmpty {
-                    fail(
-                        name, .cname,
-                        "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)"
-                    )
-                }
+            let others = sets.types.filter { $0 != .cname }.sorted()
+            if !others.isEmpty {
+                fail(
+                    name, .cname,
+                    "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)"
+                )
             }
         }
-
-        let dnames = Set(nodes.compactMap { name, sets in sets[.dname] != nil ? name : nil })
-        for (name, sets) in nodes {
-            if let d = sets[.dname], d.rdatas.count > 1 {
+        for name in dnames {
+            if let d = nodes[name]![.dname], d.rdatas.count > 1 {
                 fail(
                     name, .dname, "\(name) has \(d.rdatas.count) DNAME records; at most one is allowed (RFC 6672 §2.4)")
             }
-            // As NSD does: a name below a DNAME is redirected, so data there would never be served.
-            if !dnames.isEmpty, let d = name.ancestors(upTo: origin).first(where: dnames.contains) {
-                for t in sets.types.sorted() {
-                    fail(name, t, "\(name) \(t) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)")
-                }
+        }
+        for name in cuts {
+            for t in nodes[name]!.types where t != .ns && t != .ds && !RRSet.isGlue(t) {
+                fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
             }
         }
 
-        // Delegations and what lies below them.
-        let cuts = Set(nodes.compactMap { name, sets in name != origin && sets[.ns] != nil ? name : nil })
+        // Delegations and DNAMEs hide what lies below them: one walk over the names, only then.
         func cut(above name: DNSName, includingSelf: Bool) -> DNSName? {
             if cuts.isEmpty { return nil }
             if includingSelf && cuts.contains(name) { return name }
@@ -215,18 +223,23 @@ public struct Zone: Sendable {
             }
             return nil
         }
-        for (name, sets) in nodes {
-            if cuts.contains(name) {
-                for t in sets.types where t != .ns && t != .ds && !RRSet.isGlue(t) {
-                    fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
+        if !dnames.isEmpty || !cuts.isEmpty {
+            for (name, sets) in nodes {
+                // As NSD does: a name below a DNAME is redirected, so data there would never be served.
+                if !dnames.isEmpty, let d = name.ancestors(upTo: origin).first(where: dnames.contains) {
+                    for t in sets.types.sorted() {
+                        fail(
+                            name, t, "\(name) \(t) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)"
+                        )
+                    }
                 }
-            }
-            if let c = cut(above: name, includingSelf: false) {
-                for t in sets.types where !RRSet.isGlue(t) {
-                    fail(
-                        name, t,
-                        "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
-                    )
+                if let c = cut(above: name, includingSelf: false) {
+                    for t in sets.types where !RRSet.isGlue(t) {
+                        fail(
+                            name, t,
+                            "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
+                        )
+                    }
                 }
             }
         }
@@ -249,22 +262,18 @@ public struct Zone: Sendable {
             throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) })
         }
 
-        // The names and their counts, built in a plain dictionary (cheaper than the trie's
-        // inserts), then taken into the trie in one go.
-        var flat: [DNSName: ZoneNode] = [:]
-        flat.reserveCapacity(nodes.count + nodes.count / 4)
-        for (name, building) in nodes {
-            let node = ZoneNode(sets: building.sets)
-            let nonGlue = node.nonGlue
-            flat[name, default: ZoneNode()].sets = node.sets
+        // The empty non-terminals and the counts of what is below each name, in the plain
+        // dictionary (cheaper than the trie's inserts), then taken into the trie in one go.
+        let owners = nodes.map { ($0.key, $0.value.nonGlue) }
+        for (name, nonGlue) in owners {
             var a = name
             while a.wire.count > origin.wire.count {
                 a = a.parent
-                flat[a, default: ZoneNode()].countBelow(nonGlue: nonGlue)
+                nodes[a, default: ZoneNode()].countBelow(nonGlue: nonGlue)
             }
         }
         return Zone(
-            origin: origin, tree: TreeDictionary(uniqueKeysWithValues: flat), cuts: TreeSet(cuts),
+            origin: origin, tree: TreeDictionary(uniqueKeysWithValues: nodes), cuts: TreeSet(cuts),
             dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: count, negativeSOA: Self.negative(soa!))
     }
 

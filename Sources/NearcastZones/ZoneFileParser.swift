@@ -52,20 +52,23 @@ public struct ZoneFileParser {
     }
 
     private mutating func parseText(_ bytes: [UInt8], fileName: String, origin startOrigin: DNSName, depth: Int) {
-        let (entries, tokenErrors) = MasterFileTokenizer.entries(bytes, file: fileName)
-        errors += tokenErrors
+        var tokenizer = MasterFileTokenizer(bytes, file: fileName)
+        // The tokenizer's problems come first in the report, as they are the file's first reading.
+        let tokenErrorsAt = errors.count
+        defer { errors.insert(contentsOf: tokenizer.errors, at: tokenErrorsAt) }
         var origin = startOrigin
         var defaultTTL: UInt32?
         var lastTTL: UInt32?
         var lastOwner: DNSName?
 
-        for entry in entries {
+        var entry = MasterFileTokenizer.Entry(line: 0, inheritsOwner: false, tokens: [])
+        while tokenizer.next(into: &entry) {
             func fail(_ message: String) {
                 errors.append(Diagnostic(file: fileName, line: entry.line, message: message))
             }
             var tokens = entry.tokens[...]
             let first = tokens.first!
-            if !entry.inheritsOwner && !first.quoted && first.text.first == UInt8(ascii: "$") {
+            if !entry.inheritsOwner && !first.quoted && first.bytes.first == UInt8(ascii: "$") {
                 let directive = first.string.uppercased()
                 let args = Array(tokens.dropFirst())
                 switch directive {

@@ -323,7 +323,9 @@ import FoundationNetworking
         state-dir: state
         zonefile-sync: 0
         """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
-        let server = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path], timeout: 120)
+        let server = try await TestSupport.blocking {
+            try Daemon(["--config", dir.appendingPathComponent("c.yaml").path], timeout: 120)
+        }
         defer { server.stop() }
         let api = try #require(server.apiPort)
         let changes = 24

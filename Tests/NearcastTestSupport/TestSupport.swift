@@ -113,8 +113,8 @@ extension TestSupport {
     /// would otherwise hold them all, and the timers of the tests that need them (a health
     /// monitor's) would not fire. An expectation that fails inside is reported with its file and
     /// line (and fails the run), under the name «unknown»: the thread carries no test context.
-    public static func blocking(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+    public static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
             Thread.detachNewThread { c.resume(with: Result { try body() }) }
         }
     }
