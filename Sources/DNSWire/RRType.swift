@@ -42,13 +42,17 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
         ("URI", RRType(256)), ("CAA", .caa),
     ]
 
+    /// `mnemonics` by name and by type, for zone files of millions of records.
+    static let byMnemonic = [String: RRType](uniqueKeysWithValues: mnemonics)
+    static let names = [RRType: String](mnemonics.map { ($0.1, $0.0) }, uniquingKeysWith: { first, _ in first })
+
     /// Parses a mnemonic (`AAAA`) or the RFC 3597 form (`TYPE65280`), case-insensitively.
     public init?(mnemonic: String) {
-        let up = mnemonic.uppercased()
-        if let hit = RRType.mnemonics.first(where: { $0.0 == up }) {
-            self = hit.1
+        if let hit = RRType.byMnemonic[mnemonic] ?? RRType.byMnemonic[mnemonic.uppercased()] {
+            self = hit
             return
         }
+        let up = mnemonic.uppercased()
         if up.hasPrefix("TYPE"), let v = UInt16(up.dropFirst(4)) {
             self.init(v)
             return
@@ -60,7 +64,7 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public var isMetaType: Bool { (rawValue >= 128 && rawValue <= 255) || self == .opt }
 
     public var description: String {
-        RRType.mnemonics.first(where: { $0.1 == self })?.0 ?? "TYPE\(rawValue)"
+        RRType.names[self] ?? "TYPE\(rawValue)"
     }
 
     public static func < (lhs: RRType, rhs: RRType) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -67,6 +67,12 @@ struct ZoneNode: Sendable {
         return .added
     }
 
+    /// Counts what `other` counts below it as below this name too.
+    mutating func countBelow(_ other: ZoneNode) {
+        ownersBelow += other.ownersBelow
+        nonGlueBelow += other.nonGlueBelow
+    }
+
     /// Counts one more owner below this name, with `nonGlue` RRsets that are not glue.
     mutating func countBelow(nonGlue: UInt32) {
         ownersBelow += 1
@@ -264,8 +270,19 @@ public struct Zone: Sendable {
 
         // The empty non-terminals and the counts of what is below each name, in the plain
         // dictionary (cheaper than the trie's inserts), then taken into the trie in one go.
-        let owners = nodes.map { ($0.key, $0.value.nonGlue) }
-        for (name, nonGlue) in owners {
+        // Most names of a large zone sit right below the apex: counted for it here, and only
+        // the deeper ones walk up their ancestors.
+        var apexCounts = ZoneNode()
+        var deeper: [(DNSName, UInt32)] = []
+        for (name, node) in nodes where name.wire.count > origin.wire.count {
+            if Int(name.wire[0]) + 1 + origin.wire.count == name.wire.count {
+                apexCounts.countBelow(nonGlue: node.nonGlue)
+            } else {
+                deeper.append((name, node.nonGlue))
+            }
+        }
+        nodes[origin, default: ZoneNode()].countBelow(apexCounts)
+        for (name, nonGlue) in deeper {
             var a = name
             while a.wire.count > origin.wire.count {
                 a = a.parent

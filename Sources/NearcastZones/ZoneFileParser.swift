@@ -136,9 +136,11 @@ public struct ZoneFileParser {
             var sawClass = false
             var bad = false
             while let t = tokens.first, !t.quoted, ttl == nil || !sawClass {
-                if ttl == nil, let v = Self.ttl(t.string) {
+                if ttl == nil, let d = t.bytes.first, d >= UInt8(ascii: "0") && d <= UInt8(ascii: "9"),
+                    let v = Self.ttl(t.string)
+                {
                     ttl = v
-                } else if !sawClass, let cls = RRClass(mnemonic: t.string) {
+                } else if !sawClass, let cls = Self.recordClass(t.bytes) {
                     if cls != .in {
                         fail("class \(cls) is not served (only IN)")
                         bad = true
@@ -178,6 +180,15 @@ public struct ZoneFileParser {
                 fail("\(type) record for \(owner): \(error.message)")
             }
         }
+    }
+
+    /// The class a token names, if it names one: IN (almost every record that has one) read
+    /// from the bytes, the others by their mnemonics.
+    static func recordClass(_ bytes: ArraySlice<UInt8>) -> RRClass? {
+        if bytes.count == 2, bytes.first! | 0x20 == UInt8(ascii: "i"), bytes.last! | 0x20 == UInt8(ascii: "n") {
+            return .in
+        }
+        return RRClass(mnemonic: String(decoding: bytes, as: UTF8.self))
     }
 
     /// Parses a TTL: decimal seconds up to 2^31−1 (RFC 2181 §8), or BIND units `1w2d3h4m5s`.
