@@ -121,13 +121,20 @@ enum Retired {
     static let holdFor: Duration = .seconds(1)
 
     static func release(_ values: (any Sendable)?..., thenGiveBackMemory: Bool = false) {
-        let held = values.compactMap { $0 }
-        guard !held.isEmpty else { return }
+        let held = Held(values.compactMap { $0 })
+        guard !held.values.isEmpty else { return }
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: holdFor.seconds)
-            withExtendedLifetime(held) {}
+            // Let go here, not when the closure ends: the memory is given back only once freed.
+            held.values = []
             if thenGiveBackMemory { FreedMemory.giveBack() }
         }
+    }
+
+    /// What `release` holds: set and emptied by one thread after the other, never at once.
+    private final class Held: @unchecked Sendable {
+        var values: [any Sendable]
+        init(_ values: [any Sendable]) { self.values = values }
     }
 }
 

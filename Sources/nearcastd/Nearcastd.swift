@@ -146,7 +146,9 @@ struct Nearcastd: AsyncParsableCommand {
         let logger = Logger(label: "nearcastd")
         let startedAt = ContinuousClock.now
         var cfg: NearcastConfig
-        let zones: [Zone]
+        // Emptied once ServedConfig owns them: a local of this function lives as long as the
+        // daemon, and would keep the first zones' memory after a reload replaced them.
+        var zones: [Zone]
         let tokens: APITokens
         do { cfg = try effectiveConfig() } catch {
             FileHandle.standardError.write(error.description + "\n")
@@ -180,8 +182,7 @@ struct Nearcastd: AsyncParsableCommand {
         let geo = live.current?.table
 
         let cookies = CookieRotation.cookies(cfg.cookies)
-        let responder = Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies)
-        let responders = ResponderSource(responder)
+        let responders = ResponderSource(Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies))
         let metrics = NearcastMetrics()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
@@ -233,7 +234,8 @@ struct Nearcastd: AsyncParsableCommand {
                         ipv6Prefix: UInt32(rrl.ipv6Prefix), window: UInt32(rrl.window),
                         exempt: rrl.exempt.map { ($0.address, $0.length) })
                 fastPath = try await onOwnThread {
-                    let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+                    let image = AnswerImage.build(
+                        responder: responders.current.responder, maxSections: FastPath.sectionsCapacity)
                     return try XDPDeployment(
                         settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
                         rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
@@ -295,6 +297,7 @@ struct Nearcastd: AsyncParsableCommand {
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
             changes: changes, metrics: metrics, audit: audit, shared: follower, cookies: cookieRotation,
             logger: logger)
+        zones = []
         if let follower {
             await follower.start(served, changes: changes, tokens: liveTokens)
             await started.add("store follower") { await follower.stop() }
