@@ -510,8 +510,12 @@ import Glibc
         try writeZone(0)
         let tokens = dir.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        // The file is rewritten by hand at its serial while API changes wait in its journal: no
+        // write-back meanwhile (one would put the file past that serial, and the next hand-written
+        // file would then be refused as older than the journal, rightly).
         let daemon = try Self.startDaemon(
-            t, zone: zone.path, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
+            t, config: "zonefile-sync: 86400\n", zone: zone.path,
+            extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
         defer { daemon.stop() }
         let ip = try TestSupport.tool("ip")
         @Sendable func reload() throws -> TestSupport.Output {
