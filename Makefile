@@ -69,8 +69,9 @@ run: build $(GEO_DB)
 # The integration tests start the debug nearcastd binary and real dig/kdig/nsd, so build all first.
 # --verbose: each test's start is printed too, so a run stopped by tools/test-watchdog.sh says
 # which tests were still running.
+# The tests as two processes, so that suites that compute never stall the others (tools/run-tests.sh).
 test: test-build
-	$(SWIFT) test --skip-build --verbose
+	tools/run-tests.sh "$$($(SWIFT) build --show-bin-path)/nearcastPackageTests.xctest"
 
 test-build: deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests

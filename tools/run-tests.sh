@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the Swift test binary in two steps. First the many short suites, alone; then, as two
+# processes at once, the suites that compute for seconds at a time (BPF programs run on packets,
+# large zones built and compared) and the serialized suites that drive daemons in network
+# namespaces for minutes, one test after another.
+#
+# Why: a test's time limit counts from when the run starts it, and a synchronous test holds a
+# thread of the cooperative pool, which is as wide as the machine has cores. On a two-core machine
+# the short suites, run beside the computing ones, waited for a thread past their time limits;
+# alone they take under a minute.
+# Usage: tools/run-tests.sh TEST-BINARY [ARGS...]  (ARGS go to every process)
+set -uo pipefail
+bin=$1
+shift
+compute='^(BPFKitTests|NearcastDataPathTests|XDPFuzz)\.|\.(ZoneChangeTests|ChangedZoneDifferentialTests|LargeZoneWriteBackTests)/'
+serial='\.(XDPEndToEndTests|FleetHealthTests)/'
+run() { "$bin" --testing-library swift-testing --verbose "$@"; }
+
+rc=0
+run --skip "$compute" --skip "$serial" "$@"
+status=$?
+echo "=== run-tests: the short suites exited $status"
+[ "$status" -eq 0 ] || rc=1
+
+run --filter "$compute" "$@" &
+computing=$!
+run --filter "$serial" "$@" &
+serialized=$!
+for part in computing:$computing serialized:$serialized; do
+	wait "${part#*:}"
+	status=$?
+	echo "=== run-tests: the ${part%:*} suites exited $status"
+	[ "$status" -eq 0 ] || rc=1
+done
+exit $rc
