@@ -12,6 +12,7 @@
 #include "csum.h"
 #include "dns.h"
 #include "geo.h"
+#include "lookup.h"
 #include "maps.h"
 #include "names.h"
 #include "negative.h"
@@ -116,20 +117,22 @@ int nearcast_xdp(struct xdp_md *ctx)
 		 */
 		scratch->gen = cfg->generation & 1;
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
-		ans = nc_lookup_name(&scratch->key, scratch->q.hash, cfg, scratch->gen);
-		if (ans && ans->kind > NC_KIND_GEO) /* a query of type NC_QTYPE_BELOW met a walk's entry */
-			ans = NULL;
-		if (ans && ans->kind == NC_KIND_GEO) {
+		int found = nc_find_answer(scratch->gen, NC_FIND_QUERY);
+
+		if (found == 1 + NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
 			geo = 1;
-			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, ans, scratch);
-			ans = reason == NC_ANSWERED ? &scratch->geo : NULL;
-		} else if (!ans) {
-			ans = nc_lookup_other_type(&scratch->key, scratch->q.name_hash, cfg, scratch->gen);
-			if (!ans && nc_nxdomain(scratch->gen)) {
+			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, scratch);
+			ans = reason == NC_ANSWERED ? &scratch->answer : NULL;
+		} else if (found == 1 + NC_KIND_STATIC) {
+			ans = &scratch->answer;
+		} else { /* a miss, or a query of type NC_QTYPE_BELOW that met a walk's entry */
+			if (nc_find_answer(scratch->gen, NC_FIND_OTHER))
+				ans = &scratch->answer;
+			else if (nc_nxdomain(scratch->gen)) {
 				/* A name that does not exist: the NXDOMAIN, built in the scratch map. */
 				scratch->nx = 1;
-				ans = &scratch->geo;
+				ans = &scratch->answer;
 			}
 			if (!ans)
 				reason = NC_PASS_MISS;

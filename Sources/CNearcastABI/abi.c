@@ -7,10 +7,12 @@
 
 _Static_assert(sizeof(struct nc_name_key) == 264, "nc_name_key layout");
 _Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-aligned: compared a word at a time");
-_Static_assert(sizeof(struct nc_name_entry) == 264 + 16 + NC_SECTIONS_MAX, "nc_name_entry layout");
+_Static_assert(sizeof(struct nc_record_head) == 8, "nc_record_head layout: the name follows 8-aligned");
+_Static_assert(NC_RECORD_MAX == 8 + 256 + sizeof(struct nc_answer), "a record: head, longest name, whole answer");
+_Static_assert(sizeof(struct nc_arena_page) % 8 == 0, "mmapable pages lie 8-aligned");
 _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
-_Static_assert(sizeof(struct nc_config) == 40, "nc_config layout");
+_Static_assert(sizeof(struct nc_config) == 44, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
 _Static_assert(sizeof(struct nc_geo6_key) == 20, "LPM key: prefixlen, then the address");

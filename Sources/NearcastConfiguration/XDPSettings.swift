@@ -33,8 +33,8 @@ public struct XDPSettings: Hashable, Sendable {
     public var passBurst: UInt32 = 1000
     /// Above the budget: a minimal TC=1 reply (true) or a drop (false).
     public var overBudgetTruncates = true
-    /// Answers the names table holds (preallocated kernel memory, about 1.3 KB each; a full
-    /// change of every answer at once needs room for old and new). nil: the program's default.
+    /// Answers the names table holds (kernel memory in proportion to the answers' size, with
+    /// arena room for every answer to change at once). nil: sized from the zones at start.
     /// A table pinned by a running instance keeps its size until the pins are removed.
     public var namesCapacity: Int?
 

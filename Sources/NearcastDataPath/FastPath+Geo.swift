@@ -137,13 +137,9 @@ extension FastPath {
         }
     }
 
-    /// A geo name as an nc_name_entry (kind NC_KIND_GEO, an nc_geo_name in its sections).
-    /// `rankings`: the compile's count, the stride of its candidates map.
+    /// A geo name as a record of the names table (kind NC_KIND_GEO, an nc_geo_name in its
+    /// sections). `rankings`: the compile's count, the stride of its candidates map.
     static func encodeGeo(_ g: GeoTable.Name, rankings: Int) -> NamesTable.Entry {
-        var entry = nc_name_entry()
-        let wire = g.config.name.lowercased().wire
-        entry.key = key(name: wire, qtype: g.config.type.rawValue)
-        entry.answer.kind = UInt8(NC_KIND_GEO.rawValue)
         var n = nc_geo_name()
         n.ranking = UInt16(g.ranking)
         n.answers = UInt8(g.config.answers)
@@ -152,12 +148,9 @@ extension FastPath {
         n.pool = UInt16(g.pool)
         n.ttl = g.config.ttl
         n.rankings = UInt16(rankings)
-        entry.answer.len = UInt16(MemoryLayout<nc_geo_name>.size)
-        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
-            withUnsafeBytes(of: n) { for (i, b) in $0.enumerated() { buf[i] = b } }
-        }
-        return NamesTable.Entry(
-            hash: NamesTable.hash(name: wire, qtype: g.config.type.rawValue), bytes: bytes(of: entry))
+        return NamesTable.record(
+            name: g.config.name.lowercased().wire, qtype: g.config.type.rawValue,
+            answer: .init(kind: UInt8(NC_KIND_GEO.rawValue)), sections: bytes(of: n))
     }
 
     /// Writes a geo node's health for the XDP program as the live generation's health board says

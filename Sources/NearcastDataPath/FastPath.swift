@@ -17,7 +17,9 @@ import Glibc
 public final class FastPath: Sendable {
     public let object: BPFObject
     public let program: BPFProgram
+    /// The names table: the arena of records (mapped into this process) and the slots.
     let names: BPFMap
+    let arena: BPFMappedArray
     let slots: BPFMap
     let config: BPFMap
     let stats: BPFMap
@@ -79,38 +81,44 @@ public final class FastPath: Sendable {
     public static let sectionsCapacity = Int(NC_SECTIONS_MAX)
     /// The shared ABI's version, as compiled into this binary.
     public static let abiVersion = UInt32(NC_ABI_VERSION)
-    /// Entries of the names table unless configured otherwise.
+    /// Answers the names table holds unless configured or sized otherwise.
     public static let defaultCapacity = Int(NC_NAMES_CAPACITY)
-    /// Bytes of kernel memory one entry of the names table takes (preallocated).
-    public static let entryBytes = MemoryLayout<nc_name_entry>.size
+    /// Arena bytes a table is given per answer when nothing better is known (`Sizing`).
+    public static let defaultBytesPerAnswer = 256
 
-    /// Entries the names table holds (the image may use about half when every answer changes at once:
-    /// changed answers are written beside the live ones).
+    /// Answers the names table holds.
     public var capacity: Int { table.capacity }
+    /// Kernel memory of the names table: the arena and both generations of slots.
+    public var tableBytes: Int { table.arenaBytes + 2 * table.slotCount * 8 }
 
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
+    /// The names table holds `capacity` answers in an arena of `arenaBytes` (nil: `capacity` ×
+    /// `defaultBytesPerAnswer`), rounded up to whole pages.
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
-    /// size (`capacity` applies to a new one), and so do pinned geo maps (`geoCapacity` likewise).
+    /// size (`capacity` and `arenaBytes` apply to a new one), and so do pinned geo maps
+    /// (`geoCapacity` likewise).
     public init(
         objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity,
-        geoCapacity: GeoCapacity = .minimum
+        arenaBytes: Int? = nil, geoCapacity: GeoCapacity = .minimum
     ) throws(BPFError) {
-        var size = capacity
+        var table = NamesTable(
+            capacity: capacity,
+            pages: NamesTable.pages(forRecordBytes: arenaBytes ?? capacity * Self.defaultBytesPerAnswer))
         var geoSize = geoCapacity
         if let dir = pinDirectory {
-            if let pinned = try Self.pinnedCapacity(pinDirectory: dir) { size = pinned }
+            if let pinned = try Self.pinnedTable(pinDirectory: dir) { table = pinned }
             if let pinned = try Self.pinnedGeoCapacity(pinDirectory: dir) { geoSize = pinned }
         }
-        let table = NamesTable(capacity: size)
         object = try BPFObject(
             path: path, pinMapsUnder: pinDirectory,
-            maxEntries: [NC_MAP_NAMES: UInt32(table.capacity), NC_MAP_SLOTS: UInt32(2 * table.slotCount)],
+            maxEntries: [NC_MAP_NAMES: UInt32(table.pages), NC_MAP_SLOTS: UInt32(2 * table.slotCount)],
             innerMapEntries: [
                 NC_MAP_GEO4: UInt32(geoSize.ipv4Prefixes), NC_MAP_CANDS: UInt32(geoSize.candidateLists),
             ])
         program = try object.program("nearcast_xdp")
-        names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size)
+        names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size)
+        arena = try BPFMappedArray(names)
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
@@ -136,7 +144,7 @@ public final class FastPath: Sendable {
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         self.table = table
         self.geoCapacity = geoSize
-        var state = try Self.readState(config: config, slots: slots, names: names, table: table)
+        var state = try Self.readState(config: config, slots: slots, arena: arena, table: table)
         state.settings.geo4_capacity = UInt32(geoSize.ipv4Prefixes)
         state.settings.cands_capacity = UInt32(geoSize.candidateLists)
         self.state = Mutex(state)
@@ -159,22 +167,36 @@ public final class FastPath: Sendable {
         return GeoCapacity(ipv4Prefixes: Int(c.geo4_capacity), candidateLists: Int(c.cands_capacity))
     }
 
-    /// The capacity of the names table pinned under `pinDirectory`, or nil when none is pinned.
-    static func pinnedCapacity(pinDirectory: String) throws(BPFError) -> Int? {
+    /// The size of the names table pinned under `pinDirectory` by an earlier instance of this ABI
+    /// version (its capacity, recorded in the config map, and its arena's pages), or nil when
+    /// there is none.
+    static func pinnedTable(pinDirectory: String) throws(BPFError) -> NamesTable? {
         let path = pinDirectory + "/" + NC_MAP_NAMES
-        guard access(path, F_OK) == 0 else { return nil }
+        guard access(path, F_OK) == 0, access(pinDirectory + "/" + NC_MAP_CONFIG, F_OK) == 0,
+            try pinnedABIVersion(pinDirectory: pinDirectory) == abiVersion
+        else { return nil }
+        let config = try BPFMap.pinned(
+            pinDirectory + "/" + NC_MAP_CONFIG, name: NC_MAP_CONFIG, keySize: 4,
+            valueSize: MemoryLayout<nc_config>.size, perCPU: false)
+        defer { close(config.fd) }
+        guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else { return nil }
+        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
+        guard c.names_capacity > 0 else { return nil }
         let map = try BPFMap.pinned(
-            path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_name_entry>.size, perCPU: false)
+            path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size, perCPU: false)
         defer { close(map.fd) }
-        return map.maxEntries
+        return NamesTable(capacity: Int(c.names_capacity), pages: map.maxEntries)
     }
 
-    /// What the maps hold now: a previous instance's settings and live entries when they were
+    /// What the maps hold now: a previous instance's settings and live records when they were
     /// taken over (so a new generation never overwrites what queries read), else a fresh state.
-    static func readState(config: BPFMap, slots: BPFMap, names: BPFMap, table: NamesTable) throws(BPFError) -> State {
+    static func readState(config: BPFMap, slots: BPFMap, arena: BPFMappedArray, table: NamesTable) throws(BPFError)
+        -> State
+    {
         var fresh = nc_config()
         fresh.abi_version = abiVersion
         fresh.slot_mask = UInt32(table.slotCount - 1)
+        fresh.names_capacity = UInt32(table.capacity)
         guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else {
             return State(settings: fresh, live: [:])
         }
@@ -188,11 +210,16 @@ public final class FastPath: Sendable {
             guard let v = try slots.lookup(key: bytes(of: UInt32(s)))?.first else { continue }
             let slot = v.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
             guard slot != 0 else { continue }
-            let index = UInt32(truncatingIfNeeded: slot) - 1
-            guard let entry = try names.lookup(key: bytes(of: index))?.first else { continue }
-            let key = entry.withUnsafeBytes { $0.loadUnaligned(as: nc_name_key.self) }
-            let name = withUnsafeBytes(of: key.name) { Array($0.prefix(Int(key.len))) }
-            live[NamesTable.Entry(hash: NamesTable.hash(name: name, qtype: key.qtype), bytes: entry)] = index
+            let ref = UInt32(truncatingIfNeeded: slot)
+            let offset = Int(ref - 1) * 8
+            guard offset + NamesTable.recordMax <= arena.count else { continue }
+            let head = arena.read(at: offset, length: NamesTable.recordMax)
+            guard let length = head.withUnsafeBytes({ NamesTable.recordLength($0) }) else { continue }
+            let record = Array(head.prefix(length))
+            let qtype = record.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) }
+            let name = Array(
+                record[8..<(8 + Int(record.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self) }))])
+            live[NamesTable.Entry(hash: NamesTable.hash(name: name, qtype: qtype), bytes: record)] = ref
         }
         return State(settings: c, live: live)
     }
@@ -321,6 +348,19 @@ public final class FastPath: Sendable {
         public var belowLeftOut = 0
     }
 
+    /// What a names table must hold for `image` and `geo`'s names: its answers, and the bytes
+    /// their records take.
+    public static func needs(_ image: AnswerImage, geo: GeoTable?) -> (answers: Int, recordBytes: Int) {
+        func record(_ name: Int, _ sections: Int) -> Int { 8 + (name + 7) & ~7 + 16 + (sections + 7) & ~7 }
+        var bytes = image.entries.reduce(0) { $0 + record($1.name.count, $1.sections.count) }
+        bytes += image.below.reduce(0) {
+            $0 + record($1.name.count, $1.kind == .exists ? 0 : MemoryLayout<nc_nx_head>.size + $1.sections.count)
+        }
+        let geoNames = geo?.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa } ?? []
+        bytes += geoNames.reduce(0) { $0 + record($1.config.name.wire.count, MemoryLayout<nc_geo_name>.size) }
+        return (image.entries.count + image.below.count + geoNames.count, bytes)
+    }
+
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
     /// §11): `prepare` then `switchTo`, at once. Blocking work, seconds for a whole GeoLite2-City:
     /// call it from a thread of its own, one write at a time (`GenerationWriter` runs the two halves
@@ -387,10 +427,8 @@ public final class FastPath: Sendable {
             plan = table.plan(entries, live: live)
             plan.belowLeftOut = below.count
         }
-        if !plan.writes.isEmpty {
-            try names.updateBatch(
-                keys: plan.writes.map { Self.bytes(of: $0.index) }, values: plan.writes.map(\.entry.bytes))
-        }
+        // Straight into the mapped arena: no query reads these bytes until the slots below point there.
+        for (offset, entry) in plan.writes { arena.write(entry.bytes, at: offset) }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
         let base = Int(nextGeneration) * table.slotCount
         try slots.updateBatch(
@@ -418,6 +456,7 @@ public final class FastPath: Sendable {
             var next = s.settings
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
+            next.names_capacity = UInt32(table.capacity)
             next.generation = p.generation
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
@@ -461,41 +500,21 @@ public final class FastPath: Sendable {
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
     }
 
-    /// The names-table key of a lower-cased wire name and a type (the name zero padded).
-    static func key(name: [UInt8], qtype: UInt16) -> nc_name_key {
-        var k = nc_name_key()
-        k.qtype = qtype
-        k.len = UInt16(name.count)
-        withUnsafeMutableBytes(of: &k.name) { buf in
-            for (i, b) in name.enumerated() { buf[i] = b }
-        }
-        return k
-    }
-
-    /// An image entry as an nc_name_entry, with its hash.
+    /// An image entry as a record of the names table, with its hash.
     static func encode(_ e: AnswerImage.Entry) -> NamesTable.Entry {
-        var entry = nc_name_entry()
-        entry.key = key(name: e.name, qtype: e.qtype)
-        entry.answer.flags = e.flags
-        entry.answer.ancount = e.ancount
-        entry.answer.nscount = e.nscount
-        entry.answer.arcount = e.arcount
-        entry.answer.len = UInt16(e.sections.count)
-        entry.answer.csum = e.checksum
-        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
-            for (i, b) in e.sections.enumerated() { buf[i] = b }
-        }
-        return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
+        NamesTable.record(
+            name: e.name, qtype: e.qtype,
+            answer: .init(
+                flags: e.flags, ancount: e.ancount, nscount: e.nscount, arcount: e.arcount, checksum: e.checksum),
+            sections: e.sections)
     }
 
-    /// An entry of the NXDOMAIN walk (AnswerImage+Below.swift) as an nc_name_entry: its kind, and
-    /// for an NXDOMAIN, its struct nc_nx_head before the sections.
+    /// An entry of the NXDOMAIN walk (AnswerImage+Below.swift) as a record: its kind, and for an
+    /// NXDOMAIN, its struct nc_nx_head before the sections.
     static func encodeBelow(_ e: AnswerImage.Entry) -> NamesTable.Entry {
-        var entry = nc_name_entry()
-        entry.key = key(name: e.name, qtype: e.qtype)
         guard case .nxdomain(let questionLength, let pointers, let zone) = e.kind else {
-            entry.answer.kind = UInt8(NC_KIND_EXISTS.rawValue)
-            return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
+            return NamesTable.record(
+                name: e.name, qtype: e.qtype, answer: .init(kind: UInt8(NC_KIND_EXISTS.rawValue)), sections: [])
         }
         var head = nc_nx_head()
         head.zone = NamesTable.hash(name: zone, qtype: e.qtype)
@@ -510,17 +529,12 @@ public final class FastPath: Sendable {
             }
         }
         head.csum = AnswerImage.onesComplementSum(zeroed)
-        let sections = bytes(of: head) + e.sections
-        entry.answer.kind = UInt8(NC_KIND_NXDOMAIN.rawValue)
-        entry.answer.flags = e.flags
-        entry.answer.ancount = e.ancount
-        entry.answer.nscount = e.nscount
-        entry.answer.arcount = e.arcount
-        entry.answer.len = UInt16(sections.count)
-        withUnsafeMutableBytes(of: &entry.answer.sections) { buf in
-            for (i, b) in sections.enumerated() { buf[i] = b }
-        }
-        return NamesTable.Entry(hash: NamesTable.hash(name: e.name, qtype: e.qtype), bytes: bytes(of: entry))
+        return NamesTable.record(
+            name: e.name, qtype: e.qtype,
+            answer: .init(
+                flags: e.flags, ancount: e.ancount, nscount: e.nscount, arcount: e.arcount,
+                kind: UInt8(NC_KIND_NXDOMAIN.rawValue)),
+            sections: bytes(of: head) + e.sections)
     }
 
     /// The verdict counters, summed over CPUs.

@@ -51,9 +51,16 @@ public final class XDPDeployment: Sendable {
         // A start that fails before the new set is switched in drops it with its pins.
         var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
+        // The names table sized from what it is to hold, unless configured: room for a quarter
+        // more answers, and arena for all of them to change at once beside the live ones.
+        let needs = FastPath.needs(image, geo: geo)
+        let capacity = settings.namesCapacity ?? max(FastPath.defaultCapacity, needs.answers + needs.answers / 4)
+        let perAnswer =
+            needs.answers == 0 ? FastPath.defaultBytesPerAnswer : max(64, needs.recordBytes / needs.answers + 8)
         let fp = try FastPath(
-            objectPath: objectPath, pinDirectory: pinDirectory,
-            capacity: settings.namesCapacity ?? FastPath.defaultCapacity, geoCapacity: .sized(for: geo))
+            objectPath: objectPath, pinDirectory: pinDirectory, capacity: capacity,
+            arenaBytes: 2 * capacity * perAnswer,
+            geoCapacity: .sized(for: geo))
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
@@ -126,7 +133,7 @@ public final class XDPDeployment: Sendable {
                 "of-which-names": "\(table.belowLeftOut > 0 ? 0 : image.below.count)", "written": "\(table.written)",
                 "too-big": "\(image.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
-                "table-mib": "\(fp.capacity * FastPath.entryBytes >> 20)",
+                "table-mib": "\(fp.tableBytes >> 20)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")",
                 "pin-root": "\(settings.pinRoot)",
             ])

@@ -85,8 +85,9 @@ import XDPFuzz
     @Test func abiLayoutsMatchTheCHeader() {
         #expect(MemoryLayout<nc_name_key>.size == 264)
         #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
-        #expect(MemoryLayout<nc_name_entry>.size == 264 + 16 + Int(NC_SECTIONS_MAX))
-        #expect(MemoryLayout<nc_config>.size == 40)
+        #expect(MemoryLayout<nc_record_head>.size == 8)
+        #expect(MemoryLayout<nc_arena_page>.size == Int(NC_ARENA_PAGE))
+        #expect(MemoryLayout<nc_config>.size == 44)
         #expect(MemoryLayout<nc_bucket>.size == 16)
         #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
         #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)

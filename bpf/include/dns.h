@@ -88,7 +88,11 @@ struct nc_scratch {
 	struct nc_name_key key;
 	struct nc_query q;
 	struct nc_packet pkt;
-	struct nc_answer geo; /* a geo name's answer, built for this client (geo.h) */
+	/*
+	 * The answer: the names table's, copied out of the arena (lookup.h), then for a geo name the
+	 * answer built for this client (geo.h), for an NXDOMAIN the reply built for this query (negative.h).
+	 */
+	struct nc_answer answer;
 	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
 	__u32 spill_weight[4];
 	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
@@ -102,6 +106,7 @@ struct nc_scratch {
 	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
 	__u64 clock_ns;
 	__u64 rrl_limited; /* answers this CPU limited: every slip-th is slipped (rrl.h) */
+	__u64 below_hash; /* the hash of `below` under NC_QTYPE_BELOW */
 	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
 };
 

@@ -335,15 +335,16 @@ static __always_inline __u64 nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, __
 }
 
 /*
- * Builds the answer of geo name `entry` for this client into `out` (a scratch-map nc_answer).
- * Returns NC_ANSWERED, or NC_PASS_GEO to leave the query to the slow path.
+ * Builds the answer of the geo name in s->answer (its names-table entry) for this client, in its
+ * place. Returns NC_ANSWERED, or NC_PASS_GEO to leave the query to the slow path.
  */
 static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, const struct nc_packet *pkt,
-						     struct nc_query *q, const struct nc_answer *entry,
-						     struct nc_scratch *s)
+						     struct nc_query *q, struct nc_scratch *s)
 {
-	struct nc_answer *out = &s->geo;
-	const struct nc_geo_name *g = (const void *)entry->sections;
+	struct nc_answer *out = &s->answer;
+	/* The name's settings, kept aside: the answer is written over them. */
+	const struct nc_geo_name name = *(const struct nc_geo_name *)out->sections;
+	const struct nc_geo_name *g = &name;
 	__u32 rrsize = g->qtype == 28 ? 28 : 16;
 	__u32 want = g->answers;
 	__u32 seed = 0;

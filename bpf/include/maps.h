@@ -10,14 +10,16 @@
 #include "nearcast_abi.h"
 
 /*
- * The names table (see nearcast_abi.h): entries, and two generations of slots pointing at them.
- * ARRAY maps, so the verifier inlines their lookups; both are sized by the loader.
+ * The names table (see nearcast_abi.h): the arena of records, and two generations of slots
+ * pointing at them. ARRAY maps, so the verifier inlines their lookups; both are sized by the
+ * loader. The arena is mmapable: the control plane writes records in place, no copy of a page.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NC_NAMES_CAPACITY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, NC_ARENA_PAGES);
 	__type(key, __u32);
-	__type(value, struct nc_name_entry);
+	__type(value, struct nc_arena_page);
 } nc_names SEC(".maps");
 
 struct {

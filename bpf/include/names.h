@@ -34,7 +34,8 @@ static __always_inline __u64 nc_hash_finish(__u64 h, __u16 qtype)
 /*
  * The answer for `key` (whose hash is `hash`) in generation `gen` of the names table, or NULL.
  * The first slot in the probe sequence whose tag matches names the only candidate (the control
- * plane places nothing behind a slot of the same tag), so at most one entry is compared.
+ * plane places nothing behind a slot of the same tag), so at most one record is compared. The
+ * answer returned points into the arena, after the record's name.
  */
 static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key *key, __u64 hash,
 							 const struct nc_config *cfg, __u32 gen)
@@ -42,7 +43,7 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 	__u32 mask = cfg->slot_mask;
 	__u32 base = gen ? mask + 1 : 0;
 	__u32 tag = hash >> 32;
-	__u32 entry = 0;
+	__u32 ref = 0;
 
 	for (__u32 p = 0; p < NC_PROBES; p++) { /* bound: the control plane places within NC_PROBES */
 		__u32 at = base + (((__u32)hash + p) & mask);
@@ -50,25 +51,36 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 
 		if (!slot)
 			return NULL;
-		__u64 v = *(volatile __u64 *)slot; /* one load: tag and index from the same write */
+		__u64 v = *(volatile __u64 *)slot; /* one load: tag and record from the same write */
 
 		if (!v)
 			return NULL;
 		if ((__u32)(v >> 32) == tag) {
-			entry = (__u32)v;
+			ref = (__u32)v;
 			break;
 		}
 	}
-	if (!entry)
+	if (!ref)
 		return NULL;
-	entry -= 1;
-	struct nc_name_entry *e = bpf_map_lookup_elem(&nc_names, &entry);
+	/* The record: its page, and where in it (8-aligned, and never so far in that it could overrun). */
+	__u32 words = ref - 1;
+	__u32 page = words >> (NC_ARENA_PAGE_SHIFT - 3);
+	__u32 off = (words << 3) & (NC_ARENA_PAGE - 1);
 
-	if (!e || e->key.qtype != key->qtype || e->key.len != key->len)
+	if (off > NC_ARENA_PAGE - NC_RECORD_MAX)
 		return NULL;
-	const nc_u64a *a = (const nc_u64a *)e->key.name;
-	const nc_u64a *b = (const nc_u64a *)key->name;
+	struct nc_arena_page *pg = bpf_map_lookup_elem(&nc_names, &page);
+
+	if (!pg)
+		return NULL;
+	__u8 *r = pg->bytes + off;
+	const struct nc_record_head *head = (const struct nc_record_head *)r;
 	__u32 len = key->len;
+
+	if (head->qtype != key->qtype || head->len != len || len > NC_NAME_MAX - 1)
+		return NULL;
+	const nc_u64a *a = (const nc_u64a *)(r + sizeof(*head));
+	const nc_u64a *b = (const nc_u64a *)key->name;
 
 	for (__u32 j = 0; j < NC_NAME_MAX / 8; j++) { /* bound: the longest name, a word a step */
 		if (j * 8 >= len)
@@ -76,26 +88,12 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 		if (a[j] != b[j])
 			return NULL;
 	}
-	return &e->answer;
-}
+	/* The answer follows the name, padded to a word. */
+	__u32 padded = (len + 7) & ~7u;
 
-/*
- * After a miss: the name's NODATA for the types it has none of (under NC_QTYPE_OTHER), or NULL.
- * Not for the types the slow path answers otherwise: ANY, AXFR, IXFR, and DS (answered from the
- * parent's side of a zone cut). The key's type is put back for the reply.
- */
-static __always_inline const struct nc_answer *nc_lookup_other_type(struct nc_name_key *key, __u64 name_hash,
-								   const struct nc_config *cfg, __u32 gen)
-{
-	__u16 qtype = key->qtype;
-
-	if (qtype == 255 || qtype == 252 || qtype == 251 || qtype == 43 || qtype == NC_QTYPE_OTHER)
+	if (padded > NC_NAME_MAX)
 		return NULL;
-	key->qtype = NC_QTYPE_OTHER;
-	const struct nc_answer *a = nc_lookup_name(key, nc_hash_finish(name_hash, NC_QTYPE_OTHER), cfg, gen);
-
-	key->qtype = qtype;
-	return a && a->kind == NC_KIND_STATIC ? a : NULL;
+	return (struct nc_answer *)(r + sizeof(*head) + padded);
 }
 
 #endif /* NC_NAMES_H */

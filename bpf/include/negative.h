@@ -10,20 +10,21 @@
 
 #include "dns.h"
 #include "maps.h"
+#include "lookup.h"
 #include "names.h"
 
 /*
  * The entry under NC_QTYPE_BELOW of the name that starts `pos` octets into the query's name (a
- * label boundary), or NULL. The name is copied into the scratch map's second key a word at a
- * time, zero padded as the table's keys are, and hashed as it goes.
+ * label boundary), copied into s->answer: 1 + its kind, or 0 when there is none. The name is
+ * copied into the scratch map's second key a word at a time, zero padded as the table's keys
+ * are, and hashed as it goes.
  */
-static __always_inline const struct nc_answer *nc_lookup_below(struct nc_scratch *s, __u32 pos,
-							      const struct nc_config *cfg, __u32 gen)
+static __always_inline int nc_lookup_below(struct nc_scratch *s, __u32 pos, __u32 gen)
 {
 	__u32 len = s->key.len;
 
 	if (len > NC_NAME_MAX - 1 || pos >= len)
-		return NULL;
+		return 0;
 	__u32 slen = len - pos;
 	__u64 h = nc_hash_start(slen);
 	nc_u64a *dst = (nc_u64a *)s->below.name;
@@ -44,28 +45,36 @@ static __always_inline const struct nc_answer *nc_lookup_below(struct nc_scratch
 	nc_barrier(); /* the lookup is verified once, not once per length */
 	s->below.len = slen;
 	s->below.qtype = NC_QTYPE_BELOW;
-	return nc_lookup_name(&s->below, nc_hash_finish(h, NC_QTYPE_BELOW), cfg, gen);
+	s->below_hash = nc_hash_finish(h, NC_QTYPE_BELOW);
+	return nc_find_answer(gen, NC_FIND_BELOW);
 }
 
 /*
- * Builds the NXDOMAIN of entry `a` for the query in `s` into s->geo: the sections, each pointer
- * moved by the query's length against the one they were taken for, and their sum. 1 when built.
+ * Builds the NXDOMAIN of the walk's entry in s->answer for the query in `s`, in its place: the
+ * sections moved over the entry's head, each pointer moved by the query's length against the one
+ * they were taken for, and their sum. 1 when built.
  */
-static __always_inline int nc_nx_build(struct nc_scratch *s, const struct nc_answer *a)
+static __always_inline int nc_nx_build(struct nc_scratch *s)
 {
-	const struct nc_nx_head *head = (const struct nc_nx_head *)a->sections;
+	const struct nc_answer *a = &s->answer;
+	/* The head, kept aside: the sections are moved over it. */
+	const struct nc_nx_head kept = *(const struct nc_nx_head *)a->sections;
+	const struct nc_nx_head *head = &kept;
 	__u32 total = a->len;
 
 	if (total < sizeof(*head) || total > NC_SECTIONS_MAX)
 		return 0;
 	__u32 len = total - sizeof(*head);
 	const nc_u64a *src = (const nc_u64a *)(a->sections + sizeof(*head));
-	nc_u64a *dst = (nc_u64a *)s->geo.sections;
+	nc_u64a *dst = (nc_u64a *)s->answer.sections;
 
 	for (__u32 j = 0; j < (NC_SECTIONS_MAX - sizeof(*head)) / 8; j++) { /* bound: the entry's capacity */
 		if (j * 8 >= len)
 			break;
-		dst[j] = src[j];
+		__u64 w = src[j];
+
+		nc_barrier_var(w); /* a copy within the scratch map: not a memmove, which BPF has not */
+		dst[j] = w;
 	}
 	nc_barrier();
 	len = a->len - sizeof(*head);
@@ -81,8 +90,8 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, const struct nc_ans
 
 		if (at + 2 > len)
 			return 0;
-		__u8 *p = s->geo.sections + (at & (NC_SECTIONS_MAX - 1));
-		__u8 *p1 = s->geo.sections + ((at + 1) & (NC_SECTIONS_MAX - 1));
+		__u8 *p = s->answer.sections + (at & (NC_SECTIONS_MAX - 1));
+		__u8 *p1 = s->answer.sections + ((at + 1) & (NC_SECTIONS_MAX - 1));
 		__s32 to = (__s32)((((__u32)*p & 0x3f) << 8) | *p1) + delta;
 
 		if (to < NC_DNS_HDR || to > 0x3fff)
@@ -93,20 +102,17 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, const struct nc_ans
 		*p1 = ptr & 0xff;
 		sum += (at & 1) ? nc_csum_swap(ptr) : ptr; /* at an odd offset its bytes sum swapped */
 	}
-	s->geo.flags = a->flags;
-	s->geo.ancount = a->ancount;
-	s->geo.nscount = a->nscount;
-	s->geo.arcount = a->arcount;
-	s->geo.len = len;
-	s->geo.csum = nc_csum_fold(sum);
-	s->geo.kind = NC_KIND_STATIC;
+	/* flags and counts stay as the entry has them */
+	s->answer.len = len;
+	s->answer.csum = nc_csum_fold(sum);
+	s->answer.kind = NC_KIND_STATIC;
 	s->nx_zone = head->zone;
 	return 1;
 }
 
 /*
  * Whether the query in the scratch map, which missed, is a name that does not exist below an
- * encloser whose NXDOMAIN the fast path holds: then that reply is in s->geo and 1 is returned.
+ * encloser whose NXDOMAIN the fast path holds: then that reply is in s->answer and 1 is returned.
  * Zone transfers are the slow path's whatever the name. A global function: the verifier checks it
  * once, apart from the paths that lead to it.
  */
@@ -114,9 +120,8 @@ __attribute__((noinline)) int nc_nxdomain(__u32 gen)
 {
 	__u32 zero = 0;
 	struct nc_scratch *s = bpf_map_lookup_elem(&nc_scratch, &zero);
-	struct nc_config *cfg = bpf_map_lookup_elem(&nc_config, &zero);
 
-	if (!s || !cfg)
+	if (!s)
 		return 0;
 	__u16 qtype = s->key.qtype;
 
@@ -125,10 +130,10 @@ __attribute__((noinline)) int nc_nxdomain(__u32 gen)
 	__u32 pos = 0;
 
 	for (__u32 step = 0; step < NC_NX_DEPTH; step++) { /* bound: the names looked up */
-		const struct nc_answer *a = nc_lookup_below(s, pos, cfg, gen);
+		int found = nc_lookup_below(s, pos, gen);
 
-		if (a)
-			return step > 0 && a->kind == NC_KIND_NXDOMAIN ? nc_nx_build(s, a) : 0;
+		if (found)
+			return step > 0 && found == 1 + NC_KIND_NXDOMAIN ? nc_nx_build(s) : 0;
 		/* The next name up; the root has no encloser. */
 		__u8 b = s->key.name[pos & 0xff];
 

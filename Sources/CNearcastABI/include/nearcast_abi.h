@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 18
+#define NC_ABI_VERSION 19
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -39,22 +39,35 @@
 #define NC_SECTIONS_MAX 1024
 
 /*
- * The names table: an open-addressing hash table in two ARRAY maps, whose lookups the verifier
- * inlines (a kernel hash map costs a hash of the whole key and a bucket walk on every query).
+ * The names table: an open-addressing hash table of slots (an ARRAY map) whose entries are
+ * records in an arena (an mmapable ARRAY map of pages), both looked up inline by the verifier (a
+ * kernel hash map costs a hash of the whole key and a bucket walk on every query).
  *
- * - nc_names: entry index -> struct nc_name_entry (the question and its answer). Preallocated,
- *   NC_NAMES_CAPACITY entries unless the loader sets another size before loading.
+ * - nc_names, the arena: NC_ARENA_PAGE-byte pages (struct nc_arena_page), as many as the loader
+ *   sizes it for. A record is struct nc_record_head, the name zero padded to a multiple of 8
+ *   octets, then struct nc_answer with only `len` section bytes (padded to 8): each record takes
+ *   what its name and answer take, not the most any could (ARCHITECTURE §2, "The names table").
+ *   A record starts on an 8-octet boundary at most NC_ARENA_PAGE - NC_RECORD_MAX into its page,
+ *   so that the program's bounds on a record hold without knowing its length. The control plane
+ *   writes records through a mapping of the pages (BPF_F_MMAPABLE), never over one the live
+ *   generation uses.
  * - nc_slots: two generations of `slot_mask + 1` slots each (a power of two, at least twice the
  *   capacity); generation g owns indexes [g * (slot_mask + 1), (g + 1) * (slot_mask + 1)). A slot
- *   is 0 (empty) or (hash >> 32) << 32 | (entry index + 1).
+ *   is 0 (empty) or (hash >> 32) << 32 | (the record's offset in the arena / 8 + 1).
  *
  * A question is looked for from slot `hash & slot_mask` of the live generation (nc_config), over
  * at most NC_PROBES slots, up to an empty slot; the first slot whose tag equals the hash's upper
- * half names the only entry that may hold the question, which is then compared in full. The
- * control plane writes changed entries into unused indexes and a whole new slot generation, then
- * switches `generation` with one write: a query sees the old table or the new one, never a mix.
+ * half names the only record that may hold the question, which is then compared in full. The
+ * control plane writes changed records into unused arena space and a whole new slot generation,
+ * then switches `generation` with one write: a query sees the old table or the new one, never a mix.
  */
-#define NC_NAMES_CAPACITY 16384
+#define NC_ARENA_PAGE_SHIFT 16
+#define NC_ARENA_PAGE (1 << NC_ARENA_PAGE_SHIFT)
+/* The most bytes a record may take: its head, the longest name padded, an answer with full sections
+ * (8 + NC_NAME_MAX + 16 + NC_SECTIONS_MAX, written out so that Swift imports it). */
+#define NC_RECORD_MAX 1304
+#define NC_NAMES_CAPACITY 16384 /* answers (slots) unless the loader sizes it from the zones */
+#define NC_ARENA_PAGES 64 /* pages in the object; the loader sizes the arena */
 #define NC_PROBES 8
 
 /*
@@ -75,7 +88,7 @@
 /*
  * A name's NODATA for every type it has no records of is kept under this type (0, which no
  * record has): the fast path looks it up after a miss, except for the types the slow path answers
- * otherwise (ANY, AXFR, IXFR, DS: see nc_lookup_other_type).
+ * otherwise (ANY, AXFR, IXFR, DS: see nc_find_answer).
  */
 #define NC_QTYPE_OTHER 0
 
@@ -278,10 +291,16 @@ struct nc_pool {
 	__u32 ttl_cap;
 };
 
-/* Value of nc_names: a question and its answer. */
-struct nc_name_entry {
-	struct nc_name_key key;
-	struct nc_answer answer;
+/* A page of the names arena (nc_names): records, each 8-aligned. */
+struct nc_arena_page {
+	__u8 bytes[NC_ARENA_PAGE];
+};
+
+/* The start of a record in the arena: its question's type and name length, as in nc_name_key. */
+struct nc_record_head {
+	__u16 qtype; /* host order */
+	__u16 len;   /* wire length of the name that follows, root label included: 1..255 */
+	__u32 pad;
 };
 
 /* What XDP does with a DNS query above the pass budget. */
@@ -303,6 +322,7 @@ struct nc_config {
 	__u32 slot_mask;     /* slots per generation - 1 (a power of two - 1); 0 before the first fill */
 	__u32 geo4_capacity; /* entries of every inner map of nc_geo4 (fixed when the maps were made) */
 	__u32 cands_capacity; /* entries of every inner map of nc_cands (likewise) */
+	__u32 names_capacity; /* answers the names table holds (its slots were sized for), kept for a successor */
 };
 
 /* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */

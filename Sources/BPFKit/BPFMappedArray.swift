@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The values of an ARRAY map made with BPF_F_MMAPABLE, mapped into this process: bytes written
+/// here are what a BPF program reads at once, with no system call and no copy of a whole value.
+/// The mapping lasts as long as this object; the map itself lives on while anything holds it.
+public final class BPFMappedArray: @unchecked Sendable {
+    public let map: BPFMap
+    /// The values, `maxEntries × valueSize` bytes, the first at offset 0.
+    public let count: Int
+    private let base: UnsafeMutableRawPointer
+
+    /// Maps `map`'s values (read and write). The map must be an mmapable ARRAY whose value size
+    /// is a multiple of 8 (the kernel's element stride).
+    public init(_ map: BPFMap) throws(BPFError) {
+        precondition(map.valueSize % 8 == 0, "\(map.name): mmapable values are laid out 8-aligned")
+        count = map.valueSize * map.maxEntries
+        let length = (count + Int(getpagesize()) - 1) & ~(Int(getpagesize()) - 1)
+        guard let p = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, map.fd, 0), p != MAP_FAILED else {
+            throw BPFError("mmap", map.name, errno: errno)
+        }
+        self.map = map
+        base = p
+    }
+
+    deinit {
+        let length = (count + Int(getpagesize()) - 1) & ~(Int(getpagesize()) - 1)
+        munmap(base, length)
+    }
+
+    /// Copies `bytes` to `offset`. No BPF program may be reading that range (the caller's
+    /// protocol says which ranges are in use).
+    public func write(_ bytes: [UInt8], at offset: Int) {
+        precondition(offset >= 0 && offset + bytes.count <= count, "\(map.name): write past the map")
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { (base + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    }
+
+    /// `length` bytes from `offset`.
+    public func read(at offset: Int, length: Int) -> [UInt8] {
+        precondition(offset >= 0 && length >= 0 && offset + length <= count, "\(map.name): read past the map")
+        return [UInt8](UnsafeRawBufferPointer(start: base + offset, count: length))
+    }
+
+    /// Sets `length` bytes from `offset` to zero.
+    public func zero(at offset: Int, length: Int) {
+        precondition(offset >= 0 && length >= 0 && offset + length <= count, "\(map.name): write past the map")
+        (base + offset).initializeMemory(as: UInt8.self, repeating: 0, count: length)
+    }
+}
