@@ -115,6 +115,7 @@ bench-fleet: build
 # time, memory, record changes to answered, memory after many changes.
 bench-scale: build
 	tools/bench-scale.py
+	tools/bench-scale.py --xdp
 
 # The XDP program fuzzed against the slow path (root): FRAMES generated and mutated frames, SEED.
 FRAMES ?= 10000000

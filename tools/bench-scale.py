@@ -11,10 +11,14 @@ at every tenth), then for each server:
   - a reload of the zone file with RELOADED records changed (and the serial), timed from the signal
     (nearcast: SIGHUP; Knot: knotc zone-reload) to the last changed name answered anew;
   - for nearcast: RSS after MANY further changes.
-nearcast runs without XDP here: its fast path still builds its image whole (issue 29 part 2).
+nearcast runs without XDP here. With --xdp, for each size, nearcast alone with its fast path
+attached to a veth pair of its own (made and removed by this script): start to the fast path
+ready with every answer in it, the answers it holds and leaves out, RSS and the BPF maps' kernel
+memory; into the bench-scale-xdp section.
 Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
 bench-scale markers.
 """
+import re
 import json
 import os
 import random
@@ -112,10 +116,10 @@ def wait_answer(port, name, deadline_s=600, want=lambda r: r is not None and r[1
     raise RuntimeError(f"{name} not answered as expected within {deadline_s} s")
 
 
-def rss_mib(pid):
+def rss_mib(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0
 
@@ -211,6 +215,99 @@ def nearcast(work, zone, n):
     finally:
         p.terminate()
         p.wait(30)
+
+
+def bpf_map_mib(pid):
+    """The kernel memory (memlock) of the BPF maps process `pid` holds, from its fds' fdinfo."""
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "anon_inode:bpf-map" not in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                continue
+            info = open(f"/proc/{pid}/fdinfo/{fd}").read()
+        except OSError:
+            continue
+        m = re.search(r"^memlock:\s*(\d+)", info, re.M)
+        total += int(m.group(1)) if m else 0
+    return total / 2**20
+
+
+def nearcast_xdp(work, zone, n):
+    """nearcast with its fast path on a veth pair of its own: start to the fast path ready, and memory."""
+    port = free_port()
+    a, b = f"ncsc{os.getpid() % 10000}a", f"ncsc{os.getpid() % 10000}b"
+    pins = f"/sys/fs/bpf/nearcast-scale-{os.getpid()}"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    try:
+        for i in (a, b):
+            subprocess.run(["ip", "link", "set", i, "up"], check=True)
+        with open(f"{work}/ncx.yaml", "w") as f:
+            f.write(
+                f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
+                f'state-dir: state-xdp\nxdp:\n  interfaces: ["{a}:native"]\n  pin-root: {pins}\n'
+            )
+        log = open(f"{work}/ncx.log", "w+")
+        t0 = time.monotonic()
+        p = subprocess.Popen([NEARCASTD, "--config", f"{work}/ncx.yaml", "--log-level", "info"], stdout=log, stderr=log)
+        try:
+            wait_answer(port, f"n{n - 1}.{ORIGIN}")
+            load = time.monotonic() - t0
+            deadline = time.monotonic() + 1800
+            while True:
+                text = open(f"{work}/ncx.log").read()
+                line = next((x for x in text.splitlines() if "fast path ready" in x), None)
+                if line or p.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if not line:
+                raise RuntimeError(f"the fast path did not get ready:\n{text[-2000:]}")
+            ready = time.monotonic() - t0
+            fields = dict(re.findall(r"([a-z-]+)=(\S+)", line))
+            return {
+                "load": load, "ready": ready, "rss": rss_mib(p.pid), "peak": rss_mib(p.pid, "VmHWM"),
+                "maps": bpf_map_mib(p.pid),
+                "answers": int(fields["answers"]), "full": int(fields["table-full"]),
+                "collisions": int(fields["hash-collisions"]), "too_big": int(fields["too-big"]),
+                "capacity": int(fields["capacity"]),
+            }
+        finally:
+            p.terminate()
+            p.wait(60)
+    finally:
+        subprocess.run(["ip", "link", "del", a], check=False)
+        shutil.rmtree(pins, ignore_errors=True)
+
+
+def main_xdp():
+    rows = []
+    for n in SIZES:
+        work = tempfile.mkdtemp(prefix=f"nearcast-scale-xdp-{n}-")
+        try:
+            zone = f"{work}/scale.test.zone"
+            write_zone(zone, n)
+            r = nearcast_xdp(work, zone, n)
+            print(n, "nearcast --xdp", json.dumps(r), flush=True)
+            rows.append((n, r))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    lines = [
+        "<!-- bench-scale-xdp:start (written by tools/bench-scale.py --xdp; do not edit by hand) -->",
+        f"Measured {time.strftime('%Y-%m-%d', time.gmtime())}, kernel {os.uname().release}, {os.cpu_count()} cores.",
+        f"Command: `make bench-scale` (`tools/bench-scale.py --xdp`, SIZES={' '.join(map(str, SIZES))}): nearcast with its",
+        "fast path attached (native, a veth pair of the script's own), the same generated zones as above.",
+        "",
+        "| names | start to first answer (s) | to the fast path ready (s) | answers in the fast path | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) |",
+        "|---:|---:|---:|---:|---|---:|---|---:|",
+    ]
+    for n, r in rows:
+        lines.append(
+            f"| {n:,} | {r['load']:.2f} | {r['ready']:.2f} | {r['answers']:,} | {r['full']} / {r['collisions']} / {r['too_big']} "
+            f"| {r['capacity']:,} | {r['rss']:.0f}, {r['peak']:.0f} | {r['maps']:.0f} |"
+        )
+    lines.append("<!-- bench-scale-xdp:end -->")
+    table = "\n".join(lines)
+    print(table)
+    subprocess.run([os.path.join(ROOT, "tools/benchmarks-section.py"), "bench-scale-xdp"], input=table, text=True, check=True)
 
 
 def update_message(name, add=None, delete=False):
@@ -358,4 +455,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if not os.access(NEARCASTD, os.X_OK):
+        sys.exit("build first: make build")
+    main_xdp() if sys.argv[1:] == ["--xdp"] else main()

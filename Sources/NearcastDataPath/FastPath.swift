@@ -168,24 +168,31 @@ public final class FastPath: Sendable {
     }
 
     /// The size of the names table pinned under `pinDirectory` by an earlier instance of this ABI
-    /// version (its capacity, recorded in the config map, and its arena's pages), or nil when
-    /// there is none.
+    /// version, or nil when there is none: its arena's pages, and its capacity as recorded in the
+    /// config map (or, before the first write recorded it, as many as its slots were made for).
     static func pinnedTable(pinDirectory: String) throws(BPFError) -> NamesTable? {
-        let path = pinDirectory + "/" + NC_MAP_NAMES
-        guard access(path, F_OK) == 0, access(pinDirectory + "/" + NC_MAP_CONFIG, F_OK) == 0,
-            try pinnedABIVersion(pinDirectory: pinDirectory) == abiVersion
+        let (arenaPath, slotsPath) = (pinDirectory + "/" + NC_MAP_NAMES, pinDirectory + "/" + NC_MAP_SLOTS)
+        guard access(arenaPath, F_OK) == 0, access(slotsPath, F_OK) == 0,
+            try pinnedABIVersion(pinDirectory: pinDirectory) ?? abiVersion == abiVersion
         else { return nil }
-        let config = try BPFMap.pinned(
-            pinDirectory + "/" + NC_MAP_CONFIG, name: NC_MAP_CONFIG, keySize: 4,
-            valueSize: MemoryLayout<nc_config>.size, perCPU: false)
-        defer { close(config.fd) }
-        guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else { return nil }
-        let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
-        guard c.names_capacity > 0 else { return nil }
-        let map = try BPFMap.pinned(
-            path, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size, perCPU: false)
-        defer { close(map.fd) }
-        return NamesTable(capacity: Int(c.names_capacity), pages: map.maxEntries)
+        let arena = try BPFMap.pinned(
+            arenaPath, name: NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size, perCPU: false)
+        defer { close(arena.fd) }
+        let slots = try BPFMap.pinned(slotsPath, name: NC_MAP_SLOTS, keySize: 4, valueSize: 8, perCPU: false)
+        defer { close(slots.fd) }
+        var capacity = slots.maxEntries / 4
+        if access(pinDirectory + "/" + NC_MAP_CONFIG, F_OK) == 0 {
+            let config = try BPFMap.pinned(
+                pinDirectory + "/" + NC_MAP_CONFIG, name: NC_MAP_CONFIG, keySize: 4,
+                valueSize: MemoryLayout<nc_config>.size, perCPU: false)
+            defer { close(config.fd) }
+            if let value = try config.lookup(key: bytes(of: UInt32(0)))?.first {
+                let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
+                if c.names_capacity > 0 { capacity = Int(c.names_capacity) }
+            }
+        }
+        let table = NamesTable(capacity: capacity, pages: arena.maxEntries)
+        return 2 * table.slotCount == slots.maxEntries ? table : nil
     }
 
     /// What the maps hold now: a previous instance's settings and live records when they were
