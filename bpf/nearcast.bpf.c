@@ -117,7 +117,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		 */
 		scratch->gen = cfg->generation & 1;
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
-		int found = nc_find_answer(scratch->gen, NC_FIND_QUERY);
+		int found = nc_lookup_answer(scratch, cfg, scratch->gen, NC_FIND_QUERY);
 
 		if (found == 1 + NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
@@ -127,7 +127,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		} else if (found == 1 + NC_KIND_STATIC) {
 			ans = &scratch->answer;
 		} else { /* a miss, or a query of type NC_QTYPE_BELOW that met a walk's entry */
-			if (nc_find_answer(scratch->gen, NC_FIND_OTHER))
+			if (nc_lookup_answer(scratch, cfg, scratch->gen, NC_FIND_OTHER))
 				ans = &scratch->answer;
 			else if (nc_nxdomain(scratch->gen)) {
 				/* A name that does not exist: the NXDOMAIN, built in the scratch map. */

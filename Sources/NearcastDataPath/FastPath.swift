@@ -83,7 +83,7 @@ public final class FastPath: Sendable {
     public static let abiVersion = UInt32(NC_ABI_VERSION)
     /// Answers the names table holds unless configured or sized otherwise.
     public static let defaultCapacity = Int(NC_NAMES_CAPACITY)
-    /// Arena bytes a table is given per answer when nothing better is known (`Sizing`).
+    /// Arena bytes a table is given per answer when nothing better is known (see `needs`).
     public static let defaultBytesPerAnswer = 256
 
     /// Answers the names table holds.

@@ -106,7 +106,6 @@ struct nc_scratch {
 	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
 	__u64 clock_ns;
 	__u64 rrl_limited; /* answers this CPU limited: every slip-th is slipped (rrl.h) */
-	__u64 below_hash; /* the hash of `below` under NC_QTYPE_BELOW */
 	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
 };
 

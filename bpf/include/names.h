@@ -32,34 +32,41 @@ static __always_inline __u64 nc_hash_finish(__u64 h, __u16 qtype)
 }
 
 /*
- * The answer for `key` (whose hash is `hash`) in generation `gen` of the names table, or NULL.
- * The first slot in the probe sequence whose tag matches names the only candidate (the control
- * plane places nothing behind a slot of the same tag), so at most one record is compared. The
- * answer returned points into the arena, after the record's name.
+ * The record that may hold the question whose hash is `hash`, in generation `gen` of the names
+ * table: its slot's reference (the record's offset in the arena / 8 + 1), or 0 when there is
+ * none. The first slot in the probe sequence whose tag matches names the only candidate (the
+ * control plane places nothing behind a slot of the same tag). Scalars only: inlined anywhere,
+ * it costs the verifier little, and a miss costs no more than this.
  */
-static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key *key, __u64 hash,
-							 const struct nc_config *cfg, __u32 gen)
+static __always_inline __u32 nc_probe(__u64 hash, const struct nc_config *cfg, __u32 gen)
 {
 	__u32 mask = cfg->slot_mask;
 	__u32 base = gen ? mask + 1 : 0;
 	__u32 tag = hash >> 32;
-	__u32 ref = 0;
 
 	for (__u32 p = 0; p < NC_PROBES; p++) { /* bound: the control plane places within NC_PROBES */
 		__u32 at = base + (((__u32)hash + p) & mask);
 		__u64 *slot = bpf_map_lookup_elem(&nc_slots, &at);
 
 		if (!slot)
-			return NULL;
+			return 0;
 		__u64 v = *(volatile __u64 *)slot; /* one load: tag and record from the same write */
 
 		if (!v)
-			return NULL;
-		if ((__u32)(v >> 32) == tag) {
-			ref = (__u32)v;
-			break;
-		}
+			return 0;
+		if ((__u32)(v >> 32) == tag)
+			return (__u32)v;
 	}
+	return 0;
+}
+
+/*
+ * The answer in record `ref` (nc_probe) when the record's question is `key`'s name with type
+ * `qtype`, or NULL. It points into the arena, after the record's name: at a variable offset, so
+ * only nc_find_answer calls this (lookup.h).
+ */
+static __always_inline struct nc_answer *nc_record_answer(const struct nc_name_key *key, __u16 qtype, __u32 ref)
+{
 	if (!ref)
 		return NULL;
 	/* The record: its page, and where in it (8-aligned, and never so far in that it could overrun). */
@@ -77,7 +84,7 @@ static __always_inline struct nc_answer *nc_lookup_name(const struct nc_name_key
 	const struct nc_record_head *head = (const struct nc_record_head *)r;
 	__u32 len = key->len;
 
-	if (head->qtype != key->qtype || head->len != len || len > NC_NAME_MAX - 1)
+	if (head->qtype != qtype || head->len != len || len > NC_NAME_MAX - 1)
 		return NULL;
 	const nc_u64a *a = (const nc_u64a *)(r + sizeof(*head));
 	const nc_u64a *b = (const nc_u64a *)key->name;

@@ -19,7 +19,7 @@
  * copied into the scratch map's second key a word at a time, zero padded as the table's keys
  * are, and hashed as it goes.
  */
-static __always_inline int nc_lookup_below(struct nc_scratch *s, __u32 pos, __u32 gen)
+static __always_inline int nc_lookup_below(struct nc_scratch *s, const struct nc_config *cfg, __u32 pos, __u32 gen)
 {
 	__u32 len = s->key.len;
 
@@ -45,8 +45,9 @@ static __always_inline int nc_lookup_below(struct nc_scratch *s, __u32 pos, __u3
 	nc_barrier(); /* the lookup is verified once, not once per length */
 	s->below.len = slen;
 	s->below.qtype = NC_QTYPE_BELOW;
-	s->below_hash = nc_hash_finish(h, NC_QTYPE_BELOW);
-	return nc_find_answer(gen, NC_FIND_BELOW);
+	__u32 ref = nc_probe(nc_hash_finish(h, NC_QTYPE_BELOW), cfg, gen);
+
+	return ref ? nc_find_answer(ref, NC_FIND_BELOW) : 0;
 }
 
 /*
@@ -120,8 +121,9 @@ __attribute__((noinline)) int nc_nxdomain(__u32 gen)
 {
 	__u32 zero = 0;
 	struct nc_scratch *s = bpf_map_lookup_elem(&nc_scratch, &zero);
+	struct nc_config *cfg = bpf_map_lookup_elem(&nc_config, &zero);
 
-	if (!s)
+	if (!s || !cfg)
 		return 0;
 	__u16 qtype = s->key.qtype;
 
@@ -130,7 +132,7 @@ __attribute__((noinline)) int nc_nxdomain(__u32 gen)
 	__u32 pos = 0;
 
 	for (__u32 step = 0; step < NC_NX_DEPTH; step++) { /* bound: the names looked up */
-		int found = nc_lookup_below(s, pos, gen);
+		int found = nc_lookup_below(s, cfg, pos, gen);
 
 		if (found)
 			return step > 0 && found == 1 + NC_KIND_NXDOMAIN ? nc_nx_build(s) : 0;
