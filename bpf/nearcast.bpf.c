@@ -2,7 +2,7 @@
 /*
  * nearcast's XDP fast path: answers plain DNS queries for names in the names table straight from
  * the table (XDP_TX), and passes everything else to the kernel and the slow path. It never sends a
- * reply the slow path would not send byte for byte (the ID aside): the entries are the slow path's
+ * reply the slow path would not send byte for byte (the ID aside): the answers are the slow path's
  * own replies. Entry and flow only; the logic is in include/.
  */
 #include <linux/bpf.h>
@@ -117,7 +117,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		 */
 		scratch->gen = cfg->generation & 1;
 		nc_barrier(); /* the rest reads the query back from the scratch map: one path for all names */
-		int found = nc_lookup_answer(scratch, cfg, scratch->gen, NC_FIND_QUERY);
+		int found = nc_lookup_answer(scratch, cfg, scratch->gen);
 
 		if (found == 1 + NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
@@ -126,16 +126,11 @@ int nearcast_xdp(struct xdp_md *ctx)
 			ans = reason == NC_ANSWERED ? &scratch->answer : NULL;
 		} else if (found == 1 + NC_KIND_STATIC) {
 			ans = &scratch->answer;
-		} else { /* a miss, or a query of type NC_QTYPE_BELOW that met a walk's entry */
-			if (nc_lookup_answer(scratch, cfg, scratch->gen, NC_FIND_OTHER))
-				ans = &scratch->answer;
-			else if (nc_nxdomain(scratch->gen)) {
-				/* A name that does not exist: the NXDOMAIN, built in the scratch map. */
-				scratch->nx = 1;
-				ans = &scratch->answer;
-			}
-			if (!ans)
-				reason = NC_PASS_MISS;
+		} else if (nc_negative(scratch->gen, found)) {
+			/* NODATA, or a name that does not exist: the reply, built in the scratch map. */
+			ans = &scratch->answer;
+		} else {
+			reason = NC_PASS_MISS;
 		}
 		if (ans && !nc_reply_fits(&scratch->q, ans, cfg))
 			reason = NC_PASS_TOO_BIG;

@@ -266,7 +266,7 @@ def nearcast_xdp(work, zone, n):
             return {
                 "load": load, "ready": ready, "rss": rss_mib(p.pid), "peak": rss_mib(p.pid, "VmHWM"),
                 "maps": bpf_map_mib(p.pid),
-                "answers": int(fields["answers"]), "full": int(fields["table-full"]),
+                "names": int(fields["names"]), "answers": int(fields["answers"]), "full": int(fields["table-full"]),
                 "collisions": int(fields["hash-collisions"]), "too_big": int(fields["too-big"]),
                 "capacity": int(fields["capacity"]),
             }
@@ -296,12 +296,12 @@ def main_xdp():
         f"Command: `make bench-scale` (`tools/bench-scale.py --xdp`, SIZES={' '.join(map(str, SIZES))}): nearcast with its",
         "fast path attached (native, a veth pair of the script's own), the same generated zones as above.",
         "",
-        "| names | start to first answer (s) | to the fast path ready (s) | answers in the fast path | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) |",
-        "|---:|---:|---:|---:|---|---:|---|---:|",
+        "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) |",
+        "|---:|---:|---:|---:|---:|---|---:|---|---:|",
     ]
     for n, r in rows:
         lines.append(
-            f"| {n:,} | {r['load']:.2f} | {r['ready']:.2f} | {r['answers']:,} | {r['full']} / {r['collisions']} / {r['too_big']} "
+            f"| {n:,} | {r['load']:.2f} | {r['ready']:.2f} | {r['names']:,} | {r['answers']:,} | {r['full']} / {r['collisions']} / {r['too_big']} "
             f"| {r['capacity']:,} | {r['rss']:.0f}, {r['peak']:.0f} | {r['maps']:.0f} |"
         )
     lines.append("<!-- bench-scale-xdp:end -->")

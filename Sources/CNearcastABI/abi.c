@@ -8,7 +8,10 @@
 _Static_assert(sizeof(struct nc_name_key) == 264, "nc_name_key layout");
 _Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-aligned: compared a word at a time");
 _Static_assert(sizeof(struct nc_record_head) == 8, "nc_record_head layout: the name follows 8-aligned");
-_Static_assert(NC_RECORD_MAX == 8 + 256 + sizeof(struct nc_answer), "a record: head, longest name, whole answer");
+_Static_assert(sizeof(struct nc_type_ref) == 4, "nc_type_ref layout");
+_Static_assert(NC_ANSWER_AT_MAX == NC_RECORD_MAX - sizeof(struct nc_answer), "an answer anywhere it may start ends within its record");
+_Static_assert(NC_RECORD_MAX >= 8 + 256 + 4 * NC_TYPES_MAX + sizeof(struct nc_answer), "a record holds the longest name and a whole answer");
+_Static_assert(NC_ARENA_PAGE % NC_RECORD_MAX == 0 && NC_RECORD_MAX % 8 == 0, "records lie 8-aligned within pages");
 _Static_assert(sizeof(struct nc_arena_page) % 8 == 0, "mmapable pages lie 8-aligned");
 _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");

@@ -1,24 +1,24 @@
 import DNSWire
+import NearcastZones
 
-/// The answers the fast path may send, computed by the slow path itself.
+/// The answers the fast path may send, computed by the slow path itself: one record per name.
 ///
-/// For every name of every zone and every type held in that zone, the responder is asked the plain
-/// question (lower-case name, no EDNS, over TCP so nothing is cut). Positive authoritative replies
-/// become entries: the reply's flags and counts and its sections after the question, whose names
-/// that equal the question point at it. The fast path keeps the query's own header and question and
-/// appends these bytes, so both paths send the same reply by construction.
+/// For every name of every zone, the responder is asked the plain question (lower-case name, no
+/// EDNS, over TCP so nothing is cut) of each type the name has. Positive authoritative replies
+/// become the name's answers: the reply's flags and counts and its sections after the question,
+/// whose names that equal the question point at it. The fast path keeps the query's own header and
+/// question and appends these bytes, so both paths send the same reply by construction.
 ///
-/// Negative answers are mostly left to the slow path, with one exception: NODATA for the types
-/// clients ask of every name (`askedOfEveryName`). Browsers and stub resolvers ask A, AAAA and
-/// HTTPS together, so an IPv4-only service name draws two NODATA questions for each positive one.
-/// Those replies become entries too (the SOA in their authority section included). They come after
-/// every positive entry, so when the table is full they are the ones left to the slow path.
-/// Referrals and names that only wildcards produce are always left to the slow path. NXDOMAIN is
-/// the fast path's only through `below` (AnswerImage+Below.swift).
+/// Negative answers are not stored per question. Each zone's apex holds the zone's negative
+/// answer (`Negative`, AnswerImage+Negative.swift: the slow path's NXDOMAIN, its SOA moved with the
+/// query's length; a few names near the SOA's own names hold their own), and each name says where
+/// that answer stands for the slow path's: `nodata`,
+/// for every type the name has no answer of; `nxdomain`, for a name directly below it that does
+/// not exist. So a zone's NODATA and NXDOMAIN cost one answer, whatever its size.
+/// Referrals, wildcards and geo discovery (SRV) names are always left to the slow path.
 public struct AnswerImage: Sendable {
-    public struct Entry: Hashable, Sendable {
-        /// Lower-cased uncompressed wire name.
-        public var name: [UInt8]
+    /// One answer of a name: the reply to the question of its type.
+    public struct Answer: Hashable, Sendable {
         public var qtype: UInt16
         /// The reply's flags word with RD clear (the fast path copies it from the query).
         public var flags: UInt16
@@ -29,143 +29,110 @@ public struct AnswerImage: Sendable {
         public var sections: [UInt8]
         /// One's-complement sum of `sections` (folded, not inverted), as if at an even offset.
         public var checksum: UInt16
-        /// What the fast path does with the entry: send it, or (the `below` entries) what its walk
-        /// to a query's closest encloser finds there.
-        public var kind: Kind = .answer
     }
 
-    /// What an entry is to the fast path.
-    public enum Kind: Hashable, Sendable {
-        /// The reply to its question.
-        case answer
-        /// Under `belowType`: the NXDOMAIN for a name directly below this one that does not exist.
-        /// `sections` were taken from the reply to a question `questionLength` octets long; the
-        /// compression pointers at the offsets `pointers` move with the query's length. `zone`:
-        /// the lower-cased wire name of the zone (the rate limiter's class for NXDOMAINs).
-        case nxdomain(questionLength: Int, pointers: [Int], zone: [UInt8])
-        /// Under `belowType`: the name exists, and what lies below it is the slow path's (a
-        /// wildcard, a delegation, a DNAME, another zone's data, or a reply that cannot be moved).
-        case exists
+    /// A name's record: its answers, and what its other types and the names below it are answered.
+    public struct Name: Hashable, Sendable {
+        /// Lower-cased uncompressed wire name.
+        public var name: [UInt8]
+        public var answers: [Answer] = []
+        /// Every type the name has no answer of is the zone's NODATA; those the fast path adds
+        /// (`geoTypes`) count as answered.
+        public var nodata = false
+        /// A name directly below it that does not exist is the zone's NXDOMAIN.
+        public var nxdomain = false
+        /// The wire length of the name (the end of this one) whose record holds its negative
+        /// answer: its zone's apex, or another anchor (AnswerImage+Negative.swift); 0 when neither
+        /// flag is set.
+        public var apexLength = 0
+        /// At an anchor (a zone's apex, say): the negative answer of the names it is closest to.
+        public var negative: Negative?
+        /// Types whose answers depend on the client (geo names): the fast path adds them.
+        public var geoTypes: [UInt16] = []
+
+        public init(name: [UInt8]) { self.name = name }
     }
 
-    public var entries: [Entry]
+    public var names: [Name]
     /// Answers left out because their sections exceed the fast path's capacity.
     public var tooBig: Int
-    /// Of `entries`, the NODATA ones (they are the last).
-    public var nodata: Int
-    /// One entry under `belowType` for every name that exists (AnswerImage+Below.swift): the fast
-    /// path may answer NXDOMAIN only while it holds all of them.
-    public var below: [Entry] = []
 
-    /// The types asked of nearly every name, whose NODATA replies the fast path also sends.
+    /// The types asked of a CNAME's owner (its answer is the chain, one for each type asked): those
+    /// clients ask of nearly every name.
     public static let askedOfEveryName: [RRType] = [.a, .aaaa, .https]
 
-    /// Builds the image of every zone `responder` serves; entries hold at most `maxSections` bytes.
+    /// Builds the image of every zone `responder` serves; answers hold at most `maxSections` bytes.
     public static func build(responder: Responder, maxSections: Int) -> AnswerImage {
-        var positive: [Entry] = []
-        var negative: [Entry] = []
+        var names: [Name] = []
         var tooBig = 0
+        let geo = responder.geo
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let types = zone.typesPresent.filter { !$0.isMetaType }.union(askedOfEveryName)
-                .sorted()
-            // Geo names' owners need not be in the zone: they answer their other types too.
-            let geoOwners = (responder.geo?.allNames ?? []).map(\.config.name).filter {
-                responder.authority.zone(for: $0)?.origin == zone.origin
+            let anchors = negativeAnchors(zone)
+            var negatives: [DNSName: Negative] = [:]
+            for a in anchors.names {
+                negatives[a] = negative(at: a, zone: zone, responder: responder, maxSections: maxSections)
             }
-            // Discovery targets answer the same for every client: static entries too.
-            let targets = (responder.geo?.targetNames ?? []).filter {
-                responder.authority.zone(for: $0)?.origin == zone.origin
-            }
-            // Owners of discovery (SRV) names: that type is the slow path's, so no other-types entry.
+            let inZone = { (n: DNSName) in responder.authority.zone(for: n)?.origin == zone.origin }
+            // Owners of discovery (SRV) names: that type is the slow path's, so no NODATA.
             let slowOwners = Set(
-                (responder.geo?.allNames ?? []).filter { $0.config.type != .a && $0.config.type != .aaaa }.map(
-                    \.config.name))
-            for name in Set(zone.names + geoOwners + targets).sorted() where !name.isWildcard {
-                // Whether every type the name has is in the table as an answer: only then may a
-                // miss there stand for "no such type" (its other-types entry).
-                var complete = !slowOwners.contains(name)
-                let present = Set(zone.types(at: name))
-                // A geo name's answer depends on the client: it has no static entry.
-                for type in types where responder.geo?.name(name, type) == nil {
-                    let nodata = askedOfEveryName.contains(type)
-                    switch entry(
-                        name: name.lowercased(), type: type, responder: responder, maxSections: maxSections,
-                        nodata: nodata)
-                    {
-                    case .some(.some(let e)):
-                        if e.ancount > 0 { positive.append(e) } else { negative.append(e) }
-                        if present.contains(type) && e.ancount == 0 { complete = false }
+                (geo?.allNames ?? []).filter { $0.config.type != .a && $0.config.type != .aaaa }.map(\.config.name))
+            let cnameTypes = Set(zone.typesPresent.filter { !$0.isMetaType }).union(askedOfEveryName).sorted()
+            var all = zone.existingNames.union(anchors.names)
+            if let geo { all.formUnion(geo.existingNames.filter(inZone)) }
+            // A name below another zone's apex is that zone's (or no one's).
+            let nested = responder.authority.zones.values.contains {
+                $0.origin != zone.origin && $0.origin.isSubdomain(of: zone.origin)
+            }
+            if nested { all = all.filter(inZone) }
+            for name in all.sorted() {
+                var n = Name(name: name.lowercased().wire)
+                var present = zone.types(at: name).filter { !$0.isMetaType }
+                let geoTypes = [RRType.a, .aaaa].filter { geo?.name(name, $0) != nil }
+                n.geoTypes = geoTypes.map(\.rawValue)
+                // A discovery target answers A and AAAA whatever the zone has; a CNAME's owner every
+                // type with its chain.
+                let target = geo?.target(name) != nil
+                if target { present = [.a, .aaaa] }
+                let asked = present.contains(.cname) ? cnameTypes : present
+                var complete = !slowOwners.contains(name) && !present.contains(.cname) && !name.isWildcard
+                for type in asked where !geoTypes.contains(type) && !name.isWildcard {
+                    switch answer(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
+                    case .some(.some(let a)): n.answers.append(a)
                     case .some(.none):
                         tooBig += 1
                         complete = false
                     case .none:
-                        if present.contains(type) { complete = false }
+                        if present.contains(type) && !target { complete = false }
                     }
                 }
-                if present.contains(where: { !types.contains($0) }) { complete = false }  // meta-types
-                guard complete else { continue }
-                switch otherTypesEntry(name: name.lowercased(), responder: responder, maxSections: maxSections) {
-                case .some(.some(let e)): negative.append(e)
-                case .some(.none): tooBig += 1
-                case .none: break
+                let anchor = anchors.closest(name)
+                if let negative = negatives[anchor] {
+                    n.nodata = complete && answersOtherTypesNegatively(name, zone: zone, responder: responder)
+                    n.nxdomain = !name.isWildcard && answersBelowNegatively(name, zone: zone, responder: responder)
+                    if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
+                    if n.name == anchor.wire { n.negative = negative }
                 }
+                names.append(n)
             }
         }
-        return AnswerImage(
-            entries: positive + negative, tooBig: tooBig, nodata: negative.count,
-            below: belowEntries(responder: responder, maxSections: maxSections))
+        return AnswerImage(names: names, tooBig: tooBig)
     }
 
-    /// The entry for one question: nil when the reply is not a positive authoritative answer (or,
-    /// with `nodata`, an authoritative NODATA: no answers, the zone's SOA as authority),
+    /// The answer to one question: nil when the reply is not a positive authoritative answer,
     /// `.some(nil)` when it is but does not fit `maxSections`.
-    static func entry(name: DNSName, type: RRType, responder: Responder, maxSections: Int, nodata: Bool = false)
-        -> Entry??
-    {
+    static func answer(name: DNSName, type: RRType, responder: Responder, maxSections: Int) -> Answer?? {
         let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
-        guard let reply = responder.respond(to: query, transport: .tcp),
-            let msg = try? DNSMessage(wire: reply),
-            msg.rcode == .noError, msg.header.aa, !msg.header.tc
-        else { return nil }
-        let isNODATA = msg.answers.isEmpty && msg.authority.count == 1 && msg.authority[0].type == .soa
-        guard !msg.answers.isEmpty || (nodata && isNODATA) else { return nil }
+        guard let reply = responder.respond(to: query, transport: .tcp), reply.count >= 12 else { return nil }
+        func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
+        let flags = u16(2)
+        // Authoritative, not truncated, NOERROR, with answers: read from the header alone.
+        guard flags & 0x0400 != 0, flags & 0x0200 == 0, flags & 0x000F == 0, u16(6) > 0 else { return nil }
         let start = 12 + name.wire.count + 4
         let sections = Array(reply[start...])
         guard sections.count <= maxSections else { return .some(nil) }
-        func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
-        return Entry(
-            name: name.wire, qtype: type.rawValue, flags: u16(2) & ~0x0100, ancount: u16(6), nscount: u16(8),
-            arcount: u16(10), sections: sections, checksum: Self.onesComplementSum(sections))
-    }
-
-    /// The type a name's other-types entry is kept under (NC_QTYPE_OTHER in nearcast_abi.h).
-    public static let otherTypes: UInt16 = 0
-
-    /// The NODATA `name` answers for every type it has no records of, kept under `otherTypes`
-    /// for the fast path to find after a miss: only where the slow path answers types no record
-    /// can have (0, 65534, 65533) with one and the same authoritative NODATA; not at delegations
-    /// (referrals), CNAMEs, or names with a geo name of another type.
-    static func otherTypesEntry(name: DNSName, responder: Responder, maxSections: Int) -> Entry?? {
-        var first: Entry?
-        for probe in [RRType(0), RRType(65534), RRType(65533)] {
-            guard
-                case .some(.some(var e)) = entry(
-                    name: name, type: probe, responder: responder, maxSections: maxSections, nodata: true)
-            else {
-                // A NODATA too big for the table is one (counted); anything else is no NODATA.
-                if case .some(.none) = entry(
-                    name: name, type: probe, responder: responder, maxSections: maxSections, nodata: true)
-                {
-                    return .some(nil)
-                }
-                return nil
-            }
-            guard e.ancount == 0 else { return nil }
-            e.qtype = Self.otherTypes
-            if let f = first, f != e { return nil }
-            first = e
-        }
-        return first
+        return Answer(
+            qtype: type.rawValue, flags: flags & ~0x0100, ancount: u16(6), nscount: u16(8), arcount: u16(10),
+            sections: sections, checksum: Self.onesComplementSum(sections))
     }
 
     /// RFC 1071 sum of `bytes` taken as 16-bit big-endian words from an even offset, folded.

@@ -242,8 +242,8 @@ public struct NearcastConfig: Sendable {
                         }
                         config.xdp.overBudgetTruncates = s == "truncate"
                     case "names-capacity":
-                        guard let n = xv.int, n >= 16, n <= 4_000_000 else {
-                            fail(xv, "xdp names-capacity must be a number of answers (16 to 4000000)")
+                        guard let n = xv.int, n >= 16, n <= 16_000_000 else {
+                            fail(xv, "xdp names-capacity must be a number of names (16 to 16000000)")
                             continue
                         }
                         config.xdp.namesCapacity = n

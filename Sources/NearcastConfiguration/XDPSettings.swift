@@ -33,8 +33,8 @@ public struct XDPSettings: Hashable, Sendable {
     public var passBurst: UInt32 = 1000
     /// Above the budget: a minimal TC=1 reply (true) or a drop (false).
     public var overBudgetTruncates = true
-    /// Answers the names table holds (kernel memory in proportion to the answers' size, with
-    /// arena room for every answer to change at once). nil: sized from the zones at start.
+    /// Names the names table holds, a record each (kernel memory in proportion to the records'
+    /// size, with arena room for every record to change at once). nil: sized from the zones at start.
     /// A table pinned by a running instance keeps its size until the pins are removed.
     public var namesCapacity: Int?
 

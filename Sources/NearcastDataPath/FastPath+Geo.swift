@@ -137,9 +137,9 @@ extension FastPath {
         }
     }
 
-    /// A geo name as a record of the names table (kind NC_KIND_GEO, an nc_geo_name in its
+    /// A geo name as an answer of its name's record (kind NC_KIND_GEO, an nc_geo_name in its
     /// sections). `rankings`: the compile's count, the stride of its candidates map.
-    static func encodeGeo(_ g: GeoTable.Name, rankings: Int) -> NamesTable.Entry {
+    static func encodeGeo(_ g: GeoTable.Name, rankings: Int) -> NamesTable.Answer {
         var n = nc_geo_name()
         n.ranking = UInt16(g.ranking)
         n.answers = UInt8(g.config.answers)
@@ -148,9 +148,8 @@ extension FastPath {
         n.pool = UInt16(g.pool)
         n.ttl = g.config.ttl
         n.rankings = UInt16(rankings)
-        return NamesTable.record(
-            name: g.config.name.lowercased().wire, qtype: g.config.type.rawValue,
-            answer: .init(kind: UInt8(NC_KIND_GEO.rawValue)), sections: bytes(of: n))
+        return NamesTable.Answer(
+            qtype: g.config.type.rawValue, head: .init(kind: UInt8(NC_KIND_GEO.rawValue)), sections: bytes(of: n))
     }
 
     /// Writes a geo node's health for the XDP program as the live generation's health board says

@@ -81,19 +81,19 @@ public final class FastPath: Sendable {
     public static let sectionsCapacity = Int(NC_SECTIONS_MAX)
     /// The shared ABI's version, as compiled into this binary.
     public static let abiVersion = UInt32(NC_ABI_VERSION)
-    /// Answers the names table holds unless configured or sized otherwise.
+    /// Names the names table holds unless configured or sized otherwise.
     public static let defaultCapacity = Int(NC_NAMES_CAPACITY)
-    /// Arena bytes a table is given per answer when nothing better is known (see `needs`).
-    public static let defaultBytesPerAnswer = 256
+    /// Arena bytes a table is given per name when nothing better is known (see `needs`).
+    public static let defaultBytesPerName = 256
 
-    /// Answers the names table holds.
+    /// Names (records) the names table holds.
     public var capacity: Int { table.capacity }
     /// Kernel memory of the names table: the arena and both generations of slots.
     public var tableBytes: Int { table.arenaBytes + 2 * table.slotCount * 8 }
 
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
     /// The names table holds `capacity` answers in an arena of `arenaBytes` (nil: `capacity` ×
-    /// `defaultBytesPerAnswer`), rounded up to whole pages.
+    /// `defaultBytesPerName`), rounded up to whole pages.
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
     /// size (`capacity` and `arenaBytes` apply to a new one), and so do pinned geo maps
@@ -104,7 +104,7 @@ public final class FastPath: Sendable {
     ) throws(BPFError) {
         var table = NamesTable(
             capacity: capacity,
-            pages: NamesTable.pages(forRecordBytes: arenaBytes ?? capacity * Self.defaultBytesPerAnswer))
+            pages: NamesTable.pages(forRecordBytes: arenaBytes ?? capacity * Self.defaultBytesPerName))
         var geoSize = geoCapacity
         if let dir = pinDirectory {
             if let pinned = try Self.pinnedTable(pinDirectory: dir) { table = pinned }
@@ -223,10 +223,7 @@ public final class FastPath: Sendable {
             let head = arena.read(at: offset, length: NamesTable.recordMax)
             guard let length = head.withUnsafeBytes({ NamesTable.recordLength($0) }) else { continue }
             let record = Array(head.prefix(length))
-            let qtype = record.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) }
-            let name = Array(
-                record[8..<(8 + Int(record.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self) }))])
-            live[NamesTable.Entry(hash: NamesTable.hash(name: name, qtype: qtype), bytes: record)] = ref
+            live[NamesTable.Entry(hash: NamesTable.hash(name: NamesTable.recordName(record)), bytes: record)] = ref
         }
         return State(settings: c, live: live)
     }
@@ -342,30 +339,30 @@ public final class FastPath: Sendable {
 
     /// What a write of the names table did.
     public struct TableWrite: Equatable, Sendable {
-        /// Answers in the new generation.
+        /// Names (records) in the new generation.
         public var entries = 0
         /// Of those, the ones written (new or changed); the rest were kept where they were.
         public var written = 0
-        /// Answers left to the slow path because the table is full.
+        /// Names left to the slow path because the table is full.
         public var full = 0
-        /// Answers left to the slow path by a hash collision (no slot near their home).
+        /// Names left to the slow path by a hash collision (no slot near their home).
         public var collisions = 0
-        /// The NXDOMAIN walk's entries, left out all together because one of them did not fit
-        /// (then every NXDOMAIN is the slow path's); 0 when they are in.
-        public var belowLeftOut = 0
+        /// Answers left to the slow path because their name's record could not hold them.
+        public var tooBig = 0
     }
 
-    /// What a names table must hold for `image` and `geo`'s names: its answers, and the bytes
-    /// their records take.
-    public static func needs(_ image: AnswerImage, geo: GeoTable?) -> (answers: Int, recordBytes: Int) {
-        func record(_ name: Int, _ sections: Int) -> Int { 8 + (name + 7) & ~7 + 16 + (sections + 7) & ~7 }
-        var bytes = image.entries.reduce(0) { $0 + record($1.name.count, $1.sections.count) }
-        bytes += image.below.reduce(0) {
-            $0 + record($1.name.count, $1.kind == .exists ? 0 : MemoryLayout<nc_nx_head>.size + $1.sections.count)
+    /// What a names table must hold for `image` and `geo`'s names: its names (records), and the
+    /// bytes their records take.
+    public static func needs(_ image: AnswerImage, geo: GeoTable?) -> (names: Int, recordBytes: Int) {
+        func padded(_ n: Int) -> Int { (n + 7) & ~7 }
+        var bytes = 0
+        for n in image.names {
+            bytes += 8 + padded(n.name.count) + padded(4 * (n.answers.count + n.geoTypes.count + 1))
+            bytes += n.answers.reduce(0) { $0 + 16 + padded($1.sections.count) }
+            bytes += n.geoTypes.count * (16 + MemoryLayout<nc_geo_name>.size)
+            if let neg = n.negative { bytes += 16 + MemoryLayout<nc_nx_head>.size + padded(neg.sections.count) }
         }
-        let geoNames = geo?.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa } ?? []
-        bytes += geoNames.reduce(0) { $0 + record($1.config.name.wire.count, MemoryLayout<nc_geo_name>.size) }
-        return (image.entries.count + image.below.count + geoNames.count, bytes)
+        return (image.names.count, bytes)
     }
 
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
@@ -407,33 +404,28 @@ public final class FastPath: Sendable {
     }
 
     private func prepareUnderWay(_ image: AnswerImage, geo: GeoTable?) throws(BPFError) -> Prepared {
-        // Placed in this order, so that a table too small leaves the NODATA answers out first:
-        // positive answers, geo names, then NODATA (the image's last `nodata` entries).
-        let nodata = min(image.nodata, image.entries.count)
-        var entries = image.entries.prefix(image.entries.count - nodata).map(Self.encode)
         // Only writes change these, and this is the only write under way: read once, used unlocked.
         let (live, settings, liveGeo) = state.withLock { ($0.live, $0.settings, $0.geo) }
         var maps: GeoMaps?
+        var names = image.names
+        var geoAnswers: [Int: [NamesTable.Answer]] = [:]
         if let geo {
             maps = liveGeo?.serial == geo.serial ? liveGeo : try buildGeoMaps(geo)
-            // A discovery (SRV) name is the slow path's: XDP answers geo A and AAAA.
-            entries += geo.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa }.sorted {
-                ($0.config.name, $0.config.type.rawValue) < ($1.config.name, $1.config.type.rawValue)
-            }
-            .map { Self.encodeGeo($0, rankings: geo.rankings.count) }
+            geoAnswers = Self.geoAnswers(geo, names: &names)
         }
-        entries += image.entries.suffix(nodata).map(Self.encode)
+        var layout = Self.layout(names, geo: geoAnswers, table: table)
 
-        // The other generation, which no query reads until the switch: the names it adds (at
-        // indexes the live one does not use), its slots, its geo slots. The walk's entries come
-        // last, all or none: a name without one would let a query below it take an encloser's
-        // NXDOMAIN (nearcast_abi.h, NC_QTYPE_BELOW).
-        let below = image.below.map(Self.encodeBelow)
-        var plan = table.plan(entries + below, live: live)
-        if below.contains(where: { plan.live[$0] == nil }) {
-            plan = table.plan(entries, live: live)
-            plan.belowLeftOut = below.count
+        // The other generation, which no query reads until the switch: the records it adds (in
+        // arena space the live one does not use), its slots, its geo slots.
+        var plan = table.plan(layout.placed, live: live)
+        while !plan.noRoom.isEmpty {
+            // Out of arena: those names are left out too, and the flags around them cleared.
+            layout = Self.layout(names, geo: geoAnswers, table: table, leaveOut: layout.leftOut(plan.noRoom))
+            plan = table.plan(layout.placed, live: live)
         }
+        plan.full = layout.full
+        plan.collisions = layout.collisions
+        plan.tooBig = layout.tooBig
         // Straight into the mapped arena: no query reads these bytes until the slots below point there.
         for (offset, entry) in plan.writes { arena.write(entry.bytes, at: offset) }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
@@ -481,7 +473,7 @@ public final class FastPath: Sendable {
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
             entries: p.plan.live.count, written: p.plan.writes.count, full: p.plan.full,
-            collisions: p.plan.collisions, belowLeftOut: p.plan.belowLeftOut)
+            collisions: p.plan.collisions, tooBig: p.plan.tooBig)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.
@@ -505,43 +497,6 @@ public final class FastPath: Sendable {
         }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
-    }
-
-    /// An image entry as a record of the names table, with its hash.
-    static func encode(_ e: AnswerImage.Entry) -> NamesTable.Entry {
-        NamesTable.record(
-            name: e.name, qtype: e.qtype,
-            answer: .init(
-                flags: e.flags, ancount: e.ancount, nscount: e.nscount, arcount: e.arcount, checksum: e.checksum),
-            sections: e.sections)
-    }
-
-    /// An entry of the NXDOMAIN walk (AnswerImage+Below.swift) as a record: its kind, and for an
-    /// NXDOMAIN, its struct nc_nx_head before the sections.
-    static func encodeBelow(_ e: AnswerImage.Entry) -> NamesTable.Entry {
-        guard case .nxdomain(let questionLength, let pointers, let zone) = e.kind else {
-            return NamesTable.record(
-                name: e.name, qtype: e.qtype, answer: .init(kind: UInt8(NC_KIND_EXISTS.rawValue)), sections: [])
-        }
-        var head = nc_nx_head()
-        head.zone = NamesTable.hash(name: zone, qtype: e.qtype)
-        head.qname_len = UInt16(questionLength)
-        head.nptrs = UInt16(pointers.count)
-        var zeroed = e.sections
-        withUnsafeMutableBytes(of: &head.ptr_at) { buf in
-            for (i, at) in pointers.enumerated() {
-                buf.storeBytes(of: UInt16(at), toByteOffset: 2 * i, as: UInt16.self)
-                zeroed[at] = 0
-                zeroed[at + 1] = 0
-            }
-        }
-        head.csum = AnswerImage.onesComplementSum(zeroed)
-        return NamesTable.record(
-            name: e.name, qtype: e.qtype,
-            answer: .init(
-                flags: e.flags, ancount: e.ancount, nscount: e.nscount, arcount: e.arcount,
-                kind: UInt8(NC_KIND_NXDOMAIN.rawValue)),
-            sections: bytes(of: head) + e.sections)
     }
 
     /// The verdict counters, summed over CPUs.

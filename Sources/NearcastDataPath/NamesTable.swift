@@ -1,7 +1,7 @@
 import CNearcastABI
 
-/// The control plane's half of the names table (see `nearcast_abi.h`): the hash of a question, as
-/// the XDP program computes it, the layout of a record in the arena, and the placement of a new
+/// The control plane's half of the names table (see `nearcast_abi.h`): the hash of a name, as the
+/// XDP program computes it, the layout of a record in the arena, and the placement of a new
 /// generation of records and slots. Pure: `FastPath` writes what a plan says, so the placement
 /// rules are tested without a kernel.
 ///
@@ -12,7 +12,7 @@ import CNearcastABI
 ///   that matches), nor more than `probes` slots from its home. What cannot be placed, or finds no
 ///   room in the arena, is left to the slow path, which answers it all the same.
 struct NamesTable: Equatable {
-    /// Answers a generation holds.
+    /// Names (records) a generation holds.
     let capacity: Int
     /// Slots per generation: a power of two, at least twice the capacity.
     let slotCount: Int
@@ -40,8 +40,11 @@ struct NamesTable: Equatable {
         return max(1, (bytes + usable - 1) / usable)
     }
 
-    /// The hash of a question: `name` the lower-cased wire name (NC_HASH_* in nearcast_abi.h).
-    static func hash(name: [UInt8], qtype: UInt16) -> UInt64 {
+    static let answerAtMax = Int(NC_ANSWER_AT_MAX)
+    static let typesMax = Int(NC_TYPES_MAX)
+
+    /// The hash of a name (NC_HASH_* in nearcast_abi.h): `name` the lower-cased wire name.
+    static func hash(name: [UInt8]) -> UInt64 {
         func mix(_ h: UInt64, _ w: UInt64) -> UInt64 {
             let m = (h ^ w) &* NC_HASH_MUL
             return m ^ (m >> 32)
@@ -54,7 +57,7 @@ struct NamesTable: Equatable {
             h = mix(h, w)
             i += 8
         }
-        h = mix(h, UInt64(qtype))
+        h = mix(h, 0)
         h ^= h >> 33
         h = h &* NC_HASH_FMIX1
         h ^= h >> 33
@@ -62,7 +65,7 @@ struct NamesTable: Equatable {
         return h ^ (h >> 33)
     }
 
-    /// One question and its answer, encoded as a record of the arena, with its hash.
+    /// One name's record, encoded as in the arena, with the name's hash.
     struct Entry: Hashable, Sendable {
         var hash: UInt64
         var bytes: [UInt8]
@@ -78,40 +81,79 @@ struct NamesTable: Equatable {
         var kind: UInt8 = 0
     }
 
-    /// The record of a question (lower-cased wire `name`, `qtype`) and its answer: struct
-    /// nc_record_head, the name zero padded to 8 octets, struct nc_answer's head, `sections`
-    /// zero padded to 8 (nearcast_abi.h), in host order as the program reads it.
-    static func record(name: [UInt8], qtype: UInt16, answer: AnswerHead, sections: [UInt8]) -> Entry {
-        func padded(_ n: Int) -> Int { (n + 7) & ~7 }
-        var r: [UInt8] = []
-        r.reserveCapacity(8 + padded(name.count) + 16 + padded(sections.count))
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v) { r.append(contentsOf: $0) } }
-        u16(qtype)
-        u16(UInt16(name.count))
-        r.append(contentsOf: [0, 0, 0, 0])
-        r.append(contentsOf: name)
-        r.append(contentsOf: repeatElement(0, count: padded(name.count) - name.count))
-        for v in [
-            answer.flags, answer.ancount, answer.nscount, answer.arcount, UInt16(sections.count), answer.checksum,
-        ] {
-            u16(v)
-        }
-        r.append(contentsOf: [answer.kind, 0, 0, 0])
-        r.append(contentsOf: sections)
-        r.append(contentsOf: repeatElement(0, count: padded(sections.count) - sections.count))
-        return Entry(hash: hash(name: name, qtype: qtype), bytes: r)
+    /// One answer of a record: its type, head and sections.
+    struct Answer {
+        var qtype: UInt16
+        var head: AnswerHead
+        var sections: [UInt8]
+
+        /// The bytes it takes in a record: struct nc_answer's head and the sections padded to 8.
+        var length: Int { 16 + (sections.count + 7) & ~7 }
     }
 
-    /// The length of the record at the start of `bytes` (its head and answer head read from
-    /// them), or nil when they cannot be one.
+    /// The record of a name (lower-cased wire `name`): struct nc_record_head, the name zero padded
+    /// to 8 octets, the directory (struct nc_type_ref each, padded to 8), then each answer as
+    /// struct nc_answer's head and its sections zero padded to 8 (nearcast_abi.h), in host order as
+    /// the program reads it. Answers that do not fit (past NC_TYPES_MAX, or past where an answer may
+    /// start) are left out: `complete` says whether all are in.
+    static func record(name: [UInt8], flags: UInt8, apexLength: Int, answers: [Answer]) -> (
+        entry: Entry, complete: Bool
+    ) {
+        func padded(_ n: Int) -> Int { (n + 7) & ~7 }
+        let nameEnd = 8 + padded(name.count)
+        var kept: [Answer] = []
+        var at = nameEnd + padded(4 * min(answers.count, typesMax))
+        for a in answers where kept.count < typesMax && at <= answerAtMax && at + a.length <= recordMax {
+            kept.append(a)
+            at += a.length
+        }
+        let directoryEnd = nameEnd + padded(4 * kept.count)
+        let total = directoryEnd + kept.reduce(0) { $0 + $1.length }
+        var r: [UInt8] = []
+        r.reserveCapacity(total)
+        func u16(_ v: UInt16) { withUnsafeBytes(of: v) { r.append(contentsOf: $0) } }
+        u16(UInt16(name.count))
+        r.append(UInt8(kept.count))
+        r.append(flags)
+        r.append(UInt8(apexLength))
+        r.append(0)
+        u16(UInt16(total / 8))
+        r.append(contentsOf: name)
+        r.append(contentsOf: repeatElement(0, count: nameEnd - r.count))
+        var answerAt = directoryEnd
+        for a in kept {
+            u16(a.qtype)
+            u16(UInt16(answerAt))
+            answerAt += a.length
+        }
+        r.append(contentsOf: repeatElement(0, count: directoryEnd - r.count))
+        for a in kept {
+            for v in [
+                a.head.flags, a.head.ancount, a.head.nscount, a.head.arcount, UInt16(a.sections.count), a.head.checksum,
+            ] {
+                u16(v)
+            }
+            r.append(contentsOf: [a.head.kind, 0, 0, 0])
+            r.append(contentsOf: a.sections)
+            r.append(contentsOf: repeatElement(0, count: padded(a.sections.count) - a.sections.count))
+        }
+        return (Entry(hash: hash(name: name), bytes: r), kept.count == answers.count)
+    }
+
+    /// The length of the record at the start of `bytes` (its head read from them), or nil when
+    /// they cannot be one.
     static func recordLength(_ head: UnsafeRawBufferPointer) -> Int? {
         guard head.count >= 8 else { return nil }
-        let len = Int(head.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-        let answerAt = 8 + (len + 7) & ~7
-        guard len >= 1, len < 256, head.count >= answerAt + 16 else { return nil }
-        let sections = Int(head.loadUnaligned(fromByteOffset: answerAt + 8, as: UInt16.self))
-        guard sections <= Int(NC_SECTIONS_MAX) else { return nil }
-        return answerAt + 16 + (sections + 7) & ~7
+        let len = Int(head.loadUnaligned(fromByteOffset: 0, as: UInt16.self))
+        let length = 8 * Int(head.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
+        guard len >= 1, len < 256, length >= 8 + (len + 7) & ~7, length <= recordMax else { return nil }
+        return length
+    }
+
+    /// The name of the record `bytes`.
+    static func recordName(_ bytes: [UInt8]) -> [UInt8] {
+        let len = Int(bytes[0]) | Int(bytes[1]) << 8
+        return Array(bytes[8..<(8 + len)])
     }
 
     /// What to write for a new generation.
@@ -122,48 +164,65 @@ struct NamesTable: Equatable {
         var slots: [UInt64]
         /// The new generation: entry -> its slot's reference (arena offset / 8 + 1).
         var live: [Entry: UInt32] = [:]
-        /// Entries left to the slow path: the generation holds `capacity`, or no room in the arena.
+        /// Entries (indexes) that found no room in the arena.
+        var noRoom: [Int] = []
+        /// Names left to the slow path: the generation holds `capacity`, or no room in the arena.
         var full = 0
-        /// Entries left to the slow path: no slot within `probes` of their home, or a slot of the
+        /// Names left to the slow path: no slot within `probes` of their home, or a slot of the
         /// same tag before them (a hash collision).
         var collisions = 0
-        /// The NXDOMAIN walk's entries left out together (FastPath.prepare).
-        var belowLeftOut = 0
+        /// Answers left out because their name's record could not hold them.
+        var tooBig = 0
         /// Bytes of the arena the new generation's records take.
         var recordBytes = 0
     }
 
-    /// Places `entries` in a new generation beside `live` (the generation queries use now).
-    func plan(_ entries: [Entry], live: [Entry: UInt32]) -> Plan {
-        var plan = Plan(slots: [UInt64](repeating: 0, count: slotCount))
-        var space = ArenaSpace(table: self, inUse: live)
+    /// The slot of each name whose hash is in `hashes` (nil for those in `skip`) in a new
+    /// generation, at most `capacity` of them, in order: nil for a name left out, because the
+    /// generation is full or no slot near its home is free (or one of the same tag is on the way:
+    /// a hash collision). Its second value counts the names left out for want of room.
+    func place(_ hashes: [UInt64], skip: Set<Int> = []) -> (slots: [Int?], full: Int) {
+        var taken = [UInt32](repeating: 0, count: slotCount)  // tags, +1 so that 0 is free
+        var used = [Bool](repeating: false, count: slotCount)
+        var out = [Int?](repeating: nil, count: hashes.count)
+        var placed = 0
+        var full = 0
         let mask = UInt64(slotCount - 1)
-        for e in entries {
-            let reused = live[e]
-            guard plan.live.count < capacity else {
-                plan.full += 1
+        for (i, h) in hashes.enumerated() where !skip.contains(i) {
+            guard placed < capacity else {
+                full += 1
                 continue
             }
-            // Arena space only when the entry can be placed: find the slot first.
-            var slot: Int?
+            let tag = UInt32(truncatingIfNeeded: h >> 32)
             for p in 0..<UInt64(Self.probes) {
-                let s = Int((e.hash &+ p) & mask)
-                if plan.slots[s] == 0 {
-                    slot = s
+                let s = Int((h &+ p) & mask)
+                if !used[s] {
+                    used[s] = true
+                    taken[s] = tag
+                    out[i] = s
+                    placed += 1
                     break
                 }
-                if plan.slots[s] >> 32 == e.hash >> 32 { break }
+                if taken[s] == tag { break }
             }
-            guard let s = slot else {
-                plan.collisions += 1
-                continue
-            }
+        }
+        return (out, full)
+    }
+
+    /// Writes for a new generation beside `live` (the generation queries use now): each entry at
+    /// the slot `place` gave it, its record where the live generation has it or in free arena
+    /// space. An entry that finds no room in the arena is in `noRoom` (by its index), and the plan
+    /// is to be made again without it.
+    func plan(_ entries: [(slot: Int, entry: Entry)], live: [Entry: UInt32]) -> Plan {
+        var plan = Plan(slots: [UInt64](repeating: 0, count: slotCount))
+        var space = ArenaSpace(table: self, inUse: live)
+        for (i, (s, e)) in entries.enumerated() {
             var ref: UInt32
-            if let r = reused {
+            if let r = live[e] {
                 ref = r
             } else {
                 guard let offset = space.take(e.bytes.count) else {
-                    plan.full += 1
+                    plan.noRoom.append(i)
                     continue
                 }
                 ref = UInt32(offset / 8 + 1)

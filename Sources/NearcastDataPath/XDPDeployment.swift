@@ -52,14 +52,13 @@ public final class XDPDeployment: Sendable {
         var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
         // The names table sized from what it is to hold, unless configured: room for a quarter
-        // more answers, and arena for all of them to change at once beside the live ones.
+        // more names, and arena for all of them to change at once beside the live ones.
         let needs = FastPath.needs(image, geo: geo)
-        let capacity = settings.namesCapacity ?? max(FastPath.defaultCapacity, needs.answers + needs.answers / 4)
-        let perAnswer =
-            needs.answers == 0 ? FastPath.defaultBytesPerAnswer : max(64, needs.recordBytes / needs.answers + 8)
+        let capacity = settings.namesCapacity ?? max(FastPath.defaultCapacity, needs.names + needs.names / 4)
+        let perName = needs.names == 0 ? FastPath.defaultBytesPerName : max(64, needs.recordBytes / needs.names + 8)
         let fp = try FastPath(
             objectPath: objectPath, pinDirectory: pinDirectory, capacity: capacity,
-            arenaBytes: 2 * capacity * perAnswer,
+            arenaBytes: 2 * capacity * perName,
             geoCapacity: .sized(for: geo))
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
@@ -112,26 +111,18 @@ public final class XDPDeployment: Sendable {
         }
         if table.full + table.collisions > 0 {
             logger.warning(
-                "some answers do not fit the names table and are left to the slow path",
+                "some names do not fit the names table and are left to the slow path",
                 metadata: [
                     "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)",
                     "capacity": "\(fp.capacity)",
                     "hint": "raise xdp names-capacity",
                 ])
         }
-        if table.belowLeftOut > 0 {
-            logger.warning(
-                "the names that exist do not all fit the names table: every NXDOMAIN is left to the slow path",
-                metadata: [
-                    "names": "\(table.belowLeftOut)", "capacity": "\(fp.capacity)", "hint": "raise xdp names-capacity",
-                ])
-        }
         logger.info(
             "fast path ready",
             metadata: [
-                "answers": "\(table.entries)", "of-which-nodata": "\(image.nodata)",
-                "of-which-names": "\(table.belowLeftOut > 0 ? 0 : image.below.count)", "written": "\(table.written)",
-                "too-big": "\(image.tooBig)",
+                "names": "\(table.entries)", "answers": "\(image.names.reduce(0) { $0 + $1.answers.count })",
+                "written": "\(table.written)", "too-big": "\(image.tooBig + table.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.tableBytes >> 20)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")",

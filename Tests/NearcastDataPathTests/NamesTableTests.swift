@@ -1,4 +1,5 @@
 import CNearcastABI
+import NearcastAnswers
 import Testing
 
 @testable import NearcastDataPath
@@ -21,52 +22,75 @@ import Testing
     /// Where `plan` put `e`.
     func offset(_ plan: NamesTable.Plan, _ e: NamesTable.Entry) -> Int? { plan.live[e].map { Int($0 - 1) * 8 } }
 
+    /// `entries` placed in `t` and planned beside `live`, as FastPath does: the plan, with the
+    /// names left out for a full table or a collision.
+    func plan(_ t: NamesTable, _ entries: [NamesTable.Entry], live: [NamesTable.Entry: UInt32]) -> NamesTable.Plan {
+        let (slots, full) = t.place(entries.map(\.hash))
+        var p = t.plan(entries.indices.compactMap { i in slots[i].map { ($0, entries[i]) } }, live: live)
+        p.full = full
+        p.collisions = slots.filter { $0 == nil }.count - full
+        return p
+    }
+
     @Test func slotsArePowersOfTwoAtLeastTwiceTheCapacity() {
         #expect(NamesTable(capacity: 16384, pages: 1).slotCount == 32768)
         #expect(NamesTable(capacity: 1000, pages: 1).slotCount == 2048)
         #expect(NamesTable(capacity: 1, pages: 1).slotCount == 16)
     }
 
-    @Test func aRecordIsItsHeadItsPaddedNameAndItsAnswer() {
+    @Test func aRecordIsItsHeadItsPaddedNameItsDirectoryAndItsAnswers() {
         let name: [UInt8] = [3] + Array("www".utf8) + [0]  // 5 octets, padded to 8
-        let r = NamesTable.record(
-            name: name, qtype: 28, answer: .init(flags: 0x8400, ancount: 1, checksum: 0xBEEF, kind: 2),
-            sections: [1, 2, 3])
+        let (r, complete) = NamesTable.record(
+            name: name, flags: UInt8(NC_NAME_NODATA), apexLength: 3,
+            answers: [
+                .init(
+                    qtype: 28, head: .init(flags: 0x8400, ancount: 1, checksum: 0xBEEF, kind: 0), sections: [1, 2, 3]),
+                .init(qtype: 1, head: .init(flags: 0x8400, ancount: 2), sections: [UInt8](repeating: 9, count: 8)),
+            ])
         func u16(_ at: Int) -> UInt16 {
             r.bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt16.self) }
         }
-        #expect(r.bytes.count == 8 + 8 + 16 + 8, "head, name to 8, answer head, sections to 8")
-        #expect(
-            u16(0) == 28 && u16(2) == 5 && Array(r.bytes[8..<13]) == name && r.bytes[13..<16].allSatisfy { $0 == 0 })
-        #expect(u16(16) == 0x8400 && u16(18) == 1 && u16(24) == 3 && u16(26) == 0xBEEF && r.bytes[28] == 2)
-        #expect(Array(r.bytes[32..<35]) == [1, 2, 3] && r.bytes[35...].allSatisfy { $0 == 0 })
+        #expect(complete)
+        #expect(r.bytes.count == 8 + 8 + 8 + (16 + 8) + (16 + 8), "head, name to 8, directory to 8, answers to 8")
+        #expect(u16(0) == 5 && r.bytes[2] == 2 && r.bytes[3] == UInt8(NC_NAME_NODATA) && r.bytes[4] == 3)
+        #expect(Int(u16(6)) * 8 == r.bytes.count, "the record's length in words")
+        #expect(Array(r.bytes[8..<13]) == name && r.bytes[13..<16].allSatisfy { $0 == 0 })
+        #expect(u16(16) == 28 && u16(18) == 24 && u16(20) == 1 && u16(22) == 48, "the directory: type, where")
+        #expect(u16(24) == 0x8400 && u16(26) == 1 && u16(32) == 3 && u16(34) == 0xBEEF && r.bytes[36] == 0)
+        #expect(Array(r.bytes[40..<43]) == [1, 2, 3] && r.bytes[43..<48].allSatisfy { $0 == 0 })
+        #expect(u16(48 + 2) == 2 && u16(48 + 8) == 8 && Array(r.bytes[64..<72]) == [UInt8](repeating: 9, count: 8))
         #expect(r.bytes.withUnsafeBytes { NamesTable.recordLength($0) } == r.bytes.count)
-        #expect(r.hash == NamesTable.hash(name: name, qtype: 28))
-        // The longest record fits what the program allows for one.
-        let longest = NamesTable.record(
-            name: [UInt8](repeating: 1, count: 255), qtype: 1, answer: .init(),
-            sections: [UInt8](repeating: 0, count: Int(NC_SECTIONS_MAX)))
-        #expect(longest.bytes.count == NamesTable.recordMax)
+        #expect(r.hash == NamesTable.hash(name: name) && NamesTable.recordName(r.bytes) == name)
+        // The longest name with the longest answer fits what the program allows for a record;
+        // answers past where one may start are left out.
+        let longest = NamesTable.Answer(
+            qtype: 16, head: .init(), sections: [UInt8](repeating: 0, count: Int(NC_SECTIONS_MAX)))
+        let (big, all) = NamesTable.record(
+            name: [UInt8](repeating: 1, count: 255), flags: 0, apexLength: 0,
+            answers: [longest, longest, longest, longest])
+        #expect(!all && big.bytes[2] == 3 && big.bytes.count <= NamesTable.recordMax)
+        let many = (1...20).map { NamesTable.Answer(qtype: UInt16($0), head: .init(), sections: [1]) }
+        let (capped, _) = NamesTable.record(name: name, flags: 0, apexLength: 0, answers: many)
+        #expect(Int(capped.bytes[2]) == NamesTable.typesMax)
     }
 
     @Test func theHashIsTheOneTheHeaderDefines() {
-        // fmix64(mix(mix(SEED ^ 3, word of "\u{1}a\u{0}"), qtype 1)), worked out by hand.
+        // fmix64(mix(mix(SEED ^ 3, word of "\u{1}a\u{0}"), 0)), worked out by hand.
         func mix(_ h: UInt64, _ w: UInt64) -> UInt64 {
             let m = (h ^ w) &* NC_HASH_MUL
             return m ^ (m >> 32)
         }
-        var h = mix(mix(NC_HASH_SEED ^ 3, 0x00_61_01), 1)
+        var h = mix(mix(NC_HASH_SEED ^ 3, 0x00_61_01), 0)
         h ^= h >> 33
         h = h &* NC_HASH_FMIX1
         h ^= h >> 33
         h = h &* NC_HASH_FMIX2
         h ^= h >> 33
-        #expect(NamesTable.hash(name: [1, 0x61, 0], qtype: 1) == h)
+        #expect(NamesTable.hash(name: [1, 0x61, 0]) == h)
         // Nine octets: two words, the second zero padded.
         #expect(
-            NamesTable.hash(name: [7] + Array("example".utf8) + [0], qtype: 1)
-                != NamesTable.hash(name: [7] + Array("examplf".utf8) + [0], qtype: 1))
-        #expect(NamesTable.hash(name: [1, 0x61, 0], qtype: 1) != NamesTable.hash(name: [1, 0x61, 0], qtype: 28))
+            NamesTable.hash(name: [7] + Array("example".utf8) + [0])
+                != NamesTable.hash(name: [7] + Array("examplf".utf8) + [0]))
     }
 
     @Test func anEntryGoesToItsHomeSlotOrTheNextFree() {
@@ -74,7 +98,7 @@ import Testing
         let a = entry(0xAAAA_0000_0000_0003)
         let b = entry(0xBBBB_0000_0000_0013)
         let c = entry(0xCCCC_0000_0000_0004)
-        let p = t.plan([a, b, c], live: [:])
+        let p = plan(t, [a, b, c], live: [:])
         #expect(slot(p, 3)?.tag == 0xAAAA_0000 && slot(p, 3)?.offset == 0)
         #expect(slot(p, 4)?.tag == 0xBBBB_0000 && slot(p, 4)?.offset == 16, "home 3 is taken: the next slot")
         #expect(slot(p, 5)?.tag == 0xCCCC_0000 && slot(p, 5)?.offset == 32, "home 4 is taken by b")
@@ -87,7 +111,7 @@ import Testing
         let t = NamesTable(capacity: 8, pages: 1)
         let a = entry(0xAAAA_0000_0000_0003, 1)
         let b = entry(0xAAAA_0000_0000_0003, 2)
-        let p = t.plan([a, b], live: [:])
+        let p = plan(t, [a, b], live: [:])
         #expect(p.live.keys.contains(a) && !p.live.keys.contains(b) && p.collisions == 1)
         #expect(slot(p, 4) == nil)
     }
@@ -95,7 +119,7 @@ import Testing
     @Test func nothingIsPlacedBeyondTheProbeLimit() {
         let t = NamesTable(capacity: 64, pages: 1)
         let crowd = (0..<(NamesTable.probes + 1)).map { entry(UInt64($0 + 1) << 32 | 5) }
-        let p = t.plan(crowd, live: [:])
+        let p = plan(t, crowd, live: [:])
         #expect(p.live.count == NamesTable.probes && p.collisions == 1)
         #expect(!p.live.keys.contains(crowd.last!))
     }
@@ -105,19 +129,19 @@ import Testing
         let a = entry(1 << 32 | 1)
         let b = entry(2 << 32 | 2)
         let c = entry(3 << 32 | 3, length: 24)
-        let first = t.plan([a, b], live: [:])
+        let first = plan(t, [a, b], live: [:])
         #expect(offset(first, a) == 0 && offset(first, b) == 16)
         // b changes (c stands for its new bytes): a keeps its record and is not written again; c
         // goes where no live record is, so queries reading b are undisturbed.
-        let second = t.plan([a, c], live: first.live)
+        let second = plan(t, [a, c], live: first.live)
         #expect(offset(second, a) == 0 && offset(second, c) == 32)
         #expect(second.writes.map(\.offset) == [32])
         // Next round: b's old bytes are free again.
-        let third = t.plan([a, c, b], live: second.live)
+        let third = plan(t, [a, c, b], live: second.live)
         #expect(offset(third, b) == 16 && third.writes.map(\.offset) == [16])
         // A record longer than a gap goes past it: 16 bytes free at 16, before c.
         let d = entry(4 << 32 | 4, length: 24)
-        let fourth = t.plan([a, c, d], live: second.live)
+        let fourth = plan(t, [a, c, d], live: second.live)
         #expect(offset(fourth, d) == 56)
     }
 
@@ -125,7 +149,7 @@ import Testing
         let t = NamesTable(capacity: 200, pages: 2)
         let perPage = (NamesTable.pageBytes - NamesTable.recordMax) / NamesTable.recordMax + 1
         let big = (0..<(perPage + 1)).map { entry(UInt64($0 + 1) << 32 | UInt64($0), length: NamesTable.recordMax) }
-        let p = t.plan(big, live: [:])
+        let p = plan(t, big, live: [:])
         #expect(p.full == 0)
         #expect(offset(p, big[perPage - 1]) == (perPage - 1) * NamesTable.recordMax)
         #expect(offset(p, big[perPage]) == NamesTable.pageBytes, "the next page")
@@ -138,13 +162,37 @@ import Testing
         let perPage = (NamesTable.pageBytes - NamesTable.recordMax) / NamesTable.recordMax + 1
         let t = NamesTable(capacity: 1000, pages: 1)
         func big(_ i: Int) -> NamesTable.Entry { entry(UInt64(i + 1) << 32 | UInt64(i), length: NamesTable.recordMax) }
-        let live = t.plan((0..<(perPage / 2)).map(big), live: [:]).live
-        let p = t.plan((1000..<(1000 + perPage / 2 + 2)).map(big), live: live)
-        #expect(p.live.count == perPage - perPage / 2 && p.full == perPage / 2 + 2 - p.live.count)
+        let live = plan(t, (0..<(perPage / 2)).map(big), live: [:]).live
+        let p = plan(t, (1000..<(1000 + perPage / 2 + 2)).map(big), live: live)
+        #expect(p.live.count == perPage - perPage / 2 && p.noRoom.count == perPage / 2 + 2 - p.live.count)
         #expect(p.slots.filter { $0 != 0 }.count == p.live.count, "an entry without room takes no slot")
-        // The capacity: answers a generation holds, whatever room the arena has.
+        // The capacity: names a generation holds, whatever room the arena has.
         let small = NamesTable(capacity: 2, pages: 1)
-        let q = small.plan([entry(1 << 32 | 1), entry(2 << 32 | 2), entry(3 << 32 | 3)], live: [:])
+        let q = plan(small, [entry(1 << 32 | 1), entry(2 << 32 | 2), entry(3 << 32 | 3)], live: [:])
         #expect(q.live.count == 2 && q.full == 1)
+    }
+
+    /// A name without a record would let the walk to a closest encloser pass over it: the
+    /// encloser would answer NXDOMAIN for a name that exists.
+    @Test func aNameLeftOutClearsNXDOMAINOnItsClosestEncloserPlaced() throws {
+        func wire(_ labels: String...) -> [UInt8] { labels.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) } + [0] }
+        let apex = wire("example")
+        let names = [apex, wire("a", "example"), wire("b", "a", "example"), wire("c", "b", "a", "example")].map {
+            var n = AnswerImage.Name(name: $0)
+            n.nxdomain = true
+            n.apexLength = apex.count
+            return n
+        }
+        func flags(_ layout: FastPath.Layout, _ i: Int) -> UInt8? {
+            layout.index.firstIndex(of: i).map { layout.placed[$0].entry.bytes[3] }
+        }
+        let t = NamesTable(capacity: 64, pages: 1)
+        let all = FastPath.layout(names, geo: [:], table: t)
+        #expect(all.leftOut.isEmpty && (0..<4).allSatisfy { flags(all, $0) == UInt8(NC_NAME_NXDOMAIN) })
+        // c and b left out (say the arena had no room): a is the closest encloser of both.
+        let some = FastPath.layout(names, geo: [:], table: t, leaveOut: [2, 3])
+        #expect(some.leftOut == [2, 3] && some.full == 2)
+        #expect(flags(some, 0) == UInt8(NC_NAME_NXDOMAIN) && flags(some, 1) == 0)
+        #expect(flags(some, 2) == nil && flags(some, 3) == nil)
     }
 }

@@ -95,7 +95,8 @@ import XDPFuzz
         #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
         #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)
-        #expect(AnswerImage.otherTypes == UInt16(NC_QTYPE_OTHER))
+        #expect(MemoryLayout<nc_type_ref>.size == 4 && AnswerImage.negativeHeadBytes == MemoryLayout<nc_nx_head>.size)
+        #expect(Int(NC_ANSWER_AT_MAX) + MemoryLayout<nc_answer>.size == NamesTable.recordMax)
     }
 
     /// The counters the daemon, the CLI and /metrics show are the header's verdict reasons, in its
@@ -115,63 +116,79 @@ import XDPFuzz
         print("verifier: processed \(n) instructions")
     }
 
+    /// The record of `name` in `image`, and its index.
+    static func record(_ name: String, in image: AnswerImage = image) throws -> (AnswerImage.Name, Int) {
+        let wire = try DNSName(name).wire
+        let i = try #require(image.names.firstIndex { $0.name == wire }, "\(name)")
+        return (image.names[i], i)
+    }
+
     @Test func writingAnImageReplacesTheOldOneAndKeepsWhatDidNotChange() throws {
         defer { try! Self.fastPath.write(Self.image) }
-        let txt = try DNSName("txt.example.test.").wire
         var smaller = Self.image
-        // The name's TXT answer and its other-types NODATA (which stands only beside all its answers).
-        smaller.entries.removeAll {
-            $0.name == txt && [RRType.txt.rawValue, AnswerImage.otherTypes].contains($0.qtype)
-        }
+        // The name's TXT answer, and its NODATA flag (which stands only beside all its answers).
+        let (_, i) = try Self.record("txt.example.test.")
+        smaller.names[i].answers.removeAll { $0.qtype == RRType.txt.rawValue }
+        smaller.names[i].nodata = false
         let removed = try Self.fastPath.write(smaller)
-        #expect(removed == FastPath.TableWrite(entries: smaller.entries.count + smaller.below.count, written: 0))
+        #expect(removed == FastPath.TableWrite(entries: smaller.names.count, written: 1))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_PASS)
+        try run(Packet(payload: Self.query("txt.example.test.", .aaaa)), expect: Self.XDP_PASS)
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         let back = try Self.fastPath.write(Self.image)
-        #expect(back == FastPath.TableWrite(entries: Self.image.entries.count + Self.image.below.count, written: 2))
+        #expect(back == FastPath.TableWrite(entries: Self.image.names.count, written: 1))
         try run(Packet(payload: Self.query("txt.example.test.", .txt)), expect: Self.XDP_TX)
     }
 
     @Test func aChangedAnswerIsServedFromTheNextGeneration() throws {
         defer { try! Self.fastPath.write(Self.image) }
-        let www = try DNSName("www.example.test.").wire
         var changed = Self.image
-        let i = try #require(changed.entries.firstIndex { $0.name == www && $0.qtype == RRType.a.rawValue })
+        let (www, i) = try Self.record("www.example.test.")
+        let a = try #require(www.answers.firstIndex { $0.qtype == RRType.a.rawValue })
         // The same answer with another TTL: what a zone edit looks like to the table.
-        changed.entries[i].sections[9] ^= 1
-        changed.entries[i].checksum = AnswerImage.onesComplementSum(changed.entries[i].sections)
+        changed.names[i].answers[a].sections[9] ^= 1
+        changed.names[i].answers[a].checksum = AnswerImage.onesComplementSum(changed.names[i].answers[a].sections)
         let before = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
         let w = try Self.fastPath.write(changed)
-        #expect(w.written == 1 && w.entries == Self.image.entries.count + Self.image.below.count)
+        #expect(w.written == 1 && w.entries == Self.image.names.count)
         let after = try Self.fastPath.program.testRun(Packet(payload: Self.query("www.example.test.", .a)).bytes)
         #expect(after.returnValue == Self.XDP_TX && after.data != before.data)
         let reply = try #require(Packet(payload: Self.query("www.example.test.", .a)).parseReply(after.data))
         #expect(reply.udpChecksumOK && reply.ipChecksumOK)
     }
 
-    /// Positive answers, and NODATA only for the types asked of every name (A, AAAA, HTTPS), after
-    /// every positive entry; referrals, NXDOMAIN and wildcards stay in the slow path.
-    @Test func theImageHoldsPositiveAnswersAndNODATAForTheTypesAskedOfEveryName() throws {
-        let entries = Self.image.entries
-        #expect(!entries.isEmpty)
-        func entry(_ name: String, _ type: RRType) throws -> AnswerImage.Entry? {
-            let wire = try DNSName(name).wire
-            return entries.first { $0.name == wire && $0.qtype == type.rawValue }
-        }
-        #expect(try entry("www.example.test.", .a)?.ancount == 2)
-        let nodata = try #require(try entry("txt.example.test.", .aaaa))
-        #expect(nodata.ancount == 0 && nodata.nscount == 1, "NODATA: the zone's SOA as authority")
-        #expect(try entry("www.example.test.", .https)?.ancount == 0)
-        #expect(try entry("txt.example.test.", .a)?.ancount == 0)
-        #expect(try entry("www.example.test.", .mx) == nil, "NODATA for other types stays in the slow path")
-        #expect(try entry("alias.example.test.", .https)?.ancount == 1, "a CNAME answers every type")
-        #expect(
-            !Set(entries.map(\.name)).contains(try DNSName("sub.example.test.").wire), "referrals stay in the slow path"
-        )
-        #expect(Self.image.nodata > 0 && entries.suffix(Self.image.nodata).allSatisfy { $0.ancount == 0 })
-        #expect(
-            entries.prefix(entries.count - Self.image.nodata).allSatisfy { $0.ancount > 0 }, "positive entries first")
-        #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an entry")
+    /// A record per name: its positive answers, whether its other types are the zone's NODATA and
+    /// the names below it NXDOMAIN; the apex holds the zone's negative answer. Referrals,
+    /// wildcards and what a DNAME covers stay in the slow path.
+    @Test func theImageHoldsARecordPerNameWithItsAnswersAndWhatItsNegativesAre() throws {
+        let apexLength = Self.origin.wire.count
+        let (www, _) = try Self.record("www.example.test.")
+        #expect(www.answers.map(\.qtype).sorted() == [RRType.a.rawValue, RRType.aaaa.rawValue])
+        #expect(www.answers.first { $0.qtype == RRType.a.rawValue }?.ancount == 2)
+        #expect(www.nodata && www.nxdomain && www.apexLength == apexLength && www.negative == nil)
+        let (txt, _) = try Self.record("txt.example.test.")
+        #expect(txt.answers.map(\.qtype) == [RRType.txt.rawValue] && txt.nodata)
+        let (alias, _) = try Self.record("alias.example.test.")
+        #expect(alias.answers.first { $0.qtype == RRType.https.rawValue }?.ancount == 1, "a CNAME answers every type")
+        #expect(!alias.nodata, "a CNAME's other types are its chain, the slow path's")
+        let (sub, _) = try Self.record("sub.example.test.")
+        #expect(sub.answers.isEmpty && !sub.nodata && !sub.nxdomain, "referrals stay in the slow path")
+        let (wild, _) = try Self.record("wild.example.test.")
+        #expect(wild.nodata && !wild.nxdomain, "the names below a wildcard's parent are the wildcard's")
+        let (dn, _) = try Self.record("dn.example.test.")
+        #expect(!dn.nxdomain, "names below a DNAME are synthesised")
+        let (apex, _) = try Self.record("example.test.")
+        let negative = try #require(apex.negative)
+        #expect(negative.flags & 0xF == 3 && negative.nscount == 1 && negative.questionLength == apexLength)
+        #expect(apex.nodata && apex.nxdomain && apex.apexLength == apexLength)
+        // The SOA's names share more than the apex with the names below them: they hold their own.
+        let (ns1, _) = try Self.record("ns1.example.test.")
+        #expect(ns1.negative != nil && ns1.apexLength == ns1.name.count && ns1.nodata)
+        let (hostmaster, _) = try Self.record("hostmaster.example.test.")
+        #expect(hostmaster.negative != nil && !hostmaster.nodata && hostmaster.nxdomain, "in the SOA, not the zone")
+        #expect(Self.image.tooBig >= 1, "the huge TXT RRset does not fit an answer")
+        let (huge, _) = try Self.record("huge.example.test.")
+        #expect(huge.answers.isEmpty && !huge.nodata)
     }
 
     /// NODATA for the types clients ask of every name, and for every other type a name has none
@@ -251,19 +268,24 @@ import XDPFuzz
         try run(Packet(payload: Self.query(String(deep.dropFirst(3)), .a)), expect: Self.XDP_TX)
     }
 
-    /// The walk's entries are written all or none: in a table that cannot hold them all, none is,
-    /// and every NXDOMAIN is the slow path's (a name without its entry would have let a query for
-    /// it take an encloser's NXDOMAIN); the answers are written as before.
-    @Test func theNamesThatExistAreWrittenAllOrNone() throws {
+    /// In a table that cannot hold every name, a name left out clears NXDOMAIN on its closest
+    /// encloser (which would otherwise answer NXDOMAIN for a name that exists); the names placed
+    /// are answered as before.
+    @Test func aNameLeftOutIsNeverAnsweredNXDOMAIN() throws {
         let image = Self.image
-        let fp = try FastPath(objectPath: Self.objectPath, capacity: image.entries.count + image.below.count / 2)
+        let fp = try FastPath(objectPath: Self.objectPath, capacity: image.names.count - 3)
         try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
         let w = try fp.write(image)
-        #expect(w.belowLeftOut == image.below.count && w.entries == image.entries.count)
-        let nope = Packet(payload: Self.query("nope.example.test.", .a)).bytes
-        #expect(try fp.program.testRun(nope).returnValue == Self.XDP_PASS)
-        let www = Packet(payload: Self.query("www.example.test.", .a)).bytes
-        #expect(try fp.program.testRun(www).returnValue == Self.XDP_TX)
+        #expect(w.full == 3 && w.entries == image.names.count - 3)
+        let out = image.names.suffix(3).map { DNSName(uncheckedWireForTests: $0.name).description }
+        for name in out {
+            let q = Packet(payload: Self.query(name, .a)).bytes
+            #expect(try fp.program.testRun(q).returnValue == Self.XDP_PASS, "\(name)")
+        }
+        let placed = try #require(
+            image.names.prefix(image.names.count - 3).last { n in n.answers.contains { $0.qtype == 1 } })
+        let q = Packet(payload: Self.query(DNSName(uncheckedWireForTests: placed.name).description, .a)).bytes
+        #expect(try fp.program.testRun(q).returnValue == Self.XDP_TX)
     }
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
@@ -698,7 +720,7 @@ import XDPFuzz
     static func differential(_ program: BPFProgram, queries: Int) throws {
         var rng = SplitMix(seed: 42)
         let names =
-            Self.image.entries.map { DNSName(uncheckedWireForTests: $0.name).description }
+            Self.image.names.map { DNSName(uncheckedWireForTests: $0.name).description }
             + ["nope.example.test.", "x.wild.example.test.", "a.sub.example.test.", "www.other.test."]
         let types: [RRType] = [.a, .aaaa, .https, .mx, .txt, .ns, .soa, .srv, .caa, .ptr, .cname, .any]
         var answered = 0
@@ -777,8 +799,7 @@ extension DNSName {
         try first.configure(dnsPort: 53, udpPayload: 1232)
         #expect(
             try first.write(image)
-                == FastPath.TableWrite(
-                    entries: image.entries.count + image.below.count, written: image.entries.count + image.below.count))
+                == FastPath.TableWrite(entries: image.names.count, written: image.names.count))
         #expect(try first.write(image).written == 0)
 
         // A new instance on the same pins, asking for another size: the pinned table keeps its own,
@@ -791,8 +812,7 @@ extension DNSName {
             try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX,
             "configure keeps the live generation")
         #expect(
-            try second.write(image) == FastPath.TableWrite(entries: image.entries.count + image.below.count, written: 0)
-        )
+            try second.write(image) == FastPath.TableWrite(entries: image.names.count, written: 0))
         #expect(try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX)
         #expect(
             try first.program.testRun(query).returnValue == XDPProgramTests.XDP_TX, "both programs read the same maps")

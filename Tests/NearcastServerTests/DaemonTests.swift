@@ -294,7 +294,7 @@ import Glibc
         #expect(out.stderr.contains("\(cfg.path):3: listen: '127.0.0.1' is not ADDR:PORT"), "\(out.stderr)")
         #expect(out.stderr.contains("\(cfg.path):9: unknown key 'colour'"), "\(out.stderr)")
         #expect(
-            out.stderr.contains("\(cfg.path):11: xdp names-capacity must be a number of answers (16 to 4000000)"),
+            out.stderr.contains("\(cfg.path):11: xdp names-capacity must be a number of names (16 to 16000000)"),
             "\(out.stderr)")
         #expect(out.stderr.contains("\(cfg.path):12: xdp over-budget must be truncate or drop"), "\(out.stderr)")
         // Config errors come first; once the config is right, the zones' errors are all listed.

@@ -38,8 +38,8 @@ struct nc_dnshdr {
  * code after the name loop once rather than once per name length.
  */
 struct nc_query {
-	__u64 hash;	  /* the question's hash in the names table (nearcast_abi.h) */
-	__u64 name_hash;  /* the same before the type is added (for the name's other-types entry) */
+	__u64 hash;	  /* the question's hash (nearcast_abi.h): rate limiting's class of an answer */
+	__u64 name_hash;  /* the same before the type is added (the names table's, with 0) */
 	__u32 qsum;	  /* sum of the question's bytes (name, type, class), question start = even */
 	__u16 qname_len;  /* wire length of the name, root label included */
 	__u16 qtype;
@@ -101,7 +101,9 @@ struct nc_scratch {
 	__u32 src_family; /* the packet's source address, for rate limiting: 4 or 6 */
 	__u64 src[2];	  /* as loaded from the packet (IPv4 in the low 4 bytes of src[0]) */
 	__u32 nx;	  /* the answer is an NXDOMAIN (negative.h): kept here, so the paths after it are verified once */
-	__u32 pad;
+	__u8 rec_flags;	  /* the flags of the record nc_find_answer found last (lookup.h) */
+	__u8 apex_len;	  /* and its zone's apex length */
+	__u16 pad;
 	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
 	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
 	__u64 clock_ns;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * A query's answer from the names table (names.h), copied out of the arena into the scratch map,
- * where everything after it reads it.
+ * A name's record in the names table (names.h), and the answer it holds for the query, copied
+ * out of the arena into the scratch map, where everything after it reads it.
  */
 #ifndef NC_LOOKUP_H
 #define NC_LOOKUP_H
@@ -10,20 +10,24 @@
 #include "maps.h"
 #include "names.h"
 
-/* What nc_find_answer looks up. */
+/* Which name nc_find_answer looks for. */
 enum nc_find {
-	NC_FIND_QUERY = 0, /* the query's name and type */
-	NC_FIND_OTHER = 1, /* after a miss: the name's NODATA for the types it has none of */
-	NC_FIND_BELOW = 2, /* the NXDOMAIN walk's name (s->below: negative.h) */
+	NC_FIND_QUERY = 0, /* the query's (s->key), and its answer for the query's type */
+	NC_FIND_BELOW = 1, /* the walk's (s->below: negative.h), and a zone's negative answer */
 };
 
+/* What nc_find_answer found besides an answer (1 + its kind): the name, and no answer of the type. */
+#define NC_FOUND_NAME 8
+
 /*
- * The answer in record `ref` (nc_probe: a slot's tag matched) to what `what` says (enum
- * nc_find), copied into s->answer: 1 + its kind, or 0 when the record holds another question.
- * NC_FIND_OTHER: the record under NC_QTYPE_OTHER, and only an answer (NC_KIND_STATIC). A global
- * function: the verifier checks it once, apart from the paths that lead to it, and those after it
- * read the answer at one fixed place rather than a record anywhere in the arena. It is called
- * only when a tag matched, so a miss costs no call.
+ * The record `ref` (nc_probe: a slot's tag matched) when it is the name `what` says: its flags
+ * and apex length into s->rec_flags and s->apex_len, and into s->answer the answer of the query's
+ * type (NC_FIND_QUERY), else the zone's negative answer when the record is an apex's: 1 + the
+ * answer's kind; NC_FOUND_NAME when the record holds neither; 0 when it is another name's.
+ *
+ * A global function: the verifier checks it once, apart from the paths that lead to it, and those
+ * after it read the answer at one fixed place rather than a record anywhere in the arena. It is
+ * called only when a tag matched, so a miss costs no call.
  */
 __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 {
@@ -32,16 +36,36 @@ __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 
 	if (!s)
 		return 0;
-	const struct nc_answer *a;
+	__u8 *r = nc_record(what == NC_FIND_BELOW ? &s->below : &s->key, ref);
 
-	if (what == NC_FIND_BELOW)
-		a = nc_record_answer(&s->below, NC_QTYPE_BELOW, ref);
-	else if (what == NC_FIND_OTHER)
-		a = nc_record_answer(&s->key, NC_QTYPE_OTHER, ref);
-	else
-		a = nc_record_answer(&s->key, s->key.qtype, ref);
-	if (!a || (what == NC_FIND_OTHER && a->kind != NC_KIND_STATIC))
+	if (!r)
 		return 0;
+	const struct nc_record_head *head = (const struct nc_record_head *)r;
+
+	s->rec_flags = head->flags;
+	s->apex_len = head->apex_len;
+	/* The directory follows the name, padded to a word. */
+	const struct nc_type_ref *dir = (const struct nc_type_ref *)(r + sizeof(*head) + ((head->len + 7) & 0x1f8));
+	__u32 types = head->types;
+	__u16 want = what == NC_FIND_QUERY ? s->key.qtype : NC_QTYPE_NEGATIVE;
+	__u64 at = 0, negative_at = 0; /* 64 bits: the bound is checked on the register used */
+
+	for (__u32 i = 0; i < NC_TYPES_MAX; i++) { /* bound: the types a record holds */
+		if (i >= types)
+			break;
+		__u16 t = dir[i].qtype;
+
+		if (t == NC_QTYPE_NEGATIVE)
+			negative_at = dir[i].at;
+		else if (t == want)
+			at = dir[i].at;
+	}
+	if (!at)
+		at = negative_at;
+	nc_barrier_var(at); /* the bound below holds for the value used after it, not a copy from before */
+	if (!at || at > NC_ANSWER_AT_MAX)
+		return NC_FOUND_NAME;
+	const struct nc_answer *a = (const struct nc_answer *)(r + (at & ~7ULL));
 	__u32 len = a->len;
 
 	if (len > NC_SECTIONS_MAX)
@@ -63,26 +87,14 @@ __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 }
 
 /*
- * The query's answer (NC_FIND_QUERY), or after a miss the name's NODATA for the types it has none
- * of (NC_FIND_OTHER: under NC_QTYPE_OTHER; not for the types the slow path answers otherwise:
- * ANY, AXFR, IXFR, and DS, answered from the parent's side of a zone cut), into s->answer: 1 +
- * its kind, or 0.
+ * The query's name in the names table and its answer for the query's type, into s->answer: 1 +
+ * the answer's kind, NC_FOUND_NAME (the name, and no answer of the type), or 0 (no such record).
  */
-static __always_inline int nc_lookup_answer(struct nc_scratch *s, const struct nc_config *cfg, __u32 gen,
-					    enum nc_find what)
+static __always_inline int nc_lookup_answer(struct nc_scratch *s, const struct nc_config *cfg, __u32 gen)
 {
-	__u64 hash = s->q.hash;
+	__u32 ref = nc_probe(nc_hash_finish(s->q.name_hash, 0), cfg, gen);
 
-	if (what == NC_FIND_OTHER) {
-		__u16 qtype = s->key.qtype;
-
-		if (qtype == 255 || qtype == 252 || qtype == 251 || qtype == 43 || qtype == NC_QTYPE_OTHER)
-			return 0;
-		hash = nc_hash_finish(s->q.name_hash, NC_QTYPE_OTHER);
-	}
-	__u32 ref = nc_probe(hash, cfg, gen);
-
-	return ref ? nc_find_answer(ref, what) : 0;
+	return ref ? nc_find_answer(ref, NC_FIND_QUERY) : 0;
 }
 
 #endif /* NC_LOOKUP_H */

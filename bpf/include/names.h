@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The names table on the fast path: the question's hash, computed a word at a time while the name
- * is read, and the lookup of the question in the live generation of the table (the layout and the
+ * The names table on the fast path: a name's hash, computed a word at a time while the name is
+ * read, and the lookup of the name's record in the live generation of the table (the layout and the
  * hash are defined in nearcast_abi.h; the control plane's half is NamesTable.swift).
  */
 #ifndef NC_NAMES_H
@@ -14,7 +14,8 @@ static __always_inline __u64 nc_hash_start(__u32 len)
 	return NC_HASH_SEED ^ len;
 }
 
-/* Adds one 8-byte word of the lower-cased, zero-padded name (and last, the query type). */
+/* Adds one 8-byte word of the lower-cased, zero-padded name (and last, 0: the table's hash; or
+ * the query type: the question's, which rate limiting counts by). */
 static __always_inline __u64 nc_hash_word(__u64 h, __u64 w)
 {
 	h = (h ^ w) * NC_HASH_MUL;
@@ -32,7 +33,7 @@ static __always_inline __u64 nc_hash_finish(__u64 h, __u16 qtype)
 }
 
 /*
- * The record that may hold the question whose hash is `hash`, in generation `gen` of the names
+ * The record that may hold the name whose hash is `hash`, in generation `gen` of the names
  * table: its slot's reference (the record's offset in the arena / 8 + 1), or 0 when there is
  * none. The first slot in the probe sequence whose tag matches names the only candidate (the
  * control plane places nothing behind a slot of the same tag). Scalars only: inlined anywhere,
@@ -61,11 +62,11 @@ static __always_inline __u32 nc_probe(__u64 hash, const struct nc_config *cfg, _
 }
 
 /*
- * The answer in record `ref` (nc_probe) when the record's question is `key`'s name with type
- * `qtype`, or NULL. It points into the arena, after the record's name: at a variable offset, so
- * only nc_find_answer calls this (lookup.h).
+ * The record `ref` (nc_probe) when its name is `key`'s, or NULL: a pointer into the arena at a
+ * variable offset, so only nc_find_answer calls this (lookup.h). The record lies within its page,
+ * NC_RECORD_MAX octets from where it starts.
  */
-static __always_inline struct nc_answer *nc_record_answer(const struct nc_name_key *key, __u16 qtype, __u32 ref)
+static __always_inline __u8 *nc_record(const struct nc_name_key *key, __u32 ref)
 {
 	if (!ref)
 		return NULL;
@@ -84,7 +85,7 @@ static __always_inline struct nc_answer *nc_record_answer(const struct nc_name_k
 	const struct nc_record_head *head = (const struct nc_record_head *)r;
 	__u32 len = key->len;
 
-	if (head->qtype != qtype || head->len != len || len > NC_NAME_MAX - 1)
+	if (head->len != len || len > NC_NAME_MAX - 1)
 		return NULL;
 	const nc_u64a *a = (const nc_u64a *)(r + sizeof(*head));
 	const nc_u64a *b = (const nc_u64a *)key->name;
@@ -95,12 +96,7 @@ static __always_inline struct nc_answer *nc_record_answer(const struct nc_name_k
 		if (a[j] != b[j])
 			return NULL;
 	}
-	/* The answer follows the name, padded to a word. */
-	__u32 padded = (len + 7) & ~7u;
-
-	if (padded > NC_NAME_MAX)
-		return NULL;
-	return (struct nc_answer *)(r + sizeof(*head) + padded);
+	return r;
 }
 
 #endif /* NC_NAMES_H */

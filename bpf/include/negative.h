@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * NXDOMAIN on the fast path (nearcast_abi.h, NC_QTYPE_BELOW): after a miss, a walk up the query's
- * labels to its closest encloser, whose entry holds the NXDOMAIN the slow path sends for a name
- * below it; the reply is built in the scratch map with its compression pointers moved by the
- * query's length. Bounded work: at most NC_NX_DEPTH lookups of one name each.
+ * NODATA and NXDOMAIN on the fast path (nearcast_abi.h, NC_QTYPE_NEGATIVE): for a name whose
+ * record says its other types are NODATA, its zone's negative answer; after a miss, a walk up the
+ * query's labels to its closest encloser, whose record says whether a name below it that does not
+ * exist is NXDOMAIN, and then that zone's negative answer. The reply is built in the scratch map
+ * with its compression pointers moved by the query's length. Bounded work: at most NC_NX_DEPTH
+ * lookups of one name each.
  */
 #ifndef NC_NEGATIVE_H
 #define NC_NEGATIVE_H
@@ -14,8 +16,8 @@
 #include "names.h"
 
 /*
- * The entry under NC_QTYPE_BELOW of the name that starts `pos` octets into the query's name (a
- * label boundary), copied into s->answer: 1 + its kind, or 0 when there is none. The name is
+ * The record of the name that starts `pos` octets into the query's name (a label boundary), as
+ * nc_find_answer finds it (NC_FIND_BELOW), or 0 when there is none. The name is
  * copied into the scratch map's second key a word at a time, zero padded as the table's keys
  * are, and hashed as it goes.
  */
@@ -44,18 +46,18 @@ static __always_inline int nc_lookup_below(struct nc_scratch *s, const struct nc
 	}
 	nc_barrier(); /* the lookup is verified once, not once per length */
 	s->below.len = slen;
-	s->below.qtype = NC_QTYPE_BELOW;
-	__u32 ref = nc_probe(nc_hash_finish(h, NC_QTYPE_BELOW), cfg, gen);
+	s->below.qtype = NC_QTYPE_NEGATIVE;
+	__u32 ref = nc_probe(nc_hash_finish(h, 0), cfg, gen);
 
 	return ref ? nc_find_answer(ref, NC_FIND_BELOW) : 0;
 }
 
 /*
- * Builds the NXDOMAIN of the walk's entry in s->answer for the query in `s`, in its place: the
- * sections moved over the entry's head, each pointer moved by the query's length against the one
- * they were taken for, and their sum. 1 when built.
+ * Builds the reply of the zone's negative answer in s->answer for the query in `s`, in its place:
+ * the sections moved over the answer's head, each pointer moved by the query's length against the
+ * one they were taken for, and their sum; a NODATA (`nodata`) with RCODE 0. 1 when built.
  */
-static __always_inline int nc_nx_build(struct nc_scratch *s)
+static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
 {
 	const struct nc_answer *a = &s->answer;
 	/* The head, kept aside: the sections are moved over it. */
@@ -103,21 +105,27 @@ static __always_inline int nc_nx_build(struct nc_scratch *s)
 		*p1 = ptr & 0xff;
 		sum += (at & 1) ? nc_csum_swap(ptr) : ptr; /* at an odd offset its bytes sum swapped */
 	}
-	/* flags and counts stay as the entry has them */
+	/* counts stay as the answer has them, and the flags but for a NODATA's RCODE */
+	if (nodata)
+		s->answer.flags &= ~0xf;
 	s->answer.len = len;
 	s->answer.csum = nc_csum_fold(sum);
 	s->answer.kind = NC_KIND_STATIC;
+	s->nx = !nodata;
 	s->nx_zone = head->zone;
 	return 1;
 }
 
 /*
- * Whether the query in the scratch map, which missed, is a name that does not exist below an
- * encloser whose NXDOMAIN the fast path holds: then that reply is in s->answer and 1 is returned.
- * Zone transfers are the slow path's whatever the name. A global function: the verifier checks it
- * once, apart from the paths that lead to it.
+ * The negative reply to the query in the scratch map, whose lookup found `found` (nc_lookup_answer:
+ * the name's record without an answer of the query's type, or 0 for no record): the NODATA its
+ * record says its other types are answered, or the NXDOMAIN its closest encloser's record says
+ * the names below it are. Built in s->answer: 1; 0 leaves the query to the slow path. Zone
+ * transfers are the slow path's whatever the name, and so are ANY and DS at a name that exists
+ * (DS is answered from the parent's side of a zone cut). A global function: the verifier checks
+ * it once, apart from the paths that lead to it.
  */
-__attribute__((noinline)) int nc_nxdomain(__u32 gen)
+__attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 {
 	__u32 zero = 0;
 	struct nc_scratch *s = bpf_map_lookup_elem(&nc_scratch, &zero);
@@ -126,24 +134,52 @@ __attribute__((noinline)) int nc_nxdomain(__u32 gen)
 	if (!s || !cfg)
 		return 0;
 	__u16 qtype = s->key.qtype;
-
-	if (qtype == 251 || qtype == 252)
-		return 0;
+	__u32 len = s->key.len;
+	__u32 nodata = found != 0;
+	/* Walking up to the closest encloser; then (and for a NODATA at once) to the zone's apex. */
+	__u32 walking = !nodata;
 	__u32 pos = 0;
 
+	if (qtype == 251 || qtype == 252 || len > NC_NAME_MAX - 1)
+		return 0;
+	if (nodata) {
+		if (!(s->rec_flags & NC_NAME_NODATA) || qtype == 255 || qtype == 43)
+			return 0;
+		if (found == 1 + NC_KIND_NEGATIVE) /* the apex's own record */
+			return nc_nx_build(s, 1);
+		if (!s->apex_len || s->apex_len > len)
+			return 0;
+		pos = len - s->apex_len;
+	}
 	for (__u32 step = 0; step < NC_NX_DEPTH; step++) { /* bound: the names looked up */
-		int found = nc_lookup_below(s, cfg, pos, gen);
+		if (walking) {
+			/* The next name up, at most NC_NX_DEPTH - 1 of them; the root has no encloser. */
+			__u8 b = s->key.name[pos & 0xff];
 
-		if (found)
-			return step > 0 && found == 1 + NC_KIND_NXDOMAIN ? nc_nx_build(s) : 0;
-		/* The next name up; the root has no encloser. */
-		__u8 b = s->key.name[pos & 0xff];
+			if (b == 0 || b > 63 || step == NC_NX_DEPTH - 1)
+				return 0;
+			pos += b + 1;
+			if (pos >= len)
+				return 0;
+		}
+		int f = nc_lookup_below(s, cfg, pos, gen);
 
-		if (b == 0 || b > 63)
+		if (!f) {
+			if (walking)
+				continue;
 			return 0;
-		pos += b + 1;
-		if (pos >= s->key.len || pos > NC_NAME_MAX - 1)
+		}
+		if (walking && !(s->rec_flags & NC_NAME_NXDOMAIN))
 			return 0;
+		walking = 0;
+		if (f == 1 + NC_KIND_NEGATIVE)
+			return nc_nx_build(s, nodata);
+		/* The zone's apex, unless this was it. */
+		__u32 apex = s->apex_len;
+
+		if (!apex || apex > len || pos == len - apex)
+			return 0;
+		pos = len - apex;
 	}
 	return 0;
 }

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 19
+#define NC_ABI_VERSION 20
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -41,40 +41,47 @@
 /*
  * The names table: an open-addressing hash table of slots (an ARRAY map) whose entries are
  * records in an arena (an mmapable ARRAY map of pages), both looked up inline by the verifier (a
- * kernel hash map costs a hash of the whole key and a bucket walk on every query).
+ * kernel hash map costs a hash of the whole key and a bucket walk on every query). One record per
+ * name (ARCHITECTURE §10): its answers, one per type, and what the name's other types and the
+ * names below it are answered.
  *
  * - nc_names, the arena: NC_ARENA_PAGE-byte pages (struct nc_arena_page), as many as the loader
  *   sizes it for. A record is struct nc_record_head, the name zero padded to a multiple of 8
- *   octets, then struct nc_answer with only `len` section bytes (padded to 8): each record takes
- *   what its name and answer take, not the most any could (ARCHITECTURE §2, "The names table").
- *   A record starts on an 8-octet boundary at most NC_ARENA_PAGE - NC_RECORD_MAX into its page,
- *   so that the program's bounds on a record hold without knowing its length. The control plane
- *   writes records through a mapping of the pages (BPF_F_MMAPABLE), never over one the live
- *   generation uses.
+ *   octets, the directory (`types` struct nc_type_ref, padded to 8), then the answers, each a
+ *   struct nc_answer with only `len` section bytes (padded to 8): each record takes what its name
+ *   and answers take, not the most any could. A record starts on an 8-octet boundary at most
+ *   NC_ARENA_PAGE - NC_RECORD_MAX into its page, and an answer at most NC_ANSWER_AT_MAX into its
+ *   record, so that the program's bounds hold without knowing a record's length. The control
+ *   plane writes records through a mapping of the pages (BPF_F_MMAPABLE), never over one the
+ *   live generation uses.
  * - nc_slots: two generations of `slot_mask + 1` slots each (a power of two, at least twice the
  *   capacity); generation g owns indexes [g * (slot_mask + 1), (g + 1) * (slot_mask + 1)). A slot
  *   is 0 (empty) or (hash >> 32) << 32 | (the record's offset in the arena / 8 + 1).
  *
- * A question is looked for from slot `hash & slot_mask` of the live generation (nc_config), over
+ * A name is looked for from slot `hash & slot_mask` of the live generation (nc_config), over
  * at most NC_PROBES slots, up to an empty slot; the first slot whose tag equals the hash's upper
- * half names the only record that may hold the question, which is then compared in full. The
+ * half names the only record that may hold the name, which is then compared in full. The
  * control plane writes changed records into unused arena space and a whole new slot generation,
  * then switches `generation` with one write: a query sees the old table or the new one, never a mix.
  */
-#define NC_ARENA_PAGE_SHIFT 16
+#define NC_ARENA_PAGE_SHIFT 17
 #define NC_ARENA_PAGE (1 << NC_ARENA_PAGE_SHIFT)
-/* The most bytes a record may take: its head, the longest name padded, an answer with full sections
- * (8 + NC_NAME_MAX + 16 + NC_SECTIONS_MAX, written out so that Swift imports it). */
-#define NC_RECORD_MAX 1304
-#define NC_NAMES_CAPACITY 16384 /* answers (slots) unless the loader sizes it from the zones */
-#define NC_ARENA_PAGES 64 /* pages in the object; the loader sizes the arena */
+/* The most bytes a record may take (a name's answers beyond it are the slow path's). */
+#define NC_RECORD_MAX 4096
+/* The furthest into its record an answer may start: NC_RECORD_MAX - sizeof(struct nc_answer). */
+#define NC_ANSWER_AT_MAX 3056
+/* The most answers (types) one record holds. */
+#define NC_TYPES_MAX 16
+#define NC_NAMES_CAPACITY 16384 /* names (slots) unless the loader sizes it from the zones */
+#define NC_ARENA_PAGES 32 /* pages in the object; the loader sizes the arena */
 #define NC_PROBES 8
 
 /*
- * The hash of a question (NC_HASH_*): h = NC_HASH_SEED ^ len; for each 8-byte little-endian word
- * w of the lower-cased name, zero padded to a multiple of 8 octets, and then for w = qtype:
+ * The hash of a name (NC_HASH_*): h = NC_HASH_SEED ^ len; for each 8-byte little-endian word
+ * w of the lower-cased name, zero padded to a multiple of 8 octets, and then for w = 0:
  * h = (h ^ w) * NC_HASH_MUL, h ^= h >> 32; last MurmurHash3's finaliser (fmix64). The XDP program
- * computes it while reading the name; the control plane (NamesTable.swift) the same way.
+ * computes it while reading the name; the control plane (NamesTable.swift) the same way. (With
+ * the query type for w instead of 0, it is the question's hash, which rate limiting counts by.)
  */
 #define NC_HASH_SEED 0x9e3779b97f4a7c15ULL
 #define NC_HASH_MUL 0xff51afd7ed558ccdULL
@@ -82,39 +89,32 @@
 #define NC_HASH_FMIX2 0xc4ceb9fe1a85ec53ULL
 
 /*
- * A question in the names table: the query type and the lower-cased wire name. Bytes of `name`
- * past `len` are zero, so equal questions compare equal word by word (`name` is 8-aligned).
- */
-/*
- * A name's NODATA for every type it has no records of is kept under this type (0, which no
- * record has): the fast path looks it up after a miss, except for the types the slow path answers
- * otherwise (ANY, AXFR, IXFR, DS: see nc_find_answer).
- */
-#define NC_QTYPE_OTHER 0
-
-/*
- * NXDOMAIN from the fast path (ARCHITECTURE §2, "Negative answers"). Every name that exists, by the
- * slow path's lights or more (owners, empty non-terminals, zone apexes, geo names and discovery
- * targets and their ancestors, the SOA's own names below the apex), has an entry under this type
- * (65535, reserved: RFC 6895): what a query for a name directly below it that does not exist is
- * answered. Its kind is NC_KIND_NXDOMAIN (the answer, struct nc_nx_head first) or NC_KIND_EXISTS
- * (the slow path's: a wildcard, a delegation or a DNAME there or above). After a miss, the program
- * walks up the query's labels, the query name first, and stops at the first name with such an
- * entry (the closest encloser): at the query name itself or an EXISTS entry it passes, at an
- * NXDOMAIN entry it answers. At most NC_NX_DEPTH names are looked up; past that it passes.
+ * Negative answers from the fast path (ARCHITECTURE §3, "Negative answers"). A zone's apex record
+ * holds, under type NC_QTYPE_NEGATIVE (0, which no record has), its negative answer (kind
+ * NC_KIND_NEGATIVE): the slow path's NXDOMAIN, its SOA in the authority section, struct
+ * nc_nx_head before it. Every name's record says, in its flags, where that answer stands for the
+ * slow path's: NC_NAME_NODATA, for the types the name has no answer in its record (then every
+ * type the name has is there), except those the slow path answers otherwise (ANY, AXFR, IXFR,
+ * DS); NC_NAME_NXDOMAIN, for a name directly below it that does not exist. The apex is found by
+ * `apex_len`: the zone's name is the last apex_len octets of the name.
  *
- * The control plane writes these entries all or none: a name without one would let the walk
- * pass over it to an encloser above.
+ * After a miss, the program walks up the query's labels to the first name that has a record (the
+ * closest encloser), at most NC_NX_DEPTH - 1 of them, and answers NXDOMAIN when that record says so.
+ * So every name that exists (by the slow path's lights, or more) must have a record: where one
+ * cannot be placed, the control plane clears NC_NAME_NXDOMAIN on the closest encloser placed.
  */
-#define NC_QTYPE_BELOW 65535
+#define NC_QTYPE_NEGATIVE 0
+#define NC_NAME_NODATA 1
+#define NC_NAME_NXDOMAIN 2
 #define NC_NX_DEPTH 8
 #define NC_NX_PTRS 4
 
 /*
- * The head of an NXDOMAIN entry's sections; the reply's sections follow it. They were taken from
+ * The head of a negative answer's sections; the reply's sections follow it. They were taken from
  * the slow path's reply to a question `qname_len` octets long, so each compression pointer in them
- * (at `ptr_at[i]` within the reply's sections, `nptrs` of them) points past the question's first
- * label, and moves with the query's length: by qname_len - this qname_len.
+ * (at `ptr_at[i]` within the reply's sections, `nptrs` of them) points into the zone's name at the
+ * question's end, or past it, and moves with the query's length: by qname_len - this qname_len.
+ * The answer's flags are the NXDOMAIN's; a NODATA has RCODE 0.
  */
 struct nc_nx_head {
 	__u64 zone;	       /* the zone's class for response rate limiting (RFC: NXDOMAINs by zone) */
@@ -125,8 +125,9 @@ struct nc_nx_head {
 	__u16 pad;
 };
 
+/* A name in the scratch map: the query's, or one the walk looks up. */
 struct nc_name_key {
-	__u16 qtype;		/* host order */
+	__u16 qtype;		/* host order (the query's type) */
 	__u16 len;		/* wire length of name, root label included: 1..255 */
 	__u32 pad;
 	__u8 name[NC_NAME_MAX]; /* lower-cased, zero padded */
@@ -153,8 +154,7 @@ struct nc_answer {
 enum nc_answer_kind {
 	NC_KIND_STATIC = 0, /* `sections` is the answer */
 	NC_KIND_GEO = 1,    /* a geo name: `sections` starts with a struct nc_geo_name */
-	NC_KIND_NXDOMAIN = 2, /* under NC_QTYPE_BELOW: `sections` starts with a struct nc_nx_head */
-	NC_KIND_EXISTS = 3, /* under NC_QTYPE_BELOW: the name exists, and what is below it is the slow path's */
+	NC_KIND_NEGATIVE = 2, /* under NC_QTYPE_NEGATIVE: `sections` starts with a struct nc_nx_head */
 };
 
 /*
@@ -296,11 +296,20 @@ struct nc_arena_page {
 	__u8 bytes[NC_ARENA_PAGE];
 };
 
-/* The start of a record in the arena: its question's type and name length, as in nc_name_key. */
+/* The start of a record in the arena: its name's length, its directory's, and what its flags say. */
 struct nc_record_head {
-	__u16 qtype; /* host order */
-	__u16 len;   /* wire length of the name that follows, root label included: 1..255 */
-	__u32 pad;
+	__u16 len;     /* wire length of the name that follows, root label included: 1..255 */
+	__u8 types;    /* entries of the directory after the name: at most NC_TYPES_MAX */
+	__u8 flags;    /* NC_NAME_NODATA, NC_NAME_NXDOMAIN */
+	__u8 apex_len; /* wire length of the zone's name, the end of this one (0: no zone's) */
+	__u8 pad;
+	__u16 words;   /* the record's length in 8-octet words */
+};
+
+/* An entry of a record's directory: an answer's type and where it starts in the record. */
+struct nc_type_ref {
+	__u16 qtype; /* host order; NC_QTYPE_NEGATIVE: the zone's negative answer (apex only) */
+	__u16 at;    /* octets from the record's start, 8-aligned, at most NC_ANSWER_AT_MAX */
 };
 
 /* What XDP does with a DNS query above the pass budget. */
@@ -322,7 +331,7 @@ struct nc_config {
 	__u32 slot_mask;     /* slots per generation - 1 (a power of two - 1); 0 before the first fill */
 	__u32 geo4_capacity; /* entries of every inner map of nc_geo4 (fixed when the maps were made) */
 	__u32 cands_capacity; /* entries of every inner map of nc_cands (likewise) */
-	__u32 names_capacity; /* answers the names table holds (its slots were sized for), kept for a successor */
+	__u32 names_capacity; /* names (records) the names table holds (its slots were sized for), kept for a successor */
 };
 
 /* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */
@@ -351,7 +360,7 @@ enum nc_reason {
 	NC_ANSWERED_GEO_ALL_DOWN, /* a geo name answered fail-open: every candidate down, the top ones anyway */
 	NC_RRL_SLIPPED,		/* over the response rate limit: a TC=1 reply instead of the answer */
 	NC_RRL_DROPPED,		/* over the response rate limit: dropped */
-	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its closest encloser's entry (XDP_TX) */
+	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its zone's record (XDP_TX) */
 	NC_PASS_COOKIE,		/* a server cookie that is not valid: the slow path answers BADCOOKIE */
 	NC_REASON_MAX,
 };

@@ -1,0 +1,179 @@
+import DNSWire
+import NearcastZones
+
+/// NODATA and NXDOMAIN on the fast path (docs/ARCHITECTURE.md §3, "Negative answers";
+/// `NC_QTYPE_NEGATIVE` in nearcast_abi.h).
+///
+/// A zone's negative replies differ only in their RCODE and in where their SOA's names point: the
+/// slow path compresses the SOA's owner (the zone's name) against the question's last labels, and
+/// its MNAME and RNAME against those too. So one reply stands for many, once its compression
+/// pointers are moved by the query's length against the one it was taken for: the `Negative` of
+/// an anchor, the slow path's NODATA at the anchor (or its NXDOMAIN directly below it), checked
+/// against each other. The zone's apex is an anchor; so is every name at or above the SOA's MNAME
+/// and RNAME below the apex, for a name that shares more than the apex with one of those is
+/// compressed against itself. A name's negative replies are those of its closest anchor (itself
+/// or an ancestor): no longer suffix of it is a suffix of the SOA's names.
+///
+/// Which names it stands for is asked of the zone itself, by the lookup the slow path makes: a name
+/// is `nodata` where the zone answers a type no record has (65534) with NODATA and the zone's SOA
+/// alone, and `nxdomain` where it answers a probe directly below the name so (no wildcard, no
+/// delegation or DNAME at or above the name). Anchors that do not exist in the zone get records
+/// (without `nodata`), so that a walk to a closest encloser stops at them.
+extension AnswerImage {
+    /// A zone's negative answer: the slow path's NXDOMAIN, taken for a question `questionLength`
+    /// octets long, with the compression pointers at `pointers` in its sections.
+    public struct Negative: Hashable, Sendable {
+        /// The NXDOMAIN's flags word with RD clear; a NODATA's has RCODE 0.
+        public var flags: UInt16
+        public var nscount: UInt16
+        public var sections: [UInt8]
+        public var questionLength: Int
+        public var pointers: [Int]
+        /// The lower-cased wire name of the zone (the rate limiter's class for NXDOMAINs).
+        public var zone: [UInt8]
+    }
+
+    /// Compression pointers a negative answer may hold (NC_NX_PTRS): the SOA's owner, MNAME, RNAME.
+    public static let negativePointersMax = 4
+
+    /// Bytes a negative answer's head takes before its sections (struct nc_nx_head).
+    public static let negativeHeadBytes = 24
+
+    /// The label of the probes below a name: no zone is expected to hold it, and a name that does
+    /// is not `nxdomain`.
+    static let probeLabel = Array("nc--nx-probe".utf8)
+
+    /// A type no record has, asked to see what a name's other types are answered.
+    static let probeType = RRType(65534)
+
+    /// The negative answer of `anchor` (lower-cased): the slow path's NODATA there, the SOA
+    /// alone, whose NXDOMAIN directly below it (where that is one) is the same with RCODE 3 and
+    /// every pointer moved by the difference in length; or that NXDOMAIN alone, where the anchor
+    /// has no NODATA (it does not exist). Nil when neither is of that shape, they disagree, or
+    /// they do not fit.
+    static func negative(at anchor: DNSName, zone: Zone, responder: Responder, maxSections: Int) -> Negative? {
+        let nodata = soaReply(anchor, probeType, rcode: 0, responder: responder)
+        let probe = try? anchor.prepending(probeLabel)
+        var nx = probe.flatMap { soaReply($0, .a, rcode: 3, responder: responder) }
+        // Every pointer points into the anchor's labels at the question's end, or past it.
+        if let p = probe, let r = nx, !r.targets.allSatisfy({ $0 >= 12 + p.wire.count - anchor.wire.count }) {
+            nx = nil
+        }
+        let taken: (flags: UInt16, sections: [UInt8], pointers: [Int], targets: [Int], length: Int)
+        if let d = nodata {
+            var flags = d.flags | 3
+            if let r = nx, let p = probe {
+                let shift = p.wire.count - anchor.wire.count
+                var moved = d.sections
+                for (at, to) in zip(d.pointers, d.targets) {
+                    moved[at] = 0xC0 | UInt8((to + shift) >> 8)
+                    moved[at + 1] = UInt8((to + shift) & 0xFF)
+                }
+                guard r.pointers == d.pointers, r.sections == moved, r.flags == flags else { return nil }
+                flags = r.flags
+            }
+            taken = (flags, d.sections, d.pointers, d.targets, anchor.wire.count)
+        } else if let r = nx, let p = probe {
+            taken = (r.flags, r.sections, r.pointers, r.targets, p.wire.count)
+        } else {
+            return nil
+        }
+        guard taken.sections.count + negativeHeadBytes <= maxSections else { return nil }
+        return Negative(
+            flags: taken.flags, nscount: 1, sections: taken.sections, questionLength: taken.length,
+            pointers: taken.pointers, zone: zone.origin.lowercased().wire)
+    }
+
+    /// The anchors of `zone`'s negative answers, lower-cased (the apex first), and the closest
+    /// anchor of a name in it.
+    static func negativeAnchors(_ zone: Zone) -> (names: [DNSName], closest: (DNSName) -> DNSName) {
+        let apex = zone.origin.lowercased()
+        guard case .soa(let soa) = zone.soa.rdatas.first else { return ([apex], { _ in apex }) }
+        var below: Set<DNSName> = []
+        for n in [soa.mname, soa.rname] where n.isSubdomain(of: apex) && n.wire.count > apex.wire.count {
+            below.insert(n.lowercased())
+            below.formUnion(n.lowercased().ancestors(upTo: apex).filter { $0.wire.count > apex.wire.count })
+        }
+        guard !below.isEmpty else { return ([apex], { _ in apex }) }
+        return (
+            [apex] + below.sorted(),
+            { name in
+                var n = name.lowercased()
+                while n.wire.count > apex.wire.count, !below.contains(n) { n = n.parent }
+                return below.contains(n) ? n : apex
+            }
+        )
+    }
+
+    /// The slow path's reply to `name`/`type` when it is authoritative, of RCODE `rcode`, with the
+    /// zone's SOA alone in its authority section and nothing else: its flags (RD clear), sections
+    /// and the offsets of their compression pointers.
+    static func soaReply(_ name: DNSName, _ type: RRType, rcode: UInt16, responder: Responder)
+        -> (flags: UInt16, sections: [UInt8], pointers: [Int], targets: [Int])?
+    {
+        let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
+        guard let reply = responder.respond(to: query, transport: .tcp),
+            let msg = try? DNSMessage(wire: reply),
+            msg.header.aa, !msg.header.tc, msg.answers.isEmpty, msg.additional.isEmpty, msg.edns == nil,
+            msg.authority.count == 1, msg.authority[0].type == .soa
+        else { return nil }
+        let flags = UInt16(reply[2]) << 8 | UInt16(reply[3])
+        guard flags & 0x000F == rcode else { return nil }
+        let sections = Array(reply[(12 + name.wire.count + 4)...])
+        guard let pointers = soaPointers(sections), pointers.count <= negativePointersMax else { return nil }
+        let targets = pointers.map { Int(sections[$0] & 0x3F) << 8 | Int(sections[$0 + 1]) }
+        return (flags & ~0x0100, sections, pointers, targets)
+    }
+
+    /// Whether the zone answers every type `name` has no records of with its NODATA, as the slow
+    /// path does (a discovery target's, and a geo name's that is not in the zone, included).
+    static func answersOtherTypesNegatively(_ name: DNSName, zone: Zone, responder: Responder) -> Bool {
+        if responder.geo?.target(name) != nil { return true }  // targetReply: NODATA but for A and AAAA
+        var answer = zone.lookup(name, probeType)
+        if answer.rcode == .nxDomain, responder.geo?.exists(name) == true { answer.rcode = .noError }
+        return isZoneNegative(answer, .noError, zone)
+    }
+
+    /// Whether the zone answers a name directly below `name` that does not exist with its NXDOMAIN.
+    static func answersBelowNegatively(_ name: DNSName, zone: Zone, responder: Responder) -> Bool {
+        guard let probe = try? name.prepending(probeLabel), responder.authority.zone(for: probe)?.origin == zone.origin,
+            responder.geo?.exists(probe) != true, responder.geo?.target(probe) == nil
+        else { return false }
+        return isZoneNegative(zone.lookup(probe, .a), .nxDomain, zone)
+    }
+
+    static func isZoneNegative(_ a: ZoneAnswer, _ rcode: RCode, _ zone: Zone) -> Bool {
+        a.rcode == rcode && a.authoritative && a.answer.isEmpty && a.additional.isEmpty && a.extendedError == nil
+            && a.authority == [zone.negativeSOA]
+    }
+
+    /// The offsets of the compression pointers in `sections`, which hold one SOA record (owner,
+    /// fixed fields, MNAME, RNAME, five numbers); nil when it is not that shape.
+    static func soaPointers(_ sections: [UInt8]) -> [Int]? {
+        var pointers: [Int] = []
+        var i = 0
+        func name() -> Bool {
+            while i < sections.count {
+                let b = sections[i]
+                if b == 0 {
+                    i += 1
+                    return true
+                }
+                if b & 0xC0 == 0xC0 {
+                    guard i + 1 < sections.count else { return false }
+                    pointers.append(i)
+                    i += 2
+                    return true
+                }
+                guard b < 64 else { return false }
+                i += Int(b) + 1
+            }
+            return false
+        }
+        guard name() else { return nil }
+        i += 10  // type, class, TTL, RDLENGTH
+        guard name(), name() else { return nil }
+        i += 20
+        return i == sections.count ? pointers : nil
+    }
+}

@@ -1,0 +1,134 @@
+import CNearcastABI
+import NearcastAnswers
+import NearcastGeo
+
+/// The records of a generation: each name of the answer image as its record, the geo names'
+/// answers added to their names', and where each goes in the slots (nearcast_abi.h; NamesTable
+/// places, this decides what each record says).
+extension FastPath {
+    /// The names of a generation, laid out: the records placed and their slots, and what was left out.
+    struct Layout {
+        /// The records, each with its slot.
+        var placed: [(slot: Int, entry: NamesTable.Entry)] = []
+        /// The name (index in the image) of each record of `placed`.
+        var index: [Int] = []
+        /// Names left out: a full table, a hash collision, or arena room (`leaveOut`).
+        var leftOut: Set<Int> = []
+        var full = 0
+        var collisions = 0
+        /// Answers a record could not hold.
+        var tooBig = 0
+
+        /// The names left out, with those of the records at `records` (indexes of `placed`).
+        func leftOut(_ records: [Int]) -> Set<Int> { leftOut.union(records.map { index[$0] }) }
+    }
+
+    /// The geo names' answers (A and AAAA; a discovery name's SRV is the slow path's) by the
+    /// index of their names in `names` (a name the image lacks is added, with no flags).
+    static func geoAnswers(_ geo: GeoTable, names: inout [AnswerImage.Name]) -> [Int: [NamesTable.Answer]] {
+        let geoNames = geo.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa }
+        let wanted = Set(geoNames.map { $0.config.name.lowercased().wire })
+        var at: [[UInt8]: Int] = [:]
+        for (i, n) in names.enumerated() where wanted.contains(n.name) { at[n.name] = i }
+        var out: [Int: [NamesTable.Answer]] = [:]
+        for g in geoNames {
+            let name = g.config.name.lowercased().wire
+            let i =
+                at[name]
+                ?? {
+                    names.append(AnswerImage.Name(name: name))
+                    at[name] = names.count - 1
+                    return names.count - 1
+                }()
+            out[i, default: []].append(encodeGeo(g, rankings: geo.rankings.count))
+        }
+        return out
+    }
+
+    /// Lays `names` out in `table`, leaving out those at `leaveOut`. Every name that exists must
+    /// have a record, or a walk would pass over it to an encloser that answers NXDOMAIN: so a name
+    /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h).
+    static func layout(
+        _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], table: NamesTable, leaveOut: Set<Int> = []
+    ) -> Layout {
+        let (slots, full) = table.place(names.map { NamesTable.hash(name: $0.name) }, skip: leaveOut)
+        var out = Layout()
+        out.leftOut = Set(slots.indices.filter { slots[$0] == nil })
+        out.full = full + leaveOut.count
+        out.collisions = out.leftOut.count - out.full
+        var noNXDOMAIN: Set<Int> = []
+        if !out.leftOut.isEmpty {
+            var index: [[UInt8]: Int] = [:]
+            for (i, n) in names.enumerated() { index[n.name] = i }
+            for i in out.leftOut {
+                var n = names[i].name
+                while n.count > 1 {
+                    n = Array(n[(Int(n[0]) + 1)...])
+                    if let j = index[n], slots[j] != nil {
+                        noNXDOMAIN.insert(j)
+                        break
+                    }
+                }
+            }
+        }
+        for (i, n) in names.enumerated() {
+            guard let slot = slots[i] else { continue }
+            let (entry, tooBig) = record(n, geo: geo[i] ?? [], nxdomain: n.nxdomain && !noNXDOMAIN.contains(i))
+            out.placed.append((slot, entry))
+            out.index.append(i)
+            out.tooBig += tooBig
+        }
+        return out
+    }
+
+    /// The record of `n`: its answers (the geo ones added), the zone's negative answer at an apex,
+    /// and its flags; NODATA only while every type the name has is answered in it. Its second value
+    /// counts the answers the record could not hold.
+    static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], nxdomain: Bool) -> (NamesTable.Entry, Int) {
+        var answers = n.answers.map {
+            NamesTable.Answer(
+                qtype: $0.qtype,
+                head: .init(
+                    flags: $0.flags, ancount: $0.ancount, nscount: $0.nscount, arcount: $0.arcount,
+                    checksum: $0.checksum),
+                sections: $0.sections)
+        }
+        answers += geo
+        if let negative = n.negative { answers.append(encodeNegative(negative)) }
+        var nodata = n.nodata && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
+        func flags() -> UInt8 {
+            UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0)
+        }
+        var (entry, complete) = NamesTable.record(
+            name: n.name, flags: flags(), apexLength: n.apexLength, answers: answers)
+        if !complete && nodata {
+            nodata = false
+            (entry, complete) = NamesTable.record(
+                name: n.name, flags: flags(), apexLength: n.apexLength, answers: answers)
+        }
+        let kept = Int(entry.bytes[2])
+        return (entry, answers.count - kept)
+    }
+
+    /// A zone's negative answer (AnswerImage+Negative.swift) as an answer of its apex's record:
+    /// kind NC_KIND_NEGATIVE under NC_QTYPE_NEGATIVE, its struct nc_nx_head before the sections.
+    static func encodeNegative(_ n: AnswerImage.Negative) -> NamesTable.Answer {
+        var head = nc_nx_head()
+        head.zone = NamesTable.hash(name: n.zone)
+        head.qname_len = UInt16(n.questionLength)
+        head.nptrs = UInt16(n.pointers.count)
+        var zeroed = n.sections
+        withUnsafeMutableBytes(of: &head.ptr_at) { buf in
+            for (i, at) in n.pointers.enumerated() {
+                buf.storeBytes(of: UInt16(at), toByteOffset: 2 * i, as: UInt16.self)
+                zeroed[at] = 0
+                zeroed[at + 1] = 0
+            }
+        }
+        head.csum = AnswerImage.onesComplementSum(zeroed)
+        return NamesTable.Answer(
+            qtype: UInt16(NC_QTYPE_NEGATIVE),
+            head: .init(flags: n.flags, nscount: n.nscount, kind: UInt8(NC_KIND_NEGATIVE.rawValue)),
+            sections: bytes(of: head) + n.sections)
+    }
+}
