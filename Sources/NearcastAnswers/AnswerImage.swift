@@ -84,7 +84,9 @@ public struct AnswerImage: Sendable {
                 $0.origin != zone.origin && $0.origin.isSubdomain(of: zone.origin)
             }
             if nested { all = all.filter(inZone) }
-            for name in all.sorted() {
+            // In an order of their own, the same every time (a canonical sort builds each name's
+            // labels at every comparison: half the build's time at 1M names).
+            for name in all.sorted(by: { $0.wire.lexicographicallyPrecedes($1.wire) }) {
                 var n = Name(name: name.lowercased().wire)
                 var present = zone.types(at: name).filter { !$0.isMetaType }
                 let geoTypes = [RRType.a, .aaaa].filter { geo?.name(name, $0) != nil }

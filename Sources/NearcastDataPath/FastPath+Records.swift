@@ -12,6 +12,8 @@ extension FastPath {
         var placed: [(slot: Int, entry: NamesTable.Entry)] = []
         /// The name (index in the image) of each record of `placed`.
         var index: [Int] = []
+        /// Slots kept with a tag and no record (NamesTable.Placement).
+        var kept: [(slot: Int, tag: UInt32)] = []
         /// Names left out: a full table, a hash collision, or arena room (`leaveOut`).
         var leftOut: Set<Int> = []
         var full = 0
@@ -51,10 +53,12 @@ extension FastPath {
     static func layout(
         _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], table: NamesTable, leaveOut: Set<Int> = []
     ) -> Layout {
-        let (slots, full) = table.place(names.map { NamesTable.hash(name: $0.name) }, skip: leaveOut)
+        let placement = table.place(names.map { NamesTable.hash(name: $0.name) }, skip: leaveOut)
+        let slots = placement.slots
         var out = Layout()
+        out.kept = placement.kept
         out.leftOut = Set(slots.indices.filter { slots[$0] == nil })
-        out.full = full + leaveOut.count
+        out.full = placement.full + leaveOut.count
         out.collisions = out.leftOut.count - out.full
         var noNXDOMAIN: Set<Int> = []
         if !out.leftOut.isEmpty {

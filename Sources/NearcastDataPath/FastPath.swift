@@ -417,11 +417,11 @@ public final class FastPath: Sendable {
 
         // The other generation, which no query reads until the switch: the records it adds (in
         // arena space the live one does not use), its slots, its geo slots.
-        var plan = table.plan(layout.placed, live: live)
+        var plan = table.plan(layout.placed, kept: layout.kept, live: live)
         while !plan.noRoom.isEmpty {
             // Out of arena: those names are left out too, and the flags around them cleared.
             layout = Self.layout(names, geo: geoAnswers, table: table, leaveOut: layout.leftOut(plan.noRoom))
-            plan = table.plan(layout.placed, live: live)
+            plan = table.plan(layout.placed, kept: layout.kept, live: live)
         }
         plan.full = layout.full
         plan.collisions = layout.collisions
