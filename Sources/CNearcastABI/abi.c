@@ -9,7 +9,9 @@ _Static_assert(sizeof(struct nc_name_key) == 264, "nc_name_key layout");
 _Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-aligned: compared a word at a time");
 _Static_assert(sizeof(struct nc_record_head) == 8, "nc_record_head layout: the name follows 8-aligned");
 _Static_assert(sizeof(struct nc_type_ref) == 4, "nc_type_ref layout");
-_Static_assert(NC_ANSWER_AT_MAX == NC_RECORD_MAX - sizeof(struct nc_answer), "an answer anywhere it may start ends within its record");
+_Static_assert(NC_ANSWER_AT_MAX == NC_RECORD_MAX - sizeof(struct nc_answer) - sizeof(struct nc_nx_head),
+	       "an answer anywhere it may start ends within its record, a negative's sections read past its head too");
+_Static_assert(NC_NEGATIVES_MAX == 65536, "a record's negative index is 16 bits");
 _Static_assert(NC_RECORD_MAX >= 8 + 256 + 4 * NC_TYPES_MAX + sizeof(struct nc_answer), "a record holds the longest name and a whole answer");
 _Static_assert(NC_ARENA_PAGE % NC_RECORD_MAX == 0 && NC_RECORD_MAX % 8 == 0, "records lie 8-aligned within pages");
 _Static_assert(sizeof(struct nc_arena_page) % 8 == 0, "mmapable pages lie 8-aligned");
@@ -38,7 +40,7 @@ _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64
 _Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16 && sizeof(NC_MAP_NODES) <= 16 &&
-		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16,
+		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16 && sizeof(NC_MAP_NEGATIVES) <= 16,
 	       "map names fit the kernel's 15 characters");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */

@@ -51,7 +51,8 @@ extension FastPath {
     /// have a record, or a walk would pass over it to an encloser that answers NXDOMAIN: so a name
     /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h).
     static func layout(
-        _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], table: NamesTable, leaveOut: Set<Int> = []
+        _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], negatives: [[UInt8]: UInt16],
+        table: NamesTable, leaveOut: Set<Int> = []
     ) -> Layout {
         let placement = table.place(names.map { NamesTable.hash(name: $0.name) }, skip: leaveOut)
         let slots = placement.slots
@@ -77,7 +78,10 @@ extension FastPath {
         }
         for (i, n) in names.enumerated() {
             guard let slot = slots[i] else { continue }
-            let (entry, tooBig) = record(n, geo: geo[i] ?? [], nxdomain: n.nxdomain && !noNXDOMAIN.contains(i))
+            let anchor = n.apexLength > 0 ? Array(n.name.suffix(n.apexLength)) : []
+            let (entry, tooBig) = record(
+                n, geo: geo[i] ?? [], negative: negatives[anchor] ?? 0,
+                nxdomain: n.nxdomain && !noNXDOMAIN.contains(i))
             out.placed.append((slot, entry))
             out.index.append(i)
             out.tooBig += tooBig
@@ -85,10 +89,12 @@ extension FastPath {
         return out
     }
 
-    /// The record of `n`: its answers (the geo ones added), the zone's negative answer at an apex,
-    /// and its flags; NODATA only while every type the name has is answered in it. Its second value
-    /// counts the answers the record could not hold.
-    static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], nxdomain: Bool) -> (NamesTable.Entry, Int) {
+    /// The record of `n`: its answers (the geo ones added), the index of its negative answer, and
+    /// its flags (none without a negative answer); NODATA only while every type the name has is
+    /// answered in it. Its second value counts the answers the record could not hold.
+    static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) -> (
+        NamesTable.Entry, Int
+    ) {
         var answers = n.answers.map {
             NamesTable.Answer(
                 qtype: $0.qtype,
@@ -98,24 +104,44 @@ extension FastPath {
                 sections: $0.sections)
         }
         answers += geo
-        if let negative = n.negative { answers.append(encodeNegative(negative)) }
-        var nodata = n.nodata && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
+        var nodata = negative != 0 && n.nodata && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
+        let nxdomain = negative != 0 && nxdomain
         func flags() -> UInt8 {
             UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0)
         }
-        var (entry, complete) = NamesTable.record(
-            name: n.name, flags: flags(), apexLength: n.apexLength, answers: answers)
+        let index = nodata || nxdomain ? negative : 0
+        var (entry, complete) = NamesTable.record(name: n.name, flags: flags(), negative: index, answers: answers)
         if !complete && nodata {
             nodata = false
             (entry, complete) = NamesTable.record(
-                name: n.name, flags: flags(), apexLength: n.apexLength, answers: answers)
+                name: n.name, flags: flags(), negative: nxdomain ? negative : 0, answers: answers)
         }
         let kept = Int(entry.bytes[2])
         return (entry, answers.count - kept)
     }
 
-    /// A zone's negative answer (AnswerImage+Negative.swift) as an answer of its apex's record:
-    /// kind NC_KIND_NEGATIVE under NC_QTYPE_NEGATIVE, its struct nc_nx_head before the sections.
+    /// The negative answers of `names` (those of the anchors among them) as records of their own,
+    /// each with its index in nc_negatives: the index an anchor had in `index` (the live
+    /// generation's), else the lowest free one. Anchors past the indexes there are have none, and
+    /// their names' negatives are the slow path's.
+    static func negativeAnswers(_ names: [AnswerImage.Name], index: [[UInt8]: UInt16]) -> (
+        records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16]
+    ) {
+        var out: [[UInt8]: UInt16] = [:]
+        var records: [(index: UInt16, entry: NamesTable.Entry)] = []
+        let anchors = names.compactMap { n in n.negative.map { (n.name, $0) } }
+        var free = (1..<negativesMax).lazy.filter { i in !index.values.contains(UInt16(i)) }.makeIterator()
+        for (name, negative) in anchors {
+            guard let i = index[name] ?? free.next().map({ UInt16($0) }) else { continue }
+            out[name] = i
+            let (entry, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: [encodeNegative(negative)])
+            records.append((i, entry))
+        }
+        return (records, out)
+    }
+
+    /// A negative answer (AnswerImage+Negative.swift) as the answer of its record: kind
+    /// NC_KIND_NEGATIVE under NC_QTYPE_NEGATIVE, its struct nc_nx_head before the sections.
     static func encodeNegative(_ n: AnswerImage.Negative) -> NamesTable.Answer {
         var head = nc_nx_head()
         head.zone = NamesTable.hash(name: n.zone)

@@ -17,10 +17,14 @@ import Glibc
 public final class FastPath: Sendable {
     public let object: BPFObject
     public let program: BPFProgram
-    /// The names table: the arena of records (mapped into this process) and the slots.
+    /// The names table: the arena of records, the slots, and where each negative answer is (all
+    /// three mapped into this process).
     let names: BPFMap
     let arena: BPFMappedArray
     let slots: BPFMap
+    let slotWords: BPFMappedArray
+    let negatives: BPFMap
+    let negativeWords: BPFMappedArray
     let config: BPFMap
     let stats: BPFMap
     /// The geo maps (FastPath+Geo.swift), one generation per slot or half (NC_GEO_GENERATIONS):
@@ -67,6 +71,9 @@ public final class FastPath: Sendable {
     struct State {
         var settings: nc_config
         var live: [NamesTable.Entry: UInt32]
+        /// The index of each anchor's negative answer (its name), the same from write to write so
+        /// that the records naming it stay as they are.
+        var negativeIndex: [[UInt8]: UInt16] = [:]
         /// The live generation's geo maps (nil: no geo names).
         var geo: GeoMaps?
         /// The geo nodes: index within a half of the nodes map and the value written there.
@@ -120,6 +127,9 @@ public final class FastPath: Sendable {
         names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size)
         arena = try BPFMappedArray(names)
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)
+        slotWords = try BPFMappedArray(slots)
+        negatives = try object.map(NC_MAP_NEGATIVES, keySize: 4, valueSize: 8)
+        negativeWords = try BPFMappedArray(negatives)
         config = try object.map(NC_MAP_CONFIG, keySize: 4, valueSize: MemoryLayout<nc_config>.size)
         stats = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
         geo4 = try object.map(NC_MAP_GEO4, keySize: 4, valueSize: 4)
@@ -144,7 +154,8 @@ public final class FastPath: Sendable {
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         self.table = table
         self.geoCapacity = geoSize
-        var state = try Self.readState(config: config, slots: slots, arena: arena, table: table)
+        var state = try Self.readState(
+            config: config, slots: slotWords, negatives: negativeWords, arena: arena, table: table)
         state.settings.geo4_capacity = UInt32(geoSize.ipv4Prefixes)
         state.settings.cands_capacity = UInt32(geoSize.candidateLists)
         self.state = Mutex(state)
@@ -195,11 +206,12 @@ public final class FastPath: Sendable {
         return 2 * table.slotCount == slots.maxEntries ? table : nil
     }
 
-    /// What the maps hold now: a previous instance's settings and live records when they were
-    /// taken over (so a new generation never overwrites what queries read), else a fresh state.
-    static func readState(config: BPFMap, slots: BPFMap, arena: BPFMappedArray, table: NamesTable) throws(BPFError)
-        -> State
-    {
+    /// What the maps hold now: a previous instance's settings and live records (those its slots
+    /// and its negative answers' indexes point at) when they were taken over, so that a new
+    /// generation never overwrites what queries read; else a fresh state.
+    static func readState(
+        config: BPFMap, slots: BPFMappedArray, negatives: BPFMappedArray, arena: BPFMappedArray, table: NamesTable
+    ) throws(BPFError) -> State {
         var fresh = nc_config()
         fresh.abi_version = abiVersion
         fresh.slot_mask = UInt32(table.slotCount - 1)
@@ -211,22 +223,39 @@ public final class FastPath: Sendable {
         guard c.abi_version == abiVersion, c.slot_mask == fresh.slot_mask, c.generation < 2 else {
             return State(settings: fresh, live: [:])
         }
-        var live: [NamesTable.Entry: UInt32] = [:]
-        let base = Int(c.generation) * table.slotCount
-        for s in base..<(base + table.slotCount) {
-            guard let v = try slots.lookup(key: bytes(of: UInt32(s)))?.first else { continue }
-            let slot = v.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
-            guard slot != 0 else { continue }
-            let ref = UInt32(truncatingIfNeeded: slot)
+        var state = State(settings: c, live: [:])
+        /// The record `ref` points at, when there is one.
+        func record(_ ref: UInt32) -> NamesTable.Entry? {
+            guard ref != 0, Int(ref - 1) * 8 + NamesTable.recordMax <= arena.count else { return nil }
             let offset = Int(ref - 1) * 8
-            guard offset + NamesTable.recordMax <= arena.count else { continue }
-            let head = arena.read(at: offset, length: NamesTable.recordMax)
-            guard let length = head.withUnsafeBytes({ NamesTable.recordLength($0) }) else { continue }
-            let record = Array(head.prefix(length))
-            live[NamesTable.Entry(hash: NamesTable.hash(name: NamesTable.recordName(record)), bytes: record)] = ref
+            let head = arena.read(at: offset, length: 8)
+            guard let length = head.withUnsafeBytes({ NamesTable.recordLength($0) }) else { return nil }
+            let bytes = arena.read(at: offset, length: length)
+            return NamesTable.Entry(hash: NamesTable.hash(name: NamesTable.recordName(bytes)), bytes: bytes)
         }
-        return State(settings: c, live: live)
+        let base = Int(c.generation) * table.slotCount
+        let words = slots.read(at: base * 8, length: table.slotCount * 8)
+        words.withUnsafeBytes { w in
+            for s in 0..<table.slotCount {
+                let ref = UInt32(truncatingIfNeeded: w.load(fromByteOffset: s * 8, as: UInt64.self))
+                if let e = record(ref) { state.live[e] = ref }
+            }
+        }
+        let half = Int(c.generation) * negativesMax
+        let refs = negatives.read(at: half * 8, length: negativesMax * 8)
+        refs.withUnsafeBytes { w in
+            for i in 1..<negativesMax {
+                let ref = UInt32(truncatingIfNeeded: w.load(fromByteOffset: i * 8, as: UInt64.self))
+                guard let e = record(ref) else { continue }
+                state.live[e] = ref
+                state.negativeIndex[NamesTable.recordName(e.bytes)] = UInt16(i)
+            }
+        }
+        return state
     }
+
+    /// Negative answers a generation may have (nc_negatives holds a half of them per generation).
+    static let negativesMax = Int(NC_NEGATIVES_MAX)
 
     /// The ABI version recorded in the config map pinned under `pinDirectory` by an earlier
     /// instance, or nil when nothing is pinned there (or it never configured the program).
@@ -383,6 +412,7 @@ public final class FastPath: Sendable {
         let liveMaps: GeoMaps?
         let geo: GeoTable?
         let plan: NamesTable.Plan
+        let negativeIndex: [[UInt8]: UInt16]
     }
 
     /// The bulk of a write, which no query sees: new and changed answers are written at indexes
@@ -405,7 +435,9 @@ public final class FastPath: Sendable {
 
     private func prepareUnderWay(_ image: AnswerImage, geo: GeoTable?) throws(BPFError) -> Prepared {
         // Only writes change these, and this is the only write under way: read once, used unlocked.
-        let (live, settings, liveGeo) = state.withLock { ($0.live, $0.settings, $0.geo) }
+        let (live, settings, liveGeo, negativeIndex) = state.withLock {
+            ($0.live, $0.settings, $0.geo, $0.negativeIndex)
+        }
         var maps: GeoMaps?
         var names = image.names
         var geoAnswers: [Int: [NamesTable.Answer]] = [:]
@@ -413,15 +445,23 @@ public final class FastPath: Sendable {
             maps = liveGeo?.serial == geo.serial ? liveGeo : try buildGeoMaps(geo)
             geoAnswers = Self.geoAnswers(geo, names: &names)
         }
-        var layout = Self.layout(names, geo: geoAnswers, table: table)
+        let negatives = Self.negativeAnswers(names, index: negativeIndex)
+        var layout = Self.layout(names, geo: geoAnswers, negatives: negatives.index, table: table)
 
         // The other generation, which no query reads until the switch: the records it adds (in
-        // arena space the live one does not use), its slots, its geo slots.
-        var plan = table.plan(layout.placed, kept: layout.kept, live: live)
+        // arena space the live one does not use), its slots, its negative answers' places, its geo
+        // slots. The negative answers first: one that finds no room leaves its names to the slow path.
+        func makePlan() -> NamesTable.Plan {
+            table.plan(negatives.records.map { (nil, $0.entry) } + layout.placed, kept: layout.kept, live: live)
+        }
+        var plan = makePlan()
         while !plan.noRoom.isEmpty {
             // Out of arena: those names are left out too, and the flags around them cleared.
-            layout = Self.layout(names, geo: geoAnswers, table: table, leaveOut: layout.leftOut(plan.noRoom))
-            plan = table.plan(layout.placed, kept: layout.kept, live: live)
+            let records = plan.noRoom.filter { $0 >= negatives.records.count }.map { $0 - negatives.records.count }
+            layout = Self.layout(
+                names, geo: geoAnswers, negatives: negatives.index, table: table, leaveOut: layout.leftOut(records))
+            plan = makePlan()
+            if plan.noRoom.allSatisfy({ $0 < negatives.records.count }) { break }
         }
         plan.full = layout.full
         plan.collisions = layout.collisions
@@ -429,14 +469,14 @@ public final class FastPath: Sendable {
         // Straight into the mapped arena: no query reads these bytes until the slots below point there.
         for (offset, entry) in plan.writes { arena.write(entry.bytes, at: offset) }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
-        let base = Int(nextGeneration) * table.slotCount
-        try slots.updateBatch(
-            keys: (base..<(base + table.slotCount)).map { Self.bytes(of: UInt32($0)) },
-            values: plan.slots.map { Self.bytes(of: $0) })
+        slotWords.write(plan.slots.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * table.slotCount * 8)
+        var refs = [UInt64](repeating: 0, count: Self.negativesMax)
+        for r in negatives.records { refs[Int(r.index)] = UInt64(plan.live[r.entry] ?? 0) }
+        negativeWords.write(refs.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * Self.negativesMax * 8)
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
             generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
-            plan: plan)
+            plan: plan, negativeIndex: negatives.index)
     }
 
     /// Switches to a prepared generation: its nodes and pools are written as the health board
@@ -460,6 +500,7 @@ public final class FastPath: Sendable {
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
             s.live = p.plan.live
+            s.negativeIndex = p.negativeIndex
             s.geo = p.maps
             s.nodes = nodeValues
             s.pools = poolCaps
@@ -472,7 +513,7 @@ public final class FastPath: Sendable {
         try setGeoSlots(p.previous, p.maps)
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
-            entries: p.plan.live.count, written: p.plan.writes.count, full: p.plan.full,
+            entries: p.plan.names, written: p.plan.writes.count, full: p.plan.full,
             collisions: p.plan.collisions, tooBig: p.plan.tooBig)
     }
 

@@ -96,7 +96,7 @@ struct NamesTable: Equatable {
     /// struct nc_answer's head and its sections zero padded to 8 (nearcast_abi.h), in host order as
     /// the program reads it. Answers that do not fit (past NC_TYPES_MAX, or past where an answer may
     /// start) are left out: `complete` says whether all are in.
-    static func record(name: [UInt8], flags: UInt8, apexLength: Int, answers: [Answer]) -> (
+    static func record(name: [UInt8], flags: UInt8, negative: UInt16, answers: [Answer]) -> (
         entry: Entry, complete: Bool
     ) {
         func padded(_ n: Int) -> Int { (n + 7) & ~7 }
@@ -115,8 +115,7 @@ struct NamesTable: Equatable {
         u16(UInt16(name.count))
         r.append(UInt8(kept.count))
         r.append(flags)
-        r.append(UInt8(apexLength))
-        r.append(0)
+        u16(negative)
         u16(UInt16(total / 8))
         r.append(contentsOf: name)
         r.append(contentsOf: repeatElement(0, count: nameEnd - r.count))
@@ -166,6 +165,8 @@ struct NamesTable: Equatable {
         var live: [Entry: UInt32] = [:]
         /// Entries (indexes) that found no room in the arena.
         var noRoom: [Int] = []
+        /// Names in the new generation (records in its slots).
+        var names = 0
         /// Names left to the slow path: the generation holds `capacity`, or no room in the arena.
         var full = 0
         /// Names left to the slow path: no slot within `probes` of their home, or a slot of the
@@ -245,10 +246,10 @@ struct NamesTable: Equatable {
     }
 
     /// Writes for a new generation beside `live` (the generation queries use now): each entry at
-    /// the slot `place` gave it, its record where the live generation has it or in free arena
-    /// space, and the `kept` slots. An entry that finds no room in the arena is in `noRoom` (by
+    /// the slot `place` gave it (none for a negative answer's record), its record where the live
+    /// generation has it or in free arena space, and the `kept` slots. An entry that finds no room in the arena is in `noRoom` (by
     /// its index), and the plan is to be made again without it.
-    func plan(_ entries: [(slot: Int, entry: Entry)], kept: [(slot: Int, tag: UInt32)] = [], live: [Entry: UInt32])
+    func plan(_ entries: [(slot: Int?, entry: Entry)], kept: [(slot: Int, tag: UInt32)] = [], live: [Entry: UInt32])
         -> Plan
     {
         var plan = Plan(slots: [UInt64](repeating: 0, count: slotCount))
@@ -266,7 +267,10 @@ struct NamesTable: Equatable {
                 ref = UInt32(offset / 8 + 1)
                 plan.writes.append((offset, e))
             }
-            plan.slots[s] = (e.hash >> 32) << 32 | UInt64(ref)
+            if let s {
+                plan.slots[s] = (e.hash >> 32) << 32 | UInt64(ref)
+                plan.names += 1
+            }
             plan.live[e] = ref
             plan.recordBytes += e.bytes.count
         }

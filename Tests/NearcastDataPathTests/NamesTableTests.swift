@@ -44,7 +44,7 @@ import Testing
     @Test func aRecordIsItsHeadItsPaddedNameItsDirectoryAndItsAnswers() {
         let name: [UInt8] = [3] + Array("www".utf8) + [0]  // 5 octets, padded to 8
         let (r, complete) = NamesTable.record(
-            name: name, flags: UInt8(NC_NAME_NODATA), apexLength: 3,
+            name: name, flags: UInt8(NC_NAME_NODATA), negative: 3,
             answers: [
                 .init(
                     qtype: 28, head: .init(flags: 0x8400, ancount: 1, checksum: 0xBEEF, kind: 0), sections: [1, 2, 3]),
@@ -55,7 +55,7 @@ import Testing
         }
         #expect(complete)
         #expect(r.bytes.count == 8 + 8 + 8 + (16 + 8) + (16 + 8), "head, name to 8, directory to 8, answers to 8")
-        #expect(u16(0) == 5 && r.bytes[2] == 2 && r.bytes[3] == UInt8(NC_NAME_NODATA) && r.bytes[4] == 3)
+        #expect(u16(0) == 5 && r.bytes[2] == 2 && r.bytes[3] == UInt8(NC_NAME_NODATA) && u16(4) == 3)
         #expect(Int(u16(6)) * 8 == r.bytes.count, "the record's length in words")
         #expect(Array(r.bytes[8..<13]) == name && r.bytes[13..<16].allSatisfy { $0 == 0 })
         #expect(u16(16) == 28 && u16(18) == 24 && u16(20) == 1 && u16(22) == 48, "the directory: type, where")
@@ -69,11 +69,11 @@ import Testing
         let longest = NamesTable.Answer(
             qtype: 16, head: .init(), sections: [UInt8](repeating: 0, count: Int(NC_SECTIONS_MAX)))
         let (big, all) = NamesTable.record(
-            name: [UInt8](repeating: 1, count: 255), flags: 0, apexLength: 0,
+            name: [UInt8](repeating: 1, count: 255), flags: 0, negative: 0,
             answers: [longest, longest, longest, longest])
         #expect(!all && big.bytes[2] == 3 && big.bytes.count <= NamesTable.recordMax)
         let many = (1...20).map { NamesTable.Answer(qtype: UInt16($0), head: .init(), sections: [1]) }
-        let (capped, _) = NamesTable.record(name: name, flags: 0, apexLength: 0, answers: many)
+        let (capped, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: many)
         #expect(Int(capped.bytes[2]) == NamesTable.typesMax)
     }
 
@@ -204,10 +204,13 @@ import Testing
             layout.index.firstIndex(of: i).map { layout.placed[$0].entry.bytes[3] }
         }
         let t = NamesTable(capacity: 64, pages: 1)
-        let all = FastPath.layout(names, geo: [:], table: t)
+        let all = FastPath.layout(names, geo: [:], negatives: [apex: 1], table: t)
         #expect(all.leftOut.isEmpty && (0..<4).allSatisfy { flags(all, $0) == UInt8(NC_NAME_NXDOMAIN) })
+        // Without its negative answer's index, no flag stands.
+        let none = FastPath.layout(names, geo: [:], negatives: [:], table: t)
+        #expect((0..<4).allSatisfy { flags(none, $0) == 0 })
         // c and b left out (say the arena had no room): a is the closest encloser of both.
-        let some = FastPath.layout(names, geo: [:], table: t, leaveOut: [2, 3])
+        let some = FastPath.layout(names, geo: [:], negatives: [apex: 1], table: t, leaveOut: [2, 3])
         #expect(some.leftOut == [2, 3] && some.full == 2)
         #expect(flags(some, 0) == UInt8(NC_NAME_NXDOMAIN) && flags(some, 1) == 0)
         #expect(flags(some, 2) == nil && flags(some, 3) == nil)

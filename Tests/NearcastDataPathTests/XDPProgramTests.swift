@@ -96,7 +96,9 @@ import XDPFuzz
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
         #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)
         #expect(MemoryLayout<nc_type_ref>.size == 4 && AnswerImage.negativeHeadBytes == MemoryLayout<nc_nx_head>.size)
-        #expect(Int(NC_ANSWER_AT_MAX) + MemoryLayout<nc_answer>.size == NamesTable.recordMax)
+        #expect(
+            Int(NC_ANSWER_AT_MAX) + MemoryLayout<nc_answer>.size + MemoryLayout<nc_nx_head>.size
+                == NamesTable.recordMax)
     }
 
     /// The counters the daemon, the CLI and /metrics show are the header's verdict reasons, in its
@@ -799,7 +801,10 @@ extension DNSName {
         try first.configure(dnsPort: 53, udpPayload: 1232)
         #expect(
             try first.write(image)
-                == FastPath.TableWrite(entries: image.names.count, written: image.names.count))
+                == FastPath.TableWrite(
+                    entries: image.names.count,
+                    written: image.names.count + image.names.filter { $0.negative != nil }.count),
+            "a record per name, and one per negative answer")
         #expect(try first.write(image).written == 0)
 
         // A new instance on the same pins, asking for another size: the pinned table keeps its own,

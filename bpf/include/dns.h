@@ -102,13 +102,14 @@ struct nc_scratch {
 	__u64 src[2];	  /* as loaded from the packet (IPv4 in the low 4 bytes of src[0]) */
 	__u32 nx;	  /* the answer is an NXDOMAIN (negative.h): kept here, so the paths after it are verified once */
 	__u8 rec_flags;	  /* the flags of the record nc_find_answer found last (lookup.h) */
-	__u8 apex_len;	  /* and its zone's apex length */
-	__u16 pad;
+	__u8 pad;
+	__u16 negative;	  /* and the index of its negative answer */
 	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
 	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
 	__u64 clock_ns;
 	__u64 rrl_limited; /* answers this CPU limited: every slip-th is slipped (rrl.h) */
 	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
+	struct nc_nx_head nx_head; /* a negative answer's head, its sections in `answer` (lookup.h) */
 };
 
 struct {

@@ -10,20 +10,22 @@
 #include "maps.h"
 #include "names.h"
 
-/* Which name nc_find_answer looks for. */
+/* What nc_find_answer looks for. */
 enum nc_find {
-	NC_FIND_QUERY = 0, /* the query's (s->key), and its answer for the query's type */
-	NC_FIND_BELOW = 1, /* the walk's (s->below: negative.h), and a zone's negative answer */
+	NC_FIND_QUERY = 0,    /* the query's name (s->key), and its answer for the query's type */
+	NC_FIND_BELOW = 1,    /* the walk's name (s->below: negative.h) */
+	NC_FIND_NEGATIVE = 2, /* a negative answer's record (nc_negatives), whatever its name */
 };
 
-/* What nc_find_answer found besides an answer (1 + its kind): the name, and no answer of the type. */
+/* What nc_find_answer found besides an answer (1 + its kind): the record, and no such answer. */
 #define NC_FOUND_NAME 8
 
 /*
- * The record `ref` (nc_probe: a slot's tag matched) when it is the name `what` says: its flags
- * and apex length into s->rec_flags and s->apex_len, and into s->answer the answer of the query's
- * type (NC_FIND_QUERY), else the zone's negative answer when the record is an apex's: 1 + the
- * answer's kind; NC_FOUND_NAME when the record holds neither; 0 when it is another name's.
+ * The record `ref` when it is what `what` says (nc_probe: a slot's tag matched; or a negative
+ * answer's place): its flags and negative index into s->rec_flags and s->negative, and into
+ * s->answer the answer of the query's type (NC_FIND_QUERY), or the negative answer, its head into
+ * s->nx_head (NC_FIND_NEGATIVE): 1 + the answer's kind; NC_FOUND_NAME when there is no such
+ * answer; 0 when the record is another name's.
  *
  * A global function: the verifier checks it once, apart from the paths that lead to it, and those
  * after it read the answer at one fixed place rather than a record anywhere in the arena. It is
@@ -36,54 +38,63 @@ __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 
 	if (!s)
 		return 0;
-	__u8 *r = nc_record(what == NC_FIND_BELOW ? &s->below : &s->key, ref);
+	__u8 *r = nc_record(what == NC_FIND_NEGATIVE ? NULL : what == NC_FIND_BELOW ? &s->below : &s->key, ref);
 
 	if (!r)
 		return 0;
 	const struct nc_record_head *head = (const struct nc_record_head *)r;
 
 	s->rec_flags = head->flags;
-	s->apex_len = head->apex_len;
+	s->negative = head->negative;
+	if (what == NC_FIND_BELOW)
+		return NC_FOUND_NAME;
 	/* The directory follows the name, padded to a word. */
 	const struct nc_type_ref *dir = (const struct nc_type_ref *)(r + sizeof(*head) + ((head->len + 7) & 0x1f8));
 	__u32 types = head->types;
-	__u16 want = what == NC_FIND_QUERY ? s->key.qtype : NC_QTYPE_NEGATIVE;
-	__u64 at = 0, negative_at = 0; /* 64 bits: the bound is checked on the register used */
+	__u16 want = what == NC_FIND_NEGATIVE ? NC_QTYPE_NEGATIVE : s->key.qtype;
+	__u64 at = 0; /* 64 bits: the bound below is checked on the register used */
 
+	if (what == NC_FIND_QUERY && want == NC_QTYPE_NEGATIVE)
+		return NC_FOUND_NAME; /* type 0 is no record's */
 	for (__u32 i = 0; i < NC_TYPES_MAX; i++) { /* bound: the types a record holds */
 		if (i >= types)
 			break;
-		__u16 t = dir[i].qtype;
-
-		if (t == NC_QTYPE_NEGATIVE)
-			negative_at = dir[i].at;
-		else if (t == want)
+		if (dir[i].qtype == want) {
 			at = dir[i].at;
+			break;
+		}
 	}
-	if (!at)
-		at = negative_at;
 	nc_barrier_var(at); /* the bound below holds for the value used after it, not a copy from before */
 	if (!at || at > NC_ANSWER_AT_MAX)
 		return NC_FOUND_NAME;
 	const struct nc_answer *a = (const struct nc_answer *)(r + (at & ~7ULL));
 	__u32 len = a->len;
+	__u32 kind = a->kind;
+	const nc_u64a *src = (const nc_u64a *)a;
+	nc_u64a *dst = (nc_u64a *)&s->answer;
 
 	if (len > NC_SECTIONS_MAX)
 		return 0;
 	/* The head as two words, then the sections a word at a time (the record pads them to a word). */
-	const nc_u64a *src = (const nc_u64a *)a;
-	nc_u64a *dst = (nc_u64a *)&s->answer;
-
 	dst[0] = src[0];
 	dst[1] = src[1];
 	src = (const nc_u64a *)a->sections;
+	if (kind == NC_KIND_NEGATIVE) {
+		/* Its head aside, its sections where the reply's go. */
+		if (len < sizeof(struct nc_nx_head))
+			return 0;
+		__builtin_memcpy(&s->nx_head, a->sections, sizeof(struct nc_nx_head));
+		src += sizeof(struct nc_nx_head) / 8;
+		len -= sizeof(struct nc_nx_head);
+		s->answer.len = len;
+	}
 	dst = (nc_u64a *)s->answer.sections;
 	for (__u32 j = 0; j < NC_SECTIONS_MAX / 8; j++) { /* bound: the most sections, a word a step */
 		if (j * 8 >= len)
 			break;
 		dst[j] = src[j];
 	}
-	return 1 + a->kind;
+	return 1 + kind;
 }
 
 /*

@@ -10,9 +10,10 @@
 #include "nearcast_abi.h"
 
 /*
- * The names table (see nearcast_abi.h): the arena of records, and two generations of slots
- * pointing at them. ARRAY maps, so the verifier inlines their lookups; both are sized by the
- * loader. The arena is mmapable: the control plane writes records in place, no copy of a page.
+ * The names table (see nearcast_abi.h): the arena of records, two generations of slots pointing
+ * at them, and where each negative answer is. ARRAY maps, so the verifier inlines their lookups;
+ * the arena and the slots are sized by the loader. All mmapable: the control plane writes them
+ * in place, no copy of a page.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -24,10 +25,20 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 4 * NC_NAMES_CAPACITY);
 	__type(key, __u32);
 	__type(value, __u64);
 } nc_slots SEC(".maps");
+
+/* A negative answer's index (half a generation) -> its record's place in the arena (/ 8 + 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * NC_NEGATIVES_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} nc_negatives SEC(".maps");
 
 /* One entry, key 0: the program's settings. */
 struct {

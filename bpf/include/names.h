@@ -62,9 +62,9 @@ static __always_inline __u32 nc_probe(__u64 hash, const struct nc_config *cfg, _
 }
 
 /*
- * The record `ref` (nc_probe) when its name is `key`'s, or NULL: a pointer into the arena at a
- * variable offset, so only nc_find_answer calls this (lookup.h). The record lies within its page,
- * NC_RECORD_MAX octets from where it starts.
+ * The record `ref` (nc_probe) when its name is `key`'s (any name for a NULL `key`), or NULL: a
+ * pointer into the arena at a variable offset, so only nc_find_answer calls this (lookup.h). The
+ * record lies within its page, NC_RECORD_MAX octets from where it starts.
  */
 static __always_inline __u8 *nc_record(const struct nc_name_key *key, __u32 ref)
 {
@@ -82,6 +82,9 @@ static __always_inline __u8 *nc_record(const struct nc_name_key *key, __u32 ref)
 	if (!pg)
 		return NULL;
 	__u8 *r = pg->bytes + off;
+
+	if (!key)
+		return r;
 	const struct nc_record_head *head = (const struct nc_record_head *)r;
 	__u32 len = key->len;
 

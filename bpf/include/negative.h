@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * NODATA and NXDOMAIN on the fast path (nearcast_abi.h, NC_QTYPE_NEGATIVE): for a name whose
- * record says its other types are NODATA, its zone's negative answer; after a miss, a walk up the
- * query's labels to its closest encloser, whose record says whether a name below it that does not
- * exist is NXDOMAIN, and then that zone's negative answer. The reply is built in the scratch map
- * with its compression pointers moved by the query's length. Bounded work: at most NC_NX_DEPTH
- * lookups of one name each.
+ * record says its other types are NODATA, the negative answer it names; after a miss, a walk up
+ * the query's labels to its closest encloser, whose record says whether a name below it that does
+ * not exist is NXDOMAIN, and names its negative answer. The reply is built in the scratch map with
+ * its compression pointers moved by the query's length. Bounded work: at most NC_NX_DEPTH - 1
+ * lookups of one name each, then one of the negative answer.
  */
 #ifndef NC_NEGATIVE_H
 #define NC_NEGATIVE_H
@@ -53,40 +53,21 @@ static __always_inline int nc_lookup_below(struct nc_scratch *s, const struct nc
 }
 
 /*
- * Builds the reply of the zone's negative answer in s->answer for the query in `s`, in its place:
- * the sections moved over the answer's head, each pointer moved by the query's length against the
- * one they were taken for, and their sum; a NODATA (`nodata`) with RCODE 0. 1 when built.
+ * Builds the reply of the negative answer in s->answer (its head in s->nx_head: nc_find_answer)
+ * for the query in `s`: each pointer moved by the query's length against the one the sections
+ * were taken for, and their sum; a NODATA (`nodata`) with RCODE 0. 1 when built.
  */
 static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
 {
-	const struct nc_answer *a = &s->answer;
-	/* The head, kept aside: the sections are moved over it. */
-	const struct nc_nx_head kept = *(const struct nc_nx_head *)a->sections;
-	const struct nc_nx_head *head = &kept;
-	__u32 total = a->len;
+	const struct nc_nx_head *head = &s->nx_head;
+	__u32 len = s->answer.len;
 
-	if (total < sizeof(*head) || total > NC_SECTIONS_MAX)
-		return 0;
-	__u32 len = total - sizeof(*head);
-	const nc_u64a *src = (const nc_u64a *)(a->sections + sizeof(*head));
-	nc_u64a *dst = (nc_u64a *)s->answer.sections;
-
-	for (__u32 j = 0; j < (NC_SECTIONS_MAX - sizeof(*head)) / 8; j++) { /* bound: the entry's capacity */
-		if (j * 8 >= len)
-			break;
-		__u64 w = src[j];
-
-		nc_barrier_var(w); /* a copy within the scratch map: not a memmove, which BPF has not */
-		dst[j] = w;
-	}
-	nc_barrier();
-	len = a->len - sizeof(*head);
 	if (len > NC_SECTIONS_MAX - sizeof(*head))
 		return 0;
 	__s32 delta = (__s32)s->q.qname_len - (__s32)head->qname_len;
 	__u32 sum = head->csum, n = head->nptrs;
 
-	for (__u32 i = 0; i < NC_NX_PTRS; i++) { /* bound: the pointers an entry holds */
+	for (__u32 i = 0; i < NC_NX_PTRS; i++) { /* bound: the pointers an answer holds */
 		if (i >= n)
 			break;
 		__u32 at = head->ptr_at[i];
@@ -108,7 +89,6 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
 	/* counts stay as the answer has them, and the flags but for a NODATA's RCODE */
 	if (nodata)
 		s->answer.flags &= ~0xf;
-	s->answer.len = len;
 	s->answer.csum = nc_csum_fold(sum);
 	s->answer.kind = NC_KIND_STATIC;
 	s->nx = !nodata;
@@ -120,10 +100,10 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
  * The negative reply to the query in the scratch map, whose lookup found `found` (nc_lookup_answer:
  * the name's record without an answer of the query's type, or 0 for no record): the NODATA its
  * record says its other types are answered, or the NXDOMAIN its closest encloser's record says
- * the names below it are. Built in s->answer: 1; 0 leaves the query to the slow path. Zone
- * transfers are the slow path's whatever the name, and so are ANY and DS at a name that exists
- * (DS is answered from the parent's side of a zone cut). A global function: the verifier checks
- * it once, apart from the paths that lead to it.
+ * the names below it are, from the negative answer the record names. Built in s->answer: 1; 0
+ * leaves the query to the slow path. Zone transfers are the slow path's whatever the name, and so
+ * are ANY and DS at a name that exists (DS is answered from the parent's side of a zone cut). A
+ * global function: the verifier checks it once, apart from the paths that lead to it.
  */
 __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 {
@@ -136,52 +116,44 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 	__u16 qtype = s->key.qtype;
 	__u32 len = s->key.len;
 	__u32 nodata = found != 0;
-	/* Walking up to the closest encloser; then (and for a NODATA at once) to the zone's apex. */
-	__u32 walking = !nodata;
-	__u32 pos = 0;
 
 	if (qtype == 251 || qtype == 252 || len > NC_NAME_MAX - 1)
 		return 0;
 	if (nodata) {
 		if (!(s->rec_flags & NC_NAME_NODATA) || qtype == 255 || qtype == 43)
 			return 0;
-		if (found == 1 + NC_KIND_NEGATIVE) /* the apex's own record */
-			return nc_nx_build(s, 1);
-		if (!s->apex_len || s->apex_len > len)
-			return 0;
-		pos = len - s->apex_len;
-	}
-	for (__u32 step = 0; step < NC_NX_DEPTH; step++) { /* bound: the names looked up */
-		if (walking) {
-			/* The next name up, at most NC_NX_DEPTH - 1 of them; the root has no encloser. */
+	} else {
+		/* Up the query's labels to its closest encloser, at most NC_NX_DEPTH - 1 names. */
+		__u32 pos = 0;
+		int f = 0;
+
+		for (__u32 step = 0; step < NC_NX_DEPTH - 1; step++) { /* bound: the names looked up */
+			/* The next name up; the root has no encloser. */
 			__u8 b = s->key.name[pos & 0xff];
 
-			if (b == 0 || b > 63 || step == NC_NX_DEPTH - 1)
+			if (b == 0 || b > 63)
 				return 0;
 			pos += b + 1;
 			if (pos >= len)
 				return 0;
+			f = nc_lookup_below(s, cfg, pos, gen);
+			if (f)
+				break;
 		}
-		int f = nc_lookup_below(s, cfg, pos, gen);
-
-		if (!f) {
-			if (walking)
-				continue;
+		if (!f || !(s->rec_flags & NC_NAME_NXDOMAIN))
 			return 0;
-		}
-		if (walking && !(s->rec_flags & NC_NAME_NXDOMAIN))
-			return 0;
-		walking = 0;
-		if (f == 1 + NC_KIND_NEGATIVE)
-			return nc_nx_build(s, nodata);
-		/* The zone's apex, unless this was it. */
-		__u32 apex = s->apex_len;
-
-		if (!apex || apex > len || pos == len - apex)
-			return 0;
-		pos = len - apex;
 	}
-	return 0;
+	/* The negative answer the record names, in this generation. */
+	__u32 index = s->negative;
+
+	if (!index || index >= NC_NEGATIVES_MAX)
+		return 0;
+	__u32 key = (gen & 1) * NC_NEGATIVES_MAX + index;
+	__u64 *ref = bpf_map_lookup_elem(&nc_negatives, &key);
+
+	if (!ref || !*ref || nc_find_answer((__u32)*ref, NC_FIND_NEGATIVE) != 1 + NC_KIND_NEGATIVE)
+		return 0;
+	return nc_nx_build(s, nodata);
 }
 
 #endif /* NC_NEGATIVE_H */

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 20
+#define NC_ABI_VERSION 21
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -32,6 +32,7 @@
 #define NC_MAP_RRL_CONFIG "nc_rrl_cfg"
 #define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
 #define NC_MAP_COOKIE "nc_cookie"
+#define NC_MAP_NEGATIVES "nc_negatives"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -56,7 +57,9 @@
  *   live generation uses.
  * - nc_slots: two generations of `slot_mask + 1` slots each (a power of two, at least twice the
  *   capacity); generation g owns indexes [g * (slot_mask + 1), (g + 1) * (slot_mask + 1)). A slot
- *   is 0 (empty) or (hash >> 32) << 32 | (the record's offset in the arena / 8 + 1).
+ *   is 0 (empty) or (hash >> 32) << 32 | (the record's offset in the arena / 8 + 1); a slot with a
+ *   tag and no record (offset part 0) holds no name, and keeps those past it reachable. Mmapable:
+ *   the control plane writes a generation's slots through a mapping, each with one 8-octet store.
  *
  * A name is looked for from slot `hash & slot_mask` of the live generation (nc_config), over
  * at most NC_PROBES slots, up to an empty slot; the first slot whose tag equals the hash's upper
@@ -68,8 +71,9 @@
 #define NC_ARENA_PAGE (1 << NC_ARENA_PAGE_SHIFT)
 /* The most bytes a record may take (a name's answers beyond it are the slow path's). */
 #define NC_RECORD_MAX 4096
-/* The furthest into its record an answer may start: NC_RECORD_MAX - sizeof(struct nc_answer). */
-#define NC_ANSWER_AT_MAX 3056
+/* The furthest into its record an answer may start: NC_RECORD_MAX - sizeof(struct nc_answer) -
+ * sizeof(struct nc_nx_head), so that a negative answer's sections, read past its head, lie within. */
+#define NC_ANSWER_AT_MAX 3032
 /* The most answers (types) one record holds. */
 #define NC_TYPES_MAX 16
 #define NC_NAMES_CAPACITY 16384 /* names (slots) unless the loader sizes it from the zones */
@@ -89,20 +93,24 @@
 #define NC_HASH_FMIX2 0xc4ceb9fe1a85ec53ULL
 
 /*
- * Negative answers from the fast path (ARCHITECTURE §3, "Negative answers"). A zone's apex record
- * holds, under type NC_QTYPE_NEGATIVE (0, which no record has), its negative answer (kind
- * NC_KIND_NEGATIVE): the slow path's NXDOMAIN, its SOA in the authority section, struct
- * nc_nx_head before it. Every name's record says, in its flags, where that answer stands for the
+ * Negative answers from the fast path (ARCHITECTURE §3, "Negative answers"). A zone's negative
+ * answer (kind NC_KIND_NEGATIVE: the slow path's NXDOMAIN, its SOA in the authority section,
+ * struct nc_nx_head before it) is a record of its own in the arena, under type NC_QTYPE_NEGATIVE
+ * (0, which no record has), named by the anchor it was taken at (the zone's apex, or a name near
+ * the SOA's own names), and in no slot: nc_negatives holds where it is, by its index, a half per
+ * generation (index i of generation g at g * NC_NEGATIVES_MAX + i; index 0 is none). Every name's
+ * record gives the index of its negative answer, and says in its flags where that stands for the
  * slow path's: NC_NAME_NODATA, for the types the name has no answer in its record (then every
  * type the name has is there), except those the slow path answers otherwise (ANY, AXFR, IXFR,
- * DS); NC_NAME_NXDOMAIN, for a name directly below it that does not exist. The apex is found by
- * `apex_len`: the zone's name is the last apex_len octets of the name.
+ * DS); NC_NAME_NXDOMAIN, for a name directly below it that does not exist. One answer a zone, so a
+ * change of its SOA rewrites one record and one index.
  *
  * After a miss, the program walks up the query's labels to the first name that has a record (the
  * closest encloser), at most NC_NX_DEPTH - 1 of them, and answers NXDOMAIN when that record says so.
  * So every name that exists (by the slow path's lights, or more) must have a record: where one
  * cannot be placed, the control plane clears NC_NAME_NXDOMAIN on the closest encloser placed.
  */
+#define NC_NEGATIVES_MAX 65536
 #define NC_QTYPE_NEGATIVE 0
 #define NC_NAME_NODATA 1
 #define NC_NAME_NXDOMAIN 2
@@ -298,17 +306,16 @@ struct nc_arena_page {
 
 /* The start of a record in the arena: its name's length, its directory's, and what its flags say. */
 struct nc_record_head {
-	__u16 len;     /* wire length of the name that follows, root label included: 1..255 */
-	__u8 types;    /* entries of the directory after the name: at most NC_TYPES_MAX */
-	__u8 flags;    /* NC_NAME_NODATA, NC_NAME_NXDOMAIN */
-	__u8 apex_len; /* wire length of the zone's name, the end of this one (0: no zone's) */
-	__u8 pad;
-	__u16 words;   /* the record's length in 8-octet words */
+	__u16 len;	/* wire length of the name that follows, root label included: 1..255 */
+	__u8 types;	/* entries of the directory after the name: at most NC_TYPES_MAX */
+	__u8 flags;	/* NC_NAME_NODATA, NC_NAME_NXDOMAIN */
+	__u16 negative; /* the index of its negative answer in nc_negatives (0: none) */
+	__u16 words;	/* the record's length in 8-octet words */
 };
 
 /* An entry of a record's directory: an answer's type and where it starts in the record. */
 struct nc_type_ref {
-	__u16 qtype; /* host order; NC_QTYPE_NEGATIVE: the zone's negative answer (apex only) */
+	__u16 qtype; /* host order; NC_QTYPE_NEGATIVE: a negative answer (its own record) */
 	__u16 at;    /* octets from the record's start, 8-aligned, at most NC_ANSWER_AT_MAX */
 };
 
