@@ -43,6 +43,19 @@ public final class BPFMappedArray: @unchecked Sendable {
         return [UInt8](UnsafeRawBufferPointer(start: base + offset, count: length))
     }
 
+    /// The 8-octet word at `offset` (8-aligned), read with one load.
+    public func word(at offset: Int) -> UInt64 {
+        precondition(offset >= 0 && offset % 8 == 0 && offset + 8 <= count, "\(map.name): read past the map")
+        return (base + offset).load(as: UInt64.self)
+    }
+
+    /// Stores `value` at `offset` (8-aligned) with one 8-octet store: a program that reads the
+    /// word with one load sees the old value or the new one, never a mix.
+    public func store(_ value: UInt64, at offset: Int) {
+        precondition(offset >= 0 && offset % 8 == 0 && offset + 8 <= count, "\(map.name): write past the map")
+        (base + offset).storeBytes(of: value, as: UInt64.self)
+    }
+
     /// Sets `length` bytes from `offset` to zero.
     public func zero(at offset: Int, length: Int) {
         precondition(offset >= 0 && length >= 0 && offset + length <= count, "\(map.name): write past the map")

@@ -47,6 +47,18 @@ extension FastPath {
         return out
     }
 
+    /// The geo names' answers for those of `names` that are geo names, by their index.
+    static func geoAnswers(_ geo: GeoTable, of names: [AnswerImage.Name]) -> [Int: [NamesTable.Answer]] {
+        var at: [[UInt8]: Int] = [:]
+        for (i, n) in names.enumerated() where !n.geoTypes.isEmpty { at[n.name] = i }
+        var out: [Int: [NamesTable.Answer]] = [:]
+        for g in geo.allNames where g.config.type == .a || g.config.type == .aaaa {
+            guard let i = at[g.config.name.lowercased().wire] else { continue }
+            out[i, default: []].append(encodeGeo(g, rankings: geo.rankings.count))
+        }
+        return out
+    }
+
     /// Lays `names` out in `table`, leaving out those at `leaveOut`. Every name that exists must
     /// have a record, or a walk would pass over it to an encloser that answers NXDOMAIN: so a name
     /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h).

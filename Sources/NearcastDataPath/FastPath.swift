@@ -74,6 +74,9 @@ public final class FastPath: Sendable {
         /// The index of each anchor's negative answer (its name), the same from write to write so
         /// that the records naming it stay as they are.
         var negativeIndex: [[UInt8]: UInt16] = [:]
+        /// The arena's free space for changes written into the live generation (FastPath+Apply.swift),
+        /// made at the first such change after a generation is switched in.
+        var space: NamesTable.ArenaSpace?
         /// The live generation's geo maps (nil: no geo names).
         var geo: GeoMaps?
         /// The geo nodes: index within a half of the nodes map and the value written there.
@@ -224,15 +227,7 @@ public final class FastPath: Sendable {
             return State(settings: fresh, live: [:])
         }
         var state = State(settings: c, live: [:])
-        /// The record `ref` points at, when there is one.
-        func record(_ ref: UInt32) -> NamesTable.Entry? {
-            guard ref != 0, Int(ref - 1) * 8 + NamesTable.recordMax <= arena.count else { return nil }
-            let offset = Int(ref - 1) * 8
-            let head = arena.read(at: offset, length: 8)
-            guard let length = head.withUnsafeBytes({ NamesTable.recordLength($0) }) else { return nil }
-            let bytes = arena.read(at: offset, length: length)
-            return NamesTable.Entry(hash: NamesTable.hash(name: NamesTable.recordName(bytes)), bytes: bytes)
-        }
+        func record(_ ref: UInt32) -> NamesTable.Entry? { Self.record(at: ref, in: arena) }
         let base = Int(c.generation) * table.slotCount
         let words = slots.read(at: base * 8, length: table.slotCount * 8)
         words.withUnsafeBytes { w in
@@ -501,6 +496,7 @@ public final class FastPath: Sendable {
             s.settings = next
             s.live = p.plan.live
             s.negativeIndex = p.negativeIndex
+            s.space = nil
             s.geo = p.maps
             s.nodes = nodeValues
             s.pools = poolCaps

@@ -1,0 +1,149 @@
+import BPFKit
+import CNearcastABI
+import NearcastAnswers
+import NearcastGeo
+
+/// Changes written into the live generation (ARCHITECTURE §11, "A change into the live
+/// generation"): each changed name's record written where no query reads, then its slot pointed at
+/// it with one store, so a query sees the name's old record or its new one, all its answers
+/// together; a removed name's slot keeps its tag and loses its record. What a change costs is what
+/// it changes: no slot of another name is touched, and no record is moved.
+extension FastPath {
+    /// What `apply` wrote.
+    public struct Applied: Equatable, Sendable {
+        /// Records written (names and negative answers that changed).
+        public var written = 0
+        /// Names removed.
+        public var removed = 0
+    }
+
+    /// Writes the records of `names` (new or changed, as an image built of the changed zones has
+    /// them) and removes those of `removed` (lower-cased wire names), in the live generation;
+    /// `geo`: the live geo table, whose answers go into its names' records. Nil, having written
+    /// nothing, when the change does not fit the live generation: a new name finds no slot within
+    /// reach of its home, the arena has no room, or a new negative answer no index. The caller then
+    /// writes a whole generation. Blocks for a grace period after the change is seen, so that the
+    /// space of the records it replaced is reused by no write before every reader is done with it.
+    public func apply(_ names: [AnswerImage.Name], removed: [[UInt8]], geo: GeoTable?) throws(BPFError) -> Applied? {
+        guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            preconditionFailure("FastPath.apply called while another write is under way")
+        }
+        defer { writing.store(false, ordering: .releasing) }
+        let (live, settings, negativeIndex, liveSpace) = state.withLock {
+            ($0.live, $0.settings, $0.negativeIndex, $0.space)
+        }
+        guard settings.slot_mask != 0 else { return nil }  // no generation written yet
+        var space = liveSpace ?? NamesTable.ArenaSpace(table: table, inUse: live)
+        let generation = Int(settings.generation & 1)
+
+        // The negative answers among the names (anchors), each at its index or a free one.
+        var index = negativeIndex
+        var records: [(offset: Int, entry: NamesTable.Entry)] = []
+        var negativeStores: [(index: UInt16, entry: NamesTable.Entry)] = []
+        var retired: [NamesTable.Entry] = []
+        for n in names {
+            guard let negative = n.negative else { continue }
+            var i = index[n.name]
+            if i == nil {
+                let used = Set(index.values)
+                guard let free = (1..<Self.negativesMax).first(where: { !used.contains(UInt16($0)) }) else {
+                    return nil
+                }
+                i = UInt16(free)
+                index[n.name] = i
+            }
+            let (entry, _) = NamesTable.record(
+                name: n.name, flags: 0, negative: 0, answers: [Self.encodeNegative(negative)])
+            let slot = Int(generation * Self.negativesMax + Int(i!)) * 8
+            let old = negativeWords.word(at: slot)
+            if old != 0, let e = record(at: UInt32(truncatingIfNeeded: old)), e == entry { continue }
+            guard let offset = space.take(entry.bytes.count) else { return nil }
+            if old != 0, let e = record(at: UInt32(truncatingIfNeeded: old)) { retired.append(e) }
+            records.append((offset, entry))
+            negativeStores.append((i!, entry))
+        }
+
+        // The names' records and their slots.
+        let geoAnswers = geo.map { Self.geoAnswers($0, of: names) } ?? [:]
+        var slotStores: [(slot: Int, value: UInt64?)] = []  // nil value: the record written at `records`
+        var slotRecords: [Int: NamesTable.Entry] = [:]
+        for (i, n) in names.enumerated() {
+            let anchor = n.apexLength > 0 ? Array(n.name.suffix(n.apexLength)) : []
+            let (entry, _) = Self.record(
+                n, geo: geoAnswers[i] ?? [], negative: index[anchor] ?? 0, nxdomain: n.nxdomain)
+            guard let (slot, old) = liveSlot(of: n.name, hash: entry.hash, generation: generation) else { return nil }
+            if old == entry { continue }
+            guard let offset = space.take(entry.bytes.count) else { return nil }
+            if let old { retired.append(old) }
+            records.append((offset, entry))
+            slotStores.append((slot, nil))
+            slotRecords[slot] = entry
+        }
+        var gone = 0
+        for name in removed {
+            let hash = NamesTable.hash(name: name)
+            guard let (slot, old) = liveSlot(of: name, hash: hash, generation: generation), let old else { continue }
+            retired.append(old)
+            slotStores.append((slot, (hash >> 32) << 32))
+            gone += 1
+        }
+
+        // Records first, where nothing points yet; then the negative answers' indexes, then the slots.
+        var refs: [NamesTable.Entry: UInt32] = [:]
+        for (offset, entry) in records {
+            arena.write(entry.bytes, at: offset)
+            refs[entry] = UInt32(offset / 8 + 1)
+        }
+        for (i, entry) in negativeStores {
+            negativeWords.store(UInt64(refs[entry]!), at: (generation * Self.negativesMax + Int(i)) * 8)
+        }
+        for (slot, value) in slotStores {
+            let v = value ?? ((slotRecords[slot]!.hash >> 32) << 32 | UInt64(refs[slotRecords[slot]!]!))
+            slotWords.store(v, at: (generation * table.slotCount + slot) * 8)
+        }
+        state.withLock { s in
+            for e in retired { s.live[e] = nil }
+            for (e, ref) in refs { s.live[e] = ref }
+            s.negativeIndex = index
+            s.space = space
+        }
+        // The records replaced are read by no run that began before the stores once this returns.
+        try BPFGracePeriod.wait()
+        return Applied(written: records.count, removed: gone)
+    }
+
+    /// The live generation's slot of `name` (whose hash is `hash`) and the record it holds (nil: a
+    /// free slot for it), or nil when the name has no slot and none within reach of its home is
+    /// free: a slot of its tag that holds another name's record comes first, or all are taken.
+    private func liveSlot(of name: [UInt8], hash: UInt64, generation: Int) -> (Int, NamesTable.Entry?)? {
+        let mask = table.slotCount - 1
+        let tag = hash >> 32
+        for p in 0..<NamesTable.probes {
+            let s = (Int(truncatingIfNeeded: hash) + p) & mask
+            let v = slotWords.word(at: (generation * table.slotCount + s) * 8)
+            // An empty slot ends every lookup: nothing lies past it for a name to pass over.
+            if v == 0 { return (s, nil) }
+            guard v >> 32 == tag else { continue }
+            // The program stops at the first slot of the tag: the name's, or a removed one's.
+            let ref = UInt32(truncatingIfNeeded: v)
+            guard ref != 0 else { return (s, nil) }
+            guard let e = record(at: ref), NamesTable.recordName(e.bytes) == name else { return nil }
+            return (s, e)
+        }
+        return nil
+    }
+
+    /// The record at `ref` in the arena, when there is one.
+    func record(at ref: UInt32) -> NamesTable.Entry? { Self.record(at: ref, in: arena) }
+
+    /// The record at `ref` in `arena`, when there is one.
+    static func record(at ref: UInt32, in arena: BPFMappedArray) -> NamesTable.Entry? {
+        guard ref != 0, Int(ref - 1) * 8 + NamesTable.recordMax <= arena.count else { return nil }
+        let offset = Int(ref - 1) * 8
+        guard let length = arena.read(at: offset, length: 8).withUnsafeBytes({ NamesTable.recordLength($0) }) else {
+            return nil
+        }
+        let bytes = arena.read(at: offset, length: length)
+        return NamesTable.Entry(hash: NamesTable.hash(name: NamesTable.recordName(bytes)), bytes: bytes)
+    }
+}
