@@ -57,78 +57,121 @@ public struct AnswerImage: Sendable {
     /// Answers left out because their sections exceed the fast path's capacity.
     public var tooBig: Int
 
-    /// The types asked of a CNAME's owner (its answer is the chain, one for each type asked): those
-    /// clients ask of nearly every name.
+    /// The types asked of a CNAME's owner beside those its chain ends at (its answer is the chain,
+    /// one for each type asked): those clients ask of nearly every name.
     public static let askedOfEveryName: [RRType] = [.a, .aaaa, .https]
 
     /// Builds the image of every zone `responder` serves; answers hold at most `maxSections` bytes.
     public static func build(responder: Responder, maxSections: Int) -> AnswerImage {
         var names: [Name] = []
         var tooBig = 0
-        let geo = responder.geo
         for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let anchors = negativeAnchors(zone)
-            var negatives: [DNSName: Negative] = [:]
-            for a in anchors.names {
-                negatives[a] = negative(at: a, zone: zone, responder: responder, maxSections: maxSections)
-            }
-            let inZone = { (n: DNSName) in responder.authority.zone(for: n)?.origin == zone.origin }
-            // Owners of discovery (SRV) names: that type is the slow path's, so no NODATA.
-            let slowOwners = Set(
-                (geo?.allNames ?? []).filter { $0.config.type != .a && $0.config.type != .aaaa }.map(\.config.name))
-            let cnameTypes = Set(zone.typesPresent.filter { !$0.isMetaType }).union(askedOfEveryName).sorted()
-            var all = zone.existingNames.union(anchors.names)
-            if let geo { all.formUnion(geo.existingNames.filter(inZone)) }
-            // A name below another zone's apex is that zone's (or no one's).
-            let nested = responder.authority.zones.values.contains {
-                $0.origin != zone.origin && $0.origin.isSubdomain(of: zone.origin)
-            }
-            if nested { all = all.filter(inZone) }
+            let c = ZoneContext(zone, responder: responder, maxSections: maxSections)
+            var all = zone.existingNames.union(c.anchors.names)
+            if let geo = responder.geo { all.formUnion(geo.existingNames.filter(c.inZone)) }
+            if c.nested { all = all.filter(c.inZone) }
             // In an order of their own, the same every time (a canonical sort builds each name's
             // labels at every comparison: half the build's time at 1M names).
             for name in all.sorted(by: { $0.wire.lexicographicallyPrecedes($1.wire) }) {
-                var n = Name(name: name.lowercased().wire)
-                var present = zone.types(at: name).filter { !$0.isMetaType }
-                let geoTypes = [RRType.a, .aaaa].filter { geo?.name(name, $0) != nil }
-                n.geoTypes = geoTypes.map(\.rawValue)
-                // A discovery target answers A and AAAA whatever the zone has; a CNAME's owner every
-                // type with its chain.
-                let target = geo?.target(name) != nil
-                if target { present = [.a, .aaaa] }
-                let asked = present.contains(.cname) ? cnameTypes : present
-                var complete = !slowOwners.contains(name) && !present.contains(.cname) && !name.isWildcard
-                for type in asked where !geoTypes.contains(type) && !name.isWildcard {
-                    switch answer(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
-                    case .some(.some(let a)): n.answers.append(a)
-                    case .some(.none):
-                        tooBig += 1
-                        complete = false
-                    case .none:
-                        if present.contains(type) && !target { complete = false }
-                    }
-                }
-                let anchor = anchors.closest(name)
-                if let negative = negatives[anchor] {
-                    n.nodata = complete && answersOtherTypesNegatively(name, zone: zone, responder: responder)
-                    n.nxdomain = !name.isWildcard && answersBelowNegatively(name, zone: zone, responder: responder)
-                    if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
-                    if n.name == anchor.wire { n.negative = negative }
-                }
-                names.append(n)
+                names.append(record(of: name, c, responder: responder, maxSections: maxSections, tooBig: &tooBig))
             }
         }
         return AnswerImage(names: names, tooBig: tooBig)
     }
 
-    /// The answer to one question: nil when the reply is not a positive authoritative answer,
-    /// `.some(nil)` when it is but does not fit `maxSections`.
+    /// What the records of a zone's names need beside the zone: its anchors and their negative
+    /// answers, and the names whose types the slow path answers otherwise.
+    struct ZoneContext {
+        let zone: Zone
+        let anchors: (names: [DNSName], closest: (DNSName) -> DNSName)
+        var negatives: [DNSName: Negative] = [:]
+        /// Owners of discovery (SRV) names: that type is the slow path's, so no NODATA.
+        let slowOwners: Set<DNSName>
+        /// Whether another zone served lies below this one (then a name may be that zone's).
+        let nested: Bool
+        let inZone: (DNSName) -> Bool
+
+        init(_ zone: Zone, responder: Responder, maxSections: Int) {
+            self.zone = zone
+            anchors = negativeAnchors(zone)
+            for a in anchors.names {
+                negatives[a] = negative(at: a, zone: zone, responder: responder, maxSections: maxSections)
+            }
+            slowOwners = Set(
+                (responder.geo?.allNames ?? []).filter { $0.config.type != .a && $0.config.type != .aaaa }.map(
+                    \.config.name))
+            nested = responder.authority.zones.values.contains {
+                $0.origin != zone.origin && $0.origin.isSubdomain(of: zone.origin)
+            }
+            let (authority, origin) = (responder.authority, zone.origin)
+            inZone = { authority.zone(for: $0)?.origin == origin }
+        }
+    }
+
+    /// The record of `name`, a name of `c`'s zone: its answers, as the slow path answers them,
+    /// and its flags. Answers that do not fit `maxSections` are counted in `tooBig`.
+    static func record(
+        of name: DNSName, _ c: ZoneContext, responder: Responder, maxSections: Int, tooBig: inout Int
+    ) -> Name {
+        let zone = c.zone
+        let geo = responder.geo
+        var n = Name(name: name.lowercased().wire)
+        var present = zone.types(at: name).filter { !$0.isMetaType }
+        let geoTypes = [RRType.a, .aaaa].filter { geo?.name(name, $0) != nil }
+        n.geoTypes = geoTypes.map(\.rawValue)
+        // A discovery target answers A and AAAA whatever the zone has; a CNAME's owner every
+        // type with its chain: those asked of every name, and those its chain ends at.
+        let target = geo?.target(name) != nil
+        if target { present = [.a, .aaaa] }
+        let asked = present.contains(.cname) ? cnameTypes(name, zone) : present
+        var complete = !c.slowOwners.contains(name) && !present.contains(.cname) && !name.isWildcard
+        for type in asked where !geoTypes.contains(type) && !name.isWildcard {
+            switch answer(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
+            case .some(.some(let a)): n.answers.append(a)
+            case .some(.none):
+                tooBig += 1
+                complete = false
+            case .none:
+                if present.contains(type) && !target { complete = false }
+            }
+        }
+        let anchor = c.anchors.closest(name)
+        if let negative = c.negatives[anchor] {
+            n.nodata = complete && answersOtherTypesNegatively(name, zone: zone, responder: responder)
+            n.nxdomain = !name.isWildcard && answersBelowNegatively(name, zone: zone, responder: responder)
+            if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
+            if n.name == anchor.wire { n.negative = negative }
+        }
+        return n
+    }
+
+    /// The types a CNAME's owner is asked: CNAME, those asked of every name, and those of the
+    /// name its chain ends at in the zone (a change there reaches the owner: `reached`).
+    static func cnameTypes(_ owner: DNSName, _ zone: Zone) -> [RRType] {
+        var end = owner
+        for _ in 0..<Zone.maxCNAMEChain {
+            guard case .cname(let t)? = zone.rrset(end, .cname)?.rdatas.first, t.isSubdomain(of: zone.origin),
+                t != owner
+            else { break }
+            end = t
+        }
+        let types = Set(zone.types(at: end).filter { !$0.isMetaType }).union(askedOfEveryName).union([.cname])
+        return types.sorted()
+    }
+
+    /// The answer to one question: nil when the reply is not a positive authoritative answer with
+    /// nothing in its authority section, `.some(nil)` when it is but does not fit `maxSections`.
     static func answer(name: DNSName, type: RRType, responder: Responder, maxSections: Int) -> Answer?? {
         let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
         guard let reply = responder.respond(to: query, transport: .tcp), reply.count >= 12 else { return nil }
         func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
         let flags = u16(2)
-        // Authoritative, not truncated, NOERROR, with answers: read from the header alone.
-        guard flags & 0x0400 != 0, flags & 0x0200 == 0, flags & 0x000F == 0, u16(6) > 0 else { return nil }
+        // Authoritative, not truncated, NOERROR, with answers: read from the header alone. Nothing in
+        // the authority section: there a CNAME's chain that ends in NODATA carries the zone's SOA,
+        // whose serial every change moves (and `reached` does not follow).
+        guard flags & 0x0400 != 0, flags & 0x0200 == 0, flags & 0x000F == 0, u16(6) > 0, u16(8) == 0 else {
+            return nil
+        }
         let start = 12 + name.wire.count + 4
         let sections = Array(reply[start...])
         guard sections.count <= maxSections else { return .some(nil) }

@@ -228,7 +228,7 @@ package actor ServedConfig {
     /// held is given back to the system once it is let go.
     func switchTo(
         _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
-        oneChange: Bool = false
+        oneChange: Bool = false, zoneChange: AnswerImage.Change? = nil
     )
         async throws(ReloadError) -> ReloadReport
     {
@@ -237,7 +237,13 @@ package actor ServedConfig {
         let responder = Responder(serving: config, zones: zones, geo: geo, cookies: cookies?.cookies)
         var written: FastPath.TableWrite?
         if let writer {
-            do { written = try await writer.write(responder: responder, geo: geo) } catch {
+            do {
+                if let zoneChange {
+                    written = try await writer.write(responder: responder, geo: geo, change: zoneChange)
+                } else {
+                    written = try await writer.write(responder: responder, geo: geo)
+                }
+            } catch {
                 throw .fastPath("\(error)")
             }
         }
@@ -318,8 +324,8 @@ package actor ServedConfig {
     /// from then on), then served. The zone file is written back later, once for all the changes
     /// of `zonefile-sync` seconds (ServedConfig+WriteBack.swift). A change that fails at any step
     /// leaves the journal and the served data as they were. Its cost grows with the change, not
-    /// with the zone (docs/ARCHITECTURE.md §15), when XDP is off; the fast path's image is still
-    /// built whole.
+    /// with the zone (docs/ARCHITECTURE.md §15): the fast path is written the records the change
+    /// reaches, in its live generation.
     package func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange
     {
         await takeTurn()
@@ -356,7 +362,10 @@ package actor ServedConfig {
             throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
         }
         do {
-            _ = try await switchTo(running, next, started: started, oneChange: true)
+            let owners = Set((changeset.removed + changeset.added).map(\.name))
+            _ = try await switchTo(
+                running, next, started: started, oneChange: true,
+                zoneChange: AnswerImage.Change(before: zone, after: changed, owners: owners))
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }

@@ -112,6 +112,9 @@ extension FastPath {
         return Applied(written: records.count, removed: gone)
     }
 
+    /// Names (records in slots) in the live generation.
+    public var liveNames: Int { state.withLock { $0.live.count - $0.negativeIndex.count } }
+
     /// The live generation's slot of `name` (whose hash is `hash`) and the record it holds (nil: a
     /// free slot for it), or nil when the name has no slot and none within reach of its home is
     /// free: a slot of its tag that holds another name's record comes first, or all are taken.

@@ -120,6 +120,17 @@ extension Zone {
             }
         }
 
+        if Self.refers(type) {
+            for rd in old?.rdatas ?? [] {
+                guard let t = rd.target, t.isSubdomain(of: origin) else { continue }
+                referrers[t]?.remove(name)
+                if referrers[t]?.isEmpty == true { referrers[t] = nil }
+            }
+            for rd in set?.rdatas ?? [] {
+                guard let t = rd.target, t.isSubdomain(of: origin) else { continue }
+                referrers[t, default: []].insert(name)
+            }
+        }
         switch type {
         case .soa where name == origin:
             if let set, !set.rdatas.isEmpty, case .soa = set.rdatas[0] {

@@ -100,6 +100,10 @@ public struct Zone: Sendable {
     /// The name servers delegations name → the delegations naming them: which names must keep
     /// glue (an index, so removing an address never scans the delegations).
     var servers: TreeDictionary<DNSName, [DNSName]>
+    /// The names of the zone that CNAME, MX, SRV or NS records name → the owners of those records:
+    /// whose answers embed a name's data (a CNAME's chain, the additional addresses of MX, SRV
+    /// and NS), so what a change reaches is found without a scan.
+    var referrers: TreeDictionary<DNSName, TreeSet<DNSName>> = [:]
     public internal(set) var soa: RRSet
     public internal(set) var recordCount: Int
     /// The SOA record placed in negative answers: TTL = min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).
@@ -123,6 +127,7 @@ public struct Zone: Sendable {
         // The owners the checks below look at, noted as records come: a zone of millions of names
         // is checked without a walk over them all unless it has delegations or DNAMEs.
         var soaOwners: Set<DNSName> = []
+        var referred: [DNSName: [DNSName]] = [:]
         var cnames: Set<DNSName> = []
         var dnames: Set<DNSName> = []
         var cuts: Set<DNSName> = []
@@ -144,6 +149,9 @@ public struct Zone: Sendable {
                 diags.append(
                     Diagnostic(file: src.file, line: src.line, message: "\(rr.name) is outside the zone \(origin)"))
                 continue
+            }
+            if Self.refers(rr.type), let t = rr.rdata.target, t.isSubdomain(of: origin) {
+                referred[t, default: []].append(rr.name)
             }
             switch rr.type {
             case .soa: soaOwners.insert(rr.name)
@@ -289,10 +297,22 @@ public struct Zone: Sendable {
                 nodes[a, default: ZoneNode()].countBelow(nonGlue: nonGlue)
             }
         }
-        return Zone(
+        var zone = Zone(
             origin: origin, tree: TreeDictionary(uniqueKeysWithValues: nodes), cuts: TreeSet(cuts),
             dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: count, negativeSOA: Self.negative(soa!))
+        zone.referrers = TreeDictionary(uniqueKeysWithValues: referred.map { ($0.key, TreeSet($0.value)) })
+        return zone
     }
+
+    /// Whether records of `type` name another whose data their answers embed (`referrers`).
+    static func refers(_ type: RRType) -> Bool { type == .cname || type == .mx || type == .srv || type == .ns }
+
+    /// The owners of the CNAME, MX, SRV and NS records that name `name` (in no order).
+    public func referrers(of name: DNSName) -> [DNSName] { referrers[name].map(Array.init) ?? [] }
+
+    /// Whether `name` is a delegation point or owns a DNAME: what lies below it is answered
+    /// otherwise than its own data.
+    public func redirects(_ name: DNSName) -> Bool { cuts.contains(name) || dnames.contains(name) }
 
     /// The SOA record of negative answers for the SOA RRset `soa`.
     static func negative(_ soa: RRSet) -> ResourceRecord {

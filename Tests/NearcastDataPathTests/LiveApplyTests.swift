@@ -78,4 +78,102 @@ import XDPFuzz
         // A whole generation of the changed zone afterwards finds every record in place.
         #expect(try fp.write(next).written == 0)
     }
+
+    /// What the daemon does with a record change: the names it reaches, from the zone's indexes,
+    /// written into the live generation (a whole generation when it reaches a delegation).
+    static func change(_ fp: FastPath, _ zone: Zone, _ edit: ZoneEditor.Edit) throws -> (Zone, Responder, Bool) {
+        let (after, _, changeset) = try ZoneEditor.apply(edit, to: zone, fileName: "test")
+        let responder = Responder(authority: Authority(zones: [after]))
+        let owners = Set((changeset.removed + changeset.added).map(\.name))
+        if let reached = AnswerImage.reached(by: .init(before: zone, after: after, owners: owners)) {
+            let (names, removed) = AnswerImage.records(
+                of: reached, in: after, responder: responder, maxSections: FastPath.sectionsCapacity)
+            if try fp.apply(names, removed: removed, geo: nil) != nil { return (after, responder, true) }
+        }
+        try fp.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
+        return (after, responder, false)
+    }
+
+    /// Each query of `expect` is answered by XDP (XDP_TX), and every query of `names` XDP answers is
+    /// answered as `responder` does, byte for byte.
+    static func check(
+        _ fp: FastPath, _ responder: Responder, names: [String], expect: [(String, RRType)],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        for (name, type) in expect {
+            let p = Packet(payload: XDPProgramTests.query(name, type))
+            #expect(
+                try fp.program.testRun(p.bytes).returnValue == XDPProgramTests.XDP_TX, "\(name) \(type)",
+                sourceLocation: sourceLocation)
+        }
+        for name in names {
+            for type in [RRType.a, .aaaa, .txt, .mx, .https, .soa, .ns, .cname] {
+                let p = Packet(payload: XDPProgramTests.query(name, type))
+                let out = try fp.program.testRun(p.bytes)
+                guard out.returnValue == XDPProgramTests.XDP_TX else { continue }
+                let reply = try #require(p.parseReply(out.data), sourceLocation: sourceLocation)
+                #expect(
+                    reply.payload == responder.respond(to: p.payload, transport: .udp), "\(name) \(type)",
+                    sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    /// The dependency index: a change reaches the names whose answers embed the changed data (a
+    /// CNAME to it, an MX naming it), the names above it (an empty non-terminal appearing and
+    /// going, a wildcard's parent), and the apex (the serial); each answered by XDP as the slow
+    /// path answers right after the change. A delegation made is written as a whole generation.
+    @Test func aChangeReachesWhatDependsOnItAndXDPAnswersItAtOnce() throws {
+        var zone = try #require(try Self.responder(Self.before).authority.zones[XDPProgramTests.origin])
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.write(
+            AnswerImage.build(
+                responder: Responder(authority: Authority(zones: [zone])), maxSections: FastPath.sectionsCapacity))
+        let around = [
+            "example.test.", "www.example.test.", "alias.example.test.", "mail.example.test.", "x.www.example.test.",
+            "a.b.c.example.test.", "b.c.example.test.", "c.example.test.", "x.c.example.test.", "deleg.example.test.",
+            "x.deleg.example.test.", "nope.example.test.",
+        ]
+        var responder: Responder
+        var inLive: Bool
+        // A CNAME's target gets another address: the CNAME's chain answers it.
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .add(RecordInput(name: "www.example.test.", type: "A", data: "192.0.2.9")))
+        #expect(inLive)
+        try Self.check(fp, responder, names: around, expect: [("alias.example.test.", .a), ("www.example.test.", .a)])
+        // The MX target's address changes: the apex's MX answer carries it as additional data.
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .add(RecordInput(name: "mail.example.test.", type: "A", data: "192.0.2.26")))
+        #expect(inLive)
+        try Self.check(fp, responder, names: around, expect: [("example.test.", .mx), ("example.test.", .soa)])
+        // A wildcard below www: the names below www are its, no longer NXDOMAIN; and it goes again.
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .add(RecordInput(name: "*.www.example.test.", type: "TXT", data: "\"w\"")))
+        #expect(inLive)
+        try Self.check(fp, responder, names: around, expect: [("www.example.test.", .aaaa)])
+        #expect(
+            try fp.program.testRun(Packet(payload: XDPProgramTests.query("x.www.example.test.", .txt)).bytes)
+                .returnValue == XDPProgramTests.XDP_PASS, "a wildcard's answer is the slow path's")
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .delete(name: "*.www.example.test.", type: "TXT", data: nil))
+        try Self.check(fp, responder, names: around, expect: [("x.www.example.test.", .txt)])
+        // An empty non-terminal appears with a name below it, and goes with it.
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .add(RecordInput(name: "a.b.c.example.test.", type: "A", data: "192.0.2.50")))
+        #expect(inLive)
+        try Self.check(
+            fp, responder, names: around,
+            expect: [("a.b.c.example.test.", .a), ("b.c.example.test.", .a), ("c.example.test.", .txt)])
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .delete(name: "a.b.c.example.test.", type: "A", data: nil))
+        #expect(inLive)
+        try Self.check(
+            fp, responder, names: around, expect: [("b.c.example.test.", .a), ("a.b.c.example.test.", .a)])
+        // A delegation: what lies below it changes whole, written as a whole generation.
+        (zone, responder, inLive) = try Self.change(
+            fp, zone, .add(RecordInput(name: "deleg.example.test.", type: "NS", data: "ns.other.test.")))
+        #expect(!inLive)
+        try Self.check(fp, responder, names: around, expect: [("www.example.test.", .a)])
+    }
 }

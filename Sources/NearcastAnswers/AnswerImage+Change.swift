@@ -1,0 +1,72 @@
+import DNSWire
+import NearcastZones
+
+/// What a change of one zone does to the answer image: the names whose records it reaches, found
+/// from the zone's indexes rather than a new image of the whole zone, and their records
+/// (docs/ARCHITECTURE.md §15; written into the live generation by FastPath.apply).
+extension AnswerImage {
+    /// A change of one zone: the zone before and after it, and the names whose RRsets changed.
+    public struct Change: Sendable {
+        public var before: Zone
+        public var after: Zone
+        public var owners: Set<DNSName>
+
+        public init(before: Zone, after: Zone, owners: Set<DNSName>) {
+            self.before = before
+            self.after = after
+            self.owners = owners
+        }
+    }
+
+    /// The names of `after` whose records a change of the RRsets of `owners` (in `before`, now
+    /// `after`) reaches: each owner and the names above it (whose existence, counts and wildcard
+    /// children move), the anchors (the SOA's serial moves), and the names whose answers embed a
+    /// reached name's data (CNAMEs to it, chains through them, MX, SRV and NS naming it: the
+    /// zone's index, not a scan). Nil when the change reaches what only a whole image says: a
+    /// delegation or DNAME made or gone (everything below it), or the SOA's own names changed.
+    public static func reached(by change: Change) -> Set<DNSName>? {
+        let (owners, before, after) = (change.owners, change.before, change.after)
+        func soaNames(_ z: Zone) -> [DNSName] {
+            guard case .soa(let soa) = z.soa.rdatas.first else { return [] }
+            return [soa.mname, soa.rname]
+        }
+        guard soaNames(before) == soaNames(after) else { return nil }
+        var out = Set(negativeAnchors(after).names)
+        var queue: [DNSName] = []
+        for o in owners {
+            guard !before.redirects(o), !after.redirects(o) else { return nil }
+            out.insert(o)
+            queue.append(o)
+            for a in o.ancestors(upTo: after.origin) { out.insert(a) }
+        }
+        while let x = queue.popLast() {
+            for r in before.referrers(of: x) + after.referrers(of: x) where out.insert(r).inserted {
+                // A CNAME's chain passes on to the names that name it.
+                if before.rrset(r, .cname) != nil || after.rrset(r, .cname) != nil { queue.append(r) }
+            }
+        }
+        return out
+    }
+
+    /// The records of `reached` (`reached(by:)`) in the image of `responder`'s zone
+    /// `zone`, and the names among them that are names no more (lower-cased wire names).
+    public static func records(
+        of reached: Set<DNSName>, in zone: Zone, responder: Responder, maxSections: Int
+    ) -> (names: [Name], removed: [[UInt8]]) {
+        let c = ZoneContext(zone, responder: responder, maxSections: maxSections)
+        let anchors = Set(c.anchors.names)
+        var names: [Name] = []
+        var removed: [[UInt8]] = []
+        var tooBig = 0
+        for name in reached.sorted(by: { $0.wire.lexicographicallyPrecedes($1.wire) }) {
+            let exists =
+                zone.exists(name) || anchors.contains(name.lowercased()) || responder.geo?.exists(name) == true
+            guard exists, !c.nested || c.inZone(name) else {
+                removed.append(name.lowercased().wire)
+                continue
+            }
+            names.append(record(of: name, c, responder: responder, maxSections: maxSections, tooBig: &tooBig))
+        }
+        return (names, removed)
+    }
+}
