@@ -234,7 +234,9 @@ def bpf_map_mib(pid):
 
 def nearcast_xdp(work, zone, n):
     """nearcast with its fast path on a veth pair of its own: start to the fast path ready, and memory."""
-    port = free_port()
+    port, aport = free_port(), free_port()
+    with open(f"{work}/tokens", "w") as f:
+        f.write(f"write {TOKEN}\n")
     a, b = f"ncsc{os.getpid() % 10000}a", f"ncsc{os.getpid() % 10000}b"
     pins = f"/sys/fs/bpf/nearcast-scale-{os.getpid()}"
     subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
@@ -245,6 +247,7 @@ def nearcast_xdp(work, zone, n):
             f.write(
                 f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
                 f'state-dir: state-xdp\nxdp:\n  interfaces: ["{a}:native"]\n  pin-root: {pins}\n'
+                f'api: {{ listen: "127.0.0.1:{aport}", tokens: tokens }}\nzonefile-sync: 10\n'
             )
         log = open(f"{work}/ncx.log", "w+")
         t0 = time.monotonic()
@@ -263,9 +266,35 @@ def nearcast_xdp(work, zone, n):
                 raise RuntimeError(f"the fast path did not get ready:\n{text[-2000:]}")
             ready = time.monotonic() - t0
             fields = dict(re.findall(r"([a-z-]+)=(\S+)", line))
+            rss, peak, maps = rss_mib(p.pid), rss_mib(p.pid, "VmHWM"), bpf_map_mib(p.pid)
+            # Record changes through the API, which returns once XDP's maps and the slow path hold
+            # them: to answered by the slow path (XDP's maps were written before it switched).
+            wait_api(aport)
+            path = f"/v1/zones/{ORIGIN}/records"
+            times = {"add": [], "change": [], "delete": []}
+            for k in range(CHANGES):
+                name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
+                t = time.monotonic()
+                api(aport, "POST", path, {"name": name, "type": "A", "data": a1})
+                wait_answer(port, name, 10, has_address(a1), poll=0.0005)
+                times["add"].append(time.monotonic() - t)
+                t = time.monotonic()
+                api(aport, "DELETE", f"{path}?name={name}&type=A")
+                api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
+                wait_answer(port, name, 10, has_address(a2), poll=0.0005)
+                times["change"].append(time.monotonic() - t)
+                t = time.monotonic()
+                api(aport, "DELETE", f"{path}?name={name}&type=A")
+                wait_answer(port, name, 10, no_answer, poll=0.0005)
+                times["delete"].append(time.monotonic() - t)
+            for k in range(MANY // 2):
+                name = f"many{k % 50}.{ORIGIN}"
+                api(aport, "POST", path, {"name": name, "type": "A", "data": "192.0.2.7"})
+                api(aport, "DELETE", f"{path}?name={name}&type=A")
+            time.sleep(12)  # a write-back of the zone file, and the old zones let go
             return {
-                "load": load, "ready": ready, "rss": rss_mib(p.pid), "peak": rss_mib(p.pid, "VmHWM"),
-                "maps": bpf_map_mib(p.pid),
+                "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
+                "rss_after": rss_mib(p.pid), "maps_after": bpf_map_mib(p.pid),
                 "names": int(fields["names"]), "answers": int(fields["answers"]), "full": int(fields["table-full"]),
                 "collisions": int(fields["hash-collisions"]), "too_big": int(fields["too-big"]),
                 "capacity": int(fields["capacity"]),
@@ -294,15 +323,18 @@ def main_xdp():
         "<!-- bench-scale-xdp:start (written by tools/bench-scale.py --xdp; do not edit by hand) -->",
         f"Measured {time.strftime('%Y-%m-%d', time.gmtime())}, kernel {os.uname().release}, {os.cpu_count()} cores.",
         f"Command: `make bench-scale` (`tools/bench-scale.py --xdp`, SIZES={' '.join(map(str, SIZES))}): nearcast with its",
-        "fast path attached (native, a veth pair of the script's own), the same generated zones as above.",
+        f"fast path attached (native, a veth pair of the script's own), the same generated zones as above; CHANGES={CHANGES} of each kind, MANY={MANY}.",
         "",
-        "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) |",
-        "|---:|---:|---:|---:|---:|---|---:|---|---:|",
+        "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) | record add / change / delete, API to answered, p50, p99 (ms) "
+        f"| RSS, maps after {4 * CHANGES + MANY:,} changes (MiB) |",
+        "|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|",
     ]
     for n, r in rows:
         lines.append(
             f"| {n:,} | {r['load']:.2f} | {r['ready']:.2f} | {r['names']:,} | {r['answers']:,} | {r['full']} / {r['collisions']} / {r['too_big']} "
-            f"| {r['capacity']:,} | {r['rss']:.0f}, {r['peak']:.0f} | {r['maps']:.0f} |"
+            f"| {r['capacity']:,} | {r['rss']:.0f}, {r['peak']:.0f} | {r['maps']:.0f} "
+            f"| {' / '.join('%.1f, %.1f' % percentiles(r['times'][k]) for k in ('add', 'change', 'delete'))} "
+            f"| {r['rss_after']:.0f}, {r['maps_after']:.0f} |"
         )
     lines.append("<!-- bench-scale-xdp:end -->")
     table = "\n".join(lines)

@@ -22,8 +22,8 @@ extension FastPath {
     /// `geo`: the live geo table, whose answers go into its names' records. Nil, having written
     /// nothing, when the change does not fit the live generation: a new name finds no slot within
     /// reach of its home, the arena has no room, or a new negative answer no index. The caller then
-    /// writes a whole generation. Blocks for a grace period after the change is seen, so that the
-    /// space of the records it replaced is reused by no write before every reader is done with it.
+    /// writes a whole generation. The records it replaces are not written over by later changes
+    /// (they take space past them), and the next whole generation waits a grace period first.
     public func apply(_ names: [AnswerImage.Name], removed: [[UInt8]], geo: GeoTable?) throws(BPFError) -> Applied? {
         guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             preconditionFailure("FastPath.apply called while another write is under way")
@@ -106,9 +106,8 @@ extension FastPath {
             for (e, ref) in refs { s.live[e] = ref }
             s.negativeIndex = index
             s.space = space
+            s.replacedSinceGracePeriod = true
         }
-        // The records replaced are read by no run that began before the stores once this returns.
-        try BPFGracePeriod.wait()
         return Applied(written: records.count, removed: gone)
     }
 

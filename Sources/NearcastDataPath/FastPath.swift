@@ -74,9 +74,12 @@ public final class FastPath: Sendable {
         /// The index of each anchor's negative answer (its name), the same from write to write so
         /// that the records naming it stay as they are.
         var negativeIndex: [[UInt8]: UInt16] = [:]
-        /// The arena's free space for changes written into the live generation (FastPath+Apply.swift),
-        /// made at the first such change after a generation is switched in.
+        /// The arena's free space for changes written into the live generation (FastPath+Apply.swift):
+        /// made with each generation (or at the first change, for maps taken over).
         var space: NamesTable.ArenaSpace?
+        /// Whether `apply` replaced records since the last grace period: the next whole generation,
+        /// which may write where they were, waits one first.
+        var replacedSinceGracePeriod = false
         /// The live generation's geo maps (nil: no geo names).
         var geo: GeoMaps?
         /// The geo nodes: index within a half of the nodes map and the value written there.
@@ -408,6 +411,9 @@ public final class FastPath: Sendable {
         let geo: GeoTable?
         let plan: NamesTable.Plan
         let negativeIndex: [[UInt8]: UInt16]
+        /// The arena's free space once the generation is live, for changes into it (made here,
+        /// on the bulk's thread, so that the first change does not wait for it).
+        let space: NamesTable.ArenaSpace
     }
 
     /// The bulk of a write, which no query sees: new and changed answers are written at indexes
@@ -429,6 +435,11 @@ public final class FastPath: Sendable {
     }
 
     private func prepareUnderWay(_ image: AnswerImage, geo: GeoTable?) throws(BPFError) -> Prepared {
+        // Records `apply` replaced may still be read by a run that began before it: none is, after this.
+        if state.withLock({ $0.replacedSinceGracePeriod }) {
+            try BPFGracePeriod.wait()
+            state.withLock { $0.replacedSinceGracePeriod = false }
+        }
         // Only writes change these, and this is the only write under way: read once, used unlocked.
         let (live, settings, liveGeo, negativeIndex) = state.withLock {
             ($0.live, $0.settings, $0.geo, $0.negativeIndex)
@@ -471,7 +482,8 @@ public final class FastPath: Sendable {
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
             generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
-            plan: plan, negativeIndex: negatives.index)
+            plan: plan, negativeIndex: negatives.index,
+            space: NamesTable.ArenaSpace(table: table, inUse: plan.live))
     }
 
     /// Switches to a prepared generation: its nodes and pools are written as the health board
@@ -496,7 +508,7 @@ public final class FastPath: Sendable {
             s.settings = next
             s.live = p.plan.live
             s.negativeIndex = p.negativeIndex
-            s.space = nil
+            s.space = p.space
             s.geo = p.maps
             s.nodes = nodeValues
             s.pools = poolCaps
