@@ -162,6 +162,37 @@ def percentiles(xs):
     return xs[len(xs) // 2] * 1000, xs[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
 
 
+def timed_changes(port, aport):
+    """CHANGES records added, changed and deleted through the API, each timed to answered."""
+    path = f"/v1/zones/{ORIGIN}/records"
+    times = {"add": [], "change": [], "delete": []}
+    for k in range(CHANGES):
+        name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
+        t = time.monotonic()
+        api(aport, "POST", path, {"name": name, "type": "A", "data": a1})
+        wait_answer(port, name, 10, has_address(a1), poll=0.0005)
+        times["add"].append(time.monotonic() - t)
+        t = time.monotonic()
+        api(aport, "DELETE", f"{path}?name={name}&type=A")
+        api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
+        wait_answer(port, name, 10, has_address(a2), poll=0.0005)
+        times["change"].append(time.monotonic() - t)
+        t = time.monotonic()
+        api(aport, "DELETE", f"{path}?name={name}&type=A")
+        wait_answer(port, name, 10, no_answer, poll=0.0005)
+        times["delete"].append(time.monotonic() - t)
+    return times
+
+
+def many_changes(aport):
+    """MANY more changes through the API, an add and a delete at a time, untimed."""
+    path = f"/v1/zones/{ORIGIN}/records"
+    for k in range(MANY // 2):
+        name = f"many{k % 50}.{ORIGIN}"
+        api(aport, "POST", path, {"name": name, "type": "A", "data": "192.0.2.7"})
+        api(aport, "DELETE", f"{path}?name={name}&type=A")
+
+
 def nearcast(work, zone, n):
     port, aport = free_port(), free_port()
     with open(f"{work}/tokens", "w") as f:
@@ -183,29 +214,10 @@ def nearcast(work, zone, n):
         p.send_signal(signal.SIGHUP)
         wait_answer(port, last, 600, has_address(addr), poll=0.001)
         reload_s = time.monotonic() - t
-        path = f"/v1/zones/{ORIGIN}/records"
-        times = {"add": [], "change": [], "delete": []}
-        for k in range(CHANGES):
-            name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
-            t = time.monotonic()
-            api(aport, "POST", path, {"name": name, "type": "A", "data": a1})
-            wait_answer(port, name, 10, has_address(a1), poll=0.0005)
-            times["add"].append(time.monotonic() - t)
-            t = time.monotonic()
-            api(aport, "DELETE", f"{path}?name={name}&type=A")
-            api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
-            wait_answer(port, name, 10, has_address(a2), poll=0.0005)
-            times["change"].append(time.monotonic() - t)
-            t = time.monotonic()
-            api(aport, "DELETE", f"{path}?name={name}&type=A")
-            wait_answer(port, name, 10, no_answer, poll=0.0005)
-            times["delete"].append(time.monotonic() - t)
+        times = timed_changes(port, aport)
         rss_before_many = rss_mib(p.pid)
         t = time.monotonic()
-        for k in range(MANY // 2):
-            name = f"many{k % 50}.{ORIGIN}"
-            api(aport, "POST", path, {"name": name, "type": "A", "data": "192.0.2.7"})
-            api(aport, "DELETE", f"{path}?name={name}&type=A")
+        many_changes(aport)
         many_s = time.monotonic() - t
         time.sleep(12)  # a write-back of the zone file, and the old zones let go
         return {
@@ -270,27 +282,8 @@ def nearcast_xdp(work, zone, n):
             # Record changes through the API, which returns once XDP's maps and the slow path hold
             # them: to answered by the slow path (XDP's maps were written before it switched).
             wait_api(aport)
-            path = f"/v1/zones/{ORIGIN}/records"
-            times = {"add": [], "change": [], "delete": []}
-            for k in range(CHANGES):
-                name, a1, a2 = f"chg{k}.{ORIGIN}", f"192.0.2.{k % 250 + 1}", f"198.51.100.{k % 250 + 1}"
-                t = time.monotonic()
-                api(aport, "POST", path, {"name": name, "type": "A", "data": a1})
-                wait_answer(port, name, 10, has_address(a1), poll=0.0005)
-                times["add"].append(time.monotonic() - t)
-                t = time.monotonic()
-                api(aport, "DELETE", f"{path}?name={name}&type=A")
-                api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
-                wait_answer(port, name, 10, has_address(a2), poll=0.0005)
-                times["change"].append(time.monotonic() - t)
-                t = time.monotonic()
-                api(aport, "DELETE", f"{path}?name={name}&type=A")
-                wait_answer(port, name, 10, no_answer, poll=0.0005)
-                times["delete"].append(time.monotonic() - t)
-            for k in range(MANY // 2):
-                name = f"many{k % 50}.{ORIGIN}"
-                api(aport, "POST", path, {"name": name, "type": "A", "data": "192.0.2.7"})
-                api(aport, "DELETE", f"{path}?name={name}&type=A")
+            times = timed_changes(port, aport)
+            many_changes(aport)
             time.sleep(12)  # a write-back of the zone file, and the old zones let go
             return {
                 "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
