@@ -105,7 +105,7 @@ public final class FastPath: Sendable {
     public var tableBytes: Int { table.arenaBytes + 2 * table.slotCount * 8 }
 
     /// Loads the object at `path` (through the verifier) and finds its maps, checking their layouts.
-    /// The names table holds `capacity` answers in an arena of `arenaBytes` (nil: `capacity` ×
+    /// The names table holds `capacity` names in an arena of `arenaBytes` (nil: `capacity` ×
     /// `defaultBytesPerName`), rounded up to whole pages.
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
@@ -527,8 +527,7 @@ public final class FastPath: Sendable {
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.
     public func mapSizes(geo: GeoTable?) -> [(name: String, entries: Int, bytes: Int?)] {
-        let names = state.withLock { $0.live.count }
-        return ([(NC_MAP_NAMES, names)] + (geo.map(geoMapSizes) ?? [])).map { ($0.0, $0.1, memlock(of: $0.0)) }
+        return ([(NC_MAP_NAMES, liveNames)] + (geo.map(geoMapSizes) ?? [])).map { ($0.0, $0.1, memlock(of: $0.0)) }
     }
 
     /// The kernel memory a map of this object takes, as its fdinfo reports it (`memlock`); for
