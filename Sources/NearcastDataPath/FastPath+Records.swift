@@ -137,19 +137,24 @@ extension FastPath {
     /// generation's), else the lowest free one. Anchors past the indexes there are have none, and
     /// their names' negatives are the slow path's.
     static func negativeAnswers(_ names: [AnswerImage.Name], index: [[UInt8]: UInt16]) -> (
-        records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16]
+        records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16], leftOut: Int
     ) {
         var out: [[UInt8]: UInt16] = [:]
         var records: [(index: UInt16, entry: NamesTable.Entry)] = []
+        var leftOut = 0
         let anchors = names.compactMap { n in n.negative.map { (n.name, $0) } }
-        var free = (1..<negativesMax).lazy.filter { i in !index.values.contains(UInt16(i)) }.makeIterator()
+        let taken = Set(index.values)
+        var free = (1..<negativesMax).lazy.filter { !taken.contains(UInt16($0)) }.makeIterator()
         for (name, negative) in anchors {
-            guard let i = index[name] ?? free.next().map({ UInt16($0) }) else { continue }
+            guard let i = index[name] ?? free.next().map({ UInt16($0) }) else {
+                leftOut += 1
+                continue
+            }
             out[name] = i
             let (entry, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: [encodeNegative(negative)])
             records.append((i, entry))
         }
-        return (records, out)
+        return (records, out, leftOut)
     }
 
     /// A negative answer (AnswerImage+Negative.swift) as the answer of its record: kind

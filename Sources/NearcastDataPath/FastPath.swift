@@ -376,6 +376,9 @@ public final class FastPath: Sendable {
         public var collisions = 0
         /// Answers left to the slow path because their name's record could not hold them.
         public var tooBig = 0
+        /// Negative answers (a zone's, or an anchor's) left out: no index left in nc_negatives, or
+        /// no room in the arena; the NODATA and NXDOMAIN of their names are the slow path's.
+        public var negativesLeftOut = 0
     }
 
     /// What a names table must hold for `image` and `geo`'s names: its names (records), and the
@@ -478,6 +481,7 @@ public final class FastPath: Sendable {
         slotWords.write(plan.slots.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * table.slotCount * 8)
         var refs = [UInt64](repeating: 0, count: Self.negativesMax)
         for r in negatives.records { refs[Int(r.index)] = UInt64(plan.live[r.entry] ?? 0) }
+        plan.negativesLeftOut = negatives.leftOut + negatives.records.filter { plan.live[$0.entry] == nil }.count
         negativeWords.write(refs.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * Self.negativesMax * 8)
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
@@ -522,7 +526,7 @@ public final class FastPath: Sendable {
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
             entries: p.plan.names, written: p.plan.writes.count, full: p.plan.full,
-            collisions: p.plan.collisions, tooBig: p.plan.tooBig)
+            collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.

@@ -174,6 +174,8 @@ struct NamesTable: Equatable {
         var collisions = 0
         /// Answers left out because their name's record could not hold them.
         var tooBig = 0
+        /// Negative answers left out (FastPath.TableWrite.negativesLeftOut).
+        var negativesLeftOut = 0
         /// Bytes of the arena the new generation's records take.
         var recordBytes = 0
     }

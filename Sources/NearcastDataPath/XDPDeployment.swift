@@ -118,6 +118,14 @@ public final class XDPDeployment: Sendable {
                     "hint": "raise xdp names-capacity",
                 ])
         }
+        if table.negativesLeftOut > 0 {
+            logger.warning(
+                "some zones' negative answers do not fit the fast path: their NODATA and NXDOMAIN are left to the slow path",
+                metadata: [
+                    "left-out": "\(table.negativesLeftOut)", "most": "\(FastPath.negativesMax - 1)",
+                    "hint": "more zones than the fast path indexes, or raise xdp names-capacity (arena room)",
+                ])
+        }
         logger.info(
             "fast path ready",
             metadata: [

@@ -1,7 +1,7 @@
 import CNearcastABI
-import NearcastAnswers
 import Testing
 
+@testable import NearcastAnswers
 @testable import NearcastDataPath
 
 /// The names table's placement rules, without a kernel (the program's side of them is tested on
@@ -214,5 +214,24 @@ import Testing
         #expect(some.leftOut == [2, 3] && some.full == 2)
         #expect(flags(some, 0) == UInt8(NC_NAME_NXDOMAIN) && flags(some, 1) == 0)
         #expect(flags(some, 2) == nil && flags(some, 3) == nil)
+    }
+
+    /// A negative answer keeps its index from write to write (its names' records stay as they
+    /// are); a new one takes the lowest free index, and one past the indexes there are is left
+    /// out, counted, its names' negatives the slow path's.
+    @Test func negativeAnswersKeepTheirIndexAndThoseWithoutOneAreCounted() {
+        func anchor(_ label: String) -> AnswerImage.Name {
+            var n = AnswerImage.Name(name: [UInt8(label.utf8.count)] + Array(label.utf8) + [0])
+            n.negative = AnswerImage.Negative(
+                flags: 0x8403, nscount: 1, sections: [0xC0, 0x0C], questionLength: 5, pointers: [0], zone: n.name)
+            return n
+        }
+        let (a, b) = (anchor("a"), anchor("b"))
+        let first = FastPath.negativeAnswers([a, b], index: [b.name: 7])
+        #expect(first.index == [a.name: 1, b.name: 7] && first.leftOut == 0 && first.records.count == 2)
+        var full: [[UInt8]: UInt16] = [:]
+        for i in 1..<FastPath.negativesMax { full[[UInt8(i & 0xFF), UInt8(i >> 8)]] = UInt16(i) }
+        let none = FastPath.negativeAnswers([a], index: full)
+        #expect(none.leftOut == 1 && none.records.isEmpty && none.index.isEmpty)
     }
 }
