@@ -153,17 +153,21 @@ public struct ReloadReport: Codable, Equatable, Sendable {
     /// Whether the geo section changed and was compiled anew (nodes, pools, names, database), or
     /// removed with the last geo name, and switched in (not for a change of nodes' checks alone).
     public var geoCompiled: Bool
+    /// RRsets the reload found added, changed or removed in the zones served (each zone compared
+    /// with the file read again); nil when it changed which zones are served.
+    public var rrsetsChanged: Int?
     public var seconds: Double
 
     public init(
         zones: Int, records: Int, fastPathAnswers: Int?, fastPathWritten: Int?, geoCompiled: Bool = false,
-        seconds: Double
+        rrsetsChanged: Int? = nil, seconds: Double
     ) {
         self.zones = zones
         self.records = records
         self.fastPathAnswers = fastPathAnswers
         self.fastPathWritten = fastPathWritten
         self.geoCompiled = geoCompiled
+        self.rrsetsChanged = rrsetsChanged
         self.seconds = seconds
     }
 }

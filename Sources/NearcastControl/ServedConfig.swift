@@ -135,6 +135,7 @@ package actor ServedConfig {
                     "by": "\(by)", "zones": "\(report.zones)", "records": "\(report.records)",
                     "fast-path-written": "\(report.fastPathWritten.map(String.init) ?? "-")",
                     "geo-compiled": "\(report.geoCompiled)",
+                    "rrsets-changed": "\(report.rrsetsChanged.map(String.init) ?? "all")",
                     "seconds": "\(ContinuousClock.now - started)",
                 ])
             return report
@@ -165,13 +166,14 @@ package actor ServedConfig {
     {
         let started = ContinuousClock.now
         // Reading and parsing the files blocks: on a thread of its own, not the cooperative pool.
-        let load = load
-        let loaded: Result<(NearcastConfig, [Zone]), DiagnosticsError>
+        // So is comparing them with the zones served (the turn is held: those stay served).
+        let (load, served) = (load, zones)
+        let loaded: Result<(NearcastConfig, ReloadedZones), DiagnosticsError>
         do {
             loaded = try await onOwnThread {
-                Result { () throws(DiagnosticsError) -> (NearcastConfig, [Zone]) in
+                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones) in
                     let next = try load()
-                    return (next, try next.loadZones())
+                    return (next, ReloadedZones.compare(served: served, loaded: try next.loadZones()))
                 }
             }
         } catch {
@@ -179,9 +181,9 @@ package actor ServedConfig {
                 DiagnosticsError([Diagnostic(file: running.sourcePath ?? "config", line: 0, message: "\(error)")]))
         }
         let next: NearcastConfig
-        let zones: [Zone]
+        let reloaded: ReloadedZones
         switch loaded {
-        case .success(let r): (next, zones) = r
+        case .success(let r): (next, reloaded) = r
         case .failure(let error): throw .invalid(error)
         }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
@@ -203,7 +205,11 @@ package actor ServedConfig {
             }
         }
         try beforeSwitch(next)
-        let report = try await switchTo(next, zones, geo: geo, started: started)
+        // A new geo compile changes answers everywhere: a whole image then.
+        var changes = reloaded.changes
+        if case .to = geo { changes = nil }
+        var report = try await switchTo(next, reloaded.zones, geo: geo, started: started, zoneChanges: changes)
+        report.rrsetsChanged = reloaded.rrsetsChanged
         reloads += 1
         stampZoneFiles()
         switch geo {
@@ -222,13 +228,15 @@ package actor ServedConfig {
         case checks(GeoConfig)
     }
 
-    /// Serves `zones` (and the geo change) from now on: the names table and geo maps as a new
-    /// generation, then the slow path. `oneChange`: the zones are those served now with a change
+    /// Serves `zones` (and the geo change) from now on: the fast path first, then the slow path.
+    /// `zoneChanges`: what changed of the zones served, each a zone's change (none: nothing did),
+    /// whose records the fast path is written in its live generation; nil: the names table and
+    /// geo maps as a new generation. `oneChange`: the zones are those served now with a change
     /// applied, sharing all else; otherwise what they replace is a whole, and the memory it
     /// held is given back to the system once it is let go.
     func switchTo(
         _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
-        oneChange: Bool = false, zoneChange: AnswerImage.Change? = nil
+        oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil
     )
         async throws(ReloadError) -> ReloadReport
     {
@@ -238,8 +246,8 @@ package actor ServedConfig {
         var written: FastPath.TableWrite?
         if let writer {
             do {
-                if let zoneChange {
-                    written = try await writer.write(responder: responder, geo: geo, change: zoneChange)
+                if let zoneChanges {
+                    written = try await writer.write(responder: responder, geo: geo, changes: zoneChanges)
                 } else {
                     written = try await writer.write(responder: responder, geo: geo)
                 }
@@ -365,7 +373,7 @@ package actor ServedConfig {
             let owners = Set((changeset.removed + changeset.added).map(\.name))
             _ = try await switchTo(
                 running, next, started: started, oneChange: true,
-                zoneChange: AnswerImage.Change(before: zone, after: changed, owners: owners))
+                zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)])
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }

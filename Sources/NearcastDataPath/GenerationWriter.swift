@@ -46,19 +46,26 @@ public final class GenerationWriter: Sendable {
         return written
     }
 
-    /// Makes the fast path answer what `responder` answers after `change`: the records the change
-    /// reaches (`AnswerImage.reached`, from the zone's indexes), written into the live generation
-    /// (`FastPath.apply`) on the writer's thread: a few names, a few milliseconds, no new generation.
-    /// A change that reaches what only a whole image says (a delegation or DNAME made or gone), or
-    /// that does not fit the live generation, is written as a whole generation (`write`).
-    public func write(responder: Responder, geo: GeoTable?, change: AnswerImage.Change) async throws(BPFError)
+    /// Makes the fast path answer what `responder` answers after `changes` (one a zone: a record
+    /// change through the API, or what a reload found changed): the records the changes reach
+    /// (`AnswerImage.reached`, from the zones' indexes), written into the live generation
+    /// (`FastPath.apply`) on the writer's thread: a few names, a few milliseconds, no new
+    /// generation. Changes that reach what only a whole image says (a delegation or DNAME made or
+    /// gone), or that do not fit the live generation, are written as a whole generation (`write`).
+    public func write(responder: Responder, geo: GeoTable?, changes: [AnswerImage.Change]) async throws(BPFError)
         -> FastPath.TableWrite
     {
         let fastPath = fastPath
         let applied = try await writer.run { () throws(BPFError) -> FastPath.TableWrite? in
-            guard let reached = AnswerImage.reached(by: change) else { return nil }
-            let (names, removed) = AnswerImage.records(
-                of: reached, in: change.after, responder: responder, maxSections: FastPath.sectionsCapacity)
+            var names: [AnswerImage.Name] = []
+            var removed: [[UInt8]] = []
+            for change in changes {
+                guard let reached = AnswerImage.reached(by: change) else { return nil }
+                let records = AnswerImage.records(
+                    of: reached, in: change.after, responder: responder, maxSections: FastPath.sectionsCapacity)
+                names += records.names
+                removed += records.removed
+            }
             guard let a = try fastPath.apply(names, removed: removed, geo: geo) else { return nil }
             return FastPath.TableWrite(entries: fastPath.liveNames, written: a.written + a.removed)
         }

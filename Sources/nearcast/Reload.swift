@@ -16,6 +16,7 @@ struct Reload: AsyncParsableCommand {
             let r = try await options.client(role: .admin).post(
                 "/v1/reload", timeout: .seconds(600), as: ReloadReport.self)
             var line = "reloaded: \(counted(r.zones, "zone")), \(counted(r.records, "record"))"
+            if let c = r.rrsetsChanged { line += " (\(counted(c, "RRset")) changed)" }
             if let n = r.fastPathAnswers, let w = r.fastPathWritten {
                 line += "; XDP names table: \(n) answers, \(w) written"
             }

@@ -176,4 +176,58 @@ import XDPFuzz
         #expect(!inLive)
         try Self.check(fp, responder, names: around, expect: [("www.example.test.", .a)])
     }
+
+    /// A reload (the daemon's ReloadedZones): the zone file read again is compared with the zone
+    /// served, and what its differing RRsets reach is written into the live generation. Each file
+    /// below follows the one before; for each, every name whose record a whole image of the new
+    /// file has otherwise than the image of the old one is among the names written or removed,
+    /// and XDP then answers as the new zone's slow path does, byte for byte.
+    @Test func aReloadWritesWhatTheFilesDifferencesReachAndXDPAnswersTheNewFile() throws {
+        let edits: [(String, String)] = [
+            ("www      A     192.0.2.2", "www      A     192.0.2.3"),  // a CNAME's target, and the PTR's
+            ("mail     A     192.0.2.25", "mail     A     192.0.2.26"),  // the MX's additional address
+            ("txt      TXT   \"hello\" \"world\"\n", "new.ent A 192.0.2.77\n"),  // a name gone, one and an ENT come
+            ("*.wild   A     192.0.2.100", "*.wild   A     192.0.2.101"),
+            ("alias    CNAME www", "alias    CNAME mail"),  // a chain moved to another target
+            ("mail     AAAA  2001:db8::25\n", ""),  // a type gone: NODATA for it now
+        ]
+        var text = Self.before
+        var zone = try #require(try Self.responder(text).authority.zones[XDPProgramTests.origin])
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        var image = AnswerImage.build(
+            responder: Responder(authority: Authority(zones: [zone])), maxSections: FastPath.sectionsCapacity)
+        try fp.write(image)
+        for (step, (from, to)) in edits.enumerated() {
+            #expect(text.contains(from), "step \(step)")
+            text = text.replacingOccurrences(of: from, with: to)
+                .replacingOccurrences(of: "hostmaster \(step + 1) ", with: "hostmaster \(step + 2) ")
+            let responder = try Self.responder(text)
+            let next = try #require(responder.authority.zones[XDPProgramTests.origin])
+            let owners = Set(next.differences(from: zone).map(\.name))
+            #expect(owners.contains(XDPProgramTests.origin), "the SOA's serial, step \(step)")
+            let reached = try #require(
+                AnswerImage.reached(by: .init(before: zone, after: next, owners: owners)), "step \(step)")
+            let (names, removed) = AnswerImage.records(
+                of: reached, in: next, responder: responder, maxSections: FastPath.sectionsCapacity)
+            // What a whole image says changed is what the difference reached.
+            let nextImage = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+            let was = Dictionary(uniqueKeysWithValues: image.names.map { ($0.name, $0) })
+            let changed = Set(nextImage.names.filter { was[$0.name] != $0 }.map(\.name))
+            let gone = Set(image.names.map(\.name)).subtracting(nextImage.names.map(\.name))
+            #expect(changed.isSubset(of: names.map(\.name)), "step \(step): \(changed.subtracting(names.map(\.name)))")
+            #expect(gone.isSubset(of: removed), "step \(step)")
+            #expect(reached.count < nextImage.names.count / 2, "step \(step): \(reached.count) names reached")
+            #expect(try fp.apply(names, removed: removed, geo: nil) != nil, "step \(step)")
+            let around =
+                nextImage.names.map { DNSName(uncheckedWireForTests: $0.name).description } + [
+                    "txt.example.test.", "nope.example.test.", "x.new.ent.example.test.", "a.wild.example.test.",
+                ]
+            try Self.check(
+                fp, responder, names: around, expect: [("www.example.test.", .a), ("alias.example.test.", .a)])
+            (zone, image) = (next, nextImage)
+        }
+        // A whole generation of the last file afterwards finds every record in place.
+        #expect(try fp.write(image).written == 0)
+    }
 }

@@ -72,13 +72,19 @@ import FoundationNetworking
         try writeConfig(listen: "127.0.0.1:0")
         let ok = try reload(admin)
         #expect(ok.status == 0 && ok.stdout.hasPrefix("reloaded: 1 zone,"), "\(ok.stdout) \(ok.stderr)")
+        #expect(ok.stdout.contains("(1 RRset changed)"), "the file compared with the zone served: \(ok.stdout)")
         #expect(try ask("new.example.test") == "192.0.2.79\n")
+        let again = try reload(admin)
+        #expect(again.status == 0 && again.stdout.contains("(0 RRsets changed)"), "\(again.stdout) \(again.stderr)")
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.80\n").write(to: zone, atomically: true, encoding: .utf8)
         kill(server.pid, SIGHUP)
         try server.waitUntilReady(timeout: 10) { (try? ask("new.example.test")) == "192.0.2.80\n" }
         try server.waitUntilReady(timeout: 5) {
             server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") }
         }
+        #expect(
+            server.log.split(separator: "\n").contains { $0.contains("by=SIGHUP") && $0.contains("rrsets-changed=1") },
+            "\(server.log)")
     }
 }
 
