@@ -14,6 +14,9 @@ struct ReloadedZones {
     var changes: [AnswerImage.Change]?
     /// RRsets added, changed or removed in the zones compared (nil when `changes` is).
     var rrsetsChanged: Int?
+    /// The zones read that are not served (each the same as the one served): to be let go off
+    /// the reload's path (`Retired`), for freeing a large zone takes a second.
+    var unused: [Zone] = []
 
     /// Compares `loaded` (read for a reload) with `served`. Blocking: a lookup per name of each
     /// zone, so it belongs on a thread of its own with the reading.
@@ -22,16 +25,18 @@ struct ReloadedZones {
         var zones: [Zone] = []
         var changes: [AnswerImage.Change] = []
         var count = 0
+        var unused: [Zone] = []
         for (old, new) in zip(served, loaded) {
             let differences = new.differences(from: old)
             count += differences.count
             if differences.isEmpty && old.fromSeveralFiles == new.fromSeveralFiles {
                 zones.append(old)
+                unused.append(new)
             } else {
                 zones.append(new)
                 changes.append(AnswerImage.Change(before: old, after: new, owners: Set(differences.map(\.name))))
             }
         }
-        return ReloadedZones(zones: zones, changes: changes, rrsetsChanged: count)
+        return ReloadedZones(zones: zones, changes: changes, rrsetsChanged: count, unused: unused)
     }
 }

@@ -168,12 +168,16 @@ package actor ServedConfig {
         // Reading and parsing the files blocks: on a thread of its own, not the cooperative pool.
         // So is comparing them with the zones served (the turn is held: those stay served).
         let (load, served) = (load, zones)
-        let loaded: Result<(NearcastConfig, ReloadedZones), DiagnosticsError>
+        let loaded: Result<(NearcastConfig, ReloadedZones, read: Duration, compared: Duration), DiagnosticsError>
         do {
             loaded = try await onOwnThread {
-                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones) in
+                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones, Duration, Duration) in
+                    let clock = ContinuousClock()
                     let next = try load()
-                    return (next, ReloadedZones.compare(served: served, loaded: try next.loadZones()))
+                    let zones = try next.loadZones()
+                    let read = clock.now
+                    let compared = ReloadedZones.compare(served: served, loaded: zones)
+                    return (next, compared, read - started, clock.now - read)
                 }
             }
         } catch {
@@ -183,9 +187,18 @@ package actor ServedConfig {
         let next: NearcastConfig
         let reloaded: ReloadedZones
         switch loaded {
-        case .success(let r): (next, reloaded) = r
+        case .success(let r):
+            (next, reloaded) = (r.0, r.1)
+            logger.info(
+                "zones read",
+                metadata: [
+                    "zones": "\(reloaded.zones.count)", "read-seconds": "\(r.read.seconds)",
+                    "compared-seconds": "\(r.compared.seconds)",
+                    "rrsets-changed": "\(reloaded.rrsetsChanged.map(String.init) ?? "all")",
+                ])
         case .failure(let error): throw .invalid(error)
         }
+        defer { if !reloaded.unused.isEmpty { Retired.release(reloaded.unused, thenGiveBackMemory: true) } }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
         var geo = GeoChange.none

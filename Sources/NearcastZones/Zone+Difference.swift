@@ -9,15 +9,23 @@ extension Zone {
     /// serving the changes costs what they change.
     public func differences(from old: Zone) -> [(name: DNSName, type: RRType, set: RRSet?)] {
         var out: [(name: DNSName, type: RRType, set: RRSet?)] = []
+        var kept = 0  // names of `old` found in `self`
         for (name, node) in tree {
-            let was = old.tree[name]?.sets ?? []
+            guard let was = old.tree[name]?.sets else {
+                for set in node.sets { out.append((name, set.type, set)) }
+                continue
+            }
+            kept += 1
             for set in node.sets where !was.contains(where: { $0.isIdentical(to: set) }) {
                 out.append((name, set.type, set))
             }
             for set in was where node[set.type] == nil { out.append((name, set.type, nil)) }
         }
-        for (name, node) in old.tree where tree[name] == nil {
-            for set in node.sets { out.append((name, set.type, nil)) }
+        // Names gone: only when some of `old`'s were not found (a second pass over a large zone).
+        if kept < old.tree.count {
+            for (name, node) in old.tree where tree[name] == nil {
+                for set in node.sets { out.append((name, set.type, nil)) }
+            }
         }
         return out
     }

@@ -38,6 +38,30 @@ import Testing
         #expect(a.lowercased().description == "www.example.net.")
     }
 
+    /// Names are compared and hashed eight bytes at a time: every byte value, at every place of
+    /// the word, folds as one byte alone does; only ASCII letters ignore case ("@" and "`", "["
+    /// and "{" differ in the same bit and are different bytes).
+    @Test func caseIsFoldedEightBytesAtATimeAsOneByteAtATime() throws {
+        for place in 0..<8 {
+            for b in 0...255 {
+                var bytes = [UInt8]("xY9-Q_z@".utf8)
+                bytes[place] = UInt8(b)
+                let word = bytes.withUnsafeBufferPointer { DNSName.load8($0, 0) }
+                let folded = bytes.map(DNSName.fold).withUnsafeBufferPointer { DNSName.load8($0, 0) }
+                #expect(DNSName.fold8(word) == folded, "byte \(b) at \(place)")
+            }
+        }
+        for (a, b, same) in [
+            ("a-long-label.Example.NET.", "A-LONG-LABEL.example.net.", true), ("x@y.test.", "x`y.test.", false),
+            ("abcdefg[.test.", "abcdefg{.test.", false), ("abcdefgh.test.", "abcdefgi.test.", false),
+            ("ab.test.", "AB.TEST.", true),
+        ] {
+            let (x, y) = (try DNSName(a), try DNSName(b))
+            #expect((x == y) == same, "\(a) \(b)")
+            if same { #expect(x.hashValue == y.hashValue, "\(a) \(b)") }
+        }
+    }
+
     @Test func escapesRoundTrip() throws {
         let n = try DNSName("a\\.b\\065\\032c.example.")
         #expect(n.labels[0] == Array("a.bA c".utf8))
