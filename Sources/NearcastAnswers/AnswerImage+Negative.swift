@@ -86,7 +86,7 @@ extension AnswerImage {
 
     /// The anchors of `zone`'s negative answers, lower-cased (the apex first), and the closest
     /// anchor of a name in it.
-    static func negativeAnchors(_ zone: Zone) -> (names: [DNSName], closest: (DNSName) -> DNSName) {
+    static func negativeAnchors(_ zone: Zone) -> (names: [DNSName], closest: @Sendable (DNSName) -> DNSName) {
         let apex = zone.origin.lowercased()
         guard case .soa(let soa) = zone.soa.rdatas.first else { return ([apex], { _ in apex }) }
         var below: Set<DNSName> = []
@@ -95,12 +95,13 @@ extension AnswerImage {
             below.formUnion(n.lowercased().ancestors(upTo: apex).filter { $0.wire.count > apex.wire.count })
         }
         guard !below.isEmpty else { return ([apex], { _ in apex }) }
+        let anchors = below
         return (
-            [apex] + below.sorted(),
+            [apex] + anchors.sorted(),
             { name in
                 var n = name.lowercased()
-                while n.wire.count > apex.wire.count, !below.contains(n) { n = n.parent }
-                return below.contains(n) ? n : apex
+                while n.wire.count > apex.wire.count, !anchors.contains(n) { n = n.parent }
+                return anchors.contains(n) ? n : apex
             }
         )
     }

@@ -35,10 +35,17 @@ public final class GenerationWriter: Sendable {
         // hands the bulk to the background thread and waits for it there.
         let written = try await writer.run { () throws(BPFError) -> FastPath.TableWrite in
             let prepared = try background.runAndWait { () throws(BPFError) -> FastPath.Prepared in
-                let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+                // On every core, at this thread's priority (ParallelWork).
+                let image = AnswerImage.build(
+                    responder: responder, maxSections: FastPath.sectionsCapacity,
+                    parts: ProcessInfo.processInfo.activeProcessorCount)
                 return try fastPath.prepare(image, geo: geo)
             }
-            return try fastPath.switchTo(prepared)
+            let written = try fastPath.switchTo(prepared)
+            // The image and the plan of a large zone (GiBs at 1M names) are let go by now: give
+            // their pages back, or glibc keeps them resident for good.
+            background.submit { FreedMemory.giveBack() }
+            return written
         }
         // The maps it replaced are emptied after, a slice at a time: the caller does not wait,
         // and a write asked for meanwhile goes before the next slice.

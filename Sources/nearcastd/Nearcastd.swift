@@ -234,11 +234,18 @@ struct Nearcastd: AsyncParsableCommand {
                         ipv6Prefix: UInt32(rrl.ipv6Prefix), window: UInt32(rrl.window),
                         exempt: rrl.exempt.map { ($0.address, $0.length) })
                 fastPath = try await onOwnThread {
-                    let image = AnswerImage.build(
-                        responder: responders.current.responder, maxSections: FastPath.sectionsCapacity)
-                    return try XDPDeployment(
-                        settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
-                        rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
+                    let deployment = try {
+                        // On every core: nothing else of the daemon's runs yet.
+                        let image = AnswerImage.build(
+                            responder: responders.current.responder, maxSections: FastPath.sectionsCapacity,
+                            parts: ProcessInfo.processInfo.activeProcessorCount)
+                        return try XDPDeployment(
+                            settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
+                            rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
+                    }()
+                    // The image of a large zone (GiBs at 1M names) is let go: its pages given back.
+                    FreedMemory.giveBack()
+                    return deployment
                 }
             } catch {
                 try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)

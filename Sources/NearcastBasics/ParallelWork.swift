@@ -1,0 +1,45 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Work split over threads of the caller's priority: the bulk of a whole answer image (seconds at
+/// 1M names, docs/ARCHITECTURE.md §11) on every core rather than one. The threads take the nice
+/// value of the calling thread (Linux's is per thread), so work that a writer runs yielding to the
+/// daemon's other threads stays so on every core.
+public enum ParallelWork {
+    /// `transform` of `items` cut into at most `parts` slices in order (fewer when slices would be
+    /// smaller than `smallest` items), each on a thread of its own, the first on the caller's;
+    /// the results in the slices' order. Blocks the caller until all are done.
+    public static func map<T: Sendable, R: Sendable>(
+        _ items: [T], parts: Int, smallest: Int = 1024, _ transform: @escaping @Sendable (ArraySlice<T>) -> R
+    ) -> [R] {
+        let count = max(1, min(parts, items.count / max(1, smallest)))
+        guard count > 1 else { return [transform(items[...])] }
+        let size = (items.count + count - 1) / count
+        let slices = stride(from: 0, to: items.count, by: size).map { items[$0..<min($0 + size, items.count)] }
+        let results = Results<R>(slices.count)
+        let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        let done = DispatchSemaphore(value: 0)
+        for (i, slice) in slices.enumerated().dropFirst() {
+            Thread {
+                if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
+                results.set(i, transform(slice))
+                done.signal()
+            }.start()
+        }
+        results.set(0, transform(slices[0]))
+        for _ in slices.dropFirst() { done.wait() }
+        return results.all
+    }
+
+    /// The slices' results, each set once by its own thread before the caller reads them all.
+    private final class Results<R: Sendable>: @unchecked Sendable {
+        private var values: [R?]
+        private let lock = NSLock()
+        init(_ count: Int) { values = Array(repeating: nil, count: count) }
+        func set(_ i: Int, _ r: R) { lock.withLock { values[i] = r } }
+        var all: [R] { lock.withLock { values.map { $0! } } }
+    }
+}

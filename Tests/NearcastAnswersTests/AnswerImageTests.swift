@@ -1,0 +1,71 @@
+import DNSWire
+import Foundation
+import NearcastBasics
+import NearcastTestSupport
+import Synchronization
+import Testing
+
+@testable import NearcastAnswers
+@testable import NearcastZones
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The answer image made on several threads (ParallelWork) is the one made on one, for a zone of
+/// every kind of name; the threads run at the priority of the one that asked.
+@Suite(.timeLimit(.minutes(2))) struct AnswerImageTests {
+    /// 4,000 names of every kind: addresses, a CNAME chain, MX and their targets' addresses, a
+    /// wildcard and names below it, a delegation with glue, a DNAME, empty non-terminals.
+    static func zone() throws -> Zone {
+        let origin = try DNSName("example.test.")
+        var text = """
+            $ORIGIN example.test.
+            $TTL 300
+            @ SOA ns1 hostmaster 1 3600 600 1209600 60
+            @ NS ns1
+            ns1 A 192.0.2.53
+            *.wild TXT "any"
+            sub NS ns.sub
+            ns.sub A 192.0.2.54
+            dn DNAME other.test.
+
+            """
+        for i in 0..<1000 {
+            text += "n\(i) A 10.0.\(i / 256).\(i % 256)\n"
+            text += "alias\(i) CNAME n\(i)\n"
+            text += "m\(i).ent\(i % 7) MX 10 n\(i)\n"
+            text += "t\(i).wild AAAA 2001:db8::\(i)\n"
+        }
+        let records = try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin)
+        return try Zone.build(origin: origin, records: records, sourceName: "z.zone")
+    }
+
+    @Test func anImageMadeOnSeveralThreadsIsTheOneMadeOnOne() async throws {
+        let responder = Responder(authority: Authority(zones: [try Self.zone()]))
+        let one = try await TestSupport.blocking { AnswerImage.build(responder: responder, maxSections: 512) }
+        let three = try await TestSupport.blocking {
+            AnswerImage.build(responder: responder, maxSections: 512, parts: 3)
+        }
+        #expect(one.names.count > 4000 && one.names.contains { !$0.answers.isEmpty && $0.nxdomain })
+        #expect(one.names == three.names && one.tooBig == three.tooBig)
+    }
+
+    @Test func workIsCutInOrderAndRunAtTheCallersPriority() throws {
+        let result = Mutex<[[Int32]]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 7)
+            let slices = ParallelWork.map(Array(0..<10_000), parts: 4, smallest: 1000) { slice in
+                [getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0), Int32(slice.first!), Int32(slice.count)]
+            }
+            result.withLock { $0 = slices }
+            done.signal()
+        }.start()
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        let slices = result.withLock { $0 }
+        #expect(slices.map { $0[0] } == [7, 7, 7, 7], "every slice's thread niced as the caller")
+        #expect(slices.map { $0[1] } == [0, 2500, 5000, 7500] && slices.allSatisfy { $0[2] == 2500 })
+        #expect(ParallelWork.map(Array(0..<10), parts: 4) { Array($0) } == [Array(0..<10)], "too few to cut")
+    }
+}
