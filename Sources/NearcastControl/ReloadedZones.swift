@@ -1,3 +1,4 @@
+import Foundation
 import NearcastAnswers
 import NearcastZones
 
@@ -27,7 +28,7 @@ struct ReloadedZones {
         var count = 0
         var unused: [Zone] = []
         for (old, new) in zip(served, loaded) {
-            let differences = new.differences(from: old)
+            let differences = new.differences(from: old, parts: ProcessInfo.processInfo.activeProcessorCount)
             count += differences.count
             if differences.isEmpty && old.fromSeveralFiles == new.fromSeveralFiles {
                 zones.append(old)

@@ -30,6 +30,10 @@ import Testing
     static func differences(_ edited: String) throws -> Set<String> {
         let (old, new) = (try zone(text), try zone(edited))
         let differences = new.differences(from: old)
+        func described(_ d: [(name: DNSName, type: RRType, set: RRSet?)]) -> [String] {
+            d.map { "\($0.name) \($0.type) \(String(describing: $0.set))" }
+        }
+        #expect(described(new.differences(from: old, parts: 3)) == described(differences), "on three threads")
         let applied = try old.changing(differences, source: "reload")
         #expect(applied.differences(from: new).isEmpty && new.differences(from: applied).isEmpty)
         #expect(applied.recordCount == new.recordCount && applied.existingNames == new.existingNames)
