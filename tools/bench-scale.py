@@ -14,7 +14,9 @@ at every tenth), then for each server:
 nearcast runs without XDP here. With --xdp, for each size, nearcast alone with its fast path
 attached to a veth pair of its own (made and removed by this script): start to the fast path
 ready with every answer in it, the answers it holds and leaves out, RSS and the BPF maps' kernel
-memory; into the bench-scale-xdp section.
+memory (RSS counts the pages of the maps this process maps, the arena and the slots: its
+anonymous part is the process's own), a reload with RELOADED records changed (and the records it wrote into the fast path), and
+the record changes above; into the bench-scale-xdp section.
 Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
 bench-scale markers.
 """
@@ -43,9 +45,11 @@ TOKEN = "w" * 32
 
 
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, socket.socket() as t:
-        for _ in range(100):
-            port = random.randint(20000, 60000)
+    """A port free for UDP and TCP on 127.0.0.1. Fresh sockets for each try: a socket bound by a
+    try whose other bind failed cannot be bound again, and every later try would fail."""
+    for _ in range(100):
+        port = random.randint(20000, 60000)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, socket.socket() as t:
             try:
                 u.bind(("127.0.0.1", port))
                 t.bind(("127.0.0.1", port))
@@ -278,16 +282,31 @@ def nearcast_xdp(work, zone, n):
                 raise RuntimeError(f"the fast path did not get ready:\n{text[-2000:]}")
             ready = time.monotonic() - t0
             fields = dict(re.findall(r"([a-z-]+)=(\S+)", line))
+            time.sleep(2)  # the image's memory given back after the write
             rss, peak, maps = rss_mib(p.pid), rss_mib(p.pid, "VmHWM"), bpf_map_mib(p.pid)
+            anon = rss_mib(p.pid, "RssAnon")
             # Record changes through the API, which returns once XDP's maps and the slow path hold
             # them: to answered by the slow path (XDP's maps were written before it switched).
             wait_api(aport)
+            # A reload of the file with RELOADED records changed: its differences written into
+            # the live generation before the slow path switches, so answered there means both.
+            last, addr = edit_for_reload(zone, n)
+            t = time.monotonic()
+            p.send_signal(signal.SIGHUP)
+            wait_answer(port, last, 600, has_address(addr), poll=0.001)
+            reload_s = time.monotonic() - t
+            while "reloaded" not in open(f"{work}/ncx.log").read() and time.monotonic() - t < 60:
+                time.sleep(0.01)
+            line = next(x for x in open(f"{work}/ncx.log").read().splitlines() if "reloaded" in x)
+            reload_written = int(dict(re.findall(r"([a-z-]+)=(\S+)", line))["fast-path-written"])
             times = timed_changes(port, aport)
             many_changes(aport)
             time.sleep(12)  # a write-back of the zone file, and the old zones let go
             return {
                 "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
-                "rss_after": rss_mib(p.pid), "maps_after": bpf_map_mib(p.pid),
+                "reload": reload_s, "reload_written": reload_written,
+                "rss_after": rss_mib(p.pid), "anon_after": rss_mib(p.pid, "RssAnon"), "maps_after": bpf_map_mib(p.pid),
+                "anon": anon,
                 "names": int(fields["names"]), "answers": int(fields["answers"]), "full": int(fields["table-full"]),
                 "collisions": int(fields["hash-collisions"]), "too_big": int(fields["too-big"]),
                 "capacity": int(fields["capacity"]),
@@ -318,16 +337,18 @@ def main_xdp():
         f"Command: `make bench-scale` (`tools/bench-scale.py --xdp`, SIZES={' '.join(map(str, SIZES))}): nearcast with its",
         f"fast path attached (native, a veth pair of the script's own), the same generated zones as above; CHANGES={CHANGES} of each kind, MANY={MANY}.",
         "",
-        "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS, peak (MiB) | BPF maps (MiB) | record add / change / delete, API to answered, p50, p99 (ms) "
-        f"| RSS, maps after {4 * CHANGES + MANY:,} changes (MiB) |",
-        "|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|",
+        "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS (anonymous), peak (MiB) | BPF maps (MiB) "
+        f"| reload, {RELOADED} records changed, to answered (s); records written | record add / change / delete, API to answered, p50, p99 (ms) "
+        f"| RSS (anonymous), maps after {4 * CHANGES + MANY:,} changes (MiB) |",
+        "|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|---|",
     ]
     for n, r in rows:
         lines.append(
             f"| {n:,} | {r['load']:.2f} | {r['ready']:.2f} | {r['names']:,} | {r['answers']:,} | {r['full']} / {r['collisions']} / {r['too_big']} "
-            f"| {r['capacity']:,} | {r['rss']:.0f}, {r['peak']:.0f} | {r['maps']:.0f} "
+            f"| {r['capacity']:,} | {r['rss']:.0f} ({r['anon']:.0f}), {r['peak']:.0f} | {r['maps']:.0f} "
+            f"| {r['reload']:.2f}; {r['reload_written']} "
             f"| {' / '.join('%.1f, %.1f' % percentiles(r['times'][k]) for k in ('add', 'change', 'delete'))} "
-            f"| {r['rss_after']:.0f}, {r['maps_after']:.0f} |"
+            f"| {r['rss_after']:.0f} ({r['anon_after']:.0f}), {r['maps_after']:.0f} |"
         )
     lines.append("<!-- bench-scale-xdp:end -->")
     table = "\n".join(lines)

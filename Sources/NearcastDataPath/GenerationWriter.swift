@@ -58,11 +58,17 @@ public final class GenerationWriter: Sendable {
     /// (`AnswerImage.reached`, from the zones' indexes), written into the live generation
     /// (`FastPath.apply`) on the writer's thread: a few names, a few milliseconds, no new
     /// generation. Changes that reach what only a whole image says (a delegation or DNAME made or
-    /// gone), or that do not fit the live generation, are written as a whole generation (`write`).
+    /// gone), or that do not fit the live generation, are written as a whole generation (`write`);
+    /// so are changes of more than an eighth of the names (a zone renumbered, say), which then
+    /// switch all at once rather than name by name, in about the time their records would take.
     public func write(responder: Responder, geo: GeoTable?, changes: [AnswerImage.Change]) async throws(BPFError)
         -> FastPath.TableWrite
     {
         let fastPath = fastPath
+        let owners = changes.reduce(0) { $0 + $1.owners.count }
+        if owners > Self.changedNamesForAGeneration && owners > fastPath.liveNames / 8 {
+            return try await write(responder: responder, geo: geo)
+        }
         let applied = try await writer.run { () throws(BPFError) -> FastPath.TableWrite? in
             var names: [AnswerImage.Name] = []
             var removed: [[UInt8]] = []
@@ -79,6 +85,10 @@ public final class GenerationWriter: Sendable {
         if let applied { return applied }
         return try await write(responder: responder, geo: geo)
     }
+
+    /// Changed names below which changes are written into the live generation whatever the
+    /// table's size (`write(responder:geo:changes:)`).
+    static let changedNamesForAGeneration = 256
 
     /// Whether a drain is under way: one at a time, whatever the writes that retire maps.
     private let draining = Atomic<Bool>(false)

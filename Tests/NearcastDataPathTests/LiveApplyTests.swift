@@ -230,4 +230,38 @@ import XDPFuzz
         // A whole generation of the last file afterwards finds every record in place.
         #expect(try fp.write(image).written == 0)
     }
+
+    /// What the daemon's writer does with a reload's differences: a few names go into the live
+    /// generation; most of the names changed at once (a zone renumbered) are a new generation,
+    /// switched all at once. XDP answers the new zone either way.
+    @Test func aReloadThatChangesMostNamesIsSwitchedInAsOneGeneration() async throws {
+        func zone(_ last: Int, _ changed: Int) throws -> Zone {
+            var text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\n"
+            text += "ns1 A 192.0.2.53\n"
+            for i in 0..<1000 { text += "n\(i) A \(i < changed ? "198.51.100.\(last)" : "192.0.2.\(i % 250)")\n" }
+            let records = try ZoneFileParser.parse(text: text, fileName: "z", origin: XDPProgramTests.origin)
+            return try Zone.build(origin: XDPProgramTests.origin, records: records, sourceName: "z")
+        }
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        let writer = GenerationWriter(fp)
+        var served = try zone(1, 0)
+        _ = try await writer.write(responder: Responder(authority: Authority(zones: [served])), geo: nil)
+        func reload(_ next: Zone) async throws -> (Responder, switched: Bool) {
+            let before = fp.state.withLock { $0.settings.generation }
+            let owners = Set(next.differences(from: served).map(\.name))
+            let responder = Responder(authority: Authority(zones: [next]))
+            _ = try await writer.write(
+                responder: responder, geo: nil, changes: [.init(before: served, after: next, owners: owners)])
+            served = next
+            return (responder, fp.state.withLock { $0.settings.generation } != before)
+        }
+        let names = ["n0.example.test.", "n9.example.test.", "n10.example.test.", "n999.example.test."]
+        let few = try await reload(try zone(2, 10))
+        #expect(!few.switched, "ten names written into the live generation")
+        try Self.check(fp, few.0, names: names, expect: names.map { ($0, .a) })
+        let most = try await reload(try zone(3, 900))
+        #expect(most.switched, "nine hundred names switched in as a generation")
+        try Self.check(fp, most.0, names: names, expect: names.map { ($0, .a) })
+    }
 }
