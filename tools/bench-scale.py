@@ -15,7 +15,9 @@ nearcast runs without XDP here. With --xdp, for each size, nearcast alone with i
 attached to a veth pair of its own (made and removed by this script): start to the fast path
 ready with every answer in it, the answers it holds and leaves out, RSS and the BPF maps' kernel
 memory (RSS counts the pages of the maps this process maps, the arena and the slots: its
-anonymous part is the process's own), a reload with RELOADED records changed (and the records it wrote into the fast path), and
+anonymous part is the process's own), a query mix (MIX queries: names of the zone by their types,
+10 % NODATA, 10 % NXDOMAIN) replayed through XDP by kxdpgun from a namespace of its own and the
+share XDP answered, a reload with RELOADED records changed (and the records it wrote into the fast path), and
 the record changes above; into the bench-scale-xdp section.
 Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
 bench-scale markers.
@@ -39,6 +41,7 @@ SIZES = [int(s) for s in os.environ.get("SIZES", "10000 100000 1000000").split()
 CHANGES = int(os.environ.get("CHANGES", "100"))
 MANY = int(os.environ.get("MANY", "10000"))
 RELOADED = int(os.environ.get("RELOADED", "10"))
+MIX = int(os.environ.get("MIX", "20000"))
 NEARCASTD = os.path.join(ROOT, ".build/release/nearcastd")
 ORIGIN = "scale.test."
 TOKEN = "w" * 32
@@ -254,11 +257,18 @@ def nearcast_xdp(work, zone, n):
     with open(f"{work}/tokens", "w") as f:
         f.write(f"write {TOKEN}\n")
     a, b = f"ncsc{os.getpid() % 10000}a", f"ncsc{os.getpid() % 10000}b"
+    ns = f"ncsc{os.getpid() % 10000}c"
     pins = f"/sys/fs/bpf/nearcast-scale-{os.getpid()}"
     subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
     try:
-        for i in (a, b):
-            subprocess.run(["ip", "link", "set", i, "up"], check=True)
+        # The client end in a namespace of its own, so that queries to the server end's address
+        # cross the veth (and XDP) instead of the loopback.
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        subprocess.run(["ip", "link", "set", b, "netns", ns], check=True)
+        subprocess.run(["ip", "addr", "add", "10.253.0.1/24", "dev", a], check=True)
+        subprocess.run(["ip", "-n", ns, "addr", "add", "10.253.0.2/24", "dev", b], check=True)
+        subprocess.run(["ip", "link", "set", a, "up"], check=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", b, "up"], check=True)
         with open(f"{work}/ncx.yaml", "w") as f:
             f.write(
                 f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
@@ -285,6 +295,7 @@ def nearcast_xdp(work, zone, n):
             time.sleep(2)  # the image's memory given back after the write
             rss, peak, maps = rss_mib(p.pid), rss_mib(p.pid, "VmHWM"), bpf_map_mib(p.pid)
             anon = rss_mib(p.pid, "RssAnon")
+            mix = replay_mix(work, n, ns, b, pins, port)
             # Record changes through the API, which returns once XDP's maps and the slow path hold
             # them: to answered by the slow path (XDP's maps were written before it switched).
             wait_api(aport)
@@ -304,7 +315,7 @@ def nearcast_xdp(work, zone, n):
             time.sleep(12)  # a write-back of the zone file, and the old zones let go
             return {
                 "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
-                "reload": reload_s, "reload_written": reload_written,
+                "reload": reload_s, "reload_written": reload_written, "mix": mix,
                 "rss_after": rss_mib(p.pid), "anon_after": rss_mib(p.pid, "RssAnon"), "maps_after": bpf_map_mib(p.pid),
                 "anon": anon,
                 "names": int(fields["names"]), "answers": int(fields["answers"]), "full": int(fields["table-full"]),
@@ -316,7 +327,59 @@ def nearcast_xdp(work, zone, n):
             p.wait(60)
     finally:
         subprocess.run(["ip", "link", "del", a], check=False)
+        subprocess.run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(pins, ignore_errors=True)
+
+
+def xdp_counters(pins):
+    """XDP's verdict counters (nc_stats, summed over CPUs), by reason, from the pinned map."""
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", f"{pins}/nc_stats"], capture_output=True,
+                         text=True, check=True).stdout
+    total = {}
+    for v in json.loads(out)[0]["formatted"]["values"]:
+        for k, x in v["value"].items():
+            total[k] = total.get(k, 0) + x
+    return total
+
+
+def mix_cell(m):
+    """The query mix's row cell: XDP's answers (NXDOMAIN among them) over the DNS queries it counted
+    (all but what is not DNS at all: ARP and the like), what it passed, and kxdpgun's replies."""
+    c = m["counted"]
+    answered = c.get("answered", 0) + c.get("answered_nxdomain", 0) + c.get("answered_geo", 0)
+    dns = sum(v for k, v in c.items() if k != "pass_not_dns")
+    passed = sum(v for k, v in c.items() if k.startswith("pass_") and k != "pass_not_dns")
+    share = 100 * answered / dns if dns else 0
+    return (f"{answered:,} ({c.get('answered_nxdomain', 0):,}) / {dns:,} = {share:.2f} %; {passed:,}; "
+            f"{m['replies']:,} / {m['sent']:,}")
+
+
+def replay_mix(work, n, ns, ifname, pins, port):
+    """A query mix replayed through XDP by kxdpgun from the client namespace: names of the zone
+    by the types they have (80 %), types they lack (NODATA, 10 %), names that do not exist
+    (NXDOMAIN, 10 %). Returns how XDP counted them and what kxdpgun saw."""
+    rng = random.Random(29)
+    lines = []
+    for _ in range(MIX):
+        i, r = rng.randrange(n), rng.random()
+        if r < 0.1:
+            lines.append(f"nx{i}.{ORIGIN} A")
+        elif r < 0.2:
+            lines.append(f"n{i | 1}.{ORIGIN} AAAA")  # odd: no AAAA (every fourth has one)
+        else:
+            i -= i % 10
+            lines.append(f"n{i}.{ORIGIN} {rng.choice(['A', 'AAAA', 'MX', 'TXT'])}")
+    with open(f"{work}/mix.txt", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    before = xdp_counters(pins)
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "kxdpgun", "-t", "4", "-Q", "20000", "-p", str(port), "-i", f"{work}/mix.txt",
+         "-I", ifname, "10.253.0.1"], capture_output=True, text=True, timeout=60)
+    after = xdp_counters(pins)
+    delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+    sent = int(re.search(r"total queries:\s+(\d+)", out.stdout).group(1))
+    replies = int(re.search(r"total replies:\s+(\d+)", out.stdout).group(1))
+    return {"sent": sent, "replies": replies, "counted": delta}
 
 
 def main_xdp():
@@ -339,8 +402,9 @@ def main_xdp():
         "",
         "| names | start to first answer (s) | to the fast path ready (s) | records (names) in the fast path | their answers | left out (full / collisions / too big) | capacity | RSS (anonymous), peak (MiB) | BPF maps (MiB) "
         f"| reload, {RELOADED} records changed, to answered (s); records written | record add / change / delete, API to answered, p50, p99 (ms) "
-        f"| RSS (anonymous), maps after {4 * CHANGES + MANY:,} changes (MiB) |",
-        "|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|---|",
+        f"| RSS (anonymous), maps after {4 * CHANGES + MANY:,} changes (MiB) "
+        "| query mix replayed: answered by XDP, of them NXDOMAIN / queries XDP counted; passed; replies / sent |",
+        "|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|---|---|",
     ]
     for n, r in rows:
         lines.append(
@@ -348,7 +412,7 @@ def main_xdp():
             f"| {r['capacity']:,} | {r['rss']:.0f} ({r['anon']:.0f}), {r['peak']:.0f} | {r['maps']:.0f} "
             f"| {r['reload']:.2f}; {r['reload_written']} "
             f"| {' / '.join('%.1f, %.1f' % percentiles(r['times'][k]) for k in ('add', 'change', 'delete'))} "
-            f"| {r['rss_after']:.0f} ({r['anon_after']:.0f}), {r['maps_after']:.0f} |"
+            f"| {r['rss_after']:.0f} ({r['anon_after']:.0f}), {r['maps_after']:.0f} | {mix_cell(r['mix'])} |"
         )
     lines.append("<!-- bench-scale-xdp:end -->")
     table = "\n".join(lines)
