@@ -5,8 +5,8 @@ For each size (SIZES, names): a generated zone (an A at each name, an AAAA at ev
 at every tenth), then for each server:
   - start to first answer (a query for the last name of the file, polled every 10 ms);
   - RSS after load (/proc/PID/status VmRSS);
-  - for nearcast and Knot: CHANGES record changes, each one add, one change (delete + add) and one
-    delete, timed from the request to the first answer that shows it (nearcast: the management API;
+  - for nearcast and Knot: CHANGES record changes, each one add, one change (the RRset replaced in
+    one request: nearcast's PUT, Knot's UPDATE that deletes and adds) and one delete, timed from the request to the first answer that shows it (nearcast: the management API;
     Knot: a DNS UPDATE, RFC 2136, as nsupdate sends it), p50 and p99;
   - a reload of the zone file with RELOADED records changed (and the serial), timed from the signal
     (nearcast: SIGHUP; Knot: knotc zone-reload) to the last changed name answered anew;
@@ -180,8 +180,7 @@ def timed_changes(port, aport):
         wait_answer(port, name, 10, has_address(a1), poll=0.0005)
         times["add"].append(time.monotonic() - t)
         t = time.monotonic()
-        api(aport, "DELETE", f"{path}?name={name}&type=A")
-        api(aport, "POST", path, {"name": name, "type": "A", "data": a2})
+        api(aport, "PUT", f"{path}?name={name}&type=A", {"data": [a2]})  # as Knot's UPDATE: delete and add at once
         wait_answer(port, name, 10, has_address(a2), poll=0.0005)
         times["change"].append(time.monotonic() - t)
         t = time.monotonic()

@@ -467,6 +467,7 @@ package actor ServedConfig {
         switch edit {
         case .add(let r): "add \(r.name) \(r.type) \(r.data)"
         case .delete(let n, let t, let d): "delete \(n) \(t)" + (d.map { " \($0)" } ?? "")
+        case .replace(let n, let t, let r): "set \(n) \(t) " + r.data.joined(separator: ", ")
         }
     }
 

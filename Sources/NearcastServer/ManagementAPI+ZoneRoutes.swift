@@ -57,6 +57,29 @@ extension ManagementAPI {
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
+        v1.put("zones/:origin/records") { request, context -> Response in
+            try context.require(.write)
+            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            let q = request.uri.queryParameters
+            guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
+                throw HTTPError(.badRequest, message: "name and type are required: the RRset to replace")
+            }
+            let body = try await request.body.collect(upTo: 65536)
+            let input: RRSetInput
+            do { input = try JSONDecoder().decode(RRSetInput.self, from: body) } catch {
+                throw HTTPError(
+                    .badRequest,
+                    message:
+                        "the records must be JSON {\"ttl\" (optional), \"data\": [each record's data]}: \(Self.decodingProblem(error))"
+                )
+            }
+            let change: RecordChange
+            do throws(ZoneEditError) {
+                change = try await edit(
+                    context.parameters.get("origin") ?? "", .replace(name: name, type: type, input), Self.who(context))
+            } catch { throw Self.httpError(error) }
+            return try jsonResponse(change)
+        }
         v1.post("reload") { _, context -> Response in
             try context.require(.admin)
             guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }

@@ -1,6 +1,19 @@
 import DNSWire
 import NearcastBasics
 
+/// An RRset's records as the API takes them to replace one (`PUT .../records?name=&type=`).
+public struct RRSetInput: Codable, Equatable, Sendable {
+    /// Seconds; when absent, the RRset's TTL if it exists, else the SOA's.
+    public var ttl: UInt32?
+    /// Each record's RDATA in presentation form, as in a zone file.
+    public var data: [String]
+
+    public init(ttl: UInt32? = nil, data: [String]) {
+        self.ttl = ttl
+        self.data = data
+    }
+}
+
 /// A record as the management API takes and gives it: presentation form, names relative to the
 /// zone's origin or absolute.
 public struct RecordInput: Codable, Equatable, Sendable {
@@ -84,6 +97,9 @@ public enum ZoneEditor {
         case add(RecordInput)
         /// Every record at name of type, or only the one with this data.
         case delete(name: String, type: String, data: String?)
+        /// The RRset at name of type made exactly these records (their data), in one change: an
+        /// address changed with no moment between where the name has none.
+        case replace(name: String, type: String, RRSetInput)
     }
 
     /// The zone after `edit`, the change as the API reports it, and as the journal keeps it.
@@ -126,6 +142,28 @@ public enum ZoneEditor {
             set.rdatas.removeAll { match == nil || $0 == match }
             removed += gone.map { ResourceRecord(name: set.name, type: type, ttl: set.ttl, rdata: $0) }
             changes.append((owner, type, set.rdatas.isEmpty ? nil : set))
+        case .replace(let name, let typeText, let input):
+            let owner = try ownerName(name, origin: origin)
+            guard let type = RRType(mnemonic: typeText) else {
+                throw .invalid(field: "type", "'\(typeText)' is not a record type")
+            }
+            guard !input.data.isEmpty else {
+                throw .invalid(field: "data", "no records given (DELETE removes an RRset)")
+            }
+            let old = zone.rrset(owner, type)
+            let ttl = input.ttl ?? old?.ttl ?? zone.soa.ttl
+            var set = RRSet(name: owner, type: type, ttl: ttl, rdatas: [])
+            for data in input.data {
+                let r = try record(RecordInput(name: name, type: typeText, ttl: ttl, data: data), origin: origin)
+                guard !set.rdatas.contains(r.rdata) else { throw .invalid(field: "data", "'\(data)' is given twice") }
+                set.rdatas.append(r.rdata)
+            }
+            if let old, old.isIdentical(to: set) {
+                throw .conflict("the \(type) records at \(owner) are already these")
+            }
+            removed += old?.records() ?? []
+            added += set.records()
+            changes.append((owner, type, set))
         }
         // The serial: one step forward (RFC 1982).
         var next: Zone
@@ -147,7 +185,12 @@ public enum ZoneEditor {
         } catch {
             throw .zone(error)
         }
-        let changed = edit.isAdd ? 1 : removed.filter { $0.type != .soa }.count
+        let changed: Int
+        switch edit {
+        case .add: changed = 1
+        case .delete: changed = removed.filter { $0.type != .soa }.count
+        case .replace: changed = added.filter { $0.type != .soa }.count
+        }
         return (
             next,
             RecordChange(zone: origin.description, serial: next.serial, changed: changed, records: next.recordCount),
@@ -187,12 +230,5 @@ public enum ZoneEditor {
         }
         guard parsed.count == 1 else { throw .invalid(field: "data", "one record at a time") }
         return parsed[0].record
-    }
-}
-
-extension ZoneEditor.Edit {
-    var isAdd: Bool {
-        if case .add = self { return true }
-        return false
     }
 }

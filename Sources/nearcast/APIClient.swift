@@ -52,6 +52,13 @@ struct APIClient {
         try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, timeout: timeout, as: type)
     }
 
+    /// PUTs `body` as JSON to `path` (with `query` parameters) and decodes its JSON.
+    func put<T: Decodable>(_ path: String, query: [(String, String?)], body: some Encodable, as type: T.Type)
+        async throws -> T
+    {
+        try await call("PUT", Self.withQuery(path, query), body: try JSONEncoder().encode(body), as: type)
+    }
+
     /// How long an answer may take, unless a call says otherwise.
     static let timeout = Duration.seconds(10)
     /// The most bytes of an answer read.

@@ -36,33 +36,36 @@ struct Records: AsyncParsableCommand {
     }
 }
 
-/// `nearcast record add|delete ORIGIN NAME TYPE [DATA...]`: changes a zone while it is served.
+/// `nearcast record add|set|delete ORIGIN NAME TYPE [DATA...]`: changes a zone while it is served.
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract:
-            "Add or delete a record in a served zone (checked as a zone file is, written to the zone's file, served at once).",
+            "Add, set or delete records in a served zone (checked as a zone file is, written to the zone's journal, served at once).",
         discussion: """
             nearcast record add example.net. www A 192.0.2.10 --ttl 300
             nearcast record add example.net. @ TXT '"v=spf1 -all"'
+            nearcast record set example.net. www A 192.0.2.20         # www's A records become this one, in one change
             nearcast record delete example.net. www A 192.0.2.10      # one record
             nearcast record delete example.net. old A                  # the whole RRset
             The zone's file is rewritten in canonical form (comments are not kept) and its SOA serial goes up by one.
             """)
 
-    enum Action: String, ExpressibleByArgument, CaseIterable { case add, delete }
+    enum Action: String, ExpressibleByArgument, CaseIterable { case add, set, delete }
 
     @OptionGroup var options: APIOptions
-    @Argument(help: "add or delete.") var action: Action
+    @Argument(help: "add, set (the name's records of the type become this one) or delete.") var action: Action
     @Argument(help: "The zone's origin, e.g. example.net.") var origin: String
     @Argument(help: "The record's name: @, relative to the origin, or absolute.") var name: String
     @Argument(help: "The record's type, e.g. A, MX, TXT.") var type: String
     @Argument(help: "The record's data as in a zone file (delete: optional).") var data: [String] = []
-    @Option(help: "TTL in seconds (add; default: the RRset's, else the SOA's).") var ttl: UInt32?
+    @Option(help: "TTL in seconds (add, set; default: the RRset's, else the SOA's).") var ttl: UInt32?
 
     func validate() throws {
-        if action == .add && data.isEmpty { throw ValidationError("add needs the record's data, e.g. 192.0.2.10") }
-        if action == .delete && ttl != nil { throw ValidationError("--ttl goes with add") }
+        if action != .delete && data.isEmpty {
+            throw ValidationError("\(action.rawValue) needs the record's data, e.g. 192.0.2.10")
+        }
+        if action == .delete && ttl != nil { throw ValidationError("--ttl goes with add and set") }
     }
 
     func run() async throws {
@@ -75,13 +78,17 @@ struct RecordCommand: AsyncParsableCommand {
             case .add:
                 change = try await client.post(
                     path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), as: RecordChange.self)
+            case .set:
+                change = try await client.put(
+                    path, query: [("name", name), ("type", type)], body: RRSetInput(ttl: ttl, data: [text]),
+                    as: RecordChange.self)
             case .delete:
                 change = try await client.delete(
                     path, query: [("name", name), ("type", type), ("data", text.isEmpty ? nil : text)],
                     as: RecordChange.self)
             }
             print(
-                "\(change.zone): \(action == .add ? "added" : "deleted") \(change.changed), serial \(change.serial), \(change.records) records"
+                "\(change.zone): \(["add": "added", "set": "set", "delete": "deleted"][action.rawValue]!) \(change.changed), serial \(change.serial), \(change.records) records"
             )
         }
     }

@@ -84,11 +84,14 @@ import FoundationNetworking
             }
             var query = ""
             if concrete.hasSuffix("/explain") { query = "?name=geo.example.test&type=A&client=198.51.100.7" }
-            if method == "DELETE" { query = "?name=doc&type=A" }  // the record the POST added
+            if method == "DELETE" || method == "PUT" { query = "?name=doc&type=A" }  // the record the POST added
             var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)\(concrete)\(query)")!)
             r.httpMethod = method
             if concrete.hasSuffix("/records") && method == "POST" {
                 r.httpBody = Data(#"{"name": "doc", "type": "A", "data": "192.0.2.9"}"#.utf8)
+            }
+            if concrete.hasSuffix("/records") && method == "PUT" {
+                r.httpBody = Data(#"{"data": ["192.0.2.10"]}"#.utf8)
             }
             if let token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
             return (try await URLSession.shared.data(for: r).1 as! HTTPURLResponse).statusCode

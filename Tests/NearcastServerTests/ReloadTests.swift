@@ -302,6 +302,17 @@ import FoundationNetworking
         #expect(
             audit.split(separator: "\n").count == 4 && audit.contains(#""action":"record""#)
                 && audit.contains("delete api A 192.0.2.200"), "\(audit)")
+        // A set replaces the address in one change, journaled as one block: no moment without one.
+        let set = try cli(["record", "set", "example.test.", "crash", "A", "192.0.2.202", "--ttl", "60"], writer)
+        #expect(set.status == 0 && set.stdout.contains("set 1, serial 2026112206"), "\(set.stdout) \(set.stderr)")
+        #expect(try ask("crash.example.test") == "192.0.2.202\n")
+        let blocks = try String(contentsOfFile: journal, encoding: .utf8).components(
+            separatedBy: "changeset 2026112205 2026112206\n")
+        #expect(
+            blocks.count == 2 && blocks[1].contains("- crash.example.test. 300 IN A 192.0.2.201")
+                && blocks[1].contains("+ crash.example.test. 60 IN A 192.0.2.202"), "\(blocks)")
+        let same = try cli(["record", "set", "example.test.", "crash", "A", "192.0.2.202"], writer)
+        #expect(same.stderr.contains("answered 409:") && same.stderr.contains("already these"), "\(same.stderr)")
     }
 }
 

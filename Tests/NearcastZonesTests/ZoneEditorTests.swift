@@ -90,6 +90,44 @@ import Testing
         #expect(Self.zone.rrset(www, .a)?.rdatas.count == 2, "the zone changed is a new value; the old one stands")
     }
 
+    /// A set replaces an RRset in one change: one serial, the old records removed and the new
+    /// added in one journal block, so no query (and no replay) sees the name without its records.
+    @Test func settingAnRRsetReplacesItInOneChange() throws {
+        let www = try DNSName("www.example.test.")
+        let r = try apply(.replace(name: "www", type: "A", RRSetInput(data: ["192.0.2.9", "192.0.2.8"])))
+        #expect(r.change.serial == 2_026_112_202 && r.change.changed == 2)
+        let set = try #require(r.zone.rrset(www, .a))
+        #expect(
+            set.ttl == 300 && set.rdatas.map { ZoneText.rdata($0, type: .a) } == ["192.0.2.9", "192.0.2.8"],
+            "the RRset's TTL kept")
+        #expect(
+            r.changeset.removed.filter { $0.type == .a }.map(ZoneText.line).sorted() == [
+                "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2",
+            ])
+        #expect(Set(try Self.zone.applying(r.changeset, source: "journal").records) == Set(r.zone.records))
+        // A new name, with a TTL given; else the SOA's.
+        let new = try apply(.replace(name: "new", type: "TXT", RRSetInput(ttl: 60, data: ["\"a\""])))
+        #expect(new.zone.rrset(try DNSName("new.example.test."), .txt)?.ttl == 60 && new.change.changed == 1)
+        // Refused, each naming why: nothing given, a record twice, the RRset already so, a CNAME beside data.
+        func refused(_ e: ZoneEditor.Edit) -> String? {
+            do {
+                _ = try apply(e)
+                return nil
+            } catch { return "\(error)" }
+        }
+        #expect(refused(.replace(name: "www", type: "A", RRSetInput(data: [])))?.contains("no records given") == true)
+        #expect(
+            refused(.replace(name: "www", type: "A", RRSetInput(data: ["192.0.2.9", "192.0.2.9"])))?.contains(
+                "'192.0.2.9' is given twice") == true)
+        #expect(
+            refused(.replace(name: "www", type: "A", RRSetInput(data: ["192.0.2.1", "192.0.2.2"])))?.contains(
+                "already these") == true)
+        #expect(refused(.replace(name: "www", type: "CNAME", RRSetInput(data: ["mail"]))) != nil)
+        #expect(
+            refused(.replace(name: "www", type: "NOPE", RRSetInput(data: ["x"])))?.contains("not a record type") == true
+        )
+    }
+
     @Test func aChangeIsJournaledAsTheRecordsItRemovesAndAdds() throws {
         let r = try apply(.add(RecordInput(name: "www", type: "A", ttl: 30, data: "192.0.2.4")))
         let c = r.changeset
