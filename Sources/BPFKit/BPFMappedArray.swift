@@ -43,6 +43,12 @@ public final class BPFMappedArray: @unchecked Sendable {
         return [UInt8](UnsafeRawBufferPointer(start: base + offset, count: length))
     }
 
+    /// Whether the bytes from `offset` are `bytes`, compared where they are (no copy).
+    public func holds(_ bytes: [UInt8], at offset: Int) -> Bool {
+        guard offset >= 0, offset + bytes.count <= count else { return false }
+        return bytes.withUnsafeBytes { UnsafeRawBufferPointer(start: base + offset, count: $0.count).elementsEqual($0) }
+    }
+
     /// The 8-octet word at `offset` (8-aligned), read with one load.
     public func word(at offset: Int) -> UInt64 {
         precondition(offset >= 0 && offset % 8 == 0 && offset + 8 <= count, "\(map.name): read past the map")

@@ -102,8 +102,8 @@ extension FastPath {
             slotWords.store(v, at: (generation * table.slotCount + slot) * 8)
         }
         state.withLock { s in
-            for e in retired { s.live[e] = nil }
-            for (e, ref) in refs { s.live[e] = ref }
+            for e in retired { s.live.remove(e, holds: holds) }
+            for (e, ref) in refs { s.live.insert(e, ref: ref) }
             s.negativeIndex = index
             s.space = space
             s.replacedSinceGracePeriod = true

@@ -70,7 +70,7 @@ public final class FastPath: Sendable {
 
     struct State {
         var settings: nc_config
-        var live: [NamesTable.Entry: UInt32]
+        var live: NamesTable.LiveRecords
         /// The index of each anchor's negative answer (its name), the same from write to write so
         /// that the records naming it stay as they are.
         var negativeIndex: [[UInt8]: UInt16] = [:]
@@ -101,6 +101,9 @@ public final class FastPath: Sendable {
 
     /// Names (records) the names table holds.
     public var capacity: Int { table.capacity }
+
+    /// Whether the arena holds `bytes` as the record at `ref` (LiveRecords reads records there).
+    var holds: NamesTable.LiveRecords.Holds { { [arena] ref, bytes in arena.holds(bytes, at: Int(ref - 1) * 8) } }
     /// Kernel memory of the names table: the arena and both generations of slots.
     public var tableBytes: Int { table.arenaBytes + 2 * table.slotCount * 8 }
 
@@ -223,20 +226,20 @@ public final class FastPath: Sendable {
         fresh.slot_mask = UInt32(table.slotCount - 1)
         fresh.names_capacity = UInt32(table.capacity)
         guard let value = try config.lookup(key: bytes(of: UInt32(0)))?.first else {
-            return State(settings: fresh, live: [:])
+            return State(settings: fresh, live: .init())
         }
         let c = value.withUnsafeBytes { $0.loadUnaligned(as: nc_config.self) }
         guard c.abi_version == abiVersion, c.slot_mask == fresh.slot_mask, c.generation < 2 else {
-            return State(settings: fresh, live: [:])
+            return State(settings: fresh, live: .init())
         }
-        var state = State(settings: c, live: [:])
+        var state = State(settings: c, live: .init())
         func record(_ ref: UInt32) -> NamesTable.Entry? { Self.record(at: ref, in: arena) }
         let base = Int(c.generation) * table.slotCount
         let words = slots.read(at: base * 8, length: table.slotCount * 8)
         words.withUnsafeBytes { w in
             for s in 0..<table.slotCount {
                 let ref = UInt32(truncatingIfNeeded: w.load(fromByteOffset: s * 8, as: UInt64.self))
-                if let e = record(ref) { state.live[e] = ref }
+                if let e = record(ref) { state.live.insert(e, ref: ref) }
             }
         }
         let half = Int(c.generation) * negativesMax
@@ -245,7 +248,7 @@ public final class FastPath: Sendable {
             for i in 1..<negativesMax {
                 let ref = UInt32(truncatingIfNeeded: w.load(fromByteOffset: i * 8, as: UInt64.self))
                 guard let e = record(ref) else { continue }
-                state.live[e] = ref
+                state.live.insert(e, ref: ref)
                 state.negativeIndex[NamesTable.recordName(e.bytes)] = UInt16(i)
             }
         }
@@ -461,7 +464,8 @@ public final class FastPath: Sendable {
         // arena space the live one does not use), its slots, its negative answers' places, its geo
         // slots. The negative answers first: one that finds no room leaves its names to the slow path.
         func makePlan() -> NamesTable.Plan {
-            table.plan(negatives.records.map { (nil, $0.entry) } + layout.placed, kept: layout.kept, live: live)
+            table.plan(
+                negatives.records.map { (nil, $0.entry) } + layout.placed, kept: layout.kept, live: live, holds: holds)
         }
         var plan = makePlan()
         while !plan.noRoom.isEmpty {
@@ -480,8 +484,10 @@ public final class FastPath: Sendable {
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
         slotWords.write(plan.slots.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * table.slotCount * 8)
         var refs = [UInt64](repeating: 0, count: Self.negativesMax)
-        for r in negatives.records { refs[Int(r.index)] = UInt64(plan.live[r.entry] ?? 0) }
-        plan.negativesLeftOut = negatives.leftOut + negatives.records.filter { plan.live[$0.entry] == nil }.count
+        // (Read from the arena, where the plan's records are now.)
+        let negativeRefs = negatives.records.map { plan.live.ref(of: $0.entry, holds: holds) }
+        for (r, ref) in zip(negatives.records, negativeRefs) { refs[Int(r.index)] = UInt64(ref ?? 0) }
+        plan.negativesLeftOut = negatives.leftOut + negativeRefs.filter { $0 == nil }.count
         negativeWords.write(refs.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * Self.negativesMax * 8)
         try setGeoSlots(nextGeneration, maps)
         return Prepared(

@@ -168,8 +168,8 @@ struct NamesTable: Equatable {
         var writes: [(offset: Int, entry: Entry)] = []
         /// The new generation's slots, `slotCount` of them.
         var slots: [UInt64]
-        /// The new generation: entry -> its slot's reference (arena offset / 8 + 1).
-        var live: [Entry: UInt32] = [:]
+        /// The new generation's records and their references (arena offset / 8 + 1).
+        var live = LiveRecords()
         /// Entries (indexes) that found no room in the arena.
         var noRoom: [Int] = []
         /// Names in the new generation (records in its slots).
@@ -258,9 +258,10 @@ struct NamesTable: Equatable {
     /// the slot `place` gave it (none for a negative answer's record), its record where the live
     /// generation has it or in free arena space, and the `kept` slots. An entry that finds no room in the arena is in `noRoom` (by
     /// its index), and the plan is to be made again without it.
-    func plan(_ entries: [(slot: Int?, entry: Entry)], kept: [(slot: Int, tag: UInt32)] = [], live: [Entry: UInt32])
-        -> Plan
-    {
+    func plan(
+        _ entries: [(slot: Int?, entry: Entry)], kept: [(slot: Int, tag: UInt32)] = [], live: LiveRecords,
+        holds: LiveRecords.Holds
+    ) -> Plan {
         var plan = Plan(slots: [UInt64](repeating: 0, count: slotCount))
         // Room for every record at once: grown from empty, a million records' dictionary was
         // copied twenty times (a fifth of a generation's writing).
@@ -270,7 +271,7 @@ struct NamesTable: Equatable {
         var space = ArenaSpace(table: self, inUse: live)
         for (i, (s, e)) in entries.enumerated() {
             var ref: UInt32
-            if let r = live[e] {
+            if let r = live.ref(of: e, holds: holds) {
                 ref = r
             } else {
                 guard let offset = space.take(e.bytes.count) else {
@@ -284,7 +285,7 @@ struct NamesTable: Equatable {
                 plan.slots[s] = (e.hash >> 32) << 32 | UInt64(ref)
                 plan.names += 1
             }
-            plan.live[e] = ref
+            plan.live.insert(e, ref: ref)
             plan.recordBytes += e.bytes.count
         }
         return plan
@@ -299,11 +300,9 @@ struct NamesTable: Equatable {
         var cursor = 0
         var next = 0
 
-        init(table: NamesTable, inUse live: [Entry: UInt32]) {
+        init(table: NamesTable, inUse live: LiveRecords) {
             size = table.arenaBytes
-            used = live.map { (Int($0.value - 1) * 8, Int($0.value - 1) * 8 + $0.key.bytes.count) }.sorted {
-                $0.start < $1.start
-            }
+            used = live.places.map { ($0.offset, $0.offset + $0.length) }.sorted { $0.start < $1.start }
         }
 
         /// The offset of `length` free bytes (8-aligned), or nil when the arena has no more room.
