@@ -2,8 +2,8 @@ extension NamesTable {
     /// The records a generation uses, each found by its bytes without a second copy of them: a
     /// digest of the bytes names where the record is (its reference and length), and the bytes
     /// themselves are read where they are, in the arena, to tell a record from another of the same
-    /// digest (`holds`). A dictionary of the records' bytes took 170 MiB at 1M names; this takes
-    /// about 32.
+    /// digest (`holds`). At 1M names this holds 108 MiB less than a dictionary keyed by the
+    /// records' bytes did.
     struct LiveRecords: Sendable {
         /// Whether the record at a reference (arena offset / 8 + 1) is these bytes.
         typealias Holds = (_ ref: UInt32, _ bytes: [UInt8]) -> Bool
