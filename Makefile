@@ -117,12 +117,15 @@ bench-scale: build
 	tools/bench-scale.py
 	tools/bench-scale.py --xdp
 
-# The XDP program fuzzed against the slow path (root): FRAMES generated and mutated frames, SEED.
+# The XDP program fuzzed against the slow path (root): FRAMES generated and mutated frames, SEED;
+# with ZONE and ORIGIN, a zone file of one's own instead of the test fixture (e.g. one of 1M names
+# from tools/scale-zone.py).
 FRAMES ?= 10000000
 SEED ?= 1
 fuzz-xdp: bpf
 	$(SWIFT) build -c release --product xdpfuzz
-	.build/release/xdpfuzz xdp --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
+	.build/release/xdpfuzz xdp --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ) \
+		$(if $(ZONE),--zone $(ZONE) --origin $(ORIGIN))
 
 # The slow path's wire and zone parsers fuzzed: FRAMES mutated messages, FRAMES / 100 master files.
 fuzz-parsers: bpf

@@ -171,7 +171,7 @@ let package = Package(
         // `make fuzz-xdp`: millions of generated and mutated frames through the real XDP program.
         .executableTarget(
             name: "xdpfuzz",
-            dependencies: ["XDPFuzz", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["XDPFuzz", "DNSWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Benchmark harness for `make bench-geo`: the geo compile of a whole GeoLite2-City database.
         .executableTarget(

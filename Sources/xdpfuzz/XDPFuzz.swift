@@ -1,4 +1,5 @@
 import ArgumentParser
+import DNSWire
 import Foundation
 import XDPFuzz
 
@@ -20,9 +21,22 @@ struct XDPFuzzCommand: ParsableCommand {
     @Option(help: "The compiled XDP program.") var object = ".build/bpf/nearcast.bpf.o"
     @Option(help: "Replay one frame (hex, as a failure prints it): the verdict, XDP's reply and the slow path's.")
     var replay: String?
+    @Option(help: "A zone's master file to serve instead of the test fixture (xdp), with --origin.")
+    var zone: String?
+    @Option(help: "The origin of --zone.") var origin: String?
+
+    func validate() throws {
+        if (zone == nil) != (origin == nil) { throw ValidationError("--zone and --origin go together") }
+        if zone != nil && mode != .xdp { throw ValidationError("--zone is for xdp") }
+    }
 
     func run() throws {
-        let target = try FuzzTarget.fixture(objectPath: object)
+        let target =
+            if let zone, let origin {
+                try FuzzTarget.zone(path: zone, origin: DNSName(origin), objectPath: object)
+            } else {
+                try FuzzTarget.fixture(objectPath: object)
+            }
         if let replay {
             print(try XDPFuzzer(target: target, seed: seed).replay(replay))
             return

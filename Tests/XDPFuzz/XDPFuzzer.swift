@@ -54,6 +54,33 @@ public struct FuzzTarget: Sendable {
     }
 }
 
+extension FuzzTarget {
+    /// The zone of the master file at `path` (no geo names; cookies as the fixture's), its names table sized for it as the
+    /// daemon sizes one: the differential at a zone's real size (`make fuzz-xdp ZONE=...`). The
+    /// names asked are the zone's, and names below them that do not exist.
+    public static func zone(path: String, origin: DNSName, objectPath: String = Repository.program) throws
+        -> FuzzTarget
+    {
+        let zone = try Zone.load(path: path, origin: origin)
+        let cookies = ServerCookies(.init(current: Array(0..<16), previous: Array(16..<32)))
+        let responder = Responder(authority: Authority(zones: [zone]), cookies: cookies)
+        let image = AnswerImage.build(
+            responder: responder, maxSections: FastPath.sectionsCapacity,
+            parts: ProcessInfo.processInfo.activeProcessorCount)
+        let needs = FastPath.needs(image, geo: nil)
+        let capacity = max(FastPath.defaultCapacity, needs.names + needs.names / 4)
+        let perName = max(64, needs.recordBytes / max(1, needs.names) + 8)
+        let fastPath = try FastPath(objectPath: objectPath, capacity: capacity, arenaBytes: 2 * capacity * perName)
+        try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.configureCookies(cookies.secrets)
+        try fastPath.write(image)
+        let names = zone.owners.map(\.description)
+        return FuzzTarget(
+            fastPath: fastPath, responder: responder,
+            names: names + names.prefix(names.count / 10).map { "nx-" + $0 } + [origin.description])
+    }
+}
+
 /// What a fuzz run saw.
 public struct FuzzReport: Sendable {
     public var frames = 0
