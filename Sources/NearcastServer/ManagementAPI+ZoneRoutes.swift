@@ -25,15 +25,9 @@ extension ManagementAPI {
         v1.post("zones/:origin/records") { request, context -> Response in
             try context.require(.write)
             guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
-            let body = try await request.body.collect(upTo: 65536)
-            let input: RecordInput
-            do { input = try JSONDecoder().decode(RecordInput.self, from: body) } catch {
-                throw HTTPError(
-                    .badRequest,
-                    message:
-                        "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}: \(Self.decodingProblem(error))"
-                )
-            }
+            let input = try await Self.body(
+                of: request, as: RecordInput.self,
+                "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}")
             let change: RecordChange
             do throws(ZoneEditError) {
                 change = try await edit(context.parameters.get("origin") ?? "", .add(input), Self.who(context))
@@ -64,15 +58,9 @@ extension ManagementAPI {
             guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
                 throw HTTPError(.badRequest, message: "name and type are required: the RRset to replace")
             }
-            let body = try await request.body.collect(upTo: 65536)
-            let input: RRSetInput
-            do { input = try JSONDecoder().decode(RRSetInput.self, from: body) } catch {
-                throw HTTPError(
-                    .badRequest,
-                    message:
-                        "the records must be JSON {\"ttl\" (optional), \"data\": [each record's data]}: \(Self.decodingProblem(error))"
-                )
-            }
+            let input = try await Self.body(
+                of: request, as: RRSetInput.self,
+                "the records must be JSON {\"ttl\" (optional), \"data\": [each record's data]}")
             let change: RecordChange
             do throws(ZoneEditError) {
                 change = try await edit(

@@ -251,6 +251,14 @@ public final class ManagementAPI: Sendable {
         }
     }
 
+    /// The JSON body of `request` as `type`; a 400 that says `shape` and what was wrong otherwise.
+    static func body<T: Decodable>(of request: Request, as type: T.Type, _ shape: String) async throws -> T {
+        let body = try await request.body.collect(upTo: 65536)
+        do { return try JSONDecoder().decode(type, from: body) } catch {
+            throw HTTPError(.badRequest, message: "\(shape): \(Self.decodingProblem(error))")
+        }
+    }
+
     /// A JSON decoding error in words that name the field.
     static func decodingProblem(_ error: any Error) -> String {
         switch error as? DecodingError {
