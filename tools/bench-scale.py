@@ -169,6 +169,15 @@ def percentiles(xs):
     return xs[len(xs) // 2] * 1000, xs[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
 
 
+def timed_reload(p, port, zone, n):
+    """Seconds from SIGHUP to process `p` to the last of RELOADED changed names answered anew."""
+    last, addr = edit_for_reload(zone, n)
+    t = time.monotonic()
+    p.send_signal(signal.SIGHUP)
+    wait_answer(port, last, 600, has_address(addr), poll=0.001)
+    return time.monotonic() - t
+
+
 def timed_changes(port, aport):
     """CHANGES records added, changed and deleted through the API, each timed to answered."""
     path = f"/v1/zones/{ORIGIN}/records"
@@ -215,11 +224,7 @@ def nearcast(work, zone, n):
         load = time.monotonic() - t0
         rss = rss_mib(p.pid)
         wait_api(aport)
-        last, addr = edit_for_reload(zone, n)
-        t = time.monotonic()
-        p.send_signal(signal.SIGHUP)
-        wait_answer(port, last, 600, has_address(addr), poll=0.001)
-        reload_s = time.monotonic() - t
+        reload_s = timed_reload(p, port, zone, n)
         times = timed_changes(port, aport)
         rss_before_many = rss_mib(p.pid)
         t = time.monotonic()
@@ -295,20 +300,17 @@ def nearcast_xdp(work, zone, n):
             rss, peak, maps = rss_mib(p.pid), rss_mib(p.pid, "VmHWM"), bpf_map_mib(p.pid)
             anon = rss_mib(p.pid, "RssAnon")
             mix = replay_mix(work, n, ns, b, pins, port)
-            # Record changes through the API, which returns once XDP's maps and the slow path hold
-            # them: to answered by the slow path (XDP's maps were written before it switched).
             wait_api(aport)
             # A reload of the file with RELOADED records changed: its differences written into
             # the live generation before the slow path switches, so answered there means both.
-            last, addr = edit_for_reload(zone, n)
-            t = time.monotonic()
-            p.send_signal(signal.SIGHUP)
-            wait_answer(port, last, 600, has_address(addr), poll=0.001)
-            reload_s = time.monotonic() - t
-            while "reloaded" not in open(f"{work}/ncx.log").read() and time.monotonic() - t < 60:
+            reload_s = timed_reload(p, port, zone, n)
+            deadline = time.monotonic() + 60
+            while "reloaded" not in open(f"{work}/ncx.log").read() and time.monotonic() < deadline:
                 time.sleep(0.01)
             line = next(x for x in open(f"{work}/ncx.log").read().splitlines() if "reloaded" in x)
             reload_written = int(dict(re.findall(r"([a-z-]+)=(\S+)", line))["fast-path-written"])
+            # Record changes through the API, which returns once XDP's maps and the slow path hold
+            # them: to answered by the slow path (XDP's maps were written before it switched).
             times = timed_changes(port, aport)
             many_changes(aport)
             time.sleep(12)  # a write-back of the zone file, and the old zones let go
