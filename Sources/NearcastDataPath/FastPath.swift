@@ -384,6 +384,18 @@ public final class FastPath: Sendable {
         public var negativesLeftOut = 0
     }
 
+    /// The names table for `image` and `geo`'s names, as the daemon sizes one: room for a quarter
+    /// more names than they have (or `capacity` names, when given), and arena for all of them to
+    /// change at once beside the live ones.
+    public static func tableSize(for image: AnswerImage, geo: GeoTable?, capacity: Int? = nil) -> (
+        capacity: Int, arenaBytes: Int
+    ) {
+        let needs = needs(image, geo: geo)
+        let capacity = capacity ?? max(defaultCapacity, needs.names + needs.names / 4)
+        let perName = needs.names == 0 ? defaultBytesPerName : max(64, needs.recordBytes / needs.names + 8)
+        return (capacity, 2 * capacity * perName)
+    }
+
     /// What a names table must hold for `image` and `geo`'s names: its names (records), and the
     /// bytes their records take.
     public static func needs(_ image: AnswerImage, geo: GeoTable?) -> (names: Int, recordBytes: Int) {

@@ -51,14 +51,10 @@ public final class XDPDeployment: Sendable {
         // A start that fails before the new set is switched in drops it with its pins.
         var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
-        // The names table sized from what it is to hold, unless configured: room for a quarter
-        // more names, and arena for all of them to change at once beside the live ones.
-        let needs = FastPath.needs(image, geo: geo)
-        let capacity = settings.namesCapacity ?? max(FastPath.defaultCapacity, needs.names + needs.names / 4)
-        let perName = needs.names == 0 ? FastPath.defaultBytesPerName : max(64, needs.recordBytes / needs.names + 8)
+        // The names table sized from what it is to hold, unless configured.
+        let size = FastPath.tableSize(for: image, geo: geo, capacity: settings.namesCapacity)
         let fp = try FastPath(
-            objectPath: objectPath, pinDirectory: pinDirectory, capacity: capacity,
-            arenaBytes: 2 * capacity * perName,
+            objectPath: objectPath, pinDirectory: pinDirectory, capacity: size.capacity, arenaBytes: size.arenaBytes,
             geoCapacity: .sized(for: geo))
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(

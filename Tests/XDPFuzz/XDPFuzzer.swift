@@ -67,10 +67,8 @@ extension FuzzTarget {
         let image = AnswerImage.build(
             responder: responder, maxSections: FastPath.sectionsCapacity,
             parts: ProcessInfo.processInfo.activeProcessorCount)
-        let needs = FastPath.needs(image, geo: nil)
-        let capacity = max(FastPath.defaultCapacity, needs.names + needs.names / 4)
-        let perName = max(64, needs.recordBytes / max(1, needs.names) + 8)
-        let fastPath = try FastPath(objectPath: objectPath, capacity: capacity, arenaBytes: 2 * capacity * perName)
+        let size = FastPath.tableSize(for: image, geo: nil)
+        let fastPath = try FastPath(objectPath: objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try fastPath.configureCookies(cookies.secrets)
         try fastPath.write(image)
