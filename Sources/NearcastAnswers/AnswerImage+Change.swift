@@ -58,7 +58,7 @@ extension AnswerImage {
         var names: [Name] = []
         var removed: [[UInt8]] = []
         var tooBig = 0
-        for name in reached.sorted(by: { $0.wire.lexicographicallyPrecedes($1.wire) }) {
+        for name in reached.sorted(by: DNSName.wireOrder) {
             let exists =
                 zone.exists(name) || anchors.contains(name.lowercased()) || responder.geo?.exists(name) == true
             guard exists, !c.nested || c.inZone(name) else {

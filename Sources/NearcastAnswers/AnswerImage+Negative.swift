@@ -112,8 +112,7 @@ extension AnswerImage {
     static func soaReply(_ name: DNSName, _ type: RRType, rcode: UInt16, responder: Responder)
         -> (flags: UInt16, sections: [UInt8], pointers: [Int], targets: [Int])?
     {
-        let query = try! DNSMessage(questions: [DNSQuestion(name: name, type: type)]).serialize()
-        guard let reply = responder.respond(to: query, transport: .tcp),
+        guard let reply = responder.respond(to: plainQuery(name, type), transport: .tcp),
             let msg = try? DNSMessage(wire: reply),
             msg.header.aa, !msg.header.tc, msg.answers.isEmpty, msg.additional.isEmpty, msg.edns == nil,
             msg.authority.count == 1, msg.authority[0].type == .soa
@@ -136,11 +135,11 @@ extension AnswerImage {
     }
 
     /// Whether the zone answers a name directly below `name` that does not exist with its NXDOMAIN.
-    static func answersBelowNegatively(_ name: DNSName, zone: Zone, responder: Responder) -> Bool {
-        guard let probe = try? name.prepending(probeLabel), responder.authority.zone(for: probe)?.origin == zone.origin,
+    static func answersBelowNegatively(_ name: DNSName, _ c: ZoneContext, responder: Responder) -> Bool {
+        guard let probe = try? name.prepending(probeLabel), !c.nested || c.inZone(probe),
             responder.geo?.exists(probe) != true, responder.geo?.target(probe) == nil
         else { return false }
-        return isZoneNegative(zone.lookup(probe, .a), .nxDomain, zone)
+        return isZoneNegative(c.zone.lookup(probe, .a), .nxDomain, c.zone)
     }
 
     static func isZoneNegative(_ a: ZoneAnswer, _ rcode: RCode, _ zone: Zone) -> Bool {

@@ -341,6 +341,9 @@ public struct Zone: Sendable {
     /// non-terminals included), whatever lies below a delegation or a DNAME too.
     public var existingNames: Set<DNSName> { Set(tree.keys) }
 
+    /// The same names in no order, without a set made of them (a zone's every name).
+    public var existingNamesUnordered: [DNSName] { Array(tree.keys) }
+
     /// Whether `name` exists in the zone (an owner or an empty non-terminal).
     public func exists(_ name: DNSName) -> Bool { tree[name] != nil }
 

@@ -90,6 +90,32 @@ import Testing
         #expect(throws: DNSWireError.self) { try DNSName("a\\300.") }
     }
 
+    @Test func aLabelIsPrependedWithinTheLimits() throws {
+        let zone = try DNSName("example.net.")
+        #expect(try zone.prepending(Array("www".utf8)) == DNSName("www.example.net."))
+        #expect(throws: DNSWireError.self) { try zone.prepending([]) }
+        #expect(throws: DNSWireError.self) { try zone.prepending([UInt8](repeating: 0x61, count: 64)) }
+        // 3 × 64 + 60 + 1 = 253 octets; one more label of 1 + 1 makes 255, of 1 + 2 makes 256.
+        let label63 = String(repeating: "a", count: 63)
+        let long = try DNSName(
+            [label63, label63, label63, String(repeating: "b", count: 59)].joined(separator: ".") + ".")
+        #expect(try long.prepending([0x63]).wire.count == 255)
+        #expect(throws: DNSWireError.self) { try long.prepending([0x63, 0x63]) }
+    }
+
+    @Test func theWireOrderSortedByKeysIsTheWireOrder() throws {
+        // Names that tie in their first sixteen octets, prefixes of each other, and letter case.
+        var texts = [
+            "example.", "Example.", "a.example.", "aaaaaaaaaaaaaaaaaaaaaaaa.example.", "aaaaaaaaaaaaaaaaaaaa.b.",
+        ]
+        texts += (0..<200).map { "n\($0 * 7919 % 1000).x\($0 % 3).example." }
+        texts += ["aaaaaaaaaaaaaaaaaaaaaaaa.example.org.", "aaaaaaaaaaaaaaaaaaaaaaab.example.", ".", "z."]
+        let names = try texts.map { try DNSName($0) }
+        let sorted = DNSName.sortedInWireOrder(names)
+        #expect(sorted.map(\.wire) == names.sorted(by: DNSName.wireOrder).map(\.wire))
+        #expect(sorted.map(\.wire) == names.map(\.wire).sorted(by: { $0.lexicographicallyPrecedes($1) }))
+    }
+
     @Test func wildcardsAndAncestors() throws {
         let zone = try DNSName("example.net.")
         let n = try DNSName("a.b.example.net.")
