@@ -89,28 +89,131 @@ struct ZoneNode: Sendable {
 /// delegations), so no order is kept; canonical order is made when a zone is written out.
 public struct Zone: Sendable {
     public let origin: DNSName
+    /// What the zone holds, shared by its copies until one of them is changed: a zone is copied
+    /// on every query's way (`Authority.zone(for:)`), and one reference is retained where the
+    /// ten below would be.
+    private var parts: Parts
+
+    /// The zone's indexes and records (below), in one reference.
+    private final class Parts: @unchecked Sendable {  // never changed while shared: `unique()`
+        var tree: TreeDictionary<DNSName, ZoneNode>
+        var cuts: TreeSet<DNSName>
+        var dnames: TreeSet<DNSName>
+        var servers: TreeDictionary<DNSName, [DNSName]>
+        var referrers: TreeDictionary<DNSName, TreeSet<DNSName>> = [:]
+        var soa: RRSet
+        var recordCount: Int
+        var negativeSOA: ResourceRecord
+        var fromSeveralFiles = false
+
+        init(
+            tree: TreeDictionary<DNSName, ZoneNode>, cuts: TreeSet<DNSName>, dnames: TreeSet<DNSName>,
+            servers: TreeDictionary<DNSName, [DNSName]>, soa: RRSet, recordCount: Int, negativeSOA: ResourceRecord
+        ) {
+            (self.tree, self.cuts, self.dnames, self.servers) = (tree, cuts, dnames, servers)
+            (self.soa, self.recordCount, self.negativeSOA) = (soa, recordCount, negativeSOA)
+        }
+
+        func copy() -> Parts {
+            let c = Parts(
+                tree: tree, cuts: cuts, dnames: dnames, servers: servers, soa: soa, recordCount: recordCount,
+                negativeSOA: negativeSOA)
+            (c.referrers, c.fromSeveralFiles) = (referrers, fromSeveralFiles)
+            return c
+        }
+    }
+
+    init(
+        origin: DNSName, tree: TreeDictionary<DNSName, ZoneNode>, cuts: TreeSet<DNSName>, dnames: TreeSet<DNSName>,
+        servers: TreeDictionary<DNSName, [DNSName]>, soa: RRSet, recordCount: Int, negativeSOA: ResourceRecord
+    ) {
+        self.origin = origin
+        parts = Parts(
+            tree: tree, cuts: cuts, dnames: dnames, servers: servers, soa: soa, recordCount: recordCount,
+            negativeSOA: negativeSOA)
+    }
+
+    /// Makes `parts` this zone's own before a change.
+    private mutating func unique() {
+        if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }
+    }
+
     /// Every name that exists (RFC 4592 §2.2.2): owners, and the empty non-terminals above them
     /// down to the apex, whatever lies below a delegation or a DNAME too.
-    var tree: TreeDictionary<DNSName, ZoneNode>
+    var tree: TreeDictionary<DNSName, ZoneNode> {
+        _read { yield parts.tree }
+        _modify {
+            unique()
+            yield &parts.tree
+        }
+    }
     /// Delegation points: names below the apex that own NS records.
-    var cuts: TreeSet<DNSName>
+    var cuts: TreeSet<DNSName> {
+        _read { yield parts.cuts }
+        _modify {
+            unique()
+            yield &parts.cuts
+        }
+    }
     /// Names that own a DNAME (RFC 6672), the apex included: the names below them are redirected
     /// (a zone holds no data there).
-    var dnames: TreeSet<DNSName>
+    var dnames: TreeSet<DNSName> {
+        _read { yield parts.dnames }
+        _modify {
+            unique()
+            yield &parts.dnames
+        }
+    }
     /// The name servers delegations name → the delegations naming them: which names must keep
     /// glue (an index, so removing an address never scans the delegations).
-    var servers: TreeDictionary<DNSName, [DNSName]>
+    var servers: TreeDictionary<DNSName, [DNSName]> {
+        _read { yield parts.servers }
+        _modify {
+            unique()
+            yield &parts.servers
+        }
+    }
     /// The names of the zone that CNAME, MX, SRV or NS records name → the owners of those records:
     /// whose answers embed a name's data (a CNAME's chain, the additional addresses of MX, SRV
     /// and NS), so what a change reaches is found without a scan.
-    var referrers: TreeDictionary<DNSName, TreeSet<DNSName>> = [:]
-    public internal(set) var soa: RRSet
-    public internal(set) var recordCount: Int
+    var referrers: TreeDictionary<DNSName, TreeSet<DNSName>> {
+        _read { yield parts.referrers }
+        _modify {
+            unique()
+            yield &parts.referrers
+        }
+    }
+    public internal(set) var soa: RRSet {
+        get { parts.soa }
+        set {
+            unique()
+            parts.soa = newValue
+        }
+    }
+    public internal(set) var recordCount: Int {
+        get { parts.recordCount }
+        set {
+            unique()
+            parts.recordCount = newValue
+        }
+    }
     /// The SOA record placed in negative answers: TTL = min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).
-    public internal(set) var negativeSOA: ResourceRecord
+    public internal(set) var negativeSOA: ResourceRecord {
+        get { parts.negativeSOA }
+        set {
+            unique()
+            parts.negativeSOA = newValue
+        }
+    }
     /// Whether the zone was read from more than one file ($INCLUDE): a change cannot be written
     /// back to one file then.
-    public internal(set) var fromSeveralFiles = false
+    public internal(set) var fromSeveralFiles: Bool {
+        get { parts.fromSeveralFiles }
+        set {
+            unique()
+            parts.fromSeveralFiles = newValue
+        }
+    }
 
     /// Builds a zone from parsed records and checks it: SOA and NS at the apex, no out-of-zone data,
     /// CNAME alone at its name, one DNAME at most at a name and nothing below it, one TTL per RRset, nothing but glue below a delegation, glue present
