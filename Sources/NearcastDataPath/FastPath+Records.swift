@@ -1,5 +1,7 @@
 import CNearcastABI
+import Foundation
 import NearcastAnswers
+import NearcastBasics
 import NearcastGeo
 
 /// The records of a generation: each name of the answer image as its record, the geo names'
@@ -88,15 +90,28 @@ extension FastPath {
                 }
             }
         }
-        for (i, n) in names.enumerated() {
-            guard let slot = slots[i] else { continue }
-            let anchor = n.apexLength > 0 ? Array(n.name.suffix(n.apexLength)) : []
-            let (entry, tooBig) = record(
-                n, geo: geo[i] ?? [], negative: negatives[anchor] ?? 0,
-                nxdomain: n.nxdomain && !noNXDOMAIN.contains(i))
-            out.placed.append((slot, entry))
-            out.index.append(i)
-            out.tooBig += tooBig
+        // The records made on every core (a third of a whole write at 1M names), placed in order.
+        let unflagged = noNXDOMAIN
+        let made = ParallelWork.map(Array(names.indices), parts: ProcessInfo.processInfo.activeProcessorCount) {
+            part in
+            part.compactMap { i -> (slot: Int, entry: NamesTable.Entry, index: Int, tooBig: Int)? in
+                guard let slot = slots[i] else { return nil }
+                let n = names[i]
+                let anchor = n.apexLength > 0 ? Array(n.name.suffix(n.apexLength)) : []
+                let (entry, tooBig) = record(
+                    n, geo: geo[i] ?? [], negative: negatives[anchor] ?? 0,
+                    nxdomain: n.nxdomain && !unflagged.contains(i))
+                return (slot, entry, i, tooBig)
+            }
+        }
+        out.placed.reserveCapacity(names.count)
+        out.index.reserveCapacity(names.count)
+        for part in made {
+            for r in part {
+                out.placed.append((r.slot, r.entry))
+                out.index.append(r.index)
+                out.tooBig += r.tooBig
+            }
         }
         return out
     }

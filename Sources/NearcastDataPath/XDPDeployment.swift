@@ -2,6 +2,7 @@ import BPFKit
 import Foundation
 import Logging
 import NearcastAnswers
+import NearcastBasics
 import NearcastConfiguration
 import NearcastGeo
 
@@ -53,6 +54,7 @@ public final class XDPDeployment: Sendable {
         defer { if staged { PinRoot.remove(pinDirectory) } }
         // The names table sized from what it is to hold, unless configured.
         let size = FastPath.tableSize(for: image, geo: geo, capacity: settings.namesCapacity)
+        let began = ContinuousClock.now
         let fp = try FastPath(
             objectPath: objectPath, pinDirectory: pinDirectory, capacity: size.capacity, arenaBytes: size.arenaBytes,
             geoCapacity: .sized(for: geo))
@@ -68,7 +70,9 @@ public final class XDPDeployment: Sendable {
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
         try fp.configureRateLimit(rateLimit)
         try fp.configureCookies(cookies)
+        let loaded = ContinuousClock.now
         let table = try fp.write(image, geo: geo)
+        let written = ContinuousClock.now
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {
@@ -131,6 +135,8 @@ public final class XDPDeployment: Sendable {
                 "table-mib": "\(fp.tableBytes >> 20)",
                 "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")",
                 "pin-root": "\(settings.pinRoot)",
+                // The program verified and the maps made; the image written into them.
+                "load-seconds": "\((loaded - began).seconds)", "write-seconds": "\((written - loaded).seconds)",
             ])
         self.fastPath = fp
         self.attached = done

@@ -236,9 +236,15 @@ struct Nearcastd: AsyncParsableCommand {
                 fastPath = try await onOwnThread {
                     let deployment = try {
                         // On every core: nothing else of the daemon's runs yet.
+                        let began = ContinuousClock.now
                         let image = AnswerImage.build(
                             responder: responders.current.responder, maxSections: FastPath.sectionsCapacity,
                             parts: ProcessInfo.processInfo.activeProcessorCount)
+                        logger.info(
+                            "answer image made",
+                            metadata: [
+                                "names": "\(image.names.count)", "seconds": "\((ContinuousClock.now - began).seconds)",
+                            ])
                         return try XDPDeployment(
                             settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
                             rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
