@@ -31,7 +31,9 @@ extension FastPath {
         defer { writing.store(false, ordering: .releasing) }
         // Not the live records: a copy held here would make the lock's change of them below copy
         // them whole (a million of them: 19 ms a change).
-        let (settings, negativeIndex, liveSpace) = state.withLock { ($0.settings, $0.negativeIndex, $0.space) }
+        let (settings, negativeIndex, liveSpace, cleared) = state.withLock {
+            ($0.settings, $0.negativeIndex, $0.space, $0.nxdomainCleared)
+        }
         guard settings.slot_mask != 0 else { return nil }  // no generation written yet
         var space = liveSpace ?? NamesTable.ArenaSpace(table: table, inUse: state.withLock { $0.live })
         let generation = Int(settings.generation & 1)
@@ -69,8 +71,10 @@ extension FastPath {
         var slotRecords: [Int: NamesTable.Entry] = [:]
         for (i, n) in names.enumerated() {
             let anchor = n.apexLength > 0 ? Array(n.name.suffix(n.apexLength)) : []
+            // An encloser of a name the generation left out keeps NXDOMAIN cleared (`layout`).
             let (entry, _) = Self.record(
-                n, geo: geoAnswers[i] ?? [], negative: index[anchor] ?? 0, nxdomain: n.nxdomain)
+                n, geo: geoAnswers[i] ?? [], negative: index[anchor] ?? 0,
+                nxdomain: n.nxdomain && !cleared.contains(n.name))
             guard let (slot, old) = liveSlot(of: n.name, hash: entry.hash, generation: generation) else { return nil }
             if old == entry { continue }
             guard let offset = space.take(entry.bytes.count) else { return nil }

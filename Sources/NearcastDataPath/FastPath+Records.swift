@@ -22,6 +22,8 @@ extension FastPath {
         var collisions = 0
         /// Answers a record could not hold.
         var tooBig = 0
+        /// Names whose records have NXDOMAIN cleared: the closest enclosers of names left out.
+        var unflagged: Set<Int> = []
 
         /// The names left out, with those of the records at `records` (indexes of `placed`).
         func leftOut(_ records: [Int]) -> Set<Int> { leftOut.union(records.map { index[$0] }) }
@@ -90,6 +92,7 @@ extension FastPath {
                 }
             }
         }
+        out.unflagged = noNXDOMAIN
         // The records made on every core (a third of a whole write at 1M names), placed in order.
         let unflagged = noNXDOMAIN
         let made = ParallelWork.map(Array(names.indices), parts: ProcessInfo.processInfo.activeProcessorCount) {

@@ -77,6 +77,10 @@ public final class FastPath: Sendable {
         /// The arena's free space for changes written into the live generation (FastPath+Apply.swift):
         /// made with each generation (or at the first change, for maps taken over).
         var space: NamesTable.ArenaSpace?
+        /// Names whose records have NXDOMAIN cleared because a name below them is left out of the
+        /// live generation (`layout`): a change that writes them again keeps it cleared, or XDP
+        /// would answer the name left out NXDOMAIN.
+        var nxdomainCleared: Set<[UInt8]> = []
         /// Whether `apply` replaced records since the last grace period: the next whole generation,
         /// which may write where they were, waits one first.
         var replacedSinceGracePeriod = false
@@ -432,6 +436,8 @@ public final class FastPath: Sendable {
         /// The arena's free space once the generation is live, for changes into it (made here,
         /// on the bulk's thread, so that the first change does not wait for it).
         let space: NamesTable.ArenaSpace
+        /// State.nxdomainCleared, for this generation.
+        let nxdomainCleared: Set<[UInt8]>
     }
 
     /// The bulk of a write, which no query sees: new and changed answers are written at indexes
@@ -505,7 +511,8 @@ public final class FastPath: Sendable {
         return Prepared(
             generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
             plan: plan, negativeIndex: negatives.index,
-            space: NamesTable.ArenaSpace(table: table, inUse: plan.live))
+            space: NamesTable.ArenaSpace(table: table, inUse: plan.live),
+            nxdomainCleared: Set(layout.unflagged.map { names[$0].name }))
     }
 
     /// Switches to a prepared generation: its nodes and pools are written as the health board
@@ -531,6 +538,7 @@ public final class FastPath: Sendable {
             s.live = p.plan.live
             s.negativeIndex = p.negativeIndex
             s.space = p.space
+            s.nxdomainCleared = p.nxdomainCleared
             s.geo = p.maps
             s.nodes = nodeValues
             s.pools = poolCaps

@@ -291,6 +291,19 @@ import XDPFuzz
             image.names.prefix(image.names.count - 3).last { n in n.answers.contains { $0.qtype == 1 } })
         let q = Packet(payload: Self.query(DNSName(uncheckedWireForTests: placed.name).description, .a)).bytes
         #expect(try fp.program.testRun(q).returnValue == Self.XDP_TX)
+        // A change rewrites the enclosers (every change rewrites the apex, for its serial): they
+        // keep NXDOMAIN cleared while the names below them are left out.
+        let outNames = Set(out)
+        let enclosers = image.names.prefix(image.names.count - 3).filter { n in
+            let name = DNSName(uncheckedWireForTests: n.name)
+            return outNames.contains { (try? DNSName($0))?.isSubdomain(of: name) == true }
+        }
+        #expect(!enclosers.isEmpty)
+        #expect(try fp.apply(enclosers, removed: [], geo: nil) != nil)
+        for name in out {
+            let q = Packet(payload: Self.query(name, .a)).bytes
+            #expect(try fp.program.testRun(q).returnValue == Self.XDP_PASS, "\(name), after a change")
+        }
     }
 
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
