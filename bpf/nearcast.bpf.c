@@ -126,7 +126,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 			ans = reason == NC_ANSWERED ? &scratch->answer : NULL;
 		} else if (found == 1 + NC_KIND_STATIC) {
 			ans = &scratch->answer;
-		} else if (nc_negative(scratch->gen, found)) {
+		} else if (found != NC_FOUND_OTHER && nc_negative(scratch->gen, found)) {
 			/* NODATA, or a name that does not exist: the reply, built in the scratch map. */
 			ans = &scratch->answer;
 		} else {

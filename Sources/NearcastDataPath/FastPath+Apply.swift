@@ -87,6 +87,10 @@ extension FastPath {
         for name in removed {
             let hash = NamesTable.hash(name: name)
             guard let (slot, old) = liveSlot(of: name, hash: hash, generation: generation), let old else { continue }
+            // A name of its tag past it may be one left out behind it, whose encloser kept its
+            // NXDOMAIN (`layout`): with this record gone, its lookup would stop here and walk up
+            // to that NXDOMAIN. A whole generation places it.
+            if tagFollows(slot, tag: hash >> 32, generation: generation) { return nil }
             retired.append(old)
             slotStores.append((slot, (hash >> 32) << 32))
             gone += 1
@@ -137,6 +141,17 @@ extension FastPath {
             return (s, e)
         }
         return nil
+    }
+
+    /// Whether a slot of `tag` follows `slot` within the probe distance, before an empty one.
+    private func tagFollows(_ slot: Int, tag: UInt64, generation: Int) -> Bool {
+        let mask = table.slotCount - 1
+        for p in 1..<NamesTable.probes {
+            let v = slotWords.word(at: (generation * table.slotCount + ((slot + p) & mask)) * 8)
+            if v == 0 { return false }
+            if v >> 32 == tag { return true }
+        }
+        return false
     }
 
     /// The record at `ref` in the arena, when there is one.

@@ -65,7 +65,8 @@ extension FastPath {
 
     /// Lays `names` out in `table`, leaving out those at `leaveOut`. Every name that exists must
     /// have a record, or a walk would pass over it to an encloser that answers NXDOMAIN: so a name
-    /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h).
+    /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h),
+    /// unless it is left out behind a name of its tag, whose record makes the program pass it.
     static func layout(
         _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], negatives: [[UInt8]: UInt16],
         table: NamesTable, leaveOut: Set<Int> = []
@@ -81,7 +82,7 @@ extension FastPath {
         if !out.leftOut.isEmpty {
             var index: [[UInt8]: Int] = [:]
             for (i, n) in names.enumerated() { index[n.name] = i }
-            for i in out.leftOut {
+            for i in out.leftOut where !placement.shadowed.contains(i) {
                 var n = names[i].name
                 while n.count > 1 {
                     n = Array(n[(Int(n[0]) + 1)...])

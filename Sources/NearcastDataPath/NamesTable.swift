@@ -196,6 +196,10 @@ struct NamesTable: Equatable {
         /// Slots that must hold a tag and no record: a name that could not be reached behind
         /// another of the same tag keeps its slot, so that the names past it stay reachable.
         var kept: [(slot: Int, tag: UInt32)] = []
+        /// The names left out behind another of the same tag (those of `kept`): the program
+        /// passes their queries when it meets the other's record, so their enclosers keep
+        /// NC_NAME_NXDOMAIN (nearcast_abi.h).
+        var shadowed: Set<Int> = []
     }
 
     /// The slot of each name whose hash is in `hashes` (nil for those in `skip`) in a new
@@ -246,6 +250,7 @@ struct NamesTable: Equatable {
                 if tag(Int(occupant[p])) == tag(i) {
                     out.slots[i] = nil
                     out.kept.append((s, tag(i)))
+                    out.shadowed.insert(i)
                     break
                 }
                 p = (p + 1) & mask

@@ -306,6 +306,51 @@ import XDPFuzz
         }
     }
 
+    /// Two names whose hashes share their tag and their low 12 bits, so one home in any table
+    /// of 4096 slots or fewer (found by a search over `cN.example.test.`): the second placed is left
+    /// out behind the first. Its queries, and those below it, are passed (the program meets the
+    /// other's record in the slot of its tag), and the apex keeps NXDOMAIN for the rest of the zone.
+    @Test func aNameLeftOutBehindOneOfItsTagIsPassedAndItsEncloserKeepsNXDOMAIN() throws {
+        let pair = ["c2412157.example.test.", "c4262840.example.test."]
+        let hashes = try pair.map { NamesTable.hash(name: try DNSName($0).lowercased().wire) }
+        #expect(hashes[0] >> 32 == hashes[1] >> 32 && hashes[0] & 0xFFF == hashes[1] & 0xFFF, "the premise")
+        let responder = try LiveApplyTests.responder(
+            Self.zoneText + "\nc2412157 A 192.0.2.201\nc4262840 A 192.0.2.202\n")
+        let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+        let fp = try FastPath(objectPath: Self.objectPath, capacity: 256)
+        try fp.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        let w = try fp.write(image)
+        #expect(w.collisions == 1 && w.full == 0, "\(w)")
+        func run(_ name: String, _ type: RRType) throws -> (UInt32, DNSMessage?) {
+            let p = Packet(payload: Self.query(name, type))
+            let out = try fp.program.testRun(p.bytes)
+            guard out.returnValue == Self.XDP_TX else { return (out.returnValue, nil) }
+            let reply = try #require(p.parseReply(out.data))
+            #expect(reply.payload == responder.respond(to: p.payload, transport: .udp), "\(name) \(type)")
+            return (out.returnValue, try DNSMessage(wire: reply.payload))
+        }
+        let verdicts = try pair.map { try run($0, .a).0 }
+        #expect(verdicts.sorted() == [Self.XDP_PASS, Self.XDP_TX].sorted(), "one placed, one behind it")
+        let behind = pair[verdicts.firstIndex(of: Self.XDP_PASS) ?? 0]
+        for (name, type) in [(behind, RRType.txt), ("x.\(behind)", .a), ("y.x.\(behind)", .aaaa)] {
+            #expect(try run(name, type).0 == Self.XDP_PASS, "\(name) \(type)")
+        }
+        // The rest of the zone's NXDOMAINs are XDP's still.
+        let nope = try run("nope.example.test.", .a)
+        #expect(nope.0 == Self.XDP_TX && nope.1?.rcode == .nxDomain)
+
+        // The name it is behind removed by a change: a whole generation, which places it.
+        let placed = pair.first { $0 != behind }!
+        let wire = try DNSName(placed).lowercased().wire
+        #expect(try fp.apply([], removed: [wire], geo: nil) == nil, "not in the live generation")
+        let after = try LiveApplyTests.responder(Self.zoneText + "\n\(behind.prefix(8)) A 192.0.2.9\n")
+        try fp.write(AnswerImage.build(responder: after, maxSections: FastPath.sectionsCapacity))
+        let p = Packet(payload: Self.query(behind, .a))
+        let out = try fp.program.testRun(p.bytes)
+        #expect(out.returnValue == Self.XDP_TX)
+        #expect(try #require(p.parseReply(out.data)).payload == after.respond(to: p.payload, transport: .udp))
+    }
+
     /// Runs `packet`; for XDP_TX, checks the frame and that its DNS payload equals the slow path's reply.
     @discardableResult
     func run(_ p: Packet, expect action: UInt32, sourceLocation: SourceLocation = #_sourceLocation) throws -> Packet

@@ -19,6 +19,12 @@ enum nc_find {
 
 /* What nc_find_answer found besides an answer (1 + its kind): the record, and no such answer. */
 #define NC_FOUND_NAME 8
+/*
+ * The slot of the name's tag holds another name's record: the name may exist, left out behind
+ * that one (the control plane places no name behind a slot of its tag), so neither an answer
+ * nor a walk up to its encloser is sure. Its query is the slow path's.
+ */
+#define NC_FOUND_OTHER 9
 
 /*
  * The record `ref` when it is what `what` says (nc_probe: a slot's tag matched; or a negative
@@ -99,13 +105,18 @@ __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 
 /*
  * The query's name in the names table and its answer for the query's type, into s->answer: 1 +
- * the answer's kind, NC_FOUND_NAME (the name, and no answer of the type), or 0 (no such record).
+ * the answer's kind, NC_FOUND_NAME (the name, and no answer of the type), NC_FOUND_OTHER (its
+ * tag's slot holds another name's record), or 0 (no such record).
  */
 static __always_inline int nc_lookup_answer(struct nc_scratch *s, const struct nc_config *cfg, __u32 gen)
 {
 	__u32 ref = nc_probe(nc_hash_finish(s->q.name_hash, 0), cfg, gen);
 
-	return ref ? nc_find_answer(ref, NC_FIND_QUERY) : 0;
+	if (!ref)
+		return 0;
+	int found = nc_find_answer(ref, NC_FIND_QUERY);
+
+	return found ? found : NC_FOUND_OTHER;
 }
 
 #endif /* NC_LOOKUP_H */

@@ -17,7 +17,8 @@
 
 /*
  * The record of the name that starts `pos` octets into the query's name (a label boundary), as
- * nc_find_answer finds it (NC_FIND_BELOW), or 0 when there is none. The name is
+ * nc_find_answer finds it (NC_FIND_BELOW): NC_FOUND_NAME, NC_FOUND_OTHER when its tag's slot
+ * holds another name's record (lookup.h), or 0 when there is none. The name is
  * copied into the scratch map's second key a word at a time, zero padded as the table's keys
  * are, and hashed as it goes.
  */
@@ -49,7 +50,9 @@ static __always_inline int nc_lookup_below(struct nc_scratch *s, const struct nc
 	s->below.qtype = NC_QTYPE_NEGATIVE;
 	__u32 ref = nc_probe(nc_hash_finish(h, 0), cfg, gen);
 
-	return ref ? nc_find_answer(ref, NC_FIND_BELOW) : 0;
+	if (!ref)
+		return 0;
+	return nc_find_answer(ref, NC_FIND_BELOW) ? NC_FOUND_NAME : NC_FOUND_OTHER;
 }
 
 /*
@@ -140,7 +143,8 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 			if (f)
 				break;
 		}
-		if (!f || !(s->rec_flags & NC_NAME_NXDOMAIN))
+		/* Another name's record where the encloser's would be: it may be left out behind it. */
+		if (!f || f == NC_FOUND_OTHER || !(s->rec_flags & NC_NAME_NXDOMAIN))
 			return 0;
 	}
 	/* The negative answer the record names, in this generation. */
