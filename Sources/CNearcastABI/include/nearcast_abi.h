@@ -78,7 +78,7 @@
 #define NC_TYPES_MAX 16
 #define NC_NAMES_CAPACITY 16384 /* names (slots) unless the loader sizes it from the zones */
 #define NC_ARENA_PAGES 32 /* pages in the object; the loader sizes the arena */
-#define NC_PROBES 8
+#define NC_PROBES 16
 
 /*
  * The hash of a name (NC_HASH_*): h = NC_HASH_SEED ^ len; for each 8-byte little-endian word
@@ -111,8 +111,8 @@
  * cannot be placed, the control plane clears NC_NAME_NXDOMAIN on the closest encloser placed.
  * Except behind a name of the same tag: a lookup or a walk that meets another name's record in
  * the slot of its tag passes the query (the name may be the one left out behind it), so such a
- * name costs its encloser nothing, and one collision in a flat zone of millions of names does not
- * send the zone's NXDOMAINs to the slow path.
+ * name costs its encloser nothing (in a flat zone the encloser is the apex, and one name left out
+ * would send the zone's NXDOMAINs to the slow path).
  */
 #define NC_NEGATIVES_MAX 65536
 #define NC_QTYPE_NEGATIVE 0
