@@ -21,7 +21,8 @@ extension FastPath {
     /// them) and removes those of `removed` (lower-cased wire names), in the live generation;
     /// `geo`: the live geo table, whose answers go into its names' records. Nil, having written
     /// nothing, when the change does not fit the live generation: a new name finds no slot within
-    /// reach of its home, the arena has no room, or a new negative answer no index. The caller then
+    /// reach of its home, the arena has no room, a new negative answer no index, or it removes a
+    /// name that another of its tag may be left out behind. The caller then
     /// writes a whole generation. The records it replaces are not written over by later changes
     /// (they take space past them), and the next whole generation waits a grace period first.
     public func apply(_ names: [AnswerImage.Name], removed: [[UInt8]], geo: GeoTable?) throws(BPFError) -> Applied? {
