@@ -73,9 +73,9 @@ struct ZoneNode: Sendable {
         nonGlueBelow += other.nonGlueBelow
     }
 
-    /// Counts one more owner below this name, with `nonGlue` RRsets that are not glue.
-    mutating func countBelow(nonGlue: UInt32) {
-        ownersBelow += 1
+    /// Counts `owners` more owner names below this one, and `nonGlue` more RRsets that are not glue.
+    mutating func countBelow(owners: UInt32, nonGlue: UInt32) {
+        ownersBelow += owners
         nonGlueBelow += nonGlue
     }
 }
@@ -222,10 +222,10 @@ public struct Zone: Sendable {
         -> Zone
     {
         var diags: [Diagnostic] = []
-        // Each name's RRsets as read, one dictionary entry per name (a zone of millions of names
-        // is mostly this loop).
-        var nodes: [DNSName: ZoneNode] = [:]
-        nodes.reserveCapacity(records.count)
+        // Each name's RRsets, taken straight into the trie: an owner's records come together in a
+        // zone file, so each run of them is one insertion, and what lies below each name is
+        // counted as names and RRsets appear (a zone of millions of names is mostly this loop).
+        var nodes: TreeDictionary<DNSName, ZoneNode> = [:]
         var count = 0
         // The owners the checks below look at, noted as records come: a zone of millions of names
         // is checked without a walk over them all unless it has delegations or DNAMEs.
@@ -246,34 +246,65 @@ public struct Zone: Sendable {
             }
             return records[firsts![RRKey(name: name, type: type)] ?? 0]
         }
-        for (index, src) in records.enumerated() {
-            let rr = src.record
-            guard rr.name.isSubdomain(of: origin) else {
-                diags.append(
-                    Diagnostic(file: src.file, line: src.line, message: "\(rr.name) is outside the zone \(origin)"))
+        /// Adds the records of `run`, all owned by the name of `node`; returns whether the name
+        /// became an owner, and how many RRsets other than glue it gained.
+        func add(_ run: Range<Int>, to node: inout ZoneNode) -> (newOwner: Bool, nonGlue: UInt32) {
+            let wasOwner = !node.sets.isEmpty
+            var nonGlue: UInt32 = 0
+            for src in records[run] {
+                let rr = src.record
+                if Self.refers(rr.type), let t = rr.rdata.target, t.isSubdomain(of: origin) {
+                    referred[t, default: []].append(rr.name)
+                }
+                switch rr.type {
+                case .soa: soaOwners.insert(rr.name)
+                case .cname: cnames.insert(rr.name)
+                case .dname: dnames.insert(rr.name)
+                case .ns where rr.name != origin: cuts.insert(rr.name)
+                default: break
+                }
+                let sets = node.sets.count
+                switch node.add(rr) {
+                case .added:
+                    count += 1
+                    if node.sets.count > sets && !RRSet.isGlue(rr.type) { nonGlue += 1 }
+                case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
+                case .ttlDiffers(let ttl):
+                    let first = firstRecord(rr.name, rr.type)
+                    diags.append(
+                        Diagnostic(
+                            file: src.file, line: src.line,
+                            message:
+                                "TTL \(rr.ttl) differs from TTL \(ttl) of the same RRset \(rr.name) \(rr.type) at \(first.file):\(first.line) (RFC 2181 §5.2)"
+                        ))
+                }
+            }
+            return (!wasOwner && !node.sets.isEmpty, nonGlue)
+        }
+        // Most names of a large zone sit right below the apex: counted for it at the end, and
+        // only the deeper ones walk up their ancestors (making the empty non-terminals).
+        var apexCounts = ZoneNode()
+        var start = 0
+        while start < records.count {
+            let name = records[start].record.name
+            var end = start + 1
+            while end < records.count && records[end].record.name == name { end += 1 }
+            defer { start = end }
+            guard name.isSubdomain(of: origin) else {
+                for src in records[start..<end] {
+                    diags.append(
+                        Diagnostic(file: src.file, line: src.line, message: "\(name) is outside the zone \(origin)"))
+                }
                 continue
             }
-            if Self.refers(rr.type), let t = rr.rdata.target, t.isSubdomain(of: origin) {
-                referred[t, default: []].append(rr.name)
-            }
-            switch rr.type {
-            case .soa: soaOwners.insert(rr.name)
-            case .cname: cnames.insert(rr.name)
-            case .dname: dnames.insert(rr.name)
-            case .ns where rr.name != origin: cuts.insert(rr.name)
-            default: break
-            }
-            switch nodes[rr.name, default: ZoneNode()].add(rr) {
-            case .added: count += 1
-            case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
-            case .ttlDiffers(let ttl):
-                let first = firstRecord(rr.name, rr.type)
-                diags.append(
-                    Diagnostic(
-                        file: src.file, line: src.line,
-                        message:
-                            "TTL \(rr.ttl) differs from TTL \(ttl) of the same RRset \(rr.name) \(rr.type) at \(first.file):\(first.line) (RFC 2181 §5.2)"
-                    ))
+            let (newOwner, nonGlue) = add(start..<end, to: &nodes[name, default: ZoneNode()])
+            guard name.wire.count > origin.wire.count, newOwner || nonGlue > 0 else { continue }
+            let owners: UInt32 = newOwner ? 1 : 0
+            apexCounts.countBelow(owners: owners, nonGlue: nonGlue)
+            var a = name.parent
+            while a.wire.count > origin.wire.count {
+                nodes[a, default: ZoneNode()].countBelow(owners: owners, nonGlue: nonGlue)
+                a = a.parent
             }
         }
         func at(_ name: DNSName, _ type: RRType) -> (String, Int) {
@@ -379,29 +410,9 @@ public struct Zone: Sendable {
             throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) })
         }
 
-        // The empty non-terminals and the counts of what is below each name, in the plain
-        // dictionary (cheaper than the trie's inserts), then taken into the trie in one go.
-        // Most names of a large zone sit right below the apex: counted for it here, and only
-        // the deeper ones walk up their ancestors.
-        var apexCounts = ZoneNode()
-        var deeper: [(DNSName, UInt32)] = []
-        for (name, node) in nodes where name.wire.count > origin.wire.count {
-            if Int(name.wire[0]) + 1 + origin.wire.count == name.wire.count {
-                apexCounts.countBelow(nonGlue: node.nonGlue)
-            } else {
-                deeper.append((name, node.nonGlue))
-            }
-        }
         nodes[origin, default: ZoneNode()].countBelow(apexCounts)
-        for (name, nonGlue) in deeper {
-            var a = name
-            while a.wire.count > origin.wire.count {
-                a = a.parent
-                nodes[a, default: ZoneNode()].countBelow(nonGlue: nonGlue)
-            }
-        }
         var zone = Zone(
-            origin: origin, tree: TreeDictionary(uniqueKeysWithValues: nodes), cuts: TreeSet(cuts),
+            origin: origin, tree: nodes, cuts: TreeSet(cuts),
             dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: count, negativeSOA: Self.negative(soa!))
         zone.referrers = TreeDictionary(uniqueKeysWithValues: referred.map { ($0.key, TreeSet($0.value)) })
         return zone
