@@ -140,11 +140,12 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(1))) struct ZoneCheckTests {
-    static func build(_ body: String) -> [String] {
+    /// The problems of a zone of `body` under a good apex, its names gathered in `parts` shares.
+    static func build(_ body: String, parts: Int = 1) -> [String] {
         let text = "$TTL 300\n@ SOA ns1 h 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n" + body
         do {
             let rrs = try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: ZoneFileParserTests.origin)
-            _ = try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone")
+            _ = try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone", parts: parts)
             return []
         } catch { return error.diagnostics.map(\.description) }
     }
@@ -189,8 +190,36 @@ import Testing
         ("@ CNAME www\n", "z.zone:5: example.test. has a CNAME and other data (NS, SOA)"),
     ])
     func rejectsBrokenZones(body: String, expected: String) {
-        let errs = Self.build(body)
-        #expect(errs.contains { $0.hasPrefix(expected) }, "\(errs)")
+        // One share, and three: a large zone's names are gathered on several threads.
+        for parts in [1, 3] {
+            let errs = Self.build(body, parts: parts)
+            #expect(errs.contains { $0.hasPrefix(expected) }, "\(parts) shares: \(errs)")
+        }
+    }
+
+    /// A large zone is built on several threads, each gathering the names of its share of the
+    /// trie's root: the zone must be the one a single thread builds, counts of what lies below
+    /// each name and empty non-terminals included, whichever share a name's ancestors fall in.
+    @Test func aZoneBuiltOnSeveralThreadsIsTheZoneOneThreadBuilds() throws {
+        var text = "$TTL 300\n@ SOA ns1 h 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n"
+        for i in 0..<300 {
+            text += "h\(i) A 192.0.2.\(i % 250)\nh\(i) MX 10 mail\(i % 7)\n"
+            text += "a.b\(i % 40).deep TXT \"\(i)\"\nx\(i).b\(i % 40).deep AAAA 2001:db8::\(i)\n"
+            if i % 50 == 0 { text += "d\(i) NS ns.d\(i)\nns.d\(i) A 192.0.2.9\nc\(i) CNAME h\(i)\n" }
+        }
+        text += "h7 TXT again\n"  // an owner listed a second time, apart from its first records
+        let rrs = try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: ZoneFileParserTests.origin)
+        let one = try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone", parts: 1)
+        for parts in [2, 3, 8] {
+            let many = try Zone.build(
+                origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone", parts: parts)
+            #expect(many.tree == one.tree, "\(parts) shares")
+            #expect(many.referrers == one.referrers && many.cuts == one.cuts && many.servers == one.servers)
+            #expect(many.recordCount == one.recordCount)
+        }
+        #expect(one.tree[try DNSName("deep.example.test.")]?.ownersBelow == 340)  // 40 a.bN and 300 xN.bN
+        #expect(one.tree[try DNSName("b3.deep.example.test.")]?.sets == [])  // an empty non-terminal
+        #expect(one.rrset(try DNSName("h7.example.test."), .txt) != nil)
     }
 
     @Test func missingSOAAndNSAreNamed() throws {

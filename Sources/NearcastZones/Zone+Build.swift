@@ -1,0 +1,287 @@
+import DNSWire
+import Foundation
+import HashTreeCollections
+import NearcastBasics
+
+extension Zone {
+    /// Builds a zone from parsed records and checks it: SOA and NS at the apex, no out-of-zone
+    /// data, CNAME alone at its name, one DNAME at most at a name and nothing below it, one TTL per
+    /// RRset, nothing but glue below a delegation, glue present for in-bailiwick name servers.
+    /// Every problem is reported, each with its file and line.
+    ///
+    /// A large zone's names are taken into the trie on every core (`Gathered`), each thread the
+    /// names of its own buckets at the trie's root, and the tries joined at their roots.
+    public static func build(origin: DNSName, records: [SourcedRecord], sourceName: String) throws(DiagnosticsError)
+        -> Zone
+    {
+        let parts = records.count < 100_000 ? 1 : min(8, ProcessInfo.processInfo.activeProcessorCount)
+        return try build(origin: origin, records: records, sourceName: sourceName, parts: parts)
+    }
+
+    /// `build`, with the names gathered in `parts` shares, each on a thread.
+    static func build(origin: DNSName, records: [SourcedRecord], sourceName: String, parts: Int)
+        throws(DiagnosticsError) -> Zone
+    {
+        let shares = ParallelWork.map(Array(0..<parts), parts: parts, smallest: 1) { share in
+            Gathered(records, origin: origin, share: share.first!, of: parts)
+        }
+        var gathered = shares[0]
+        for other in shares.dropFirst() { gathered.join(other) }
+        let nodes = gathered.finish(origin: origin)
+        let (cnames, dnames, cuts) = (gathered.cnames, gathered.dnames, gathered.cuts)
+
+        // Where each RRset's first record is, for messages only: found when the first one is written.
+        var firsts: [RRKey: Int]?
+        func firstRecord(_ name: DNSName, _ type: RRType) -> SourcedRecord {
+            if firsts == nil {
+                var index: [RRKey: Int] = [:]
+                for (i, src) in records.enumerated().reversed() {
+                    index[RRKey(name: src.record.name, type: src.record.type)] = i
+                }
+                firsts = index
+            }
+            return records[firsts![RRKey(name: name, type: type)] ?? 0]
+        }
+        var diags = gathered.outside.map { i in
+            let src = records[i]
+            return Diagnostic(
+                file: src.file, line: src.line, message: "\(src.record.name) is outside the zone \(origin)")
+        }
+        for (i, ttl) in gathered.ttlsDiffering {
+            let (src, rr) = (records[i], records[i].record)
+            let first = firstRecord(rr.name, rr.type)
+            diags.append(
+                Diagnostic(
+                    file: src.file, line: src.line,
+                    message:
+                        "TTL \(rr.ttl) differs from TTL \(ttl) of the same RRset \(rr.name) \(rr.type) at \(first.file):\(first.line) (RFC 2181 §5.2)"
+                ))
+        }
+
+        func at(_ name: DNSName, _ type: RRType) -> (String, Int) {
+            guard nodes[name]?[type] != nil else { return (sourceName, 0) }
+            let r = firstRecord(name, type)
+            return (r.file, r.line)
+        }
+        func fail(_ name: DNSName, _ type: RRType, _ m: String) {
+            let (f, l) = at(name, type)
+            diags.append(Diagnostic(file: f, line: l, message: m))
+        }
+
+        // Apex.
+        let apex = nodes[origin] ?? ZoneNode()
+        var soa: RRSet?
+        if let s = apex[.soa] {
+            if s.rdatas.count != 1 {
+                fail(origin, .soa, "zone \(origin) has \(s.rdatas.count) SOA records; it needs exactly one")
+            }
+            soa = s
+        } else {
+            diags.append(Diagnostic(file: sourceName, line: 0, message: "zone \(origin) has no SOA record at its apex"))
+        }
+        if apex[.ns] == nil {
+            diags.append(Diagnostic(file: sourceName, line: 0, message: "zone \(origin) has no NS records at its apex"))
+        }
+        for name in gathered.soaOwners where name != origin {
+            fail(name, .soa, "SOA record at \(name), which is not the zone apex \(origin)")
+        }
+        for name in cnames {
+            let sets = nodes[name]!
+            let c = sets[.cname]!
+            if c.rdatas.count > 1 {
+                fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
+            }
+            let others = sets.types.filter { $0 != .cname }.sorted()
+            if !others.isEmpty {
+                fail(
+                    name, .cname,
+                    "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)"
+                )
+            }
+        }
+        for name in dnames {
+            if let d = nodes[name]![.dname], d.rdatas.count > 1 {
+                fail(
+                    name, .dname, "\(name) has \(d.rdatas.count) DNAME records; at most one is allowed (RFC 6672 §2.4)")
+            }
+        }
+        for name in cuts {
+            for t in nodes[name]!.types where t != .ns && t != .ds && !RRSet.isGlue(t) {
+                fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
+            }
+        }
+
+        // Delegations and DNAMEs hide what lies below them: one walk over the names, only then.
+        func cut(above name: DNSName, includingSelf: Bool) -> DNSName? {
+            if cuts.isEmpty { return nil }
+            if includingSelf && cuts.contains(name) { return name }
+            var a = name
+            while a.wire.count > origin.wire.count {
+                a = a.parent
+                if a != origin && cuts.contains(a) { return a }
+            }
+            return nil
+        }
+        if !dnames.isEmpty || !cuts.isEmpty {
+            for (name, sets) in nodes {
+                // As NSD does: a name below a DNAME is redirected, so data there would never be served.
+                if !dnames.isEmpty, let d = name.ancestors(upTo: origin).first(where: dnames.contains) {
+                    for t in sets.types.sorted() {
+                        fail(
+                            name, t, "\(name) \(t) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)"
+                        )
+                    }
+                }
+                if let c = cut(above: name, includingSelf: false) {
+                    for t in sets.types where !RRSet.isGlue(t) {
+                        fail(
+                            name, t,
+                            "\(name) \(t) is below the delegation \(c) and would never be served; only glue (A/AAAA) may be there"
+                        )
+                    }
+                }
+            }
+        }
+        var servers: TreeDictionary<DNSName, [DNSName]> = [:]
+        for c in cuts.sorted() {
+            for case .ns(let target) in nodes[c]![.ns]!.rdatas {
+                servers[target, default: []].append(c)
+                if target.isSubdomain(of: c) || cut(above: target, includingSelf: true) != nil {
+                    let t = nodes[target]
+                    if t?[.a] == nil && t?[.aaaa] == nil {
+                        fail(
+                            c, .ns,
+                            "delegation \(c) names server \(target) inside the delegated zone but has no glue (A or AAAA) for it"
+                        )
+                    }
+                }
+            }
+        }
+        if !diags.isEmpty || soa == nil {
+            throw DiagnosticsError(diags.sorted { ($0.file, $0.line) < ($1.file, $1.line) })
+        }
+
+        var zone = Zone(
+            origin: origin, tree: nodes, cuts: TreeSet(cuts),
+            dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: gathered.count,
+            negativeSOA: Self.negative(soa!))
+
+        zone.referrers = TreeDictionary(uniqueKeysWithValues: gathered.referred.map { ($0.key, TreeSet($0.value)) })
+        return zone
+    }
+}
+
+/// What one pass over a zone's records gathers about the names of one share of it: their RRsets,
+/// in a trie of their own, and what the checks and the indexes need. A share is the names whose
+/// hash falls in some of the trie's 32 buckets at its root, so the shares' tries join by their
+/// roots alone (`TreeDictionary.merge` takes a bucket only one side has as it is).
+private struct Gathered: Sendable {
+    var nodes: TreeDictionary<DNSName, ZoneNode> = [:]
+    var count = 0
+    // The owners the checks look at, noted as records come: a zone of millions of names is checked
+    // without a walk over them all unless it has delegations or DNAMEs.
+    var soaOwners: Set<DNSName> = []
+    var cnames: Set<DNSName> = []
+    var dnames: Set<DNSName> = []
+    var cuts: Set<DNSName> = []
+    /// The zone's names that CNAME, MX, SRV and NS records name → the owners of those records.
+    var referred: [DNSName: [DNSName]] = [:]
+    /// Records outside the zone, and records whose TTL differs from their RRset's (with that TTL),
+    /// by index.
+    var outside: [Int] = []
+    var ttlsDiffering: [(Int, UInt32)] = []
+    /// What the apex has below it, and what the names between the apex and a deeper owner have
+    /// (counted when the shares are joined: such a name may be in another share).
+    var apexCounts = ZoneNode()
+    var aboveCounts: [(DNSName, owners: UInt32, nonGlue: UInt32)] = []
+
+    /// Gathers the names of share `share` of `parts` from `records`. An owner's records come
+    /// together in a zone file, so each run of them is one insertion into the trie.
+    init(_ records: [SourcedRecord], origin: DNSName, share: Int, of parts: Int) {
+        var nodes: TreeDictionary<DNSName, ZoneNode> = [:]
+        defer { self.nodes = nodes }
+        var start = 0
+        while start < records.count {
+            let name = records[start].record.name
+            var end = start + 1
+            while end < records.count && records[end].record.name == name { end += 1 }
+            defer { start = end }
+            // The bucket at the trie's root is the low 5 bits of the hash it uses (hashValue).
+            guard parts == 1 || Int(UInt(bitPattern: name.hashValue) & 31) % parts == share else { continue }
+            guard name.isSubdomain(of: origin) else {
+                outside += start..<end
+                continue
+            }
+            let (newOwner, nonGlue) = add(records, start..<end, origin: origin, to: &nodes[name, default: ZoneNode()])
+            guard name.wire.count > origin.wire.count, newOwner || nonGlue > 0 else { continue }
+            let owners: UInt32 = newOwner ? 1 : 0
+            apexCounts.countBelow(owners: owners, nonGlue: nonGlue)
+            var a = name.parent
+            while a.wire.count > origin.wire.count {
+                // Names listed in order share their parents: one entry for a run of them.
+                if let last = aboveCounts.last, last.0 == a {
+                    aboveCounts[aboveCounts.count - 1] = (a, last.owners + owners, last.nonGlue + nonGlue)
+                } else {
+                    aboveCounts.append((a, owners, nonGlue))
+                }
+                a = a.parent
+            }
+        }
+    }
+
+    /// Adds the records of `run`, all owned by the name of `node`; returns whether the name became
+    /// an owner, and how many RRsets other than glue it gained.
+    private mutating func add(_ records: [SourcedRecord], _ run: Range<Int>, origin: DNSName, to node: inout ZoneNode)
+        -> (newOwner: Bool, nonGlue: UInt32)
+    {
+        let wasOwner = !node.sets.isEmpty
+        var nonGlue: UInt32 = 0
+        for i in run {
+            let rr = records[i].record
+            if Zone.refers(rr.type), let t = rr.rdata.target, t.isSubdomain(of: origin) {
+                referred[t, default: []].append(rr.name)
+            }
+            switch rr.type {
+            case .soa: soaOwners.insert(rr.name)
+            case .cname: cnames.insert(rr.name)
+            case .dname: dnames.insert(rr.name)
+            case .ns where rr.name != origin: cuts.insert(rr.name)
+            default: break
+            }
+            let sets = node.sets.count
+            switch node.add(rr) {
+            case .added:
+                count += 1
+                if node.sets.count > sets && !RRSet.isGlue(rr.type) { nonGlue += 1 }
+            case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
+            case .ttlDiffers(let ttl): ttlsDiffering.append((i, ttl))
+            }
+        }
+        return (!wasOwner && !node.sets.isEmpty, nonGlue)
+    }
+
+    /// Takes in what another share gathered (its names are not in this one).
+    mutating func join(_ other: Gathered) {
+        nodes.merge(other.nodes) { mine, _ in mine }
+        count += other.count
+        soaOwners.formUnion(other.soaOwners)
+        cnames.formUnion(other.cnames)
+        dnames.formUnion(other.dnames)
+        cuts.formUnion(other.cuts)
+        referred.merge(other.referred, uniquingKeysWith: +)
+        outside += other.outside
+        ttlsDiffering += other.ttlsDiffering
+        apexCounts.countBelow(other.apexCounts)
+        aboveCounts += other.aboveCounts
+    }
+
+    /// The names, with what lies below each counted and the empty non-terminals made.
+    mutating func finish(origin: DNSName) -> TreeDictionary<DNSName, ZoneNode> {
+        for (name, owners, nonGlue) in aboveCounts {
+            nodes[name, default: ZoneNode()].countBelow(owners: owners, nonGlue: nonGlue)
+        }
+        nodes[origin, default: ZoneNode()].countBelow(apexCounts)
+        aboveCounts = []
+        return nodes
+    }
+}
