@@ -45,17 +45,22 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// A name without a trailing dot is relative and gets `origin` appended; `@` is the origin itself.
     /// The wire form is written as the text is read (zone files hold millions of names).
     public init(_ text: String, origin: DNSName? = nil) throws(DNSWireError) {
-        if text == "@" {
+        try self.init(presentation: Array(text.utf8)[...], origin: origin)
+    }
+
+    /// `init(_:origin:)` from the text's bytes (a token of a zone file, without a String made of it).
+    public init(presentation bytes: ArraySlice<UInt8>, origin: DNSName? = nil) throws(DNSWireError) {
+        var text: String { String(decoding: bytes, as: UTF8.self) }  // for messages only
+        if bytes.count == 1 && bytes.first == UInt8(ascii: "@") {
             guard let origin else { throw .badText("'@' used without an origin") }
             self = origin
             return
         }
-        if text == "." {
+        if bytes.count == 1 && bytes.first == UInt8(ascii: ".") {
             self = .root
             return
         }
-        if text.isEmpty { throw .badText("empty name") }
-        let bytes = Array(text.utf8)
+        if bytes.isEmpty { throw .badText("empty name") }
         var w: [UInt8] = [0]  // w[lengthAt] is the current label's length, filled in when it ends
         w.reserveCapacity(bytes.count + 2 + (origin?.wire.count ?? 0))
         var lengthAt = 0
@@ -66,17 +71,18 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
             if n > 63 { throw .badText("name '\(text)' has a label longer than 63 octets") }
             w[lengthAt] = UInt8(n)
         }
+        let b = bytes.startIndex
         var i = 0
         while i < bytes.count {
-            let c = bytes[i]
+            let c = bytes[b + i]
             if c == UInt8(ascii: "\\") {
                 guard i + 1 < bytes.count else { throw .badText("name '\(text)' ends with a lone backslash") }
-                let n = bytes[i + 1]
+                let n = bytes[b + i + 1]
                 if n >= 0x30 && n <= 0x39 {
-                    guard i + 3 < bytes.count, (0x30...0x39).contains(bytes[i + 2]),
-                        (0x30...0x39).contains(bytes[i + 3])
+                    guard i + 3 < bytes.count, (0x30...0x39).contains(bytes[b + i + 2]),
+                        (0x30...0x39).contains(bytes[b + i + 3])
                     else { throw .badText("name '\(text)': \\DDD escape needs three digits") }
-                    let v = Int(n - 0x30) * 100 + Int(bytes[i + 2] - 0x30) * 10 + Int(bytes[i + 3] - 0x30)
+                    let v = Int(n - 0x30) * 100 + Int(bytes[b + i + 2] - 0x30) * 10 + Int(bytes[b + i + 3] - 0x30)
                     guard v <= 255 else { throw .badText("name '\(text)': escape \\\(v) is above 255") }
                     w.append(UInt8(v))
                     i += 4

@@ -67,6 +67,12 @@ public struct IPv4Address: Hashable, Sendable, CustomStringConvertible {
         bytes = b
     }
 
+    /// `init(_:)` from the text's bytes.
+    public init?(text: ArraySlice<UInt8>) {
+        guard let b = text.withUnsafeBufferPointer({ Self.parse($0[...]) }) else { return nil }
+        bytes = b
+    }
+
     /// The dotted quad in `s`, read byte by byte (a zone file holds millions of them).
     static func parse(_ s: Slice<UnsafeBufferPointer<UInt8>>) -> (UInt8, UInt8, UInt8, UInt8)? {
         var parts: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)

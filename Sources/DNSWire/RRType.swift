@@ -60,6 +60,19 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
         return nil
     }
 
+    /// `init(mnemonic:)` from a token's bytes: a zone file names a type in each of its millions
+    /// of records, and a mnemonic of up to 7 letters is found by an integer of them, no String made.
+    public init?(mnemonic bytes: ArraySlice<UInt8>) {
+        if let key = Mnemonic.key(bytes), let hit = RRType.byKey[key] {
+            self = hit
+            return
+        }
+        self.init(mnemonic: String(decoding: bytes, as: UTF8.self))
+    }
+
+    static let byKey = [UInt64: RRType](
+        uniqueKeysWithValues: mnemonics.compactMap { m, t in Mnemonic.key(Array(m.utf8)[...]).map { ($0, t) } })
+
     /// True for meta and query types (RFC 6895 §3.1): 128–255 and OPT; they never appear as data.
     public var isMetaType: Bool { (rawValue >= 128 && rawValue <= 255) || self == .opt }
 
@@ -94,6 +107,25 @@ public struct RRClass: RawRepresentable, Hashable, Sendable, CustomStringConvert
         default: return nil
         }
     }
+
+    /// `init(mnemonic:)` from a token's bytes. The token after an owner is most often a type
+    /// (A, MX), which is told from a class without a String made of it.
+    public init?(mnemonic bytes: ArraySlice<UInt8>) {
+        switch Mnemonic.key(bytes) {
+        case Self.keyIN: self = .in
+        case Self.keyCH: self = .ch
+        case Self.keyHS: self = .hs
+        case Self.keyANY: self = .any
+        default:
+            guard bytes.count > 5 else { return nil }  // CLASSnnn
+            self.init(mnemonic: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    private static let (keyIN, keyCH, keyHS, keyANY) = (
+        Mnemonic.key(Array("IN".utf8)[...]), Mnemonic.key(Array("CH".utf8)[...]), Mnemonic.key(Array("HS".utf8)[...]),
+        Mnemonic.key(Array("ANY".utf8)[...])
+    )
 
     public var description: String {
         switch self {
@@ -148,4 +180,20 @@ public struct Opcode: RawRepresentable, Hashable, Sendable {
     public static let query = Opcode(rawValue: 0)
     public static let notify = Opcode(rawValue: 4)
     public static let update = Opcode(rawValue: 5)
+}
+
+/// Type and class mnemonics read from bytes.
+enum Mnemonic {
+    /// The mnemonic in `bytes` as an integer, its letters in upper case and its length in the top
+    /// octet; nil when it is longer than 7 octets.
+    static func key(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+        guard bytes.count <= 7 else { return nil }
+        var k = UInt64(bytes.count) << 56
+        var shift: UInt64 = 0
+        for c in bytes {
+            k |= UInt64(c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z") ? c - 0x20 : c) << shift
+            shift += 8
+        }
+        return k
+    }
 }

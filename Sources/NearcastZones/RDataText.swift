@@ -20,7 +20,7 @@ enum RDataText {
             }
         }
         func name(_ t: Token) throws(RDataTextError) -> DNSName {
-            do { return try DNSName(t.string, origin: origin) } catch {
+            do { return try DNSName(presentation: t.bytes, origin: origin) } catch {
                 throw RDataTextError("name '\(t.string)': \(error)")
             }
         }
@@ -38,7 +38,7 @@ enum RDataText {
         switch type {
         case .a:
             try count(1, "an IPv4 address")
-            guard let a = IPv4Address(tokens[0].string) else {
+            guard let a = IPv4Address(text: tokens[0].bytes) else {
                 throw RDataTextError("'\(tokens[0].string)' is not an IPv4 address")
             }
             return .a(a)

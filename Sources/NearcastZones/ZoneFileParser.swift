@@ -124,7 +124,7 @@ public struct ZoneFileParser {
                 owner = lastOwner
             } else {
                 tokens = tokens.dropFirst()
-                do { owner = try DNSName(first.string, origin: origin) } catch {
+                do { owner = try DNSName(presentation: first.bytes, origin: origin) } catch {
                     fail("owner '\(first.string)': \(error)")
                     continue
                 }
@@ -156,7 +156,7 @@ public struct ZoneFileParser {
                 fail("record for \(owner) has no type")
                 continue
             }
-            guard let type = RRType(mnemonic: typeToken.string) else {
+            guard let type = RRType(mnemonic: typeToken.bytes) else {
                 fail("unknown type '\(typeToken.string)' (use TYPEnnn with \\# RDATA for types nearcast does not know)")
                 continue
             }
@@ -182,13 +182,12 @@ public struct ZoneFileParser {
         }
     }
 
-    /// The class a token names, if it names one: IN (almost every record that has one) read
-    /// from the bytes, the others by their mnemonics.
+    /// The class a token names, if it names one, read from its bytes.
     static func recordClass(_ bytes: ArraySlice<UInt8>) -> RRClass? {
         if bytes.count == 2, bytes.first! | 0x20 == UInt8(ascii: "i"), bytes.last! | 0x20 == UInt8(ascii: "n") {
             return .in
         }
-        return RRClass(mnemonic: String(decoding: bytes, as: UTF8.self))
+        return RRClass(mnemonic: bytes)
     }
 
     /// Parses a TTL: decimal seconds up to 2^31−1 (RFC 2181 §8), or BIND units `1w2d3h4m5s`.
