@@ -60,6 +60,8 @@ public struct ZoneFileParser {
         var defaultTTL: UInt32?
         var lastTTL: UInt32?
         var lastOwner: DNSName?
+        var lastOwnerText: ArraySlice<UInt8> = []
+        var lastOwnerOrigin = startOrigin
 
         var entry = MasterFileTokenizer.Entry(line: 0, inheritsOwner: false, tokens: [])
         while tokenizer.next(into: &entry) {
@@ -122,12 +124,18 @@ public struct ZoneFileParser {
                     continue
                 }
                 owner = lastOwner
+            } else if let lastOwner, first.bytes == lastOwnerText, origin == lastOwnerOrigin {
+                // The same owner written again (a name's records, one per line): one name for them
+                // all, not a copy per record.
+                tokens = tokens.dropFirst()
+                owner = lastOwner
             } else {
                 tokens = tokens.dropFirst()
                 do { owner = try DNSName(presentation: first.bytes, origin: origin) } catch {
                     fail("owner '\(first.string)': \(error)")
                     continue
                 }
+                (lastOwnerText, lastOwnerOrigin) = (first.bytes, origin)
             }
             lastOwner = owner
 

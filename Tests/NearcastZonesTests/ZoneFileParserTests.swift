@@ -85,6 +85,14 @@ import Testing
         #expect(rrs[1].line == 3 && rrs[1].record.ttl == 60)
     }
 
+    /// An owner written again on the next line is one name for both records (a name's records,
+    /// one per line, share their owner), unless `$ORIGIN` changed between them.
+    @Test func anOwnerRepeatedIsTheSameNameUnlessTheOriginChanged() throws {
+        let rrs = try Self.parse(
+            "$TTL 60\nx A 192.0.2.1\nx AAAA 2001:db8::1\n$ORIGIN sub.example.test.\nx A 192.0.2.2\n")
+        #expect(rrs.map(\.name.description) == ["x.example.test.", "x.example.test.", "x.sub.example.test."])
+    }
+
     /// Types and classes are read from the token's bytes, in any case (RFC 1035 §5.1 leaves case
     /// to the reader; BIND, NSD and Knot take both); a token that is neither is the next field.
     @Test func typeAndClassMnemonicsInAnyCase() throws {
