@@ -14,7 +14,11 @@ extension Zone {
     public static func build(origin: DNSName, records: [SourcedRecord], sourceName: String) throws(DiagnosticsError)
         -> Zone
     {
-        let parts = records.count < 100_000 ? 1 : min(8, ProcessInfo.processInfo.activeProcessorCount)
+        // Only zones of a million records or so: the other threads' memory comes from malloc arenas
+        // of their own, which keep more of what a reload frees (a 100k-name zone built on two
+        // threads left RSS 46 % above its load after a reload and 10,400 changes, against 9 %),
+        // for a gain of tens of milliseconds there.
+        let parts = records.count < 500_000 ? 1 : min(8, ProcessInfo.processInfo.activeProcessorCount)
         return try build(origin: origin, records: records, sourceName: sourceName, parts: parts)
     }
 
