@@ -34,7 +34,7 @@ public struct XDPSettings: Hashable, Sendable {
     /// Above the budget: a minimal TC=1 reply (true) or a drop (false).
     public var overBudgetTruncates = true
     /// Names the names table holds, a record each (kernel memory in proportion to the records'
-    /// size, with arena room for every record to change at once). nil: sized from the zones at start.
+    /// size, with arena room for a quarter more records). nil: sized from the zones at start.
     /// A table pinned by a running instance keeps its size until the pins are removed.
     public var namesCapacity: Int?
 

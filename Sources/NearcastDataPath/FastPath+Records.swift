@@ -20,6 +20,9 @@ extension FastPath {
         var leftOut: Set<Int> = []
         var full = 0
         var collisions = 0
+        /// Of `full`, the names left out for want of arena room (`leaveOut`): room that the
+        /// generation this one replaces frees once it is switched out.
+        var noRoom = 0
         /// Answers a record could not hold.
         var tooBig = 0
         /// Names whose records have NXDOMAIN cleared: the closest enclosers of names left out.
@@ -77,6 +80,7 @@ extension FastPath {
         out.kept = placement.kept
         out.leftOut = Set(slots.indices.filter { slots[$0] == nil })
         out.full = placement.full + leaveOut.count
+        out.noRoom = leaveOut.count
         out.collisions = out.leftOut.count - out.full
         var noNXDOMAIN: Set<Int> = []
         if !out.leftOut.isEmpty {

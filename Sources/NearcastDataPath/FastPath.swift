@@ -386,18 +386,33 @@ public final class FastPath: Sendable {
         /// Negative answers (a zone's, or an anchor's) left out: no index left in nc_negatives, or
         /// no room in the arena; the NODATA and NXDOMAIN of their names are the slow path's.
         public var negativesLeftOut = 0
+        /// Of the names (in `full`) and negative answers left out, those that found no room in the
+        /// arena beside the generation this one replaced: room that generation's records free once
+        /// it is switched out, which a second generation of the same image takes (`write`).
+        public var noRoom = 0
+
+        /// This write, the second generation of an image whose `first` found no room for every
+        /// name: its records written count with the first's.
+        public func completing(_ first: TableWrite) -> TableWrite {
+            var both = self
+            both.written += first.written
+            return both
+        }
     }
 
     /// The names table for `image` and `geo`'s names, as the daemon sizes one: room for a quarter
-    /// more names than they have (or `capacity` names, when given), and arena for all of them to
-    /// change at once beside the live ones.
+    /// more names than they have (or `capacity` names, when given), and arena for that many
+    /// records and a quarter more, for changes written beside the records they replace. A whole
+    /// generation that changes more records than that room holds takes a second generation
+    /// (`write`); an arena for all of them at once would be 2.5 times the records
+    /// (docs/ARCHITECTURE.md §10).
     public static func tableSize(for image: AnswerImage, geo: GeoTable?, capacity: Int? = nil) -> (
         capacity: Int, arenaBytes: Int
     ) {
         let needs = needs(image, geo: geo)
         let capacity = capacity ?? max(defaultCapacity, needs.names + needs.names / 4)
         let perName = needs.names == 0 ? defaultBytesPerName : max(64, needs.recordBytes / needs.names + 8)
-        return (capacity, 2 * capacity * perName)
+        return (capacity, capacity * perName + capacity * perName / 4)
     }
 
     /// What a names table must hold for `image` and `geo`'s names: its names (records), and the
@@ -417,10 +432,14 @@ public final class FastPath: Sendable {
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE
     /// §11): `prepare` then `switchTo`, at once. Blocking work, seconds for a whole GeoLite2-City:
     /// call it from a thread of its own, one write at a time (`GenerationWriter` runs the two halves
-    /// on two threads).
+    /// on two threads). Names that found no arena room beside the live generation's records (more
+    /// changed at once than the arena has room for) are written by a second generation of the same
+    /// image, once the first has freed what it replaced; meanwhile the slow path answers them.
     @discardableResult
     public func write(_ image: AnswerImage, geo: GeoTable? = nil) throws(BPFError) -> TableWrite {
-        try switchTo(try prepare(image, geo: geo))
+        let first = try switchTo(try prepare(image, geo: geo))
+        guard first.noRoom > 0 else { return first }
+        return try switchTo(try prepare(image, geo: geo)).completing(first)
     }
 
     /// A generation written beside the live one and not yet switched to (`prepare`): until the
@@ -506,6 +525,7 @@ public final class FastPath: Sendable {
         let negativeRefs = negatives.records.map { plan.live.ref(of: $0.entry, holds: holds) }
         for (r, ref) in zip(negatives.records, negativeRefs) { refs[Int(r.index)] = UInt64(ref ?? 0) }
         plan.negativesLeftOut = negatives.leftOut + negativeRefs.filter { $0 == nil }.count
+        plan.noRoomLeftOut = layout.noRoom + negativeRefs.filter { $0 == nil }.count
         negativeWords.write(refs.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * Self.negativesMax * 8)
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
@@ -552,7 +572,8 @@ public final class FastPath: Sendable {
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
             entries: p.plan.names, written: p.plan.writes.count, full: p.plan.full,
-            collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut)
+            collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut,
+            noRoom: p.plan.noRoomLeftOut)
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.

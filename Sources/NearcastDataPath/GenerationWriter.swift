@@ -34,14 +34,24 @@ public final class GenerationWriter: Sendable {
         // One job on the writer's thread per write keeps writes one at a time and in order; it
         // hands the bulk to the background thread and waits for it there.
         let written = try await writer.run { () throws(BPFError) -> FastPath.TableWrite in
-            let prepared = try background.runAndWait { () throws(BPFError) -> FastPath.Prepared in
+            let (image, prepared) = try background.runAndWait {
+                () throws(BPFError) -> (AnswerImage, FastPath.Prepared) in
                 // On every core, at this thread's priority (ParallelWork).
                 let image = AnswerImage.build(
                     responder: responder, maxSections: FastPath.sectionsCapacity,
                     parts: ProcessInfo.processInfo.activeProcessorCount)
-                return try fastPath.prepare(image, geo: geo)
+                return (image, try fastPath.prepare(image, geo: geo))
             }
-            let written = try fastPath.switchTo(prepared)
+            var written = try fastPath.switchTo(prepared)
+            if written.noRoom > 0 {
+                // More changed than the arena has room for beside the generation just replaced:
+                // its records are free now, and the names left out go in with a second one (as
+                // FastPath.write).
+                let again = try background.runAndWait { () throws(BPFError) -> FastPath.Prepared in
+                    try fastPath.prepare(image, geo: geo)
+                }
+                written = try fastPath.switchTo(again).completing(written)
+            }
             // The image and the plan of a large zone (GiBs at 1M names) are let go by now: give
             // their pages back, or glibc keeps them resident for good.
             background.submit { FreedMemory.giveBack() }

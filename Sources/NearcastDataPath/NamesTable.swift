@@ -183,6 +183,8 @@ struct NamesTable: Equatable {
         var tooBig = 0
         /// Negative answers left out (FastPath.TableWrite.negativesLeftOut).
         var negativesLeftOut = 0
+        /// Names and negative answers left out for want of arena room (FastPath.TableWrite.noRoom).
+        var noRoomLeftOut = 0
         /// Bytes of the arena the new generation's records take.
         var recordBytes = 0
     }

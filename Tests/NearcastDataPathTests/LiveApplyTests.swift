@@ -231,6 +231,57 @@ import XDPFuzz
         #expect(try fp.write(image).written == 0)
     }
 
+    /// The arena has room for the records of the names the table holds and a quarter more, not
+    /// for every record changed at once beside the live ones (FastPath.tableSize). A generation
+    /// that changes every name writes what fits, and the names that found no room go to the slow
+    /// path; `write` then writes a second generation of the same image into the room the first
+    /// freed, and XDP answers every name as the new zone does.
+    @Test func aGenerationThatChangesEveryNameTakesASecondOneWhenTheArenaLacksRoom() async throws {
+        let count = 5000
+        func responder(_ last: Int) throws -> Responder {
+            var text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 hostmaster \(last) 3600 600 1209600 60\n@ NS ns1\n"
+            text += "ns1 A 192.0.2.53\n"
+            for i in 0..<count { text += "n\(i) A 198.51.\(last).\(i % 250)\n" }
+            let records = try ZoneFileParser.parse(text: text, fileName: "z", origin: XDPProgramTests.origin)
+            let zone = try Zone.build(origin: XDPProgramTests.origin, records: records, sourceName: "z")
+            return Responder(authority: Authority(zones: [zone]))
+        }
+        func image(_ r: Responder) -> AnswerImage {
+            AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity)
+        }
+        let first = image(try responder(1))
+        // Sized as the daemon sizes it for `names-capacity` a quarter above the names.
+        let size = FastPath.tableSize(for: first, geo: nil, capacity: count + count / 4)
+        let fp = try FastPath(
+            objectPath: XDPProgramTests.objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        let written = try fp.write(first)
+        #expect(written.full == 0 && written.noRoom == 0 && written.entries == first.names.count, "\(written)")
+        #expect(2 * FastPath.needs(first, geo: nil).recordBytes > fp.table.arenaBytes, "two generations do not fit")
+        let names = (0..<count).map { "n\($0).example.test." }
+
+        // One generation alone: what fits is answered as the new zone, the rest passed.
+        let second = try responder(2)
+        let partial = try fp.switchTo(try fp.prepare(image(second)))
+        #expect(partial.noRoom > 0 && partial.full == partial.noRoom, "\(partial)")
+        try Self.check(fp, second, names: Array(names.prefix(300)), expect: [])
+        let passed = names.filter {
+            (try? fp.program.testRun(Packet(payload: XDPProgramTests.query($0, .a)).bytes).returnValue)
+                != XDPProgramTests.XDP_TX
+        }
+        #expect(!passed.isEmpty && passed.count <= partial.noRoom, "the names left out go to the slow path")
+
+        // `write` takes the second generation itself, and so does the daemon's writer: every
+        // name in, answered as the new zone.
+        let completed = try fp.write(image(second))
+        #expect(completed.full == 0 && completed.noRoom == 0, "\(completed)")
+        try Self.check(fp, second, names: Array(names.prefix(300)), expect: names.map { ($0, .a) })
+        let third = try responder(3)
+        let w = try await GenerationWriter(fp).write(responder: third, geo: nil)
+        #expect(w.full == 0 && w.noRoom == 0 && w.entries == first.names.count && w.written > count, "\(w)")
+        try Self.check(fp, third, names: Array(names.prefix(300)), expect: names.map { ($0, .a) })
+    }
+
     /// What the daemon's writer does with a reload's differences: a few names go into the live
     /// generation; most of the names changed at once (a zone renumbered) are a new generation,
     /// switched all at once. XDP answers the new zone either way.
