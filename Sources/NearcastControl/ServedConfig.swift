@@ -115,8 +115,8 @@ package actor ServedConfig {
         do {
             let before = servedDigest
             var after = before
-            let report = try await apply(beforeSwitch: { (next) throws(ReloadError) in
-                after = Self.digest(next)
+            let report = try await apply(beforeSwitch: { (next, digest) throws(ReloadError) in
+                after = digest
                 do {
                     try audit?.record(
                         AuditLog.entry(
@@ -153,31 +153,34 @@ package actor ServedConfig {
     }
 
     /// The SHA-256 of the files a config is made of (the config file, then each zone file).
+    /// Blocking: it reads them all.
     static func digest(_ c: NearcastConfig) -> String {
-        var bytes: [UInt8] = []
-        for path in [c.sourcePath].compactMap({ $0 }) + c.zones.map(\.path) {
-            bytes += Array(path.utf8) + [0] + Array(FileManager.default.contents(atPath: path) ?? Data()) + [0]
-        }
-        return AuditLog.digest(bytes)
+        AuditLog.digest(ofFiles: [c.sourcePath].compactMap { $0 } + c.zones.map(\.path))
     }
 
-    func apply(beforeSwitch: (NearcastConfig) throws(ReloadError) -> Void = { _ in }) async throws(ReloadError)
-        -> ReloadReport
+    /// Reads the config and its zones and switches to them; `beforeSwitch` is given the new
+    /// config and the digest of its files (`digest`), once all is checked.
+    func apply(beforeSwitch: (NearcastConfig, _ digest: String) throws(ReloadError) -> Void)
+        async throws(ReloadError) -> ReloadReport
     {
         let started = ContinuousClock.now
         // Reading and parsing the files blocks: on a thread of its own, not the cooperative pool.
-        // So is comparing them with the zones served (the turn is held: those stay served).
+        // So is comparing them with the zones served (the turn is held: those stay served), and
+        // the digest of the files read.
         let (load, served) = (load, zones)
-        let loaded: Result<(NearcastConfig, ReloadedZones, read: Duration, compared: Duration), DiagnosticsError>
+        let loaded:
+            Result<
+                (NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String), DiagnosticsError
+            >
         do {
             loaded = try await onOwnThread {
-                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones, Duration, Duration) in
+                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones, Duration, Duration, String) in
                     let clock = ContinuousClock()
                     let next = try load()
                     let zones = try next.loadZones()
                     let read = clock.now
                     let compared = ReloadedZones.compare(served: served, loaded: zones)
-                    return (next, compared, read - started, clock.now - read)
+                    return (next, compared, read - started, clock.now - read, Self.digest(next))
                 }
             }
         } catch {
@@ -186,9 +189,10 @@ package actor ServedConfig {
         }
         let next: NearcastConfig
         let reloaded: ReloadedZones
+        let digest: String
         switch loaded {
         case .success(let r):
-            (next, reloaded) = (r.0, r.1)
+            (next, reloaded, digest) = (r.0, r.1, r.digest)
             logger.info(
                 "zones read",
                 metadata: [
@@ -217,7 +221,7 @@ package actor ServedConfig {
                 }
             }
         }
-        try beforeSwitch(next)
+        try beforeSwitch(next, digest)
         // A new geo compile changes answers everywhere: a whole image then.
         var changes = reloaded.changes
         if case .to = geo { changes = nil }

@@ -28,4 +28,22 @@ import Testing
         try handle.close()
         #expect(log.last(2).map(\.target) == ["node398", "node399"])
     }
+
+    /// The digest of a config and its zone files, as `before` and `after` of a reload say it: the
+    /// files read a piece at a time give the digest of their bytes one after another (a file
+    /// larger than a piece, one empty, one that cannot be read).
+    @Test func theDigestOfFilesIsTheirPathsAndContentsOneAfterAnother() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-digest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let big = (0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let (a, b, gone) = (
+            dir.appendingPathComponent("a").path, dir.appendingPathComponent("b").path, dir.path + "/gone"
+        )
+        try Data(big).write(to: URL(fileURLWithPath: a))
+        try Data().write(to: URL(fileURLWithPath: b))
+        let whole = Array(a.utf8) + [0] + big + [0] + Array(b.utf8) + [0, 0] + Array(gone.utf8) + [0, 0]
+        #expect(AuditLog.digest(ofFiles: [a, b, gone]) == AuditLog.digest(whole))
+        #expect(AuditLog.digest(ofFiles: [b, a]) != AuditLog.digest(ofFiles: [a, b]))
+    }
 }
