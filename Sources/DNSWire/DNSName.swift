@@ -255,27 +255,6 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible, Comparable {
         }
     }
 
-    /// `names` in the order of `wireOrder`, sorted by their first sixteen bytes as two integers
-    /// (most names differ there) and by `wireOrder` where those tie: a sort of 1M names by
-    /// `wireOrder` alone takes 1.2 s, most of it in the comparisons' calls.
-    public static func sortedInWireOrder(_ names: [DNSName]) -> [DNSName] {
-        func key(_ n: DNSName) -> (UInt64, UInt64) {
-            n.wire.withUnsafeBufferPointer { p in
-                var k: (UInt64, UInt64) = (0, 0)
-                for i in 0..<Swift.min(16, p.count) {
-                    if i < 8 { k.0 |= UInt64(p[i]) << (56 - 8 * i) } else { k.1 |= UInt64(p[i]) << (56 - 8 * (i - 8)) }
-                }
-                return k
-            }
-        }
-        var keyed = names.indices.map { i in (key: key(names[i]), index: Int32(i)) }
-        keyed.sort { a, b in
-            if a.key != b.key { return a.key < b.key }
-            return wireOrder(names[Int(a.index)], names[Int(b.index)])
-        }
-        return keyed.map { names[Int($0.index)] }
-    }
-
     /// An order of wire bytes, as they are (letter case included): not the canonical one, but the
     /// same every time and cheap (eight bytes compared at once), for lists of millions of names
     /// that need an order of their own.

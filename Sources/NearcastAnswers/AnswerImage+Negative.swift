@@ -139,7 +139,7 @@ extension AnswerImage {
         guard let probe = try? name.prepending(probeLabel), !c.nested || c.inZone(probe),
             responder.geo?.exists(probe) != true, responder.geo?.target(probe) == nil
         else { return false }
-        return isZoneNegative(c.zone.lookup(probe, .a), .nxDomain, c.zone)
+        return c.zone.answersNXDOMAIN(below: name) ?? isZoneNegative(c.zone.lookup(probe, .a), .nxDomain, c.zone)
     }
 
     static func isZoneNegative(_ a: ZoneAnswer, _ rcode: RCode, _ zone: Zone) -> Bool {

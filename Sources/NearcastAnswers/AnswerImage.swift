@@ -79,10 +79,12 @@ public struct AnswerImage: Sendable {
             }
             all += beside
             if c.nested { all = all.filter(c.inZone) }
-            // In an order of their own, the same every time (a canonical sort builds each name's
-            // labels at every comparison: half the build's time at 1M names).
-            let sorted = DNSName.sortedInWireOrder(all)
-            let slices = ParallelWork.map(sorted, parts: parts) { slice in
+            // In the order of the zone's hash trie, which is the same for the same names in one
+            // process: each name's first lookup finds the trie's nodes where the name before left
+            // them, in the cache, and each thread's share is a part of the trie of its own. Sorted
+            // (by integer keys of their first octets), the names' first lookups missed the cache
+            // all the way down: a third of the image's time at 1M names (2.7-2.9 s against 2.0-2.3).
+            let slices = ParallelWork.map(all, parts: parts) { slice in
                 var tooBig = 0
                 let records = slice.map {
                     record(of: $0, c, responder: responder, maxSections: maxSections, tooBig: &tooBig)
@@ -108,6 +110,9 @@ public struct AnswerImage: Sendable {
         /// Whether another zone served lies below this one (then a name may be that zone's).
         let nested: Bool
         let inZone: @Sendable (DNSName) -> Bool
+        /// The zone the responder answers every name of this one from (the zone it serves at
+        /// this origin), when no other lies below it: asked directly (`Responder.plainReply`).
+        let servedFrom: Zone?
 
         init(_ zone: Zone, responder: Responder, maxSections: Int) {
             self.zone = zone
@@ -123,6 +128,7 @@ public struct AnswerImage: Sendable {
             }
             let (authority, origin) = (responder.authority, zone.origin)
             inZone = { authority.zone(for: $0)?.origin == origin }
+            servedFrom = nested ? nil : authority.zones[origin]
         }
     }
 
@@ -143,8 +149,11 @@ public struct AnswerImage: Sendable {
         if target { present = [.a, .aaaa] }
         let asked = present.contains(.cname) ? cnameTypes(name, zone) : present
         var complete = !c.slowOwners.contains(name) && !present.contains(.cname) && !name.isWildcard
+        let lowercased = name.lowercased()
         for type in asked where !geoTypes.contains(type) && !name.isWildcard {
-            switch answer(name: name.lowercased(), type: type, responder: responder, maxSections: maxSections) {
+            switch answer(
+                name: lowercased, type: type, responder: responder, from: c.servedFrom, maxSections: maxSections)
+            {
             case .some(.some(let a)): n.answers.append(a)
             case .some(.none):
                 tooBig += 1
@@ -179,10 +188,14 @@ public struct AnswerImage: Sendable {
 
     /// The answer to one question: nil when the reply is not a positive authoritative answer with
     /// nothing in its authority section, `.some(nil)` when it is but does not fit `maxSections`.
-    static func answer(name: DNSName, type: RRType, responder: Responder, maxSections: Int) -> Answer?? {
-        guard let reply = responder.respond(to: plainQuery(name, type), transport: .tcp), reply.count >= 12 else {
-            return nil
-        }
+    /// `zone`: the zone the responder answers `name` from, when known (`ZoneContext.servedFrom`).
+    static func answer(name: DNSName, type: RRType, responder: Responder, from zone: Zone?, maxSections: Int)
+        -> Answer??
+    {
+        let reply =
+            zone.map { responder.plainReply(name, type, zone: $0) }
+            ?? responder.respond(to: plainQuery(name, type), transport: .tcp)
+        guard let reply, reply.count >= 12 else { return nil }
         func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
         let flags = u16(2)
         // Authoritative, not truncated, NOERROR, with answers: read from the header alone. Nothing in

@@ -138,6 +138,21 @@ public struct Responder: Sendable {
         return bytes
     }
 
+    /// The reply to the plain question of `name` and `type` (ID 0, no flags, class IN, no EDNS)
+    /// over TCP, `zone` being the zone `authority` answers `name` from: what `respond(to:transport:)`
+    /// answers that query (`AnswerImage.plainQuery`), without writing it, parsing it again and
+    /// looking its zone up. The answer image asks millions of them.
+    func plainReply(_ name: DNSName, _ type: RRType, zone: Zone) -> [UInt8] {
+        // Zone transfers are answered before any zone is looked at.
+        if type == .axfr || type == .ixfr { return respond(to: AnswerImage.plainQuery(name, type), transport: .tcp)! }
+        return dataReply(
+            Self.plainHeader, DNSQuestion(name: name, type: type), zone: zone, client: nil, subnet: nil, edns: nil,
+            limit: sizeLimit(nil, .tcp))
+    }
+
+    /// The header of a plain question, as `respond` reads it.
+    static let plainHeader = try! DNSHeader(wire: AnswerImage.plainQuery(.root, .a).prefix(12))
+
     /// Whether `query` from `client` carries a valid server cookie: its source address is proved,
     /// so its replies are never rate limited.
     public func provesAddress(_ query: [UInt8], client: [UInt8]) -> Bool {

@@ -55,6 +55,23 @@ extension Zone {
         return .nxDomain
     }
 
+    /// Whether a name directly below `name` that the zone does not hold is answered with the
+    /// zone's NXDOMAIN (the SOA alone, nothing else), read from `name`'s node where nothing lies
+    /// below it; nil where something does, or `name` does not exist (then `lookup` says). What
+    /// `step` finds for such a name: no node, `name` its closest encloser, no wildcard below it
+    /// (nothing is); NXDOMAIN unless a delegation or DNAME at or above `name` redirects it first.
+    /// One lookup where `lookup` makes three (the answer image asks it of every name).
+    public func answersNXDOMAIN(below name: DNSName) -> Bool? {
+        guard let node = tree[name], node.ownersBelow == 0 else { return nil }
+        if !cuts.isEmpty || !dnames.isEmpty {
+            for a in [name] + name.ancestors(upTo: origin) {
+                if a != origin && cuts.contains(a) { return false }
+                if dnames.contains(a) && tree[a]?[.dname] != nil { return false }
+            }
+        }
+        return true
+    }
+
     private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
         if let set = sets[qtype] { return .answer(set, owner: owner) }
         if qtype == .any {

@@ -103,19 +103,6 @@ import Testing
         #expect(throws: DNSWireError.self) { try long.prepending([0x63, 0x63]) }
     }
 
-    @Test func theWireOrderSortedByKeysIsTheWireOrder() throws {
-        // Names that tie in their first sixteen octets, prefixes of each other, and letter case.
-        var texts = [
-            "example.", "Example.", "a.example.", "aaaaaaaaaaaaaaaaaaaaaaaa.example.", "aaaaaaaaaaaaaaaaaaaa.b.",
-        ]
-        texts += (0..<200).map { "n\($0 * 7919 % 1000).x\($0 % 3).example." }
-        texts += ["aaaaaaaaaaaaaaaaaaaaaaaa.example.org.", "aaaaaaaaaaaaaaaaaaaaaaab.example.", ".", "z."]
-        let names = try texts.map { try DNSName($0) }
-        let sorted = DNSName.sortedInWireOrder(names)
-        #expect(sorted.map(\.wire) == names.sorted(by: DNSName.wireOrder).map(\.wire))
-        #expect(sorted.map(\.wire) == names.map(\.wire).sorted(by: { $0.lexicographicallyPrecedes($1) }))
-    }
-
     @Test func wildcardsAndAncestors() throws {
         let zone = try DNSName("example.net.")
         let n = try DNSName("a.b.example.net.")

@@ -51,6 +51,28 @@ import Glibc
         #expect(one.names == three.names && one.tooBig == three.tooBig)
     }
 
+    /// The image asks its questions of the zone directly (`Responder.plainReply`), without a query
+    /// written and parsed: each reply is the one the query would get, for every name and type
+    /// of a zone of every kind of name, names below them and types they lack included.
+    @Test func aPlainQuestionAskedOfTheZoneIsAnsweredAsTheQuery() throws {
+        let zone = try Self.zone()
+        let responder = Responder(authority: Authority(zones: [zone]))
+        var asked = 0
+        for name in zone.existingNamesUnordered.sorted(by: DNSName.wireOrder).prefix(1500) {
+            let below = try name.prepending(Array("x".utf8))
+            for n in [name, below] {
+                for type in Set(zone.types(at: name) + [.a, .aaaa, .https, .cname, .ns, .soa, .ds, .any, .axfr]) {
+                    let query = AnswerImage.plainQuery(n, type)
+                    #expect(
+                        responder.plainReply(n, type, zone: zone) == responder.respond(to: query, transport: .tcp),
+                        "\(n) \(type)")
+                    asked += 1
+                }
+            }
+        }
+        #expect(asked > 20000)
+    }
+
     @Test func workIsCutInOrderAndRunAtTheCallersPriority() throws {
         let result = Mutex<[[Int32]]>([])
         let done = DispatchSemaphore(value: 0)
