@@ -32,9 +32,15 @@ public final class BPFMappedArray: @unchecked Sendable {
     /// Copies `bytes` to `offset`. No BPF program may be reading that range (the caller's
     /// protocol says which ranges are in use).
     public func write(_ bytes: [UInt8], at offset: Int) {
+        bytes.withUnsafeBytes { write($0, at: offset) }
+    }
+
+    /// Copies `bytes` to `offset`, as `write(_:at:)` does, from memory of any type (a table of
+    /// words written whole, without a copy as octets first).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
         precondition(offset >= 0 && offset + bytes.count <= count, "\(map.name): write past the map")
-        guard !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { (base + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        guard let from = bytes.baseAddress, !bytes.isEmpty else { return }
+        (base + offset).copyMemory(from: from, byteCount: bytes.count)
     }
 
     /// `length` bytes from `offset`.

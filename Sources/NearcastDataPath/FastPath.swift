@@ -502,7 +502,7 @@ public final class FastPath: Sendable {
         // slots. The negative answers first: one that finds no room leaves its names to the slow path.
         func makePlan() -> NamesTable.Plan {
             table.plan(
-                negatives.records.map { (nil, $0.entry) } + layout.placed, kept: layout.kept, live: live, holds: holds)
+                unslotted: negatives.records.map(\.entry), layout.placed, kept: layout.kept, live: live, holds: holds)
         }
         var plan = makePlan()
         while !plan.noRoom.isEmpty {
@@ -519,7 +519,7 @@ public final class FastPath: Sendable {
         // Straight into the mapped arena: no query reads these bytes until the slots below point there.
         for (offset, entry) in plan.writes { arena.write(entry.bytes, at: offset) }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
-        slotWords.write(plan.slots.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * table.slotCount * 8)
+        plan.slots.withUnsafeBytes { slotWords.write($0, at: Int(nextGeneration) * table.slotCount * 8) }
         var refs = [UInt64](repeating: 0, count: Self.negativesMax)
         // (Read from the arena, where the plan's records are now.)
         let negativeRefs = negatives.records.map { plan.live.ref(of: $0.entry, holds: holds) }

@@ -30,6 +30,7 @@ extension NamesTable {
 
         /// The reference of the record `e`'s bytes, when a generation uses one.
         func ref(of e: Entry, holds: Holds) -> UInt32? {
+            guard count > 0 else { return nil }  // a first generation's million digests unasked
             let d = digestOf(e.bytes)
             func at(_ p: UInt64) -> UInt32? {
                 let ref = UInt32(truncatingIfNeeded: p)
