@@ -95,14 +95,12 @@ extension AnswerImage {
             below.formUnion(n.lowercased().ancestors(upTo: apex).filter { $0.wire.count > apex.wire.count })
         }
         guard !below.isEmpty else { return ([apex], { _ in apex }) }
-        let anchors = below
+        // The deepest anchor a name is at or below: its labels compared where they are, with
+        // the few anchors there are, rather than each ancestor made and looked up in a set.
+        let deepestFirst = below.sorted { $0.wire.count > $1.wire.count }
         return (
-            [apex] + anchors.sorted(),
-            { name in
-                var n = name.lowercased()
-                while n.wire.count > apex.wire.count, !anchors.contains(n) { n = n.parent }
-                return anchors.contains(n) ? n : apex
-            }
+            [apex] + below.sorted(),
+            { name in deepestFirst.first { name.isSubdomain(of: $0) } ?? apex }
         )
     }
 
@@ -129,6 +127,7 @@ extension AnswerImage {
     /// path does (a discovery target's, and a geo name's that is not in the zone, included).
     static func answersOtherTypesNegatively(_ name: DNSName, zone: Zone, responder: Responder) -> Bool {
         if responder.geo?.target(name) != nil { return true }  // targetReply: NODATA but for A and AAAA
+        if let known = zone.answersNODATA(name, probeType) { return known }
         var answer = zone.lookup(name, probeType)
         if answer.rcode == .nxDomain, responder.geo?.exists(name) == true { answer.rcode = .noError }
         return isZoneNegative(answer, .noError, zone)

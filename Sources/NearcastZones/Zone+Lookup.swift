@@ -72,6 +72,23 @@ extension Zone {
         return true
     }
 
+    /// Whether `name` answers `qtype`, a type it has no records of, with the zone's NODATA (the SOA
+    /// alone, nothing else), read from its node; nil where `lookup` must say (`name` does not
+    /// exist, has records of `qtype` or a CNAME, or ANY is asked). What `step` finds for it: its
+    /// node, and NODATA there unless a delegation at or above it (but for DS at the delegation
+    /// itself) or a DNAME above it redirects it first.
+    public func answersNODATA(_ name: DNSName, _ qtype: RRType) -> Bool? {
+        guard qtype != .any, let node = tree[name], node[qtype] == nil, node[.cname] == nil else { return nil }
+        if !cuts.isEmpty || !dnames.isEmpty {
+            for a in name.ancestors(upTo: origin) {
+                if a != origin && cuts.contains(a) { return false }
+                if dnames.contains(a) && tree[a]?[.dname] != nil { return false }
+            }
+            if cuts.contains(name) && qtype != .ds { return false }
+        }
+        return true
+    }
+
     private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
         if let set = sets[qtype] { return .answer(set, owner: owner) }
         if qtype == .any {

@@ -60,4 +60,31 @@ import Testing
         ]
         for (name, answer) in expected { #expect(said[try DNSName(name)] == answer, "\(name)") }
     }
+
+    /// Whether `zone` answers `name` and `type` with its NODATA alone, as the slow path's lookup says.
+    static func isPlainNODATA(_ zone: Zone, _ name: DNSName, _ type: RRType) -> Bool {
+        let a = zone.lookup(name, type)
+        return a.rcode == .noError && a.authoritative && a.answer.isEmpty && a.additional.isEmpty
+            && a.authority == [zone.negativeSOA]
+    }
+
+    @Test func aNamesNodeSaysWhatATypeItLacksIsAnswered() throws {
+        var said: [String: Bool] = [:]
+        for name in try Self.zone(Self.text).existingNamesUnordered + [try DNSName("nope.example.test.")] {
+            let zone = try Self.zone(Self.text)
+            for type in [RRType(65534), .a, .txt, .ds, .any, .mx] {
+                guard let fast = zone.answersNODATA(name, type) else { continue }
+                #expect(fast == Self.isPlainNODATA(zone, name, type), "\(name) \(type)")
+                said["\(name) \(type)"] = fast
+            }
+        }
+        // A name's own types, a CNAME's owner, ANY and names that do not exist are the lookup's.
+        let expected: [(String, Bool?)] = [
+            ("www.example.test. MX", true), ("c.example.test. TXT", true), ("example.test. TXT", true),
+            ("d.example.test. TXT", true), ("sub.example.test. DS", true), ("sub.example.test. TXT", false),
+            ("ns.sub.example.test. TXT", false), ("www.example.test. A", nil), ("alias.example.test. MX", nil),
+            ("www.example.test. ANY", nil), ("nope.example.test. MX", nil),
+        ]
+        for (key, answer) in expected { #expect(said[key] == answer, "\(key)") }
+    }
 }
