@@ -69,11 +69,16 @@ extension NamesTable {
             }
         }
 
-        /// Where every record is: its arena offset and length.
+        /// Where every record is, in arena order: its offset and length. (Sorted as words of
+        /// reference and length: a million places sorted as pairs by a closure took 0.1 s of a
+        /// generation's writing.)
         var places: [(offset: Int, length: Int)] {
-            (Array(first.values) + more.values.joined()).map {
-                (Int(UInt32(truncatingIfNeeded: $0) - 1) * 8, Int($0 >> 32))
-            }
+            var keys: [UInt64] = []
+            keys.reserveCapacity(count)
+            for p in first.values { keys.append(p << 32 | p >> 32) }
+            for ps in more.values { for p in ps { keys.append(p << 32 | p >> 32) } }
+            keys.sort()
+            return keys.map { (Int(UInt32(truncatingIfNeeded: $0 >> 32) - 1) * 8, Int(UInt32(truncatingIfNeeded: $0))) }
         }
     }
 }

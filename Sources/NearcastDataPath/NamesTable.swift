@@ -316,7 +316,7 @@ struct NamesTable: Equatable {
 
         init(table: NamesTable, inUse live: LiveRecords) {
             size = table.arenaBytes
-            used = live.places.map { ($0.offset, $0.offset + $0.length) }.sorted { $0.start < $1.start }
+            used = live.places.map { ($0.offset, $0.offset + $0.length) }
         }
 
         /// The offset of `length` free bytes (8-aligned), or nil when the arena has no more room.

@@ -178,6 +178,14 @@ import Testing
         #expect(live.count == 0 && live.places.isEmpty)
     }
 
+    /// The arena's free space is found around the live records in their arena order, whatever
+    /// order they were noted in.
+    @Test func liveRecordsArePlacedInArenaOrder() {
+        var live = NamesTable.LiveRecords()
+        for (i, ref) in [UInt32(50), 3, 20, 7].enumerated() { live.insert(entry(UInt64(i + 1) << 32 | 1), ref: ref) }
+        #expect(live.places.map(\.offset) == [16, 48, 152, 392] && Set(live.places.map(\.length)).count == 1)
+    }
+
     @Test func liveRecordsAreKeptForEqualEntriesAndNeverWrittenOver() {
         let t = NamesTable(capacity: 4, pages: 1)
         let a = entry(1 << 32 | 1)
