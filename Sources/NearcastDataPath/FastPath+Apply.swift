@@ -24,7 +24,10 @@ extension FastPath {
     /// reach of its home, the arena has no room, a new negative answer no index, or it removes a
     /// name that another of its tag may be left out behind. The caller then
     /// writes a whole generation. The records it replaces are not written over by later changes
-    /// (they take space past them), and the next whole generation waits a grace period first.
+    /// (they take space past them) until the arena's free room runs out: then, once no program
+    /// run can still read them (a grace period), the room is found again around the live records
+    /// alone, from the arena's start (`compacted`), rather than a whole generation written; the
+    /// next whole generation waits a grace period first too.
     public func apply(_ names: [AnswerImage.Name], removed: [[UInt8]], geo: GeoTable?) throws(BPFError) -> Applied? {
         guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             preconditionFailure("FastPath.apply called while another write is under way")
@@ -38,10 +41,28 @@ extension FastPath {
         guard settings.slot_mask != 0 else { return nil }  // no generation written yet
         var space = liveSpace ?? NamesTable.ArenaSpace(table: table, inUse: state.withLock { $0.live })
         let generation = Int(settings.generation & 1)
+        var records: [(offset: Int, entry: NamesTable.Entry)] = []
+        var compacted = false
+        /// Room for a record of `length` octets: past the last taken; once that runs out, anywhere
+        /// but where a live record or one of this change lies.
+        func take(_ length: Int) throws(BPFError) -> Int? {
+            if let offset = space.take(length) { return offset }
+            guard !compacted else { return nil }
+            compacted = true
+            if state.withLock({ $0.replacedSinceGracePeriod }) {
+                try BPFGracePeriod.wait()
+                state.withLock { $0.replacedSinceGracePeriod = false }
+            }
+            // The places read under the lock (a copy of the live records held here would make
+            // the lock's change of them below copy them whole).
+            let live = state.withLock { $0.live.places }
+            let mine = records.map { (offset: $0.offset, length: $0.entry.bytes.count) }
+            space = NamesTable.ArenaSpace(table: table, places: (live + mine).sorted { $0.offset < $1.offset })
+            return space.take(length)
+        }
 
         // The negative answers among the names (anchors), each at its index or a free one.
         var index = negativeIndex
-        var records: [(offset: Int, entry: NamesTable.Entry)] = []
         var negativeStores: [(index: UInt16, entry: NamesTable.Entry)] = []
         var retired: [NamesTable.Entry] = []
         for n in names {
@@ -60,7 +81,7 @@ extension FastPath {
             let slot = Int(generation * Self.negativesMax + Int(i!)) * 8
             let old = negativeWords.word(at: slot)
             if old != 0, let e = record(at: UInt32(truncatingIfNeeded: old)), e == entry { continue }
-            guard let offset = space.take(entry.bytes.count) else { return nil }
+            guard let offset = try take(entry.bytes.count) else { return nil }
             if old != 0, let e = record(at: UInt32(truncatingIfNeeded: old)) { retired.append(e) }
             records.append((offset, entry))
             negativeStores.append((i!, entry))
@@ -78,7 +99,7 @@ extension FastPath {
                 nxdomain: n.nxdomain && !cleared.contains(n.name))
             guard let (slot, old) = liveSlot(of: n.name, hash: entry.hash, generation: generation) else { return nil }
             if old == entry { continue }
-            guard let offset = space.take(entry.bytes.count) else { return nil }
+            guard let offset = try take(entry.bytes.count) else { return nil }
             if let old { retired.append(old) }
             records.append((offset, entry))
             slotStores.append((slot, nil))

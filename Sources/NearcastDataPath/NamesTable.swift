@@ -315,8 +315,13 @@ struct NamesTable: Equatable {
         var next = 0
 
         init(table: NamesTable, inUse live: LiveRecords) {
+            self.init(table: table, places: live.places)
+        }
+
+        /// Around the records at `places`, in arena order.
+        init(table: NamesTable, places: [(offset: Int, length: Int)]) {
             size = table.arenaBytes
-            used = live.places.map { ($0.offset, $0.offset + $0.length) }
+            used = places.map { ($0.offset, $0.offset + $0.length) }
         }
 
         /// The offset of `length` free bytes (8-aligned), or nil when the arena has no more room.

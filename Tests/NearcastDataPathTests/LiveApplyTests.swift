@@ -282,6 +282,48 @@ import XDPFuzz
         try Self.check(fp, third, names: Array(names.prefix(300)), expect: names.map { ($0, .a) })
     }
 
+    /// A stream of changes written into the live generation outlasts the arena's free room: a
+    /// change writes its records beside those it replaces, and once the room past the last runs
+    /// out, the room of the records replaced is taken again (after a grace period) rather than a
+    /// whole generation written. XDP answers each change at once all the while.
+    @Test func changesOutlastTheArenasFreeRoomWithoutAWholeGeneration() throws {
+        let count = 2000
+        var text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\n"
+        text += "ns1 A 192.0.2.53\n"
+        for i in 0..<count { text += "n\(i) A 192.0.2.\(i % 250)\n" }
+        var zone = try Zone.build(
+            origin: XDPProgramTests.origin,
+            records: try ZoneFileParser.parse(text: text, fileName: "z", origin: XDPProgramTests.origin),
+            sourceName: "z")
+        let image = AnswerImage.build(
+            responder: Responder(authority: Authority(zones: [zone])), maxSections: FastPath.sectionsCapacity)
+        let size = FastPath.tableSize(for: image, geo: nil, capacity: count + count / 4)
+        let fp = try FastPath(
+            objectPath: XDPProgramTests.objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.write(image)
+        let generation = fp.state.withLock { $0.settings.generation }
+        // Each change writes the name's record, the apex's and the negative answer's (the serial):
+        // about 300 octets, so these write the arena's size three times over.
+        let changes = 3 * fp.table.arenaBytes / 300
+        var responder = Responder(authority: Authority(zones: [zone]))
+        for k in 0..<changes {
+            let name = "n\(k * 7 % count).example.test."
+            let edit = ZoneEditor.Edit.replace(
+                name: name, type: "A", RRSetInput(data: ["198.51.\(k / 250 % 250).\(k % 250)"]))
+            let inLive: Bool
+            (zone, responder, inLive) = try Self.change(fp, zone, edit)
+            try #require(inLive, "change \(k) of \(changes) written into the live generation")
+            if k % 250 == 0 { try Self.check(fp, responder, names: [name], expect: [(name, .a)]) }
+        }
+        #expect(fp.state.withLock { $0.settings.generation } == generation, "no whole generation")
+        let names = (0..<count).filter { $0 % 9 == 0 }.map { "n\($0).example.test." }
+        try Self.check(fp, responder, names: names, expect: names.map { ($0, .a) })
+        // A whole generation of the zone afterwards finds every record in place.
+        #expect(
+            try fp.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)).written == 0)
+    }
+
     /// What the daemon's writer does with a reload's differences: a few names go into the live
     /// generation; most of the names changed at once (a zone renumbered) are a new generation,
     /// switched all at once. XDP answers the new zone either way.

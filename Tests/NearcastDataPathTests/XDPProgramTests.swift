@@ -277,7 +277,15 @@ import XDPFuzz
     /// encloser (which would otherwise answer NXDOMAIN for a name that exists); the names placed
     /// are answered as before.
     @Test func aNameLeftOutIsNeverAnsweredNXDOMAIN() throws {
-        let image = Self.image
+        // A full table leaves out the image's last names: here three leaves with addresses (no
+        // name below them, the apex above them placed), whatever order the image has them in.
+        var image = Self.image
+        let names = image.names.map { DNSName(uncheckedWireForTests: $0.name) }
+        let leaves = image.names.indices.filter { i in
+            names[i] != Self.origin && image.names[i].answers.contains { $0.qtype == 1 }
+                && !names.contains { $0 != names[i] && $0.isSubdomain(of: names[i]) }
+        }.prefix(3).map { image.names[$0] }
+        image.names = image.names.filter { !leaves.contains($0) } + leaves
         let fp = try FastPath(objectPath: Self.objectPath, capacity: image.names.count - 3)
         try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
         let w = try fp.write(image)
