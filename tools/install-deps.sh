@@ -56,12 +56,25 @@ if [ ! -e "$policy" ]; then
 fi
 trap '[ $own_policy -eq 1 ] && rm -f "$policy"' EXIT
 
+# The reference servers running before the install (an operator's own NSD or Knot, say) are
+# left alone: only a server process that the install itself started is stopped below.
+declare -A before
+for daemon in nsd knotd; do
+	before[$daemon]=" $(pgrep -x "$daemon" | tr '\n' ' ') "
+done
+
 install() { apt-get install -y --no-install-recommends "${missing[@]}"; }
 if ! install; then
 	apt-get update
 	install
 fi
-# Some packages' services may still have been started by their maintainer scripts; stop them.
-for svc in nsd knot; do
-	pkill -x "${svc}d" 2>/dev/null || pkill -x "$svc" 2>/dev/null || true
+# A maintainer script may still have started a server (where a policy-rc.d of the host's own lets
+# it): stop the processes that were not there before.
+for daemon in nsd knotd; do
+	for pid in $(pgrep -x "$daemon" || true); do
+		case "${before[$daemon]}" in
+		*" $pid "*) ;;
+		*) kill "$pid" 2>/dev/null || true ;;
+		esac
+	done
 done
