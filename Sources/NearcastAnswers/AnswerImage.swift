@@ -141,7 +141,7 @@ public struct AnswerImage: Sendable {
         let geo = responder.geo
         var n = Name(name: name.lowercased().wire)
         var present = zone.types(at: name).filter { !$0.isMetaType }
-        let geoTypes = [RRType.a, .aaaa].filter { geo?.name(name, $0) != nil }
+        let geoTypes = geo.map { g in [RRType.a, .aaaa].filter { g.name(name, $0) != nil } } ?? []
         n.geoTypes = geoTypes.map(\.rawValue)
         // A discovery target answers A and AAAA whatever the zone has; a CNAME's owner every
         // type with its chain: those asked of every name, and those its chain ends at.
@@ -163,11 +163,13 @@ public struct AnswerImage: Sendable {
             }
         }
         let anchor = c.anchors.closest(name)
-        if let negative = c.negatives[anchor] {
+        // Whether the anchor has a negative answer, without a copy of it (its arrays, retained
+        // and released by both threads for every name, were one of the image's costs).
+        if c.negatives.index(forKey: anchor) != nil {
             n.nodata = complete && answersOtherTypesNegatively(name, zone: zone, responder: responder)
             n.nxdomain = !name.isWildcard && answersBelowNegatively(name, c, responder: responder)
             if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
-            if n.name == anchor.wire { n.negative = negative }
+            if n.name == anchor.wire { n.negative = c.negatives[anchor] }
         }
         return n
     }
