@@ -20,10 +20,7 @@ import Testing
         a.b.c    TXT   "deep"
         """
 
-    static func zone(_ text: String) throws -> Zone {
-        let records = try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin)
-        return try Zone.build(origin: origin, records: records, sourceName: "z.zone")
-    }
+    static func zone(_ text: String) throws -> Zone { try Zone.parsed(text, origin: origin) }
 
     /// The names and types `edited` differs in from `text`, as "name type" (a removed RRset as
     /// "name type gone"); and `changing` the served zone by them makes the zone read again.
