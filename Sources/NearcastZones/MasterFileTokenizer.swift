@@ -22,15 +22,35 @@ struct MasterFileTokenizer {
 
     private let bytes: [UInt8]
     private let file: String
-    private var i = 0
-    private var line = 1
+    /// Where the text read ends: the whole of `bytes`, or a part of them (`init(_:file:part:line:)`).
+    private let end: Int
+    private var i: Int
+    private var line: Int
+    /// Where the last newline that ended a line outside parentheses was (-1: none yet).
+    private var lastLineEnd = -1
     /// Problems found so far (unbalanced parentheses, unclosed quotes), in the order met.
     private(set) var errors: [Diagnostic] = []
 
-    init(_ bytes: [UInt8], file: String) {
+    init(_ bytes: [UInt8], file: String, line: Int = 1) {
+        self.init(bytes, file: file, part: bytes.indices, line: line)
+    }
+
+    /// Reads only `part` of `bytes`, whose first line is the text's line `line`: a part that begins
+    /// where a line begins outside parentheses and quotes reads as it would in the whole text.
+    init(_ bytes: [UInt8], file: String, part: Range<Int>, line: Int) {
         self.bytes = bytes
         self.file = file
+        self.end = part.upperBound
+        self.i = part.lowerBound
+        self.line = line
     }
+
+    /// Where the next entry's reading begins.
+    var offset: Int { i }
+
+    /// Whether the text read so far ends with a newline that ended a line outside parentheses and
+    /// quotes: the whole text read so would begin a new entry right after it.
+    var endsAtLineEnd: Bool { i == end && lastLineEnd == end - 1 }
 
     /// Reads the next entry into `entry` (its tokens' storage reused); false at the end of the text.
     mutating func next(into entry: inout Entry) -> Bool {
@@ -38,7 +58,7 @@ struct MasterFileTokenizer {
         var depth = 0
         var parenLine = 0
         var atLineStart = true
-        while i < bytes.count {
+        while i < end {
             let c = bytes[i]
             if atLineStart && depth == 0 {
                 entry.line = line
@@ -50,13 +70,14 @@ struct MasterFileTokenizer {
                 line += 1
                 i += 1
                 if depth == 0 {
+                    lastLineEnd = i - 1
                     if !entry.tokens.isEmpty { return true }
                     atLineStart = true
                 }
             case 0x20, 0x09, 0x0D:
                 i += 1
             case UInt8(ascii: ";"):
-                while i < bytes.count && bytes[i] != 0x0A { i += 1 }
+                while i < end && bytes[i] != 0x0A { i += 1 }
             case UInt8(ascii: "("):
                 if depth == 0 { parenLine = line }
                 depth += 1
@@ -72,9 +93,9 @@ struct MasterFileTokenizer {
                 i += 1
                 let start = i
                 var closed = false
-                while i < bytes.count {
+                while i < end {
                     let d = bytes[i]
-                    if d == UInt8(ascii: "\\") && i + 1 < bytes.count {
+                    if d == UInt8(ascii: "\\") && i + 1 < end {
                         if bytes[i + 1] == 0x0A { line += 1 }
                         i += 2
                         continue
@@ -95,9 +116,9 @@ struct MasterFileTokenizer {
                 }
             default:
                 let start = i
-                while i < bytes.count {
+                while i < end {
                     let d = bytes[i]
-                    if d == UInt8(ascii: "\\") && i + 1 < bytes.count {
+                    if d == UInt8(ascii: "\\") && i + 1 < end {
                         i += 2
                         continue
                     }

@@ -20,10 +20,20 @@ public struct ZoneFileParser {
     private var records: [SourcedRecord] = []
     private var errors: [Diagnostic] = []
 
-    /// Parses the file at `path` for the zone `origin`.
+    /// Parses the file at `path` for the zone `origin`. A large file is read in parts on every core
+    /// (`parseInParts`), with the same records and the same errors as one reading.
     public static func parse(path: String, origin: DNSName) throws(DiagnosticsError) -> [SourcedRecord] {
         var p = ZoneFileParser()
-        p.parseFile(path: path, origin: origin, depth: 0, includedFrom: nil)
+        if let bytes = p.contents(of: path, includedFrom: nil) {
+            if bytes.count >= readInPartsFrom,
+                let (records, errors) = parseInParts(
+                    bytes, fileName: path, origin: origin, parts: ProcessInfo.processInfo.activeProcessorCount)
+            {
+                (p.records, p.errors) = (records, errors)
+            } else {
+                p.parseText(bytes, fileName: path, origin: origin, depth: 0)
+            }
+        }
         if !p.errors.isEmpty { throw DiagnosticsError(p.errors) }
         return p.records
     }
@@ -39,29 +49,60 @@ public struct ZoneFileParser {
     }
 
     private mutating func parseFile(path: String, origin: DNSName, depth: Int, includedFrom: (String, Int)?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
-            if let (file, line) = includedFrom {
-                errors.append(Diagnostic(file: file, line: line, message: "$INCLUDE file '\(path)' \(why)"))
-            } else {
-                errors.append(Diagnostic(file: path, line: 0, message: "zone file \(why)"))
-            }
-            return
-        }
-        parseText(Array(data), fileName: path, origin: origin, depth: depth)
+        guard let bytes = contents(of: path, includedFrom: includedFrom) else { return }
+        parseText(bytes, fileName: path, origin: origin, depth: depth)
     }
 
-    private mutating func parseText(_ bytes: [UInt8], fileName: String, origin startOrigin: DNSName, depth: Int) {
+    /// The bytes of the file at `path`, or nil with the reason it cannot be read among the errors.
+    private mutating func contents(of path: String, includedFrom: (String, Int)?) -> [UInt8]? {
+        if let data = FileManager.default.contents(atPath: path) { return Array(data) }
+        let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+        if let (file, line) = includedFrom {
+            errors.append(Diagnostic(file: file, line: line, message: "$INCLUDE file '\(path)' \(why)"))
+        } else {
+            errors.append(Diagnostic(file: path, line: 0, message: "zone file \(why)"))
+        }
+        return nil
+    }
+
+    private mutating func parseText(_ bytes: [UInt8], fileName: String, origin: DNSName, depth: Int) {
         var tokenizer = MasterFileTokenizer(bytes, file: fileName)
         // The tokenizer's problems come first in the report, as they are the file's first reading.
         let tokenErrorsAt = errors.count
-        defer { errors.insert(contentsOf: tokenizer.errors, at: tokenErrorsAt) }
-        var origin = startOrigin
+        _ = read(&tokenizer, fileName: fileName, from: Carried(origin: origin), depth: depth)
+        errors.insert(contentsOf: tokenizer.errors, at: tokenErrorsAt)
+    }
+
+    /// What one entry leaves to the entries after it: the origin (`$ORIGIN`), the default TTL
+    /// (`$TTL`) and the last TTL a record gave (RFC 1035 §5.1, for records with neither).
+    struct Carried: Sendable {
+        var origin: DNSName
         var defaultTTL: UInt32?
         var lastTTL: UInt32?
+
+        init(origin: DNSName, defaultTTL: UInt32? = nil, lastTTL: UInt32? = nil) {
+            (self.origin, self.defaultTTL, self.lastTTL) = (origin, defaultTTL, lastTTL)
+        }
+
+        /// Whether the entries after one reading and after the other read alike. An entry's
+        /// owner is never carried past a line that begins with a name.
+        func readsAlike(_ other: Carried) -> Bool {
+            origin.wire == other.origin.wire && defaultTTL == other.defaultTTL
+                && (defaultTTL != nil || lastTTL == other.lastTTL)
+        }
+    }
+
+    /// Reads the entries `tokenizer` hands out, beginning with `carried`; returns what the last of
+    /// them carries on.
+    private mutating func read(
+        _ tokenizer: inout MasterFileTokenizer, fileName: String, from carried: Carried, depth: Int
+    ) -> Carried {
+        var origin = carried.origin
+        var defaultTTL = carried.defaultTTL
+        var lastTTL = carried.lastTTL
         var lastOwner: DNSName?
         var lastOwnerText: ArraySlice<UInt8> = []
-        var lastOwnerOrigin = startOrigin
+        var lastOwnerOrigin = origin
 
         var entry = MasterFileTokenizer.Entry(line: 0, inheritsOwner: false, tokens: [])
         while tokenizer.next(into: &entry) {
@@ -188,6 +229,90 @@ public struct ZoneFileParser {
                 fail("\(type) record for \(owner): \(error.message)")
             }
         }
+        return Carried(origin: origin, defaultTTL: defaultTTL, lastTTL: lastTTL)
+    }
+
+    /// Files of this many bytes or more are read in parts (a zone of about 250k names): below it
+    /// the threads cost more than they save, and their malloc arenas keep memory a reload frees.
+    static let readInPartsFrom = 8 << 20
+
+    /// Reads `bytes` in `parts` parts, each on a thread, and joins their records and errors in
+    /// the file's order, or nil when the parts did not read as one reading would: then the file
+    /// is read whole.
+    ///
+    /// Each part but the first begins where a line begins with a name, and is read with what the
+    /// file's leading directives carry (`$ORIGIN`, `$TTL`). It read as the whole file would if the
+    /// part before it ended with a line outside parentheses and quotes, carrying on what it began
+    /// with (a `$TTL` or `$ORIGIN` later in the file changes that, and the file is read whole).
+    /// A file without a leading `$TTL` is read whole: its parts would need the last TTL before them.
+    static func parseInParts(_ bytes: [UInt8], fileName: String, origin: DNSName, parts: Int) -> (
+        [SourcedRecord], [Diagnostic]
+    )? {
+        guard parts > 1 else { return nil }
+        // What the leading directives carry: read apart, their problems reported by the first part.
+        var head = MasterFileTokenizer(bytes, file: fileName)
+        var headEnd = 0
+        var entry = MasterFileTokenizer.Entry(line: 0, inheritsOwner: false, tokens: [])
+        while head.next(into: &entry), !entry.inheritsOwner, entry.tokens[0].bytes.first == UInt8(ascii: "$"),
+            !entry.tokens[0].quoted
+        {
+            headEnd = head.offset
+        }
+        var scratch = ZoneFileParser()
+        var leading = MasterFileTokenizer(bytes, file: fileName, part: 0..<headEnd, line: 1)
+        let carried = scratch.read(&leading, fileName: fileName, from: Carried(origin: origin), depth: maxIncludeDepth)
+        guard carried.defaultTTL != nil else { return nil }
+
+        // Where the parts begin: near each equal share, at the next line that begins with a name.
+        var starts = [0]
+        for k in 1..<parts {
+            var at = max(k * bytes.count / parts, starts.last! + 1)
+            while at < bytes.count {
+                guard let newline = bytes[at...].firstIndex(of: 0x0A) else {
+                    at = bytes.count
+                    break
+                }
+                at = newline + 1
+                if at < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: ";")].contains(bytes[at]) { break }
+            }
+            if at < bytes.count { starts.append(at) }
+        }
+        guard starts.count > 1 else { return nil }
+        let ranges = zip(starts, starts.dropFirst() + [bytes.count]).map { $0..<$1 }
+        // Each part's first line, for messages.
+        let lines = ranges.dropLast().reduce(into: [1]) { lines, r in
+            lines.append(lines.last! + bytes[r].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) })
+        }
+
+        struct Part: Sendable {
+            var records: [SourcedRecord]
+            var errors: [Diagnostic]
+            var tokenizerErrors: [Diagnostic]
+            var carried: Carried
+            var endsAtLineEnd: Bool
+        }
+        var read = ParallelWork.map(Array(ranges.indices), parts: ranges.count, smallest: 1) { indices in
+            let k = indices.first!
+            var p = ZoneFileParser()
+            // Copies of its own of what every token and record retains (the text, the file's name,
+            // the origin): threads retaining one object's count in turn wait on each other's caches.
+            var tokenizer = MasterFileTokenizer(Array(bytes[ranges[k]]), file: fileName, line: lines[k])
+            let file = String(decoding: Array(fileName.utf8), as: UTF8.self)
+            var from = k == 0 ? Carried(origin: origin) : carried
+            from.origin = (try? DNSName(labels: from.origin.labels)) ?? from.origin
+            let end = p.read(&tokenizer, fileName: file, from: from, depth: 0)
+            return Part(
+                records: p.records, errors: p.errors, tokenizerErrors: tokenizer.errors, carried: end,
+                endsAtLineEnd: tokenizer.endsAtLineEnd)
+        }
+        for part in read.dropLast() where !part.endsAtLineEnd || !part.carried.readsAlike(carried) { return nil }
+        // The first part's records taken as they are (a copy of each record retains its parts).
+        var records: [SourcedRecord] = []
+        swap(&records, &read[0].records)
+        records.reserveCapacity(read.reduce(records.count) { $0 + $1.records.count })
+        for k in read.indices.dropFirst() { records += read[k].records }
+        // As one reading reports them: the tokenizer's problems first, then the parser's.
+        return (records, read.flatMap(\.tokenizerErrors) + read.flatMap(\.errors))
     }
 
     /// The class a token names, if it names one, read from its bytes.

@@ -167,6 +167,94 @@ import Testing
     }
 }
 
+/// A large file is read in parts on every core (`ZoneFileParser.parseInParts`): the records and
+/// the errors must be one reading's, or the file is read whole.
+@Suite(.timeLimit(.minutes(1))) struct ZoneFileInPartsTests {
+    static let origin = try! DNSName("example.test.")
+
+    /// A zone of `names` names with every kind of entry: a multi-line SOA, blank owners, quoted
+    /// strings with escapes and semicolons, comments, TTLs and classes in either order.
+    static func text(names: Int, head: String = "$ORIGIN example.test.\n$TTL 300\n", broken: Set<Int> = [])
+        -> String
+    {
+        var t = head + "@ SOA ns1 hostmaster ( 1 ; serial\n 3600 600\n 1209600 60 )\n NS ns1\nns1 A 192.0.2.53\n"
+        for i in 0..<names {
+            t += broken.contains(i) ? "n\(i) A 10.0.\(i)\n" : "n\(i) A 10.0.\(i / 256 % 256).\(i % 256)\n"
+            if i % 3 == 0 { t += " 60 IN AAAA 2001:db8::\(String(i, radix: 16))\n" }
+            if i % 7 == 0 { t += "n\(i) TXT \"a; \\\"b\\\" (c)\" plain\\ word ; comment\n; a line of comment\n\n" }
+        }
+        return t
+    }
+
+    /// One reading's records, or its errors.
+    static func whole(_ text: String) -> Result<[SourcedRecord], DiagnosticsError> {
+        Result { () throws(DiagnosticsError) in
+            try ZoneFileParser.parse(text: text, fileName: "big.zone", origin: origin)
+        }
+    }
+
+    static func inParts(_ text: String, _ parts: Int) -> ([SourcedRecord], [Diagnostic])? {
+        ZoneFileParser.parseInParts(Array(text.utf8), fileName: "big.zone", origin: origin, parts: parts)
+    }
+
+    @Test(arguments: [2, 3, 7])
+    func aFileReadInPartsHasTheRecordsOfOneReading(parts: Int) throws {
+        let text = Self.text(names: 3000)
+        let read = try #require(Self.inParts(text, parts))
+        #expect(read.1.isEmpty)
+        #expect(read.0 == (try Self.whole(text).get()))
+        // A, AAAA at every third, TXT at every seventh, and SOA, NS and ns1's A.
+        #expect(read.0.count == 3000 + 1000 + 429 + 3)
+    }
+
+    @Test func aFileReadInPartsReportsTheErrorsOfOneReadingInItsOrder() throws {
+        let text = Self.text(names: 3000, broken: [5, 1500, 2999]) + "tail A 192.0.2.1 )\n"
+        guard case .failure(let expected) = Self.whole(text) else {
+            Issue.record("the text has errors")
+            return
+        }
+        let read = try #require(Self.inParts(text, 3))
+        #expect(read.1.map(\.description) == expected.diagnostics.map(\.description))
+        #expect(read.1.count == 4)
+    }
+
+    /// Where a part would not read as the whole file does, the file is read whole (nil).
+    @Test(arguments: [
+        // No $TTL before the records: a part would need the last TTL before it.
+        "$ORIGIN example.test.\n",
+        // A $TTL or an $ORIGIN later in the file: the parts after it begin otherwise.
+        "$TTL 300\nearly A 192.0.2.1\n",
+    ])
+    func partsThatCannotReadAsOneAreNotRead(head: String) {
+        var text = Self.text(names: head.hasPrefix("$TTL") ? 200 : 2000, head: head)
+        if head.hasPrefix("$TTL") { text += "$TTL 60\nlate A 192.0.2.2\n" + Self.text(names: 2000, head: "") }
+        #expect(Self.inParts(text, 2) == nil)
+    }
+
+    @Test func aPartThatWouldBeginInsideParenthesesMakesTheFileReadWhole() throws {
+        // Parentheses over the middle of the file, each line of them beginning with a word.
+        let lines = (0..<4000).map { "\"line \($0)\"" }.joined(separator: "\n")
+        let text = "$TTL 60\n@ SOA ns1 h 1 2 3 4 5\n NS ns1\nns1 A 192.0.2.1\nbig TXT (\n" + lines + "\n)\n"
+        #expect(Self.inParts(text, 2) == nil)
+        #expect(try Self.whole(text).get().last?.record.type == .txt)
+    }
+
+    @Test func anIncludeInALaterPartIsReadWhereItStands() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-parts-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "$TTL 30\ninc A 192.0.2.9\n".write(
+            to: dir.appendingPathComponent("part.zone"), atomically: true, encoding: .utf8)
+        let main = dir.appendingPathComponent("big.zone").path
+        let text = Self.text(names: 2000) + "$INCLUDE part.zone other.test.\nafter A 192.0.2.8\n"
+        let read = try #require(
+            ZoneFileParser.parseInParts(Array(text.utf8), fileName: main, origin: Self.origin, parts: 2))
+        let whole = try ZoneFileParser.parse(text: text, fileName: main, origin: Self.origin)
+        #expect(read.0 == whole)
+        #expect(read.0.suffix(2).map(\.record.name.description) == ["inc.other.test.", "after.example.test."])
+    }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct ZoneCheckTests {
     /// The problems of a zone of `body` under a good apex, its names gathered in `parts` shares.
     static func build(_ body: String, parts: Int = 1) -> [String] {
