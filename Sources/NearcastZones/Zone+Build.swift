@@ -14,6 +14,14 @@ extension Zone {
     public static func build(origin: DNSName, records: [SourcedRecord], sourceName: String) throws(DiagnosticsError)
         -> Zone
     {
+        try build(origin: origin, parts: [records], sourceName: sourceName)
+    }
+
+    /// `build` of records read in parts (`ZoneFileParser.parseInParts`), as of the parts joined.
+    public static func build(origin: DNSName, parts records: [[SourcedRecord]], sourceName: String)
+        throws(DiagnosticsError) -> Zone
+    {
+        let records = RecordParts(records)
         // Only zones of a million records or so: the other threads' memory comes from malloc arenas
         // of their own, which keep more of what a reload frees (a 100k-name zone built on two
         // threads left RSS 46 % above its load after a reload and 10,400 changes, against 9 %),
@@ -24,6 +32,12 @@ extension Zone {
 
     /// `build`, with the names gathered in `parts` shares, each on a thread.
     static func build(origin: DNSName, records: [SourcedRecord], sourceName: String, parts: Int)
+        throws(DiagnosticsError) -> Zone
+    {
+        try build(origin: origin, records: RecordParts([records]), sourceName: sourceName, parts: parts)
+    }
+
+    private static func build(origin: DNSName, records: RecordParts, sourceName: String, parts: Int)
         throws(DiagnosticsError) -> Zone
     {
         let shares = ParallelWork.map(Array(0..<parts), parts: parts, smallest: 1) { share in
@@ -39,8 +53,8 @@ extension Zone {
         func firstRecord(_ name: DNSName, _ type: RRType) -> SourcedRecord {
             if firsts == nil {
                 var index: [RRKey: Int] = [:]
-                for (i, src) in records.enumerated().reversed() {
-                    index[RRKey(name: src.record.name, type: src.record.type)] = i
+                for i in (0..<records.count).reversed() {
+                    index[RRKey(name: records[i].record.name, type: records[i].record.type)] = i
                 }
                 firsts = index
             }
@@ -170,7 +184,7 @@ extension Zone {
             dnames: TreeSet(dnames), servers: servers, soa: soa!, recordCount: gathered.count,
             negativeSOA: Self.negative(soa!))
 
-        zone.referrers = TreeDictionary(uniqueKeysWithValues: gathered.referred.map { ($0.key, TreeSet($0.value)) })
+        zone.referrers = gathered.referred
         return zone
     }
 }
@@ -188,8 +202,9 @@ private struct Gathered: Sendable {
     var cnames: Set<DNSName> = []
     var dnames: Set<DNSName> = []
     var cuts: Set<DNSName> = []
-    /// The zone's names that CNAME, MX, SRV and NS records name → the owners of those records.
-    var referred: [DNSName: [DNSName]] = [:]
+    /// The zone's names that CNAME, MX, SRV and NS records name → the owners of those records
+    /// (`Zone.referrers`, made on each share's thread).
+    var referred: TreeDictionary<DNSName, TreeSet<DNSName>> = [:]
     /// Records outside the zone, and records whose TTL differs from their RRset's (with that TTL),
     /// by index.
     var outside: [Int] = []
@@ -200,10 +215,22 @@ private struct Gathered: Sendable {
     var aboveCounts: [(DNSName, owners: UInt32, nonGlue: UInt32)] = []
 
     /// Gathers the names of share `share` of `parts` from `records`. An owner's records come
-    /// together in a zone file, so each run of them is one insertion into the trie.
-    init(_ records: [SourcedRecord], origin: DNSName, share: Int, of parts: Int) {
+    /// together in a zone file, so each run of them is one insertion into the trie (a run that a
+    /// part's end cuts in two is two: the second finds the name there).
+    init(_ records: RecordParts, origin: DNSName, share: Int, of parts: Int) {
         var nodes: TreeDictionary<DNSName, ZoneNode> = [:]
         defer { self.nodes = nodes }
+        for (part, base) in zip(records.parts, records.starts) {
+            gather(part, base: base, origin: origin, share: share, of: parts, into: &nodes)
+        }
+    }
+
+    /// Gathers the names of the share from `records`, the part of the zone's records that begins at
+    /// index `base`.
+    private mutating func gather(
+        _ records: [SourcedRecord], base: Int, origin: DNSName, share: Int, of parts: Int,
+        into nodes: inout TreeDictionary<DNSName, ZoneNode>
+    ) {
         var start = 0
         while start < records.count {
             let name = records[start].record.name
@@ -213,10 +240,11 @@ private struct Gathered: Sendable {
             // The bucket at the trie's root is the low 5 bits of the hash it uses (hashValue).
             guard parts == 1 || Int(UInt(bitPattern: name.hashValue) & 31) % parts == share else { continue }
             guard name.isSubdomain(of: origin) else {
-                outside += start..<end
+                outside += (base + start)..<(base + end)
                 continue
             }
-            let (newOwner, nonGlue) = add(records, start..<end, origin: origin, to: &nodes[name, default: ZoneNode()])
+            let (newOwner, nonGlue) = add(
+                records, start..<end, base: base, origin: origin, to: &nodes[name, default: ZoneNode()])
             guard name.wire.count > origin.wire.count, newOwner || nonGlue > 0 else { continue }
             let owners: UInt32 = newOwner ? 1 : 0
             apexCounts.countBelow(owners: owners, nonGlue: nonGlue)
@@ -235,15 +263,15 @@ private struct Gathered: Sendable {
 
     /// Adds the records of `run`, all owned by the name of `node`; returns whether the name became
     /// an owner, and how many RRsets other than glue it gained.
-    private mutating func add(_ records: [SourcedRecord], _ run: Range<Int>, origin: DNSName, to node: inout ZoneNode)
-        -> (newOwner: Bool, nonGlue: UInt32)
-    {
+    private mutating func add(
+        _ records: [SourcedRecord], _ run: Range<Int>, base: Int, origin: DNSName, to node: inout ZoneNode
+    ) -> (newOwner: Bool, nonGlue: UInt32) {
         let wasOwner = !node.sets.isEmpty
         var nonGlue: UInt32 = 0
         for i in run {
             let rr = records[i].record
             if Zone.refers(rr.type), let t = rr.rdata.target, t.isSubdomain(of: origin) {
-                referred[t, default: []].append(rr.name)
+                referred[t, default: []].insert(rr.name)
             }
             switch rr.type {
             case .soa: soaOwners.insert(rr.name)
@@ -258,7 +286,7 @@ private struct Gathered: Sendable {
                 count += 1
                 if node.sets.count > sets && !RRSet.isGlue(rr.type) { nonGlue += 1 }
             case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
-            case .ttlDiffers(let ttl): ttlsDiffering.append((i, ttl))
+            case .ttlDiffers(let ttl): ttlsDiffering.append((base + i, ttl))
             }
         }
         return (!wasOwner && !node.sets.isEmpty, nonGlue)
@@ -272,7 +300,7 @@ private struct Gathered: Sendable {
         cnames.formUnion(other.cnames)
         dnames.formUnion(other.dnames)
         cuts.formUnion(other.cuts)
-        referred.merge(other.referred, uniquingKeysWith: +)
+        referred.merge(other.referred) { $0.union($1) }
         outside += other.outside
         ttlsDiffering += other.ttlsDiffering
         apexCounts.countBelow(other.apexCounts)
@@ -287,5 +315,25 @@ private struct Gathered: Sendable {
         nodes[origin, default: ZoneNode()].countBelow(apexCounts)
         aboveCounts = []
         return nodes
+    }
+}
+
+/// A zone file's records as read in parts (`ZoneFileParser.parseInParts`), in the file's order,
+/// indexed as one list (for messages, which name a record by its index).
+struct RecordParts: Sendable {
+    /// The parts that hold records, and the index of each one's first record.
+    let parts: [[SourcedRecord]]
+    let starts: [Int]
+    let count: Int
+
+    init(_ parts: [[SourcedRecord]]) {
+        self.parts = parts.filter { !$0.isEmpty }
+        starts = Array(self.parts.reduce(into: [0]) { $0.append($0.last! + $1.count) }.dropLast())
+        count = parts.reduce(0) { $0 + $1.count }
+    }
+
+    subscript(i: Int) -> SourcedRecord {
+        let part = starts.lastIndex { $0 <= i }!
+        return parts[part][i - starts[part]]
     }
 }

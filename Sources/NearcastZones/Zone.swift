@@ -233,9 +233,9 @@ public struct Zone: Sendable {
 
     /// Loads and checks a zone file.
     public static func load(path: String, origin: DNSName) throws(DiagnosticsError) -> Zone {
-        let records = try ZoneFileParser.parse(path: path, origin: origin)
-        var zone = try build(origin: origin, records: records, sourceName: path)
-        zone.fromSeveralFiles = records.contains { $0.file != path }
+        let parts = try ZoneFileParser.parseInParts(path: path, origin: origin)
+        var zone = try build(origin: origin, parts: parts, sourceName: path)
+        zone.fromSeveralFiles = parts.contains { $0.contains { $0.file != path } }
         return zone
     }
 

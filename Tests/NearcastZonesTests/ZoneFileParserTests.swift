@@ -193,7 +193,7 @@ import Testing
         }
     }
 
-    static func inParts(_ text: String, _ parts: Int) -> ([SourcedRecord], [Diagnostic])? {
+    static func inParts(_ text: String, _ parts: Int) -> ([[SourcedRecord]], [Diagnostic])? {
         ZoneFileParser.parseInParts(Array(text.utf8), fileName: "big.zone", origin: origin, parts: parts)
     }
 
@@ -202,9 +202,11 @@ import Testing
         let text = Self.text(names: 3000)
         let read = try #require(Self.inParts(text, parts))
         #expect(read.1.isEmpty)
-        #expect(read.0 == (try Self.whole(text).get()))
+        #expect(Array(read.0.joined()) == (try Self.whole(text).get()))
+        #expect(read.0.count == parts)
         // A, AAAA at every third, TXT at every seventh, and SOA, NS and ns1's A.
-        #expect(read.0.count == 3000 + 1000 + 429 + 3)
+        let count = read.0.reduce(0) { $0 + $1.count }
+        #expect(count == 3000 + 1000 + 429 + 3)
     }
 
     @Test func aFileReadInPartsReportsTheErrorsOfOneReadingInItsOrder() throws {
@@ -250,8 +252,8 @@ import Testing
         let read = try #require(
             ZoneFileParser.parseInParts(Array(text.utf8), fileName: main, origin: Self.origin, parts: 2))
         let whole = try ZoneFileParser.parse(text: text, fileName: main, origin: Self.origin)
-        #expect(read.0 == whole)
-        #expect(read.0.suffix(2).map(\.record.name.description) == ["inc.other.test.", "after.example.test."])
+        #expect(Array(read.0.joined()) == whole)
+        #expect(read.0.last!.suffix(2).map(\.record.name.description) == ["inc.other.test.", "after.example.test."])
     }
 }
 
@@ -336,6 +338,42 @@ import Testing
         #expect(one.tree[try DNSName("deep.example.test.")]?.ownersBelow == 340)  // 40 a.bN and 300 xN.bN
         #expect(one.tree[try DNSName("b3.deep.example.test.")]?.sets == [])  // an empty non-terminal
         #expect(one.rrset(try DNSName("h7.example.test."), .txt) != nil)
+    }
+
+    /// A file read in parts is built from its parts as they are (`Zone.build(origin:parts:)`):
+    /// the zone, and the messages naming records by file and line, are those of the parts joined,
+    /// an owner's records cut in two by a part's end included.
+    @Test(arguments: [[1], [5, 6], [3, 9, 9, 14]])
+    func aZoneBuiltFromPartsIsTheZoneOfThemJoined(cuts: [Int]) throws {
+        func parts(_ rrs: [SourcedRecord]) -> [[SourcedRecord]] {
+            zip([0] + cuts, cuts + [rrs.count]).map { Array(rrs[$0..<$1]) }
+        }
+        let good =
+            "$TTL 300\n@ SOA ns1 h 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n"
+            + "a A 192.0.2.2\na AAAA 2001:db8::2\na MX 10 b\nb A 192.0.2.3\nc CNAME a\n"
+            + "d.e A 192.0.2.4\nd.e TXT x\nf NS ns.f\nns.f A 192.0.2.5\ng A 192.0.2.6\na TXT y\n"
+        let rrs = try ZoneFileParser.parse(text: good, fileName: "z.zone", origin: ZoneFileParserTests.origin)
+        let one = try Zone.build(origin: ZoneFileParserTests.origin, records: rrs, sourceName: "z.zone")
+        let fromParts = try Zone.build(origin: ZoneFileParserTests.origin, parts: parts(rrs), sourceName: "z.zone")
+        #expect(fromParts.tree == one.tree && fromParts.referrers == one.referrers && fromParts.cuts == one.cuts)
+        #expect(fromParts.recordCount == one.recordCount)
+
+        let bad = good + "out.example.net. A 192.0.2.7\na 60 AAAA 2001:db8::3\n"
+        let badRRs = try ZoneFileParser.parse(text: bad, fileName: "z.zone", origin: ZoneFileParserTests.origin)
+        func messages(_ build: () throws(DiagnosticsError) -> Zone) -> [String] {
+            do {
+                _ = try build()
+                return []
+            } catch { return error.diagnostics.map(\.description) }
+        }
+        let expected = messages { () throws(DiagnosticsError) in
+            try Zone.build(origin: ZoneFileParserTests.origin, records: badRRs, sourceName: "z.zone")
+        }
+        #expect(expected.count == 2)
+        #expect(
+            messages { () throws(DiagnosticsError) in
+                try Zone.build(origin: ZoneFileParserTests.origin, parts: parts(badRRs), sourceName: "z.zone")
+            } == expected)
     }
 
     @Test func missingSOAAndNSAreNamed() throws {
