@@ -1,4 +1,3 @@
-import DNSWire
 import Foundation
 import NearcastAnswers
 import NearcastZones
@@ -9,16 +8,15 @@ import NearcastZones
 /// same changes through the API would, instead of a whole image and generation.
 struct ReloadedZones {
     /// The zones to serve: those read, except that a zone whose every RRset is as served is the
-    /// one served (nothing of it changes, and the copy just read is let go), and a zone of few
-    /// changes is the one served changed by them (`servedChanged(_:into:by:)`).
+    /// one served (nothing of it changes, and the copy just read is let go).
     var zones: [Zone]
     /// The changes of the zones that changed; nil when the reload changes which zones are served
     /// (added, removed, or another order), which only a whole image says.
     var changes: [AnswerImage.Change]?
     /// RRsets added, changed or removed in the zones compared (nil when `changes` is).
     var rrsetsChanged: Int?
-    /// The zones read that are not served (the same as the one served, or served as its changes):
-    /// to be let go off the reload's path (`Retired`), for freeing a large zone takes a second.
+    /// The zones read that are not served (each the same as the one served): to be let go off
+    /// the reload's path (`Retired`), for freeing a large zone takes a second.
     var unused: [Zone] = []
 
     /// Compares `loaded` (read for a reload) with `served`. Blocking: a lookup per name of each
@@ -35,32 +33,11 @@ struct ReloadedZones {
             if differences.isEmpty && old.fromSeveralFiles == new.fromSeveralFiles {
                 zones.append(old)
                 unused.append(new)
-            } else if let changed = servedChanged(old, into: new, by: differences) {
-                zones.append(changed)
-                unused.append(new)
-                changes.append(AnswerImage.Change(before: old, after: changed, owners: Set(differences.map(\.name))))
             } else {
                 zones.append(new)
                 changes.append(AnswerImage.Change(before: old, after: new, owners: Set(differences.map(\.name))))
             }
         }
         return ReloadedZones(zones: zones, changes: changes, rrsetsChanged: count, unused: unused)
-    }
-
-    /// `old` changed by `differences`, which make it `new` (`Zone.differences`), when they are few
-    /// (an eighth of its records or so): that zone shares all but the changes with the one served,
-    /// and the whole zone read is let go, so that a reload costs the memory its changes take.
-    /// Serving the zone read instead, the one it replaced was freed around whatever had been
-    /// allocated among it since, which kept its pages: at 10M names, RSS was 26-44 % above after
-    /// load after a reload and 10,400 changes. nil: `new` itself is served (many changes, which
-    /// share little; or the zone's files changed, which only a reading says).
-    static func servedChanged(
-        _ old: Zone, into new: Zone, by differences: [(name: DNSName, type: RRType, set: RRSet?)]
-    ) -> Zone? {
-        guard differences.count <= old.recordCount / 8 + 256, old.fromSeveralFiles == new.fromSeveralFiles else {
-            return nil
-        }
-        // It cannot fail: `new` passed every check, and `changing` makes it. Were it to, `new` is served.
-        return try? old.changing(differences, source: "reload")
     }
 }
