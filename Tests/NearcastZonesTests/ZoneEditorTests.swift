@@ -37,6 +37,29 @@ import Testing
         #expect(Array(ZoneText.render(Self.zone).utf8) == whole)
     }
 
+    /// A write-back takes its owners in canonical order from their keys in one array
+    /// (`ZoneText.CanonicalOrder`): the order of DNSName's `<` (RFC 4034 §6.1), letter case,
+    /// escaped octets 0 and 1, and labels that begin others included.
+    @Test func ownersAreWrittenInCanonicalOrder() throws {
+        var names = try [
+            "example.test.", "a.example.test.", "A.b.example.test.", "b.example.test.", "\\000.b.example.test.",
+            "\\001.b.example.test.", "\\002.b.example.test.", "a\\000.example.test.", "a\\001.example.test.",
+            "ab.example.test.", "aa.example.test.", "z.a.example.test.", "*.z.a.example.test.", "Z.example.test.",
+            "y.example.test.", "\\255.example.test.", "yy.x.example.test.", "x.example.test.",
+        ].map { try DNSName($0) }
+        var rng = SplitMix(seed: 29)
+        for _ in 0..<300 {
+            let labels = (0..<Int.random(in: 1...4, using: &rng)).map { _ in
+                String((0..<Int.random(in: 1...3, using: &rng)).map { _ in "aAbB0-".randomElement(using: &rng)! })
+            }
+            let name = try DNSName(labels.joined(separator: ".") + ".example.test.")
+            if !names.contains(name) { names.append(name) }
+        }
+        names.shuffle(using: &rng)
+        let order = ZoneText.CanonicalOrder(names)
+        #expect(order.order.map { order.names[Int($0)] } == names.sorted())
+    }
+
     @Test func aFailedPieceLeavesNoTemporaryFile() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-write-\(UUID().uuidString)")
             .path
