@@ -37,11 +37,19 @@ extension Zone {
         try build(origin: origin, records: RecordParts([records]), sourceName: sourceName, parts: parts)
     }
 
+    /// `build(origin:parts:sourceName:)`, with the names gathered in `shares` shares.
+    static func build(origin: DNSName, parts records: [[SourcedRecord]], sourceName: String, shares: Int)
+        throws(DiagnosticsError) -> Zone
+    {
+        try build(origin: origin, records: RecordParts(records), sourceName: sourceName, parts: shares)
+    }
+
     private static func build(origin: DNSName, records: RecordParts, sourceName: String, parts: Int)
         throws(DiagnosticsError) -> Zone
     {
+        let runs = RecordRuns(records, shares: parts)
         let shares = ParallelWork.map(Array(0..<parts), parts: parts, smallest: 1) { share in
-            Gathered(records, origin: origin, share: share.first!, of: parts)
+            Gathered(records, runs: runs, origin: origin, share: share.first!)
         }
         var gathered = shares[0]
         for other in shares.dropFirst() { gathered.join(other) }
@@ -217,28 +225,23 @@ private struct Gathered: Sendable {
     /// Gathers the names of share `share` of `parts` from `records`. An owner's records come
     /// together in a zone file, so each run of them is one insertion into the trie (a run that a
     /// part's end cuts in two is two: the second finds the name there).
-    init(_ records: RecordParts, origin: DNSName, share: Int, of parts: Int) {
+    init(_ records: RecordParts, runs: RecordRuns, origin: DNSName, share: Int) {
         var nodes: TreeDictionary<DNSName, ZoneNode> = [:]
         defer { self.nodes = nodes }
-        for (part, base) in zip(records.parts, records.starts) {
-            gather(part, base: base, origin: origin, share: share, of: parts, into: &nodes)
+        for (p, (part, base)) in zip(records.parts, records.starts).enumerated() {
+            gather(part, runs[p, share], base: base, origin: origin, into: &nodes)
         }
     }
 
-    /// Gathers the names of the share from `records`, the part of the zone's records that begins at
+    /// Gathers the names of `runs` of `records`, the part of the zone's records that begins at
     /// index `base`.
     private mutating func gather(
-        _ records: [SourcedRecord], base: Int, origin: DNSName, share: Int, of parts: Int,
+        _ records: [SourcedRecord], _ runs: [UInt64], base: Int, origin: DNSName,
         into nodes: inout TreeDictionary<DNSName, ZoneNode>
     ) {
-        var start = 0
-        while start < records.count {
+        for run in runs {
+            let (start, end) = RecordRuns.bounds(run)
             let name = records[start].record.name
-            var end = start + 1
-            while end < records.count && records[end].record.name == name { end += 1 }
-            defer { start = end }
-            // The bucket at the trie's root is the low 5 bits of the hash it uses (hashValue).
-            guard parts == 1 || Int(UInt(bitPattern: name.hashValue) & 31) % parts == share else { continue }
             guard name.isSubdomain(of: origin) else {
                 outside += (base + start)..<(base + end)
                 continue
@@ -336,4 +339,37 @@ struct RecordParts: Sendable {
         let part = starts.lastIndex { $0 <= i }!
         return parts[part][i - starts[part]]
     }
+}
+
+/// Each part's runs of one owner's records, by the share of the trie's root they go to: found
+/// once, a thread for each part, so that each share's thread reads its own records and no other
+/// (each read all of them, and hashed every owner, to find its own: at 10M names a pass over
+/// gigabytes).
+struct RecordRuns: Sendable {
+    /// [part][share]: the runs, each its first record's index in the part and its end.
+    private let runs: [[[UInt64]]]
+
+    init(_ records: RecordParts, shares: Int) {
+        runs = ParallelWork.map(Array(records.parts.indices), parts: records.parts.count, smallest: 1) { indices in
+            indices.map { p in
+                let part = records.parts[p]
+                var byShare = Array(repeating: [UInt64](), count: shares)
+                var start = 0
+                while start < part.count {
+                    let name = part[start].record.name
+                    var end = start + 1
+                    while end < part.count && part[end].record.name == name { end += 1 }
+                    // The bucket at the trie's root is the low 5 bits of the hash it uses (hashValue).
+                    let share = shares == 1 ? 0 : Int(UInt(bitPattern: name.hashValue) & 31) % shares
+                    byShare[share].append(UInt64(start) << 32 | UInt64(end))
+                    start = end
+                }
+                return byShare
+            }
+        }.flatMap { $0 }
+    }
+
+    subscript(part: Int, share: Int) -> [UInt64] { runs[part][share] }
+
+    static func bounds(_ run: UInt64) -> (Int, Int) { (Int(run >> 32), Int(run & 0xFFFF_FFFF)) }
 }

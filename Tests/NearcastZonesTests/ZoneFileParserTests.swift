@@ -334,6 +334,13 @@ import Testing
             #expect(many.tree == one.tree, "\(parts) shares")
             #expect(many.referrers == one.referrers && many.cuts == one.cuts && many.servers == one.servers)
             #expect(many.recordCount == one.recordCount)
+            // Read in file parts too (an owner's records cut in two at the first cut).
+            let cuts = [0, 4, rrs.count / 3, rrs.count * 2 / 3, rrs.count]
+            let fileParts = zip(cuts, cuts.dropFirst()).map { Array(rrs[$0..<$1]) }
+            let fromParts = try Zone.build(
+                origin: ZoneFileParserTests.origin, parts: fileParts, sourceName: "z.zone", shares: parts)
+            #expect(fromParts.tree == one.tree && fromParts.referrers == one.referrers, "\(parts) shares, parts")
+            #expect(fromParts.recordCount == one.recordCount)
         }
         #expect(one.tree[try DNSName("deep.example.test.")]?.ownersBelow == 340)  // 40 a.bN and 300 xN.bN
         #expect(one.tree[try DNSName("b3.deep.example.test.")]?.sets == [])  // an empty non-terminal
