@@ -34,6 +34,8 @@ let package = Package(
         .target(name: "MaxMindDB", dependencies: ["CMaxMindDB"]),
         // The one header the XDP program and Swift share (structs, map names, ABI version).
         .target(name: "CNearcastABI"),
+        // recvmmsg(2) and sendmmsg(2), which glibc declares only under _GNU_SOURCE; only NearcastServer imports it.
+        .target(name: "CDatagrams"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
         // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
@@ -115,7 +117,7 @@ let package = Package(
             name: "NearcastServer",
             dependencies: [
                 "DNSWire", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
-                "NearcastAPIModel", "NearcastBasics",
+                "NearcastAPIModel", "NearcastBasics", "CDatagrams",
                 "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

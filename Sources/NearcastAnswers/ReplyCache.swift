@@ -7,7 +7,7 @@ import DNSWire
 /// patched. Only plain queries are cached (see `CacheKey.init?(query:transport:responder:)`); every
 /// other query takes the full path. One cache per event loop, so no locking; it is emptied when full,
 /// which bounds its memory under a flood of distinct names.
-public struct ReplyCache {
+public struct ReplyCache: Sendable {
     public let capacity: Int
     private var entries: [CacheKey.Lookup: [UInt8]] = [:]
 

@@ -12,7 +12,8 @@ import Glibc
 /// The slow path: UDP and TCP listeners on every configured address, answering from the current
 /// `Responder` of its source (which a reload replaces).
 ///
-/// Each UDP address gets one socket per event loop (SO_REUSEPORT), so every core reads its own queue.
+/// Each UDP address gets one socket per event loop (SO_REUSEPORT), so every core reads its own queue,
+/// read by a thread of its own (`DNSUDPListener`); TCP runs on the event loops.
 public final class DNSServer: Sendable {
     public let responders: ResponderSource
     let metrics: NearcastMetrics?
@@ -21,7 +22,7 @@ public final class DNSServer: Sendable {
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
-    private let channels: NIOLockedValueBox<[any Channel]> = .init([])
+    private let listeners = NIOLockedValueBox<(tcp: [any Channel], udp: [DNSUDPListener])>(([], []))
 
     public convenience init(
         responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger
@@ -79,29 +80,24 @@ public final class DNSServer: Sendable {
             }
             .bind(to: target).get()
         if let port = tcp.localAddress?.port { target.port = port }
-        var opened: [any Channel] = [tcp]
-        for loop in group.makeIterator() {
-            var udpBootstrap = DatagramBootstrap(group: loop)
-            if v6only == 1 { udpBootstrap = udpBootstrap.channelOption(v6onlyOption, value: v6only) }
-            let udp =
-                try await udpBootstrap
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SO_REUSEPORT), value: 1)
-                .channelOption(.datagramVectorReadMessageCount, value: 32)
-                .channelOption(.maxMessagesPerRead, value: 4)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            DNSUDPHandler(responders: responders, metrics: metrics, limiter: limiter))
-                    }
-                }
-                .bind(to: target).get()
-            opened.append(udp)
+        // One UDP socket and thread per event loop: as many readers as the daemon has threads.
+        var udp: [DNSUDPListener] = []
+        do {
+            for (i, _) in group.makeIterator().enumerated() {
+                let answerer = DatagramAnswerer(responders: responders, metrics: metrics, limiter: limiter)
+                udp.append(try DNSUDPListener(address: target, name: "nc-udp-\(i)", answerer: answerer))
+            }
+        } catch {
+            for l in udp { await l.stop() }
+            try? await tcp.close()
+            throw error
         }
-        channels.withLockedValue { $0 += opened }
+        listeners.withLockedValue {
+            $0.tcp.append(tcp)
+            $0.udp += udp
+        }
         let bound = ListenAddress(host: address.host, port: target.port ?? address.port)
-        logger.info("listening", metadata: ["address": "\(bound)", "udp-sockets": "\(opened.count - 1)"])
+        logger.info("listening", metadata: ["address": "\(bound)", "udp-sockets": "\(udp.count)"])
         return target
     }
 
@@ -115,10 +111,11 @@ public final class DNSServer: Sendable {
 
     /// Closes every listener; in-flight TCP connections end with their event loops.
     public func stop() async {
-        let all = channels.withLockedValue { c in
-            defer { c = [] }
-            return c
+        let all = listeners.withLockedValue { l in
+            defer { l = ([], []) }
+            return l
         }
-        for c in all { try? await c.close() }
+        for c in all.tcp { try? await c.close() }
+        for l in all.udp { await l.stop() }
     }
 }

@@ -32,6 +32,29 @@ import Glibc
         #expect(out.stdout.split(separator: "\n").sorted() == ["192.0.2.1", "192.0.2.2"], "\(out.stdout)")
     }
 
+    /// Queries that arrive together are read and answered in batches: each gets its reply, sent to
+    /// the address it came from, whatever the batch it fell in; a datagram longer than any query
+    /// (5,000 bytes) gets none and holds up nothing.
+    @Test(arguments: ["127.0.0.1", "::1"]) func aBurstFromSeveralClientsIsAnsweredEachToItsSender(host: String) throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let names = ["www.example.test", "alias.example.test", "nope.example.test", "x.wild.example.test"]
+        var queries = (0..<200).map { i in RawClient.query(names[i % names.count], .a, id: UInt16(1000 + i)) }
+        var long = RawClient.query("www.example.test", .a, id: 0xBEEF)
+        long += [UInt8](repeating: 0, count: 5000 - long.count)
+        queries.insert(long, at: 101)
+        let received = RawClient.burst(queries, clients: 4, host: host, port: port)
+        for (k, replies) in received.enumerated() {
+            let sent = stride(from: k, to: queries.count, by: 4).map { queries[$0] }.filter { $0.count < 5000 }
+            let ids = Set(replies.map { UInt16($0[0]) << 8 | UInt16($0[1]) })
+            #expect(ids == Set(sent.map { UInt16($0[0]) << 8 | UInt16($0[1]) }), "client \(k)")
+            for reply in replies {
+                let query = sent.first { $0[0] == reply[0] && $0[1] == reply[1] }
+                #expect(query.map { RawClient.matches(reply, $0) } == true, "client \(k)")
+            }
+        }
+    }
+
     @Test func digSeesFlagsNegativeAnswersAndTCPFallback() throws {
         let (server, port) = try Self.startDaemon()
         defer { server.stop() }

@@ -62,28 +62,40 @@ public enum RawClient {
     public static func burst(_ queries: [[UInt8]], host: String = "127.0.0.1", port: Int, wait: Double = 1)
         -> [[UInt8]]
     {
+        burst(queries, clients: 1, host: host, port: port, wait: wait)[0]
+    }
+
+    /// Sends every query at once from `clients` sockets (query i from socket i % clients), then
+    /// gathers each socket's replies that come within `wait` seconds of the last: element k holds
+    /// what socket k received.
+    public static func burst(
+        _ queries: [[UInt8]], clients: Int, host: String = "127.0.0.1", port: Int, wait: Double = 1
+    ) -> [[[UInt8]]] {
         let (family, addr) = sockaddr(host, port)
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        for query in queries {
+        let fds = (0..<clients).map { _ in socket(family, Int32(SOCK_DGRAM.rawValue), 0) }
+        defer { for fd in fds where fd >= 0 { close(fd) } }
+        guard fds.allSatisfy({ $0 >= 0 }) else { return Array(repeating: [], count: clients) }
+        for (i, query) in queries.enumerated() {
             _ = addr.withUnsafeBytes { a in
                 query.withUnsafeBytes { q in
                     sendto(
-                        fd, q.baseAddress, q.count, 0, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self),
-                        socklen_t(a.count))
+                        fds[i % clients], q.baseAddress, q.count, 0,
+                        a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self), socklen_t(a.count))
                 }
             }
         }
-        setTimeout(fd, wait)
         var buf = [UInt8](repeating: 0, count: 65536)
-        var replies: [[UInt8]] = []
-        while replies.count < queries.count {
-            let n = recv(fd, &buf, buf.count, 0)
-            if n <= 0 { break }
-            replies.append(Array(buf[0..<n]))
+        return fds.enumerated().map { (k, fd) -> [[UInt8]] in
+            setTimeout(fd, wait)
+            let expected = (queries.count - k + clients - 1) / clients
+            var replies: [[UInt8]] = []
+            while replies.count < expected {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n <= 0 { break }
+                replies.append(Array(buf[0..<n]))
+            }
+            return replies
         }
-        return replies
     }
 
     /// Whether `reply` answers `query`: same ID and, when both carry one, the same question
