@@ -10,7 +10,7 @@ at every tenth), then for each server:
     Knot: a DNS UPDATE, RFC 2136, as nsupdate sends it), p50 and p99;
   - a reload of the zone file with RELOADED records changed (and the serial), timed from the signal
     (nearcast: SIGHUP; Knot: knotc zone-reload) to the last changed name answered anew;
-  - for nearcast: RSS after MANY further changes.
+  - for nearcast: RSS after MANY further changes, once the zone file is written back with the last.
 nearcast runs without XDP here. With --xdp, for each size, nearcast alone with its fast path
 attached to a veth pair of its own (made and removed by this script): start to the fast path
 ready with every answer in it, the answers it holds and leaves out, RSS and the BPF maps' kernel
@@ -123,6 +123,41 @@ def wait_answer(port, name, deadline_s=600, want=lambda r: r is not None and r[1
     raise RuntimeError(f"{name} not answered as expected within {deadline_s} s")
 
 
+def soa_serial(port):
+    """The SOA serial of ORIGIN as 127.0.0.1:PORT answers it."""
+    r = query(port, ORIGIN, qtype=6, timeout=1)
+    if r is None or r[0] == 0:
+        raise RuntimeError("no SOA answer")
+    reply = r[2]
+
+    def skip_name(i):
+        while True:
+            n = reply[i]
+            if n == 0:
+                return i + 1
+            if n & 0xC0 == 0xC0:
+                return i + 2
+            i += 1 + n
+
+    i = skip_name(12) + 4  # the question
+    i = skip_name(i) + 10  # the answer's owner, type, class, TTL, RDLENGTH
+    i = skip_name(skip_name(i))  # MNAME, RNAME
+    return struct.unpack("!I", reply[i : i + 4])[0]
+
+
+def settled(log_path, port, deadline_s=120):
+    """Waits until the zone file is written back at the serial served (the last change in it),
+    and its memory given back: RSS measured then is what the changes leave, not a write-back's
+    transient (at 1M names a write-back holds its text and sort keys for a second or two)."""
+    line = f"serial={soa_serial(port)} [NearcastControl] zone file written back"
+    deadline = time.monotonic() + deadline_s
+    while line not in open(log_path).read():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no write-back at the last serial within {deadline_s} s")
+        time.sleep(0.1)
+    time.sleep(2)
+
+
 def rss_mib(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -218,7 +253,8 @@ def nearcast(work, zone, n):
             f'api: {{ listen: "127.0.0.1:{aport}", tokens: tokens }}\nstate-dir: state\nzonefile-sync: 10\n'
         )
     t0 = time.monotonic()
-    p = subprocess.Popen([NEARCASTD, "--config", f"{work}/nc.yaml", "--log-level", "warning"], stdout=subprocess.DEVNULL)
+    log = open(f"{work}/nc.log", "w+")
+    p = subprocess.Popen([NEARCASTD, "--config", f"{work}/nc.yaml", "--log-level", "info"], stdout=log, stderr=log)
     try:
         wait_answer(port, f"n{n - 1}.{ORIGIN}")
         load = time.monotonic() - t0
@@ -230,7 +266,7 @@ def nearcast(work, zone, n):
         t = time.monotonic()
         many_changes(aport)
         many_s = time.monotonic() - t
-        time.sleep(12)  # a write-back of the zone file, and the old zones let go
+        settled(f"{work}/nc.log", port)
         return {
             "load": load, "rss": rss, "reload": reload_s, "times": times, "rss_before_many": rss_before_many,
             "rss_after_many": rss_mib(p.pid), "many_per_s": MANY / many_s,
@@ -313,7 +349,7 @@ def nearcast_xdp(work, zone, n):
             # them: to answered by the slow path (XDP's maps were written before it switched).
             times = timed_changes(port, aport)
             many_changes(aport)
-            time.sleep(12)  # a write-back of the zone file, and the old zones let go
+            settled(f"{work}/ncx.log", port)
             return {
                 "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
                 "reload": reload_s, "reload_written": reload_written, "mix": mix,
