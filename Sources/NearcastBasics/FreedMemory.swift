@@ -16,7 +16,39 @@ public enum FreedMemory {
         _ = trim?(0)
     }
 
+    /// Makes glibc give back the free top of every heap as it goes, once more than 1 MiB is free
+    /// there, for the daemon's whole run. Called once, at the start.
+    ///
+    /// By default glibc raises its trim threshold with each large block freed, up to 64 MiB, and
+    /// `malloc_trim` gives back the top of the main heap alone: the top of another thread's
+    /// heap stayed resident. After a zone file of 1M names was written back (hundreds of MiB held
+    /// for a second on a thread of its own), 36 MiB stayed with XDP on (docs/ARCHITECTURE.md
+    /// §15). The mmap threshold is fixed at the most the dynamic one reaches (32 MiB), so large
+    /// arrays stay in the heaps as before. Not when the environment sets glibc's malloc tunables
+    /// (`MALLOC_TRIM_THRESHOLD_`, `MALLOC_MMAP_THRESHOLD_`, `GLIBC_TUNABLES`): the operator's
+    /// choice stands.
+    public static func trimHeapsAsTheyGo() {
+        let tunables = ["MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"]
+        guard tunables.allSatisfy({ getenv($0) == nil }), let mallopt else { return }
+        _ = mallopt(Self.trimThreshold, 1 << 20)
+        _ = mallopt(Self.mmapThreshold, 32 << 20)
+    }
+
+    /// <malloc.h>'s M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
+    private static let trimThreshold: Int32 = -1
+    private static let mmapThreshold: Int32 = -3
+
     private typealias Trim = @convention(c) (Int) -> Int32
+    private typealias Option = @convention(c) (Int32, Int32) -> Int32
+
+    private static let mallopt: Option? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return nil }
+        return unsafeBitCast(symbol, to: Option.self)
+        #else
+        return nil
+        #endif
+    }()
 
     private static let trim: Trim? = {
         #if canImport(Glibc)

@@ -138,6 +138,7 @@ struct Nearcastd: AsyncParsableCommand {
     }
 
     func run() async throws {
+        FreedMemory.trimHeapsAsTheyGo()
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = Logger.Level(rawValue: logLevel) ?? .info
