@@ -79,7 +79,9 @@ struct Nearcastd: AsyncParsableCommand {
             "Keep operators' overrides and the audit log here (e.g. /var/lib/nearcast).", valueName: "DIR"))
     var stateDir: String?
 
-    @Option(name: .long, help: "Event-loop threads (default: one per core).")
+    @Option(
+        name: .long,
+        help: "Threads that answer DNS: UDP sockets per address, and TCP event loops (default: one per core).")
     var threads: Int = System.coreCount
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
