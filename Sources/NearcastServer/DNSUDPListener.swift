@@ -112,8 +112,11 @@ final class DNSUDPListener: Sendable {
                 fds[0].revents = 0
                 fds[1].revents = 0
                 _ = poll(&fds, 2, -1)
+            } else {
+                // A receive error (the kernel short of memory, say): wait a millisecond rather than
+                // spin on one that lasts, then read again.
+                usleep(1000)
             }
-            // count < 0: a receive error concerns one datagram (an ICMP error queued, say): go on.
         }
     }
 }
