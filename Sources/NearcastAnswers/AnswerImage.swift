@@ -79,24 +79,39 @@ public struct AnswerImage: Sendable {
             }
             all += beside
             if c.nested { all = all.filter(c.inZone) }
+            guard !all.isEmpty else { continue }
             // In the order of the zone's hash trie, which is the same for the same names in one
             // process: each name's first lookup finds the trie's nodes where the name before left
             // them, in the cache, and each thread's share is a part of the trie of its own. Sorted
             // (by integer keys of their first octets), the names' first lookups missed the cache
             // all the way down: a third of the image's time at 1M names (2.7-2.9 s against 2.0-2.3).
-            let slices = ParallelWork.map(all, parts: parts) { slice in
-                var tooBig = 0
-                let records = slice.map {
-                    record(of: $0, c, responder: responder, maxSections: maxSections, tooBig: &tooBig)
+            // Each thread puts its names' records in place in the image's array: gathered from
+            // arrays of their own, the million records' copies (a retain and a release of each of
+            // their arrays) took 0.3 s at 1M names, on one thread.
+            let records = [Name](unsafeUninitializedCapacity: all.count) { buffer, initialized in
+                let out = Slots(base: buffer.baseAddress!)
+                let counts = ParallelWork.map(all, parts: parts) { slice in
+                    var tooBig = 0
+                    for i in slice.indices {
+                        (out.base + i).initialize(
+                            to: record(of: slice[i], c, responder: responder, maxSections: maxSections, tooBig: &tooBig)
+                        )
+                    }
+                    return tooBig
                 }
-                return (records, tooBig)
+                tooBig += counts.reduce(0, +)
+                initialized = all.count
             }
-            for (records, n) in slices {
-                names += records
-                tooBig += n
-            }
+            if names.isEmpty { names = records } else { names += records }
         }
         return AnswerImage(names: names, tooBig: tooBig)
+    }
+
+    /// Where the image's records are put in place, each thread at the indices of its own slice of
+    /// the names (ParallelWork's slices do not overlap, and the caller waits for them all): no
+    /// two threads write one element, and none is read before all are written.
+    private struct Slots: @unchecked Sendable {
+        let base: UnsafeMutablePointer<Name>
     }
 
     /// What the records of a zone's names need beside the zone: its anchors and their negative
