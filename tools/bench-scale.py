@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dnswire import skip_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [int(s) for s in os.environ.get("SIZES", "10000 100000 1000000").split()]
@@ -129,19 +130,9 @@ def soa_serial(port):
     if r is None or r[0] == 0:
         raise RuntimeError("no SOA answer")
     reply = r[2]
-
-    def skip_name(i):
-        while True:
-            n = reply[i]
-            if n == 0:
-                return i + 1
-            if n & 0xC0 == 0xC0:
-                return i + 2
-            i += 1 + n
-
-    i = skip_name(12) + 4  # the question
-    i = skip_name(i) + 10  # the answer's owner, type, class, TTL, RDLENGTH
-    i = skip_name(skip_name(i))  # MNAME, RNAME
+    i = skip_name(reply, 12) + 4  # the question
+    i = skip_name(reply, i) + 10  # the answer's owner, type, class, TTL, RDLENGTH
+    i = skip_name(reply, skip_name(reply, i))  # MNAME, RNAME
     return struct.unpack("!I", reply[i : i + 4])[0]
 
 

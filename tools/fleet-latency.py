@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dnswire import skip_name
 
 
 def query(name, qtype=1):
@@ -28,16 +29,6 @@ def query(name, qtype=1):
     for label in name.rstrip(".").split("."):
         q += bytes([len(label)]) + label.encode()
     return qid, q + b"\0" + struct.pack(">HH", qtype, 1)
-
-
-def skip_name(m, i):
-    while True:
-        n = m[i]
-        if n == 0:
-            return i + 1
-        if n & 0xC0 == 0xC0:
-            return i + 2
-        i += n + 1
 
 
 def addresses(server, name, sock):

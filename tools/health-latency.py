@@ -21,6 +21,7 @@ import socket
 import struct
 import sys
 import time
+from dnswire import skip_name
 
 
 def query(name: str) -> tuple[int, bytes]:
@@ -29,16 +30,6 @@ def query(name: str) -> tuple[int, bytes]:
     for label in name.rstrip(".").split("."):
         q += bytes([len(label)]) + label.encode()
     return qid, q + b"\x00" + struct.pack("!HH", 1, 1)
-
-
-def skip_name(msg: bytes, i: int) -> int:
-    while True:
-        n = msg[i]
-        if n == 0:
-            return i + 1
-        if n & 0xC0 == 0xC0:
-            return i + 2
-        i += n + 1
 
 
 def addresses(msg: bytes) -> set[str]:
