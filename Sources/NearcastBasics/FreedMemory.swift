@@ -41,21 +41,16 @@ public enum FreedMemory {
     private typealias Trim = @convention(c) (Int) -> Int32
     private typealias Option = @convention(c) (Int32, Int32) -> Int32
 
-    private static let mallopt: Option? = {
-        #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return nil }
-        return unsafeBitCast(symbol, to: Option.self)
-        #else
-        return nil
-        #endif
-    }()
+    private static let mallopt = function("mallopt", as: Option.self)
+    private static let trim = function("malloc_trim", as: Trim.self)
 
-    private static let trim: Trim? = {
+    /// The C library's function `name`, when it has one (<malloc.h> is not in Swift's Glibc module).
+    private static func function<F>(_ name: String, as type: F.Type) -> F? {
         #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: Trim.self)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+        return unsafeBitCast(symbol, to: type)
         #else
         return nil
         #endif
-    }()
+    }
 }
