@@ -218,13 +218,21 @@ extension WireWriter {
     /// others are not.
     public mutating func record(_ rr: ResourceRecord) throws(DNSWireError) {
         name(rr.name, compress: true)
-        u16(rr.type.rawValue)
-        u16(rr.rrClass.rawValue)
-        u32(rr.ttl)
+        try recordAfterOwner(type: rr.type, rrClass: rr.rrClass, ttl: rr.ttl, rdata: rr.rdata)
+    }
+
+    /// Writes a record's type, class, TTL and RDATA: all of it but its owner name, which the
+    /// caller has written (or pointed at).
+    public mutating func recordAfterOwner(type: RRType, rrClass: RRClass, ttl: UInt32, rdata: RData)
+        throws(DNSWireError)
+    {
+        u16(type.rawValue)
+        u16(rrClass.rawValue)
+        u32(ttl)
         let lenAt = count
         u16(0)
         let start = count
-        switch rr.rdata {
+        switch rdata {
         case .a(let a): append(a.array)
         case .aaaa(let a): append(a.bytes)
         case .ns(let n), .cname(let n), .ptr(let n): name(n, compress: true)

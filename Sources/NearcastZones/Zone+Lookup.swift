@@ -89,6 +89,21 @@ extension Zone {
         return true
     }
 
+    /// The RRsets at `name` (nil when it does not exist), and whether each answers the question
+    /// of its type about `name` as it is: what `step` finds when no delegation at or above `name`,
+    /// nor a DNAME above it, answers it otherwise. One lookup where `types(at:)` and a `lookup`
+    /// for each type make one each (the answer image asks this of every name).
+    public func sets(at name: DNSName) -> (sets: [RRSet], asTheyAre: Bool)? {
+        guard let node = tree[name] else { return nil }
+        if !cuts.isEmpty || !dnames.isEmpty {
+            if cuts.contains(name) && name != origin { return (node.sets, false) }
+            for a in name.ancestors(upTo: origin) {
+                if (a != origin && cuts.contains(a)) || dnames.contains(a) { return (node.sets, false) }
+            }
+        }
+        return (node.sets, true)
+    }
+
     private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
         if let set = sets[qtype] { return .answer(set, owner: owner) }
         if qtype == .any {

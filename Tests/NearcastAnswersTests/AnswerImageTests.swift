@@ -73,6 +73,64 @@ import Glibc
         #expect(asked > 20000)
     }
 
+    /// The answers the image writes from their RRsets (`plainAnswer`) are the responder's, byte
+    /// for byte, for every type that is written so: several records to a set, TXT of several
+    /// strings, CAA, data of types kept as bytes, a DNAME at its owner, names of any case; the
+    /// names a delegation or a DNAME answers otherwise are left to the responder.
+    @Test func anAnswerWrittenFromItsRRsetIsTheResponders() throws {
+        let origin = try DNSName("example.test.")
+        var text = """
+            $ORIGIN example.test.
+            $TTL 300
+            @ SOA ns1 hostmaster 1 3600 600 1209600 60
+            @ NS ns1
+            @ CAA 0 issue "ca.example"
+            ns1 A 192.0.2.53
+            sub NS ns.sub
+            ns.sub A 192.0.2.54
+            dn DNAME other.test.
+            Mixed.Case 60 A 192.0.2.7
+            Mixed.Case TXT "one" "two" ""
+            raw TYPE65280 \\# 3 010203
+            raw SSHFP 1 1 0123456789abcdef0123456789abcdef01234567
+            long TXT "\(String(repeating: "x", count: 255))" "\(String(repeating: "y", count: 255))"
+
+            """
+        for i in 0..<300 {
+            text += "n\(i) A 10.0.\(i / 256).\(i % 256)\nn\(i) A 10.1.\(i / 256).\(i % 256)\n"
+            text += "n\(i) AAAA 2001:db8::\(i)\n"
+            text += "m\(i) MX 10 n\(i)\n"
+        }
+        let zone = try Zone.build(
+            origin: origin, records: try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin),
+            sourceName: "z.zone")
+        let responder = Responder(authority: Authority(zones: [zone]))
+        var written: [RRType: Int] = [:]
+        for name in zone.existingNamesUnordered {
+            let (sets, asTheyAre) = try #require(zone.sets(at: name))
+            #expect(asTheyAre == !["ns.sub.example.test.", "sub.example.test."].contains(name.description), "\(name)")
+            for set in sets where asTheyAre {
+                let byResponder = AnswerImage.answer(
+                    name: name.lowercased(), type: set.type, responder: responder, from: nil, maxSections: 1024)
+                guard let own = AnswerImage.plainAnswer(set, owner: name.lowercased(), maxSections: 1024) else {
+                    #expect(
+                        [RRType.ns, .mx, .soa].contains(set.type), "\(name) \(set.type) is written by the responder")
+                    continue
+                }
+                #expect(own == byResponder, "\(name) \(set.type)")
+                written[set.type, default: 0] += 1
+            }
+        }
+        #expect(written[.a] == 302 && written[.aaaa] == 300 && written[.txt] == 2)
+        #expect(written[.caa] == 1 && written[.dname] == 1 && written[RRType(65280)] == 1 && written[RRType(44)] == 1)
+        // Too big is too big either way.
+        let long = try #require(zone.rrset(try DNSName("long.example.test."), .txt))
+        #expect(AnswerImage.plainAnswer(long, owner: long.name, maxSections: 100) == .some(nil))
+        #expect(
+            AnswerImage.answer(name: long.name, type: .txt, responder: responder, from: nil, maxSections: 100)
+                == .some(nil))
+    }
+
     @Test func workIsCutInOrderAndRunAtTheCallersPriority() throws {
         let result = Mutex<[[Int32]]>([])
         let done = DispatchSemaphore(value: 0)
