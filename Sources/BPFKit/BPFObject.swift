@@ -38,13 +38,39 @@ public final class BPFObject: @unchecked Sendable {
     /// maps of map-in-maps by the outer map's name: the kernel then takes only inner maps of that
     /// size, and the verifier inlines lookups in inner ARRAYs (a reused outer map keeps the size it
     /// was made with).
+    ///
+    /// The maps and the programs may be loaded apart, so that the verifier's work runs while the
+    /// maps are filled: `programs: false` makes the maps alone (no program is loaded); an object
+    /// opened with `reusingMapsOf` that one then loads the programs against its maps (nothing of
+    /// its own is made but the compiler's internal maps; the other object keeps the pins).
     public init(
         path: String, pinMapsUnder pinDirectory: String? = nil, maxEntries: [String: UInt32] = [:],
-        innerMapEntries: [String: UInt32] = [:]
+        innerMapEntries: [String: UInt32] = [:], programs: Bool = true, reusingMapsOf maps: BPFObject? = nil
     ) throws(BPFError) {
         let obj = Self.kernelConfigFound ? bpfkit_open_file(path, nil) : bpfkit_open_file(path, "CONFIG_HZ=0\n")
         guard let obj else { throw BPFError("open", path, errno: errno) }
-        for (name, entries) in maxEntries {
+        if !programs {
+            var prog: OpaquePointer? = bpf_object__next_program(obj, nil)
+            while let p = prog {
+                bpf_program__set_autoload(p, false)
+                prog = bpf_object__next_program(obj, p)
+            }
+        }
+        if let maps {
+            var m: OpaquePointer? = bpf_object__next_map(obj, nil)
+            while let map = m {
+                m = bpf_object__next_map(obj, map)
+                if bpf_map__is_internal(map) { continue }
+                let name = String(cString: bpf_map__name(map))
+                let theirs = bpf_object__find_map_by_name(maps.object, name)
+                let rc = theirs.map { bpf_map__reuse_fd(map, bpf_map__fd($0)) } ?? -ENOENT
+                if rc != 0 {
+                    bpf_object__close(obj)
+                    throw BPFError("reuse the map", "\(name) of the object loaded before", errno: rc)
+                }
+            }
+        }
+        for (name, entries) in maxEntries where maps == nil {
             guard let map = bpf_object__find_map_by_name(obj, name) else {
                 bpf_object__close(obj)
                 throw BPFError("find map", "\(name) in \(path)", errno: ENOENT)
@@ -55,7 +81,7 @@ public final class BPFObject: @unchecked Sendable {
                 throw BPFError("set max entries \(entries)", name, errno: rc)
             }
         }
-        if let dir = pinDirectory {
+        if let dir = pinDirectory, maps == nil {
             var m: OpaquePointer? = bpf_object__next_map(obj, nil)
             while let map = m {
                 // Internal maps (.rodata and the like) belong to this load of the object: a frozen
@@ -78,7 +104,7 @@ public final class BPFObject: @unchecked Sendable {
         // dropped): the outer maps copy what they need of them when they are made, at the load.
         var sizedTemplates: [BPFOwnedMap] = []
         var m: OpaquePointer? = bpf_object__next_map(obj, nil)
-        while let map = m {
+        while let map = m, maps == nil {
             if let inner = bpf_map__inner_map(map) {
                 let name = String(cString: bpf_map__name(map))
                 let template = BPFMapTemplate(
@@ -114,7 +140,7 @@ public final class BPFObject: @unchecked Sendable {
             }
             let err = bpf_object__load(obj)
             if err != 0 { return "\u{0}\(err)" }
-            return String(cString: buf.baseAddress!)
+            return programs ? String(cString: buf.baseAddress!) : ""
         }
         withExtendedLifetime(sizedTemplates) {}
         if log.hasPrefix("\u{0}") {

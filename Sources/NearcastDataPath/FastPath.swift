@@ -15,8 +15,14 @@ import Glibc
 /// configuration, write the answer image into the names table, read the counters. The only place
 /// the ABI structs of `nearcast_abi.h` are built or read; everything else sees Swift types.
 public final class FastPath: Sendable {
+    /// The maps (pinned, when asked, under the pin directory).
     public let object: BPFObject
-    public let program: BPFProgram
+    /// The program, loaded against `object`'s maps: with `verifyBeside`, only once `programLoaded`
+    /// has returned (before, this waits for the load, and a load that failed is a bug here).
+    public var program: BPFProgram {
+        do { return try loaded.wait().program } catch { preconditionFailure("FastPath.program: \(error)") }
+    }
+    private let loaded: ProgramLoad
     /// The names table: the arena of records, the slots, and where each negative answer is (all
     /// three mapped into this process).
     let names: BPFMap
@@ -106,6 +112,12 @@ public final class FastPath: Sendable {
     /// Names (records) the names table holds.
     public var capacity: Int { table.capacity }
 
+    /// Waits for the program's load (`verifyBeside`) and throws what it threw.
+    public func programLoaded() throws(BPFError) { _ = try loaded.wait() }
+
+    /// The instructions the verifier processed, once the program is loaded.
+    public var verifiedInstructions: Int? { try? loaded.wait().object.verifiedInstructions }
+
     /// Whether the arena holds `bytes` as the record at `ref` (LiveRecords reads records there).
     var holds: NamesTable.LiveRecords.Holds { { [arena] ref, bytes in arena.holds(bytes, at: Int(ref - 1) * 8) } }
     /// Kernel memory of the names table: the arena and both generations of slots.
@@ -117,10 +129,12 @@ public final class FastPath: Sendable {
     /// With `pinDirectory` (on a bpffs), the maps are pinned there, and maps a previous instance
     /// pinned there are taken over, entries and counters included; a pinned names table keeps its
     /// size (`capacity` and `arenaBytes` apply to a new one), and so do pinned geo maps
-    /// (`geoCapacity` likewise).
+    /// (`geoCapacity` likewise). The maps are made first and the program is loaded against them
+    /// (`ProgramLoad`); with `verifyBeside`, on a thread of its own while this returns, so that
+    /// the verifier runs while the caller writes the maps: `programLoaded()` waits for it.
     public init(
         objectPath path: String, pinDirectory: String? = nil, capacity: Int = FastPath.defaultCapacity,
-        arenaBytes: Int? = nil, geoCapacity: GeoCapacity = .minimum
+        arenaBytes: Int? = nil, geoCapacity: GeoCapacity = .minimum, verifyBeside: Bool = false
     ) throws(BPFError) {
         var table = NamesTable(
             capacity: capacity,
@@ -135,8 +149,8 @@ public final class FastPath: Sendable {
             maxEntries: [NC_MAP_NAMES: UInt32(table.pages), NC_MAP_SLOTS: UInt32(2 * table.slotCount)],
             innerMapEntries: [
                 NC_MAP_GEO4: UInt32(geoSize.ipv4Prefixes), NC_MAP_CANDS: UInt32(geoSize.candidateLists),
-            ])
-        program = try object.program("nearcast_xdp")
+            ], programs: false)
+        loaded = try ProgramLoad(path: path, program: "nearcast_xdp", maps: object, beside: verifyBeside)
         names = try object.map(NC_MAP_NAMES, keySize: 4, valueSize: MemoryLayout<nc_arena_page>.size)
         arena = try BPFMappedArray(names)
         slots = try object.map(NC_MAP_SLOTS, keySize: 4, valueSize: 8)

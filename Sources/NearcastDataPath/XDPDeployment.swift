@@ -57,7 +57,7 @@ public final class XDPDeployment: Sendable {
         let began = ContinuousClock.now
         let fp = try FastPath(
             objectPath: objectPath, pinDirectory: pinDirectory, capacity: size.capacity, arenaBytes: size.arenaBytes,
-            geoCapacity: .sized(for: geo))
+            geoCapacity: .sized(for: geo), verifyBeside: true)
         if let wanted = settings.namesCapacity, wanted != fp.capacity {
             logger.warning(
                 "names-capacity applies once the pinned maps are removed: the pinned table keeps its size",
@@ -73,6 +73,8 @@ public final class XDPDeployment: Sendable {
         let loaded = ContinuousClock.now
         let table = try fp.write(image, geo: geo)
         let written = ContinuousClock.now
+        try fp.programLoaded()
+        let verified = ContinuousClock.now
         var done: [(Int32, XDPAttachment.Mode, String)] = []
         do {
             for (index, mode, name) in interfaces {
@@ -133,10 +135,12 @@ public final class XDPDeployment: Sendable {
                 "written": "\(table.written)", "too-big": "\(image.tooBig + table.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.tableBytes >> 20)",
-                "verifier-insns": "\(fp.object.verifiedInstructions.map(String.init) ?? "?")",
+                "verifier-insns": "\(fp.verifiedInstructions.map(String.init) ?? "?")",
                 "pin-root": "\(settings.pinRoot)",
-                // The program verified and the maps made; the image written into them.
+                // The maps made; the image written into them while the program was verified; the
+                // wait for the verifier after the write.
                 "load-seconds": "\((loaded - began).seconds)", "write-seconds": "\((written - loaded).seconds)",
+                "verifier-wait-seconds": "\((verified - written).seconds)",
             ])
         self.fastPath = fp
         self.attached = done

@@ -164,7 +164,7 @@ struct XDPBench: ParsableCommand {
             for _ in 0..<runs { _ = try program.testRun(packet) }
             return
         }
-        print("verifier: nearcast \(fast.object.verifiedInstructions ?? 0) instructions processed")
+        print("verifier: nearcast \(fast.verifiedInstructions ?? 0) instructions processed")
         print(
             "| packet | empty (ns) | reflect (ns) | reflect + grow (ns) | nearcast (ns) | reflect - empty | nearcast - empty | nearcast / reflect | nearcast / (reflect + grow) | with the defences (ns) | defended - empty |"
         )

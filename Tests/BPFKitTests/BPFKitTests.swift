@@ -68,6 +68,23 @@ import Testing
         #expect(throws: BPFError.self) { try BPFObject(path: Self.mapsObject, maxEntries: ["no_such_map": 1]) }
     }
 
+    /// The maps made by one object (no program loaded) and the program loaded by another against
+    /// them: the second makes no maps of its own, so what is written through one is read through
+    /// the other, at the size the first was given.
+    @Test func aProgramIsLoadedAgainstTheMapsOfAnotherObject() throws {
+        let maps = try BPFObject(path: Self.mapsObject, maxEntries: ["kit_array": 4096], programs: false)
+        #expect(maps.verifiedInstructions == nil)
+        #expect(try maps.program("kit_maps").fd < 0, "no program is loaded with the maps")
+        let loaded = try BPFObject(path: Self.mapsObject, reusingMapsOf: maps)
+        #expect(loaded.verifiedInstructions != nil)
+        #expect(try loaded.program("kit_maps").testRun([UInt8](repeating: 0, count: 64)).returnValue == 2)
+        let written = try maps.map("kit_array", keySize: 4, valueSize: 8)
+        let read = try loaded.map("kit_array", keySize: 4, valueSize: 8)
+        #expect(read.maxEntries == 4096)
+        try written.update(key: [7, 0, 0, 0], value: [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try read.lookup(key: [7, 0, 0, 0]) == [[1, 2, 3, 4, 5, 6, 7, 8]])
+    }
+
     @Test func theGracePeriodWaitWorksOnThisKernel() throws {
         try BPFGracePeriod.wait()
     }

@@ -18,9 +18,11 @@ import XDPFuzz
         let zone = try Zone.load(
             path: TestSupport.fixtures.appendingPathComponent("example.test.zone").path, origin: origin)
         let responder = Responder(authority: Authority(zones: [zone]))
-        let fastPath = try FastPath(objectPath: Repository.program)
+        // The program verified while the image is written, as the daemon loads it.
+        let fastPath = try FastPath(objectPath: Repository.program, verifyBeside: true)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
+        try fastPath.programLoaded()
 
         var answered = 0
         var passed = 0

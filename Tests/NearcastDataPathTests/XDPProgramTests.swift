@@ -113,7 +113,7 @@ import XDPFuzz
     }
 
     @Test func theProgramPassesTheVerifier() throws {
-        let n = try #require(Self.fastPath.object.verifiedInstructions)
+        let n = try #require(Self.fastPath.verifiedInstructions)
         #expect(n > 1000 && n < 1_000_000)
         print("verifier: processed \(n) instructions")
     }
@@ -751,7 +751,7 @@ import XDPFuzz
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
         let withECS = Packet(payload: Self.query("x.wild.example.test.", .a, edns: EDNS(options: [ecs.option])))
         let out = try Self.fastPath.program.testRun(withECS.bytes)
-        #expect(try withECS.parseReply(out.data)?.payload == Self.responder.truncatedReply(to: withECS.payload))
+        #expect(withECS.parseReply(out.data)?.payload == Self.responder.truncatedReply(to: withECS.payload))
         // Hot names are not limited: XDP answers them whatever the budget.
         try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_TX)
         // Malformed queries have no question to echo: dropped.
