@@ -125,20 +125,33 @@ extension AnswerImage {
 
     /// Whether the zone answers every type `name` has no records of with its NODATA, as the slow
     /// path does (a discovery target's, and a geo name's that is not in the zone, included).
-    static func answersOtherTypesNegatively(_ name: DNSName, zone: Zone, responder: Responder) -> Bool {
+    /// `node`: what the zone holds at `name` (`Zone.node(at:)`), nil where it holds nothing.
+    static func answersOtherTypesNegatively(_ name: DNSName, _ node: Zone.NameNode?, zone: Zone, responder: Responder)
+        -> Bool
+    {
         if responder.geo?.target(name) != nil { return true }  // targetReply: NODATA but for A and AAAA
-        if let known = zone.answersNODATA(name, probeType) { return known }
+        if let known = node?.answersNODATA(probeType) { return known }
         var answer = zone.lookup(name, probeType)
         if answer.rcode == .nxDomain, responder.geo?.exists(name) == true { answer.rcode = .noError }
         return isZoneNegative(answer, .noError, zone)
     }
 
     /// Whether the zone answers a name directly below `name` that does not exist with its NXDOMAIN.
-    static func answersBelowNegatively(_ name: DNSName, _ c: ZoneContext, responder: Responder) -> Bool {
-        guard let probe = try? name.prepending(probeLabel), !c.nested || c.inZone(probe),
-            responder.geo?.exists(probe) != true, responder.geo?.target(probe) == nil
-        else { return false }
-        return c.zone.answersNXDOMAIN(below: name) ?? isZoneNegative(c.zone.lookup(probe, .a), .nxDomain, c.zone)
+    /// `node`: what the zone holds at `name` (`Zone.node(at:)`), nil where it holds nothing.
+    static func answersBelowNegatively(_ name: DNSName, _ node: Zone.NameNode?, _ c: ZoneContext, responder: Responder)
+        -> Bool
+    {
+        guard 1 + probeLabel.count + name.wire.count <= 255 else { return false }  // no name below it
+        // The probe's name made only where something must look it up: the slow path's NXDOMAIN
+        // for every name of a large zone of no geo names is the node's word alone.
+        var probe: DNSName { try! name.prepending(probeLabel) }
+        if c.nested || responder.geo != nil {
+            let probe = probe
+            guard !c.nested || c.inZone(probe), responder.geo?.exists(probe) != true,
+                responder.geo?.target(probe) == nil
+            else { return false }
+        }
+        return node?.answersNXDOMAINBelow ?? isZoneNegative(c.zone.lookup(probe, .a), .nxDomain, c.zone)
     }
 
     static func isZoneNegative(_ a: ZoneAnswer, _ rcode: RCode, _ zone: Zone) -> Bool {

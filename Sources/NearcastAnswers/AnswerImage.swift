@@ -156,7 +156,7 @@ public struct AnswerImage: Sendable {
         let geo = responder.geo
         let lowercased = name.lowercased()
         var n = Name(name: lowercased.wire)
-        let node = zone.sets(at: name)
+        let node = zone.node(at: name)
         var present = (node?.sets ?? []).map(\.type).filter { !$0.isMetaType }
         let geoTypes = geo.map { g in [RRType.a, .aaaa].filter { g.name(name, $0) != nil } } ?? []
         n.geoTypes = geoTypes.map(\.rawValue)
@@ -188,8 +188,8 @@ public struct AnswerImage: Sendable {
         // Whether the anchor has a negative answer, without a copy of it (its arrays, retained
         // and released by both threads for every name, were one of the image's costs).
         if c.negatives.index(forKey: anchor) != nil {
-            n.nodata = complete && answersOtherTypesNegatively(name, zone: zone, responder: responder)
-            n.nxdomain = !name.isWildcard && answersBelowNegatively(name, c, responder: responder)
+            n.nodata = complete && answersOtherTypesNegatively(name, node, zone: zone, responder: responder)
+            n.nxdomain = !name.isWildcard && answersBelowNegatively(name, node, c, responder: responder)
             if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
             if n.name == anchor.wire { n.negative = c.negatives[anchor] }
         }

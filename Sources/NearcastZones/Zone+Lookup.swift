@@ -55,54 +55,61 @@ extension Zone {
         return .nxDomain
     }
 
-    /// Whether a name directly below `name` that the zone does not hold is answered with the
-    /// zone's NXDOMAIN (the SOA alone, nothing else), read from `name`'s node where nothing lies
-    /// below it; nil where something does, or `name` does not exist (then `lookup` says). What
-    /// `step` finds for such a name: no node, `name` its closest encloser, no wildcard below it
-    /// (nothing is); NXDOMAIN unless a delegation or DNAME at or above `name` redirects it first.
-    /// One lookup where `lookup` makes three (the answer image asks it of every name).
-    public func answersNXDOMAIN(below name: DNSName) -> Bool? {
-        guard let node = tree[name], node.ownersBelow == 0 else { return nil }
-        if !cuts.isEmpty || !dnames.isEmpty {
-            for a in [name] + name.ancestors(upTo: origin) {
-                if a != origin && cuts.contains(a) { return false }
-                if dnames.contains(a) && tree[a]?[.dname] != nil { return false }
-            }
+    /// What the zone holds at a name that exists, and what that says of the questions about it
+    /// and the names below it, read in one lookup (`node(at:)`): the answer image asks it of every
+    /// name, where `types(at:)`, `answersNODATA` and `answersNXDOMAIN` made a lookup each.
+    public struct NameNode: Sendable {
+        /// The RRsets at the name (none at an empty non-terminal).
+        public let sets: [RRSet]
+        /// A delegation at an ancestor below the apex, or a DNAME at an ancestor, answers the
+        /// name otherwise than from its node.
+        let redirectedAbove: Bool
+        /// The name is a delegation point (below the apex).
+        let cut: Bool
+        let ownersBelow: UInt32
+
+        /// Whether each RRset answers the question of its type about the name as it is (what
+        /// `step` finds: nothing at or above the name answers it otherwise).
+        public var asTheyAre: Bool { !redirectedAbove && !cut }
+
+        /// Whether `qtype`, a type the name has no records of, is answered with the zone's NODATA
+        /// (the SOA alone, nothing else); nil where `lookup` must say (the name has records of
+        /// `qtype` or a CNAME, or ANY is asked). What `step` finds: the node, and NODATA there
+        /// unless a delegation at or above it (but for DS at the delegation itself) or a DNAME
+        /// above it redirects it first.
+        public func answersNODATA(_ qtype: RRType) -> Bool? {
+            guard qtype != .any, !sets.contains(where: { $0.type == qtype || $0.type == .cname }) else { return nil }
+            return !redirectedAbove && !(cut && qtype != .ds)
         }
-        return true
+
+        /// Whether a name directly below this one that the zone does not hold is answered with
+        /// the zone's NXDOMAIN (the SOA alone, nothing else); nil where something lies below it
+        /// (then `lookup` says). What `step` finds for such a name: no node, this one its closest
+        /// encloser, no wildcard below it (nothing is); NXDOMAIN unless a delegation or DNAME at
+        /// or above this name redirects it first.
+        public var answersNXDOMAINBelow: Bool? {
+            guard ownersBelow == 0 else { return nil }
+            return asTheyAre && !sets.contains { $0.type == .dname }
+        }
     }
 
-    /// Whether `name` answers `qtype`, a type it has no records of, with the zone's NODATA (the SOA
-    /// alone, nothing else), read from its node; nil where `lookup` must say (`name` does not
-    /// exist, has records of `qtype` or a CNAME, or ANY is asked). What `step` finds for it: its
-    /// node, and NODATA there unless a delegation at or above it (but for DS at the delegation
-    /// itself) or a DNAME above it redirects it first.
-    public func answersNODATA(_ name: DNSName, _ qtype: RRType) -> Bool? {
-        guard qtype != .any, let node = tree[name], node[qtype] == nil, node[.cname] == nil else { return nil }
-        if !cuts.isEmpty || !dnames.isEmpty {
-            for a in name.ancestors(upTo: origin) {
-                if a != origin && cuts.contains(a) { return false }
-                if dnames.contains(a) && tree[a]?[.dname] != nil { return false }
-            }
-            if cuts.contains(name) && qtype != .ds { return false }
-        }
-        return true
-    }
-
-    /// The RRsets at `name` (nil when it does not exist), and whether each answers the question
-    /// of its type about `name` as it is: what `step` finds when no delegation at or above `name`,
-    /// nor a DNAME above it, answers it otherwise. One lookup where `types(at:)` and a `lookup`
-    /// for each type make one each (the answer image asks this of every name).
-    public func sets(at name: DNSName) -> (sets: [RRSet], asTheyAre: Bool)? {
+    /// What the zone holds at `name` and what it says (`NameNode`); nil when `name` does not exist.
+    public func node(at name: DNSName) -> NameNode? {
         guard let node = tree[name] else { return nil }
+        var above = false
         if !cuts.isEmpty || !dnames.isEmpty {
-            if cuts.contains(name) && name != origin { return (node.sets, false) }
-            for a in name.ancestors(upTo: origin) {
-                if (a != origin && cuts.contains(a)) || dnames.contains(a) { return (node.sets, false) }
-            }
+            above = name.ancestors(upTo: origin).contains { ($0 != origin && cuts.contains($0)) || dnames.contains($0) }
         }
-        return (node.sets, true)
+        return NameNode(
+            sets: node.sets, redirectedAbove: above, cut: name != origin && cuts.contains(name),
+            ownersBelow: node.ownersBelow)
     }
+
+    /// `NameNode.answersNXDOMAINBelow` of `name`; nil where `name` does not exist either.
+    public func answersNXDOMAIN(below name: DNSName) -> Bool? { node(at: name)?.answersNXDOMAINBelow }
+
+    /// `NameNode.answersNODATA` of `name`; nil where `name` does not exist either.
+    public func answersNODATA(_ name: DNSName, _ qtype: RRType) -> Bool? { node(at: name)?.answersNODATA(qtype) }
 
     private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
         if let set = sets[qtype] { return .answer(set, owner: owner) }

@@ -107,7 +107,8 @@ import Glibc
         let responder = Responder(authority: Authority(zones: [zone]))
         var written: [RRType: Int] = [:]
         for name in zone.existingNamesUnordered {
-            let (sets, asTheyAre) = try #require(zone.sets(at: name))
+            let node = try #require(zone.node(at: name))
+            let (sets, asTheyAre) = (node.sets, node.asTheyAre)
             #expect(asTheyAre == !["ns.sub.example.test.", "sub.example.test."].contains(name.description), "\(name)")
             for set in sets where asTheyAre {
                 let byResponder = AnswerImage.answer(
