@@ -155,33 +155,53 @@ public struct AnswerImage: Sendable {
         let zone = c.zone
         let geo = responder.geo
         let lowercased = name.lowercased()
+        // (`lowercased` copies the name's bytes even where they are lower case already: the
+        // write reads every record's name in the image's order, and copies made here lie in that
+        // order in memory. Sharing the zone's own made the write of 1M names 0.2 s slower.)
         var n = Name(name: lowercased.wire)
         let node = zone.node(at: name)
-        var present = (node?.sets ?? []).map(\.type).filter { !$0.isMetaType }
+        let sets = node?.sets ?? []
         let geoTypes = geo.map { g in [RRType.a, .aaaa].filter { g.name(name, $0) != nil } } ?? []
-        n.geoTypes = geoTypes.map(\.rawValue)
+        if !geoTypes.isEmpty { n.geoTypes = geoTypes.map(\.rawValue) }
         // A discovery target answers A and AAAA whatever the zone has; a CNAME's owner every
         // type with its chain: those asked of every name, and those its chain ends at.
         let target = geo?.target(name) != nil
-        if target { present = [.a, .aaaa] }
-        let asked = present.contains(.cname) ? cnameTypes(name, zone) : present
-        var complete = !c.slowOwners.contains(name) && !present.contains(.cname) && !name.isWildcard
+        let cname = sets.contains { $0.type == .cname }
+        var complete = !cname && !name.isWildcard && (c.slowOwners.isEmpty || !c.slowOwners.contains(name))
         // The RRsets the responder answers with as they are, which are written here without it.
-        let asTheyAre = !target && c.servedFrom != nil && node?.asTheyAre == true ? node!.sets : []
-        for type in asked where !geoTypes.contains(type) && !name.isWildcard {
-            let written = asTheyAre.first { $0.type == type }.flatMap { set in
+        let asTheyAre = !target && c.servedFrom != nil && node?.asTheyAre == true
+        /// The answer to `type`, from `set` as it is where it may be.
+        func ask(_ type: RRType, _ set: RRSet?) -> Answer?? {
+            let written = set.flatMap { set in
                 geo?.name(name, type) == nil ? plainAnswer(set, owner: lowercased, maxSections: maxSections) : nil
             }
-            switch written
+            return written
                 ?? answer(
                     name: lowercased, type: type, responder: responder, from: c.servedFrom, maxSections: maxSections)
-            {
-            case .some(.some(let a)): n.answers.append(a)
-            case .some(.none):
-                tooBig += 1
-                complete = false
-            case .none:
-                if present.contains(type) && !target { complete = false }
+        }
+        if name.isWildcard {
+            // Synthesized from: the slow path's.
+        } else if target || cname {
+            for type in target ? [.a, .aaaa] : cnameTypes(name, zone) where !geoTypes.contains(type) {
+                switch ask(type, nil) {
+                case .some(.some(let a)): n.answers.append(a)
+                case .some(.none):
+                    tooBig += 1
+                    complete = false
+                case .none: break
+                }
+            }
+        } else {
+            // Each type the name has (its sets, without an array of their types made: the image
+            // makes a million records).
+            for set in sets where !set.type.isMetaType && !geoTypes.contains(set.type) {
+                switch ask(set.type, asTheyAre ? set : nil) {
+                case .some(.some(let a)): n.answers.append(a)
+                case .some(.none):
+                    tooBig += 1
+                    complete = false
+                case .none: complete = false
+                }
             }
         }
         let anchor = c.anchors.closest(name)
