@@ -516,7 +516,8 @@ public final class FastPath: Sendable {
         // slots. The negative answers first: one that finds no room leaves its names to the slow path.
         func makePlan() -> NamesTable.Plan {
             table.plan(
-                unslotted: negatives.records.map(\.entry), layout.placed, kept: layout.kept, live: live, holds: holds)
+                unslotted: negatives.records.map(\.entry), layout.placed, kept: layout.kept, live: live, holds: holds,
+                parts: ProcessInfo.processInfo.activeProcessorCount)
         }
         var plan = makePlan()
         while !plan.noRoom.isEmpty {

@@ -265,16 +265,17 @@ struct NamesTable: Equatable {
     /// `unslotted` (negative answers', which no slot points at), then each of `placed` at the
     /// slot `place` gave it; each record where the live generation has it or in free arena space,
     /// and the `kept` slots. An entry that finds no room in the arena is in `noRoom` (by its index,
-    /// `unslotted`'s first), and the plan is to be made again without it.
+    /// `unslotted`'s first), and the plan is to be made again without it. The new generation's
+    /// records are noted (`Plan.live`) on `parts` threads.
     func plan(
         unslotted: [Entry] = [], _ placed: [(slot: Int, entry: Entry)], kept: [(slot: Int, tag: UInt32)] = [],
-        live: LiveRecords, holds: LiveRecords.Holds
+        live: LiveRecords, holds: LiveRecords.Holds, parts: Int = 1
     ) -> Plan {
         var plan = Plan(slots: [UInt64](repeating: 0, count: slotCount))
         let count = unslotted.count + placed.count
-        // Room for every record at once: grown from empty, a million records' dictionary was
-        // copied twenty times (a fifth of a generation's writing).
-        plan.live.reserveCapacity(count)
+        // The new generation's records, noted at the end on every core (`LiveRecords`).
+        var noted: [(entry: Entry, ref: UInt32)] = []
+        noted.reserveCapacity(count)
         plan.writes.reserveCapacity(count - min(count, live.count))
         for (s, tag) in kept { plan.slots[s] = UInt64(tag) << 32 }
         var space = ArenaSpace(table: self, inUse: live)
@@ -299,9 +300,10 @@ struct NamesTable: Equatable {
                 plan.slots[s] = (e.hash >> 32) << 32 | UInt64(ref)
                 plan.names += 1
             }
-            plan.live.insert(e, ref: ref)
+            noted.append((e, ref))
             plan.recordBytes += e.bytes.count
         }
+        plan.live = LiveRecords(noting: noted, parts: parts)
         return plan
     }
 

@@ -178,6 +178,29 @@ import Testing
         #expect(live.count == 0 && live.places.isEmpty)
     }
 
+    /// A generation's records noted at once on several threads, each a shard of the digests, are
+    /// found as those noted one at a time, colliding digests too; changes after find their shards.
+    @Test func recordsNotedAtOnceOnSeveralThreadsAreFoundAsThoseNotedOneByOne() {
+        let entries = (0..<6000).map {
+            entry(UInt64($0) << 32 | UInt64($0), UInt8($0 % 251), length: 16 + 8 * ($0 % 3))
+        }
+        let records = entries.enumerated().map { (entry: $1, ref: UInt32($0 * 8 + 1)) }
+        for (e, r) in records { arena.bytes[Int(r - 1) * 8] = e.bytes }
+        var one = NamesTable.LiveRecords()
+        for (e, r) in records { one.insert(e, ref: r) }
+        for digest in [NamesTable.LiveRecords.digest, { _ in 7 }] as [@Sendable ([UInt8]) -> UInt64] {
+            var many = NamesTable.LiveRecords(noting: records, parts: 3, digest: digest)
+            #expect(many.count == one.count)
+            #expect(records.allSatisfy { many.ref(of: $0.entry, holds: arena.holds) == $0.ref })
+            #expect(many.places.elementsEqual(one.places) { $0 == $1 })
+            many.remove(entries[42], holds: arena.holds)
+            many.insert(entry(99 << 32 | 99), ref: 60001)
+            arena.bytes[60000 * 8] = entry(99 << 32 | 99).bytes
+            #expect(many.count == one.count && many.ref(of: entries[42], holds: arena.holds) == nil)
+            #expect(many.ref(of: entry(99 << 32 | 99), holds: arena.holds) == 60001)
+        }
+    }
+
     /// The arena's free space is found around the live records in their arena order, whatever
     /// order they were noted in.
     @Test func liveRecordsArePlacedInArenaOrder() {
