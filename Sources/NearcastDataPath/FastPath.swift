@@ -546,7 +546,7 @@ public final class FastPath: Sendable {
         return Prepared(
             generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
             plan: plan, negativeIndex: negatives.index,
-            space: NamesTable.ArenaSpace(table: table, inUse: plan.live),
+            space: NamesTable.ArenaSpace(table: table, places: plan.places),
             nxdomainCleared: Set(layout.unflagged.map { names[$0].name }))
     }
 

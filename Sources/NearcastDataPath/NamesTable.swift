@@ -187,6 +187,8 @@ struct NamesTable: Equatable {
         var noRoomLeftOut = 0
         /// Bytes of the arena the new generation's records take.
         var recordBytes = 0
+        /// Where the new generation's records are, in arena order (`ArenaSpace` around them).
+        var places: [(offset: Int, length: Int)] = []
     }
 
     /// Where a new generation's names go in its slots.
@@ -276,6 +278,8 @@ struct NamesTable: Equatable {
         // The new generation's records, noted at the end on every core (`LiveRecords`).
         var noted: [(entry: Entry, ref: UInt32)] = []
         noted.reserveCapacity(count)
+        // The places of the records the live generation has already, in the order met.
+        var reused: [(offset: Int, length: Int)] = []
         plan.writes.reserveCapacity(count - min(count, live.count))
         for (s, tag) in kept { plan.slots[s] = UInt64(tag) << 32 }
         var space = ArenaSpace(table: self, inUse: live)
@@ -288,6 +292,7 @@ struct NamesTable: Equatable {
             var ref: UInt32
             if let r = live.ref(of: e, holds: holds) {
                 ref = r
+                reused.append((Int(r - 1) * 8, e.bytes.count))
             } else {
                 guard let offset = space.take(e.bytes.count) else {
                     plan.noRoom.append(i)
@@ -304,6 +309,20 @@ struct NamesTable: Equatable {
             plan.recordBytes += e.bytes.count
         }
         plan.live = LiveRecords(noting: noted, parts: parts)
+        // The records written are in arena order already (`space` takes room forward): only
+        // those reused are sorted, and none are in a first generation (a million sorted, 0.1 s).
+        reused.sort { $0.offset < $1.offset }
+        plan.places.reserveCapacity(reused.count + plan.writes.count)
+        var (r, w) = (0, 0)
+        while r < reused.count || w < plan.writes.count {
+            if w == plan.writes.count || (r < reused.count && reused[r].offset < plan.writes[w].offset) {
+                plan.places.append(reused[r])
+                r += 1
+            } else {
+                plan.places.append((plan.writes[w].offset, plan.writes[w].entry.bytes.count))
+                w += 1
+            }
+        }
         return plan
     }
 

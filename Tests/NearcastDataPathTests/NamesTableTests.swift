@@ -47,6 +47,8 @@ import Testing
         p.full = placement.full
         p.collisions = slots.filter { $0 == nil }.count - placement.full
         for (offset, e) in p.writes { arena.bytes[offset] = e.bytes }
+        // The plan's places, made from what it wrote and kept, are its records' places.
+        #expect(p.places.elementsEqual(p.live.places) { $0 == $1 })
         return p
     }
 
