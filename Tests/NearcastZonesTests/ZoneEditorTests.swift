@@ -25,7 +25,20 @@ import Testing
         let text = ZoneText.render(origin: Self.origin, records: Self.records)
         let back = try ZoneFileParser.parse(text: text, fileName: "rendered", origin: Self.origin).map(\.record)
         #expect(Set(back) == Set(Self.records) && back.count == Self.records.count, "\(text)")
-        #expect(text.split(separator: "\n")[2].contains(" SOA "), "the SOA first")
+        let lines = text.split(separator: "\n")
+        #expect(lines[2].hasPrefix("$TTL ") && lines[3].contains(" SOA "), "a $TTL, then the SOA first")
+    }
+
+    /// A zone written back begins with a `$TTL`, so that a large one is read in parts on every
+    /// core, as the same records read whole.
+    @Test func aWrittenZoneIsReadInParts() throws {
+        let text = Array(ZoneText.render(Self.zone).utf8)
+        let (parts, errors) = try #require(
+            ZoneFileParser.parseInParts(text, fileName: "rendered", origin: Self.origin, parts: 3))
+        #expect(parts.count == 3 && errors.isEmpty)
+        let whole = try ZoneFileParser.parse(
+            text: String(decoding: text, as: UTF8.self), fileName: "rendered", origin: Self.origin)
+        #expect(parts.joined().map(\.record) == whole.map(\.record))
     }
 
     @Test func aZoneIsWrittenInPiecesAsItRendersWhole() throws {
