@@ -95,7 +95,27 @@ extension Zone {
 
     /// What the zone holds at `name` and what it says (`NameNode`); nil when `name` does not exist.
     public func node(at name: DNSName) -> NameNode? {
-        guard let node = tree[name] else { return nil }
+        tree[name].map { nameNode(name, $0) }
+    }
+
+    /// The names that exist (as `existingNamesUnordered` has them, in the trie's order) from the
+    /// `start`th to before the `end`th, each with what the zone holds there, read from the trie as
+    /// it is walked: no lookup of each (the answer image reads every name so, its threads a part of
+    /// the order each).
+    public func forEachName(from start: Int, to end: Int, _ body: (DNSName, NameNode) -> Void) {
+        guard start < end else { return }
+        var i = tree.index(tree.startIndex, offsetBy: start)
+        for _ in start..<end {
+            let (name, node) = tree[i]
+            body(name, nameNode(name, node))
+            tree.formIndex(after: &i)
+        }
+    }
+
+    /// The number of names that exist (owners and empty non-terminals).
+    public var nameCount: Int { tree.count }
+
+    private func nameNode(_ name: DNSName, _ node: ZoneNode) -> NameNode {
         var above = false
         if !cuts.isEmpty || !dnames.isEmpty {
             above = name.ancestors(upTo: origin).contains { ($0 != origin && cuts.contains($0)) || dnames.contains($0) }

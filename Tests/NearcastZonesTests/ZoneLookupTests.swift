@@ -60,6 +60,24 @@ import Testing
         for (name, answer) in expected { #expect(said[try DNSName(name)] == answer, "\(name)") }
     }
 
+    /// The names walked in parts of the trie's order are every name that exists, in that order,
+    /// each with what a lookup of it finds.
+    @Test func theNamesWalkedInPartsAreTheNamesWithWhatTheirLookupsFind() throws {
+        let zone = try Self.zone(Self.text)
+        let n = zone.nameCount
+        var walked: [DNSName] = []
+        for k in 0..<3 {
+            zone.forEachName(from: n * k / 3, to: n * (k + 1) / 3) { name, node in
+                walked.append(name)
+                let looked = zone.node(at: name)!
+                #expect(node.sets == looked.sets && node.asTheyAre == looked.asTheyAre, "\(name)")
+                #expect(node.answersNXDOMAINBelow == looked.answersNXDOMAINBelow, "\(name)")
+                #expect(node.answersNODATA(.mx) == looked.answersNODATA(.mx), "\(name)")
+            }
+        }
+        #expect(walked == zone.existingNamesUnordered && n > 10)
+    }
+
     /// Whether `zone` answers `name` and `type` with its NODATA alone, as the slow path's lookup says.
     static func isPlainNODATA(_ zone: Zone, _ name: DNSName, _ type: RRType) -> Bool {
         let a = zone.lookup(name, type)
