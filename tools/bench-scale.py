@@ -272,8 +272,9 @@ def nearcast(work, zone, n):
 
 
 def bpf_map_mib(pid):
-    """The kernel memory (memlock) of the BPF maps process `pid` holds, from its fds' fdinfo."""
-    total = 0
+    """The kernel memory (memlock) of the BPF maps process `pid` holds, from its fds' fdinfo, each
+    map once (the program's object holds fds of the maps' object's maps: ProgramLoad)."""
+    memlock = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
             if "anon_inode:bpf-map" not in os.readlink(f"/proc/{pid}/fd/{fd}"):
@@ -282,8 +283,9 @@ def bpf_map_mib(pid):
         except OSError:
             continue
         m = re.search(r"^memlock:\s*(\d+)", info, re.M)
-        total += int(m.group(1)) if m else 0
-    return total / 2**20
+        i = re.search(r"^map_id:\s*(\d+)", info, re.M)
+        memlock[i.group(1) if i else f"fd{fd}"] = int(m.group(1)) if m else 0
+    return sum(memlock.values()) / 2**20
 
 
 def nearcast_xdp(work, zone, n):

@@ -139,7 +139,8 @@ extension FastPath {
     static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) -> (
         NamesTable.Entry, Int
     ) {
-        var answers = n.answers.map {
+        // The image's answers as the table's, without an array of them made (but beside geo answers).
+        let own = n.answers.lazy.map {
             NamesTable.Answer(
                 qtype: $0.qtype,
                 head: .init(
@@ -147,18 +148,32 @@ extension FastPath {
                     checksum: $0.checksum),
                 sections: $0.sections)
         }
-        answers += geo
-        var nodata = negative != 0 && n.nodata && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
+        if !geo.isEmpty {
+            return record(
+                name: n.name, nodata: n.nodata, geoTypes: n.geoTypes, Array(own) + geo, geo: geo,
+                negative: negative, nxdomain: nxdomain)
+        }
+        return record(
+            name: n.name, nodata: n.nodata, geoTypes: n.geoTypes, own, geo: geo, negative: negative,
+            nxdomain: nxdomain)
+    }
+
+    /// `record(_:geo:negative:nxdomain:)` of a name's `answers`, the geo ones among them.
+    private static func record<Answers: RandomAccessCollection<NamesTable.Answer>>(
+        name: [UInt8], nodata: Bool, geoTypes: [UInt16], _ answers: Answers, geo: [NamesTable.Answer],
+        negative: UInt16, nxdomain: Bool
+    ) -> (NamesTable.Entry, Int) {
+        var nodata = negative != 0 && nodata && geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
         let nxdomain = negative != 0 && nxdomain
         func flags() -> UInt8 {
             UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0)
         }
         let index = nodata || nxdomain ? negative : 0
-        var (entry, complete) = NamesTable.record(name: n.name, flags: flags(), negative: index, answers: answers)
+        var (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: index, answers: answers)
         if !complete && nodata {
             nodata = false
             (entry, complete) = NamesTable.record(
-                name: n.name, flags: flags(), negative: nxdomain ? negative : 0, answers: answers)
+                name: name, flags: flags(), negative: nxdomain ? negative : 0, answers: answers)
         }
         let kept = Int(entry.bytes[2])
         return (entry, answers.count - kept)

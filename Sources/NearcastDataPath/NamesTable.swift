@@ -103,47 +103,59 @@ struct NamesTable: Equatable {
     /// struct nc_answer's head and its sections zero padded to 8 (nearcast_abi.h), in host order as
     /// the program reads it. Answers that do not fit (past NC_TYPES_MAX, or past where an answer may
     /// start) are left out: `complete` says whether all are in.
-    static func record(name: [UInt8], flags: UInt8, negative: UInt16, answers: [Answer]) -> (
-        entry: Entry, complete: Bool
-    ) {
+    static func record<Answers: RandomAccessCollection<Answer>>(
+        name: [UInt8], flags: UInt8, negative: UInt16, answers: Answers
+    ) -> (entry: Entry, complete: Bool) {
         func padded(_ n: Int) -> Int { (n + 7) & ~7 }
         let nameEnd = 8 + padded(name.count)
-        var kept: [Answer] = []
-        var at = nameEnd + padded(4 * min(answers.count, typesMax))
-        for a in answers where kept.count < typesMax && at <= answerAtMax && at + a.length <= recordMax {
-            kept.append(a)
-            at += a.length
-        }
-        let directoryEnd = nameEnd + padded(4 * kept.count)
-        let total = directoryEnd + kept.reduce(0) { $0 + $1.length }
-        var r: [UInt8] = []
-        r.reserveCapacity(total)
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v) { r.append(contentsOf: $0) } }
-        u16(UInt16(name.count))
-        r.append(UInt8(kept.count))
-        r.append(flags)
-        u16(negative)
-        u16(UInt16(total / 8))
-        r.append(contentsOf: name)
-        r.append(contentsOf: repeatElement(0, count: nameEnd - r.count))
-        var answerAt = directoryEnd
-        for a in kept {
-            u16(a.qtype)
-            u16(UInt16(answerAt))
-            answerAt += a.length
-        }
-        r.append(contentsOf: repeatElement(0, count: directoryEnd - r.count))
-        for a in kept {
-            for v in [
-                a.head.flags, a.head.ancount, a.head.nscount, a.head.arcount, UInt16(a.sections.count), a.head.checksum,
-            ] {
-                u16(v)
+        // Which answers are kept, on the stack, and the record written in place: a generation
+        // makes a million records, and each array made for one (the answers kept, each answer's
+        // head) was an allocation and a free.
+        return withUnsafeTemporaryAllocation(of: Answers.Index.self, capacity: typesMax) { kept in
+            var count = 0
+            var at = nameEnd + padded(4 * min(answers.count, typesMax))
+            for i in answers.indices where count < typesMax {
+                let length = answers[i].length
+                guard at <= answerAtMax && at + length <= recordMax else { continue }
+                kept[count] = i
+                count += 1
+                at += length
             }
-            r.append(contentsOf: [a.head.kind, 0, 0, 0])
-            r.append(contentsOf: a.sections)
-            r.append(contentsOf: repeatElement(0, count: padded(a.sections.count) - a.sections.count))
+            let directoryEnd = nameEnd + padded(4 * count)
+            let total = at - padded(4 * min(answers.count, typesMax)) + padded(4 * count)
+            let bytes = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+                buffer.initialize(repeating: 0)
+                let out = UnsafeMutableRawBufferPointer(buffer)
+                func u16(_ v: UInt16, _ offset: Int) { out.storeBytes(of: v, toByteOffset: offset, as: UInt16.self) }
+                u16(UInt16(name.count), 0)
+                out[2] = UInt8(count)
+                out[3] = flags
+                u16(negative, 4)
+                u16(UInt16(total / 8), 6)
+                for (k, b) in name.enumerated() { out[8 + k] = b }
+                var answerAt = directoryEnd
+                for k in 0..<count {
+                    let a = answers[kept[k]]
+                    u16(a.qtype, nameEnd + 4 * k)
+                    u16(UInt16(answerAt), nameEnd + 4 * k + 2)
+                    u16(a.head.flags, answerAt)
+                    u16(a.head.ancount, answerAt + 2)
+                    u16(a.head.nscount, answerAt + 4)
+                    u16(a.head.arcount, answerAt + 6)
+                    u16(UInt16(a.sections.count), answerAt + 8)
+                    u16(a.head.checksum, answerAt + 10)
+                    out[answerAt + 12] = a.head.kind
+                    a.sections.withUnsafeBytes { s in
+                        if let from = s.baseAddress {
+                            out.baseAddress!.advanced(by: answerAt + 16).copyMemory(from: from, byteCount: s.count)
+                        }
+                    }
+                    answerAt += a.length
+                }
+                initialized = total
+            }
+            return (Entry(hash: hash(name: name), bytes: bytes), count == answers.count)
         }
-        return (Entry(hash: hash(name: name), bytes: r), kept.count == answers.count)
     }
 
     /// The length of the record at the start of `bytes` (its head read from them), or nil when
