@@ -70,7 +70,7 @@ extension ServedConfig {
         do {
             try DurableFile.commit(tmp, onto: path)
             fileStamps[path] = FileStamp(path)
-            try ZoneJournal.trim(ZoneJournal.path(forZoneFile: path), origin: zone.origin, upTo: zone.serial)
+            try ZoneJournal.trim(ZoneJournal.path(forZoneFile: path), upTo: zone.serial)
             logger.info("zone file written back", metadata: ["file": "\(path)", "serial": "\(zone.serial)"])
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])

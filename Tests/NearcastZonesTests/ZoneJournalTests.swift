@@ -49,8 +49,15 @@ import Testing
         )
         #expect(try ZoneJournal.replay(path, onto: steps[2].zone, file: "z.zone").serial == steps[2].zone.serial)
         // A write-back trims what the file now holds.
-        try ZoneJournal.trim(path, origin: Self.origin, upTo: steps[1].zone.serial)
+        let kept = ZoneJournal.block(steps[2].changeset)
+        try ZoneJournal.trim(path, upTo: steps[1].zone.serial)
         #expect(try ZoneJournal.read(path, origin: Self.origin) == [steps[2].changeset])
+        #expect(FileManager.default.contents(atPath: path) == Data(kept.utf8), "the changes after, as written")
+        // A serial no changeset made leaves it as it is; the last one's, nothing.
+        try ZoneJournal.trim(path, upTo: 12345)
+        #expect(FileManager.default.contents(atPath: path) == Data(kept.utf8))
+        try ZoneJournal.trim(path, upTo: steps[2].zone.serial)
+        #expect(!ZoneJournal.hasChanges(path) && access(path, F_OK) != 0)
     }
 
     @Test func aBlockCutShortByACrashIsDroppedWithWhatFollows() throws {
