@@ -55,10 +55,6 @@ extension NamesTable {
             count = records.count
         }
 
-        mutating func reserveCapacity(_ n: Int) {
-            for i in shards.indices { shards[i].first.reserveCapacity(n / shards.count + 1) }
-        }
-
         static func digest(_ bytes: [UInt8]) -> UInt64 {
             var h = Hasher()
             bytes.withUnsafeBytes { h.combine(bytes: $0) }

@@ -18,12 +18,7 @@ import Glibc
     /// 4,000 names of every kind: addresses, a CNAME chain, MX and their targets' addresses, a
     /// wildcard and names below it, a delegation with glue, a DNAME, empty non-terminals.
     static func zone() throws -> Zone {
-        let origin = try DNSName("example.test.")
         var text = """
-            $ORIGIN example.test.
-            $TTL 300
-            @ SOA ns1 hostmaster 1 3600 600 1209600 60
-            @ NS ns1
             ns1 A 192.0.2.53
             *.wild TXT "any"
             sub NS ns.sub
@@ -37,8 +32,22 @@ import Glibc
             text += "m\(i).ent\(i % 7) MX 10 n\(i)\n"
             text += "t\(i).wild AAAA 2001:db8::\(i)\n"
         }
-        let records = try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin)
-        return try Zone.build(origin: origin, records: records, sourceName: "z.zone")
+        return try built(text)
+    }
+
+    /// The zone of `records` (master-file lines) under example.test.'s SOA and NS.
+    static func built(_ records: String) throws -> Zone {
+        let origin = try DNSName("example.test.")
+        let text = """
+            $ORIGIN example.test.
+            $TTL 300
+            @ SOA ns1 hostmaster 1 3600 600 1209600 60
+            @ NS ns1
+
+            """ + records
+        return try Zone.build(
+            origin: origin, records: try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin),
+            sourceName: "z.zone")
     }
 
     @Test func anImageMadeOnSeveralThreadsIsTheOneMadeOnOne() async throws {
@@ -78,12 +87,7 @@ import Glibc
     /// strings, CAA, data of types kept as bytes, a DNAME at its owner, names of any case; the
     /// names a delegation or a DNAME answers otherwise are left to the responder.
     @Test func anAnswerWrittenFromItsRRsetIsTheResponders() throws {
-        let origin = try DNSName("example.test.")
         var text = """
-            $ORIGIN example.test.
-            $TTL 300
-            @ SOA ns1 hostmaster 1 3600 600 1209600 60
-            @ NS ns1
             @ CAA 0 issue "ca.example"
             ns1 A 192.0.2.53
             sub NS ns.sub
@@ -101,9 +105,7 @@ import Glibc
             text += "n\(i) AAAA 2001:db8::\(i)\n"
             text += "m\(i) MX 10 n\(i)\n"
         }
-        let zone = try Zone.build(
-            origin: origin, records: try ZoneFileParser.parse(text: text, fileName: "z.zone", origin: origin),
-            sourceName: "z.zone")
+        let zone = try Self.built(text)
         let responder = Responder(authority: Authority(zones: [zone]))
         var written: [RRType: Int] = [:]
         for name in zone.existingNamesUnordered {
