@@ -112,35 +112,6 @@ struct FileStamp: Equatable, Sendable {
     }
 }
 
-/// Lets go of what a switch replaced (an old compile, an old responder) on a thread of its own, a
-/// moment later. Freeing a GeoLite2-wide compile takes tens of milliseconds; released where the
-/// switch happens, or by whichever reader dropped the last reference (a health change, an API
-/// call), that time would be theirs. A reader that took the old compile just before the switch
-/// holds it for microseconds: a second later this thread holds the last reference.
-enum Retired {
-    static let holdFor: Duration = .seconds(1)
-
-    static func release(_ values: (any Sendable)?..., thenGiveBackMemory: Bool = false) {
-        let held = Held(values.compactMap { $0 })
-        guard !held.values.isEmpty else { return }
-        Thread.detachNewThread {
-            // Named: a Linux thread takes the name of the one that starts it (the config's),
-            // and profiles then showed this one's frees as the config's own work.
-            Thread.current.name = "nc-retired"
-            Thread.sleep(forTimeInterval: holdFor.seconds)
-            // Let go here, not when the closure ends: the memory is given back only once freed.
-            held.values = []
-            if thenGiveBackMemory { FreedMemory.giveBack() }
-        }
-    }
-
-    /// What `release` holds: set and emptied by one thread after the other, never at once.
-    private final class Held: @unchecked Sendable {
-        var values: [any Sendable]
-        init(_ values: [any Sendable]) { self.values = values }
-    }
-}
-
 extension LiveGeo.Compiled {
     /// Logs what a geo compile made.
     package func log(to logger: Logger) {
