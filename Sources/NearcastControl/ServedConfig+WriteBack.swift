@@ -8,7 +8,8 @@ import NearcastZones
 /// and the journal then keeps only the changes the file does not hold.
 ///
 /// The text is made and written to a temporary file on a background thread, with no turn held, so
-/// changes go on meanwhile; only the rename and the journal's trim take a turn. A file changed on
+/// changes go on meanwhile; only the journal's mark of the file written (`ZoneJournal.FileMark`),
+/// the rename and the journal's trim take a turn. A file changed on
 /// disk since it was read or last written here is not overwritten (the changes stay in the journal,
 /// and the next reload says what to do), nor is one whose zone a reload replaced meanwhile.
 extension ServedConfig {
@@ -68,6 +69,11 @@ extension ServedConfig {
             return
         }
         do {
+            // Marked first: a crash between the rename and the trim leaves a journal that names
+            // the file written as one it applies to (ZoneJournal's marks).
+            if let written = ZoneJournal.FileMark(of: tmp, serial: zone.serial) {
+                try ZoneJournal.mark(written, in: ZoneJournal.path(forZoneFile: path))
+            }
             try DurableFile.commit(tmp, onto: path)
             fileStamps[path] = FileStamp(path)
             try ZoneJournal.trim(ZoneJournal.path(forZoneFile: path), upTo: zone.serial)
@@ -81,5 +87,12 @@ extension ServedConfig {
     func stampZoneFiles() {
         fileStamps = Dictionary(
             running.zones.compactMap { z in FileStamp(z.path).map { (z.path, $0) } }, uniquingKeysWith: { a, _ in a })
+    }
+}
+
+extension FileStamp {
+    /// This version of a zone file at `serial`, as its journal marks it.
+    func mark(serial: UInt32) -> ZoneJournal.FileMark {
+        ZoneJournal.FileMark(serial: serial, size: size, modifiedNanos: modified * 1_000_000_000 + Int64(modifiedNanos))
     }
 }

@@ -61,6 +61,9 @@ package actor ServedConfig {
     var writeBackRunning: Set<String> = []
     var writeBackAgain: Set<String> = []
     var fileStamps: [String: FileStamp] = [:]
+    /// Journals whose tail a crash may have cut short and that have been cut to their last
+    /// whole block (`ZoneJournal.dropCutShortTail`): each once, before this daemon first appends.
+    var journalsMadeWhole: Set<String> = []
     /// Reloads served so far: a write-back that a reload overtook is not written.
     var reloads = 0
     /// Turns: whether a change is under way, and the changes waiting for theirs.
@@ -392,8 +395,16 @@ package actor ServedConfig {
                     before: "serial \(changeset.serialBefore)", after: AuditLog.digest(Array(block.utf8))))
         } catch { throw .failed("the audit log cannot be written (\(error)): nothing was changed") }
         let journal = ZoneJournal.path(forZoneFile: source.path)
+        if !journalsMadeWhole.contains(journal) {
+            do { try ZoneJournal.dropCutShortTail(journal, origin: source.origin) } catch {
+                throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
+            }
+            journalsMadeWhole.insert(journal)
+        }
         let journalSize = FileStamp(journal)?.size
-        do { try ZoneJournal.append(changeset, to: journal) } catch {
+        // A new journal begins with the file it applies to, as it was read or written here.
+        let base = journalSize == nil ? fileStamps[source.path]?.mark(serial: changeset.serialBefore) : nil
+        do { try ZoneJournal.append(changeset, to: journal, after: base) } catch {
             throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
         }
         do {

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 import NearcastTestSupport
 import NearcastZones
 import Testing
@@ -295,6 +296,10 @@ import FoundationNetworking
         _ = server.stop(signal: SIGKILL)
         #expect(
             !(try String(contentsOf: zone, encoding: .utf8)).contains("crash.example.test."), "not written back yet")
+        // As if killed in the middle of the next change's append: that block, cut short, was never
+        // acknowledged, and is cut off before the next change is appended (else that change would
+        // follow it unread, and the journal would no longer read).
+        try DurableFile.append(journal, bytes: Array("changeset 2026112205 2026112206\n+ torn.example.test. 3".utf8))
         server = try start()
         #expect(try ask("crash.example.test") == "192.0.2.201\n", "replayed from the journal after a crash")
         #expect(try ask("api.example.test").isEmpty, "and the delete before it too")
@@ -313,6 +318,10 @@ import FoundationNetworking
                 && blocks[1].contains("+ crash.example.test. 60 IN A 192.0.2.202"), "\(blocks)")
         let same = try cli(["record", "set", "example.test.", "crash", "A", "192.0.2.202"], writer)
         #expect(same.stderr.contains("answered 409:") && same.stderr.contains("already these"), "\(same.stderr)")
+        _ = server.stop(signal: SIGKILL)
+        server = try start()
+        #expect(try ask("crash.example.test") == "192.0.2.202\n", "the change after the cut block, replayed")
+        #expect(try ask("torn.example.test").isEmpty)
     }
 }
 

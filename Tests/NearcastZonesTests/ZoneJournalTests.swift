@@ -93,4 +93,64 @@ import Testing
                 "\(m.message)")
         }
     }
+
+    /// A journal marks the files it applies to: the one it began from, and each one a write-back
+    /// made. A file at a serial its changes passed through applies only if marked (a write-back,
+    /// then a crash before the trim); the same serial written by hand is named, not replayed in part,
+    /// which would drop the changes before that serial without a word.
+    @Test func aFileAtASerialAChangeReachedAppliesOnlyIfTheJournalMarksIt() throws {
+        let path = try temporary()
+        let file = String(path.dropLast(".journal".count))
+        let steps = try changes()
+        try ZoneText.render(Self.zone).write(toFile: file, atomically: false, encoding: .utf8)
+        let base = try #require(ZoneJournal.FileMark(of: file, serial: Self.zone.serial))
+        try ZoneJournal.append(steps[0].changeset, to: path, after: base)
+        for s in steps.dropFirst() { try ZoneJournal.append(s.changeset, to: path) }
+        #expect(try ZoneJournal.contents(path, origin: Self.origin).marks == [base])
+        #expect(Set(try ZoneJournal.replay(path, onto: Self.zone, file: file).records) == Set(steps[2].zone.records))
+
+        // By hand, at the serial the first change made, and at the last one's.
+        for step in [steps[0], steps[2]] {
+            try ZoneText.render(step.zone).write(toFile: file, atomically: false, encoding: .utf8)
+            do {
+                _ = try ZoneJournal.replay(path, onto: step.zone, file: file)
+                Issue.record("a file changed by hand at serial \(step.zone.serial) was taken")
+            } catch {
+                #expect(error.diagnostics[0].message.contains("is not a file they were written to"), "\(error)")
+            }
+        }
+        // Written back at the first change's serial: marked before the rename, so it applies from there.
+        try ZoneText.render(steps[0].zone).write(toFile: file + ".tmp", atomically: false, encoding: .utf8)
+        try ZoneJournal.mark(
+            try #require(ZoneJournal.FileMark(of: file + ".tmp", serial: steps[0].zone.serial)), in: path)
+        #expect(rename(file + ".tmp", file) == 0)
+        #expect(
+            Set(try ZoneJournal.replay(path, onto: steps[0].zone, file: file).records) == Set(steps[2].zone.records))
+        // Trimmed of what that file holds, the journal keeps the later changes and the mark.
+        try ZoneJournal.trim(path, upTo: steps[0].zone.serial)
+        #expect(try ZoneJournal.read(path, origin: Self.origin) == steps.dropFirst().map(\.changeset))
+        // A trim that leaves marks alone leaves no journal.
+        try ZoneJournal.trim(path, upTo: steps[2].zone.serial)
+        #expect(access(path, F_OK) != 0)
+        try ZoneJournal.mark(base, in: path)
+        #expect(access(path, F_OK) != 0, "no journal is begun by a mark")
+    }
+
+    /// What a crash cut short is cut off before the next append: a change acknowledged after the
+    /// restart is read back, where it would have followed the cut block, unread.
+    @Test func aCutShortTailIsCutOffBeforeTheNextAppend() throws {
+        let path = try temporary()
+        let steps = try changes()
+        let mark = ZoneJournal.FileMark(serial: 1, size: 2, modifiedNanos: 3)
+        for torn in [ZoneJournal.block(steps[1].changeset).prefix(30), "file 20261122".prefix(13)] {
+            try ZoneJournal.append(steps[0].changeset, to: path, after: mark)
+            try DurableFile.append(path, bytes: Array(torn.utf8))
+            try ZoneJournal.dropCutShortTail(path, origin: Self.origin)
+            try ZoneJournal.dropCutShortTail(path, origin: Self.origin)  // whole: nothing to cut
+            try ZoneJournal.append(steps[1].changeset, to: path)
+            let read = try ZoneJournal.contents(path, origin: Self.origin)
+            #expect(read.changesets == [steps[0].changeset, steps[1].changeset] && read.marks == [mark], "\(torn)")
+            unlink(path)
+        }
+    }
 }
