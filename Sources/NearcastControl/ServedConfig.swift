@@ -205,7 +205,7 @@ package actor ServedConfig {
                 ])
         case .failure(let error): throw .invalid(error)
         }
-        defer { if !reloaded.unused.isEmpty { Retired.release(zones: reloaded.unused, thenGiveBackMemory: true) } }
+        defer { if !reloaded.unused.isEmpty { Retired.release(reloaded.unused, thenGiveBackMemory: true) } }
         let fixed = Self.restartOnlyChanges(from: running, to: next)
         if !fixed.isEmpty { throw .needsRestart(fixed) }
         var geo = GeoChange.none
@@ -289,9 +289,7 @@ package actor ServedConfig {
             // with the changes (about 4 KB a change at 1M names).
             _ = consume oldResponder
         } else {
-            // The zones replaced whole: a piece at a time.
-            let replaced = oneChange ? [] : self.zones.filter { old in !zones.contains { $0.isIdentical(to: old) } }
-            Retired.release(retired, oldResponder, zones: replaced, thenGiveBackMemory: !oneChange)
+            Retired.release(retired, oldResponder, thenGiveBackMemory: !oneChange)
         }
         cookies?.apply(config.cookies)  // a configured secret the config changed
         running = config

@@ -133,9 +133,6 @@ public struct Zone: Sendable {
             negativeSOA: negativeSOA)
     }
 
-    /// Whether this zone and `other` are one value: copies of it, neither changed since.
-    public func isIdentical(to other: Zone) -> Bool { parts === other.parts }
-
     /// Makes `parts` this zone's own before a change.
     private mutating func unique() {
         if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }

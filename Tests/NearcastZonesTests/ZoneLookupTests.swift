@@ -78,24 +78,6 @@ import Testing
         #expect(walked == zone.existingNamesUnordered && n > 10)
     }
 
-    /// A zone taken apart to be let go a piece at a time holds each of its names, with its RRsets,
-    /// and each name its referrers index names, once, in pieces of the size asked; each piece is
-    /// let go in turn until none is left.
-    @Test func aZoneTakenApartHoldsEachNameOnceInPiecesOfTheSizeAsked() throws {
-        let zone = try Self.zone(Self.text)
-        var pieces = zone.pieces(of: 3)
-        let held = pieces.heldNames
-        #expect(held.map(\.0).sorted() == zone.existingNamesUnordered.sorted())
-        for (name, sets) in held { #expect(sets == zone.tree[name]?.sets, "\(name)") }
-        let referred = Array(zone.referrers.keys)
-        #expect(!referred.isEmpty && pieces.heldReferred.sorted() == referred.sorted())
-        let expected = (zone.nameCount + 2) / 3 + (referred.count + 2) / 3
-        #expect(pieces.count == expected)
-        var letGo = 0
-        while pieces.letOneGo() { letGo += 1 }
-        #expect(letGo == expected && pieces.count == 0 && pieces.heldNames.isEmpty)
-    }
-
     /// Whether `zone` answers `name` and `type` with its NODATA alone, as the slow path's lookup says.
     static func isPlainNODATA(_ zone: Zone, _ name: DNSName, _ type: RRType) -> Bool {
         let a = zone.lookup(name, type)
