@@ -20,8 +20,9 @@ struct ReloadedZones {
     /// to be let go off the reload's path (`Retired`), for freeing a large zone takes a second.
     var unused: [Zone] = []
 
-    /// Changes a reload applies to the zone served rather than serve the zone read, at least
-    /// (and up to a tenth of its names).
+    /// The most RRsets a reload changes in the zone served rather than serve the zone read: each
+    /// costs a change's lookups and checks, on the reload's path, where serving the zone read
+    /// costs nothing more.
     static let fewChanges = 10_000
 
     /// Compares `loaded` (read for a reload) with `served`. Blocking: a lookup per name of each
@@ -45,9 +46,9 @@ struct ReloadedZones {
             // are, and the copy just read is let go: that copy was made by the reload's own
             // threads, in malloc arenas no answering thread allocates from, where the zone served
             // shares its arenas with them (freeing it made the record changes of the next
-            // second wait). A new zone whose RRsets mostly changed is served as read.
+            // second wait). A zone with many changes is served as read.
             let owners = Set(differences.map(\.name))
-            if sameFiles, differences.count <= max(Self.fewChanges, old.nameCount / 10),
+            if sameFiles, differences.count <= Self.fewChanges,
                 let changed = try? old.changing(differences, source: "reload")
             {
                 zones.append(changed)

@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func aZoneMostlyChangedIsServedAsRead() throws {
-        // More RRsets than a change applies (ReloadedZones.fewChanges) and a tenth of the names.
+        // More RRsets than a reload changes in the zone served (ReloadedZones.fewChanges).
         let names = ReloadedZones.fewChanges * 11 / 10
         let served = try Self.zone(names)
         let read = try Self.zone(names, changing: Set(0..<names), serial: 2)
