@@ -52,11 +52,12 @@ public enum ZoneJournal {
     }
 
     /// What a journal holds: its whole changesets and marks, in order, and how many of its bytes
-    /// they take (what follows, cut short by a crash, is not part of it).
+    /// they take (what follows, cut short by a crash, is not part of it) of how many it has.
     struct Contents {
         var changesets: [ZoneChangeset] = []
         var marks: [FileMark] = []
         var wholeBytes = 0
+        var bytes = 0
     }
 
     /// Where the journal of the zone file at `zoneFile` is kept.
@@ -90,22 +91,16 @@ public enum ZoneJournal {
     /// waits for that to reach the disk: before the first change a daemon appends to a journal it
     /// did not write itself. Nothing when the journal is whole or absent.
     public static func dropCutShortTail(_ path: String, origin: DNSName) throws(DiagnosticsError) {
-        guard let size = fileSize(path) else { return }
-        let whole = try contents(path, origin: origin).wholeBytes
-        guard whole < size else { return }
+        let journal = try contents(path, origin: origin)
+        guard journal.wholeBytes < journal.bytes else { return }
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0, ftruncate(fd, off_t(whole)) == 0, fdatasync(fd) == 0 else {
+        guard fd >= 0, ftruncate(fd, off_t(journal.wholeBytes)) == 0, fdatasync(fd) == 0 else {
             if fd >= 0 { close(fd) }
             throw DiagnosticsError([
                 Diagnostic(file: path, line: 0, message: "cannot cut its last block, cut short by a crash")
             ])
         }
         close(fd)
-    }
-
-    private static func fileSize(_ path: String) -> Int? {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : nil
     }
 
     /// Replaces the journal at `path` with `changesets` (none: removes it), atomically: what a
@@ -168,6 +163,7 @@ public enum ZoneJournal {
     static func contents(_ path: String, origin: DNSName) throws(DiagnosticsError) -> Contents {
         var out = Contents()
         guard let data = FileManager.default.contents(atPath: path) else { return out }
+        out.bytes = data.count
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         func fail(_ line: Int, _ m: String) -> DiagnosticsError {
             DiagnosticsError([Diagnostic(file: path, line: line, message: m)])
