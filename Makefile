@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
+.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
 
 all: build
 
@@ -116,6 +116,13 @@ bench-fleet: build
 bench-scale: build
 	tools/bench-scale.py
 	tools/bench-scale.py --xdp
+
+# The CPU of a fast path's start, quieter than whole starts (issue 29): a zone file's load, then its
+# answer image made ROUNDS times in one process. ZONE defaults to 1M names from tools/scale-zone.py.
+ROUNDS ?= 5
+bench-image: build
+	@test -n "$(ZONE)" || { test -f /tmp/nearcast-scale1m.zone || python3 tools/scale-zone.py 1000000 /tmp/nearcast-scale1m.zone; }
+	$(BIN)/imagebench $(or $(ZONE),/tmp/nearcast-scale1m.zone) $(or $(ORIGIN),scale.test.) --rounds $(ROUNDS)
 
 # The XDP program fuzzed against the slow path (root): FRAMES generated and mutated frames, SEED;
 # with ZONE and ORIGIN, a zone file of one's own instead of the test fixture (e.g. one of 1M names

@@ -36,6 +36,8 @@ let package = Package(
         .target(name: "CNearcastABI"),
         // recvmmsg(2) and sendmmsg(2), which glibc declares only under _GNU_SOURCE; only NearcastServer imports it.
         .target(name: "CDatagrams"),
+        // Memory hints Swift has no words for (prefetch).
+        .target(name: "CMemoryHints"),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
         // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
@@ -45,7 +47,8 @@ let package = Package(
         .target(
             name: "NearcastZones",
             dependencies: [
-                "DNSWire", "NearcastBasics", .product(name: "HashTreeCollections", package: "swift-collections"),
+                "CMemoryHints", "DNSWire", "NearcastBasics",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
             ]),
         // The geo section (nodes, pools, names, their checks), the policy, the compiler over a MaxMind database,
         // the compiled table with explain, and the health board answers follow.
@@ -182,6 +185,14 @@ let package = Package(
                 "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
                 "NearcastConfiguration",
                 "NearcastDataPath",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // `make bench-image`: a zone's load and answer image, timed in one process.
+        .executableTarget(
+            name: "imagebench",
+            dependencies: [
+                "CNearcastABI", "DNSWire", "NearcastBasics", "NearcastZones", "NearcastAnswers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

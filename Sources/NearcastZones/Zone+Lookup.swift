@@ -1,4 +1,6 @@
+import CMemoryHints
 import DNSWire
+import HashTreeCollections
 
 /// The data part of an authoritative answer, before it is fitted into a message.
 public struct ZoneAnswer: Hashable, Sendable {
@@ -102,13 +104,62 @@ extension Zone {
     /// `start`th to before the `end`th, each with what the zone holds there, read from the trie as
     /// it is walked: no lookup of each (the answer image reads every name so, its threads a part of
     /// the order each).
+    ///
+    /// Two walks ahead of the body's bring what it reads into the cache before it reads it (a
+    /// name's objects lie anywhere in memory, and the first touch of each was the retain that
+    /// copied it out, which waits for memory: a third of the image's time at 1M names): the far
+    /// one each name's RRsets, the near one, whose RRsets are in the cache by then, the bytes of
+    /// their owner names and their records. A prefetch never faults, so the near one reads the
+    /// RRsets' references as raw words, without a retain that would wait for them.
     public func forEachName(from start: Int, to end: Int, _ body: (DNSName, NameNode) -> Void) {
         guard start < end else { return }
         var i = tree.index(tree.startIndex, offsetBy: start)
+        var far = Ahead(tree, i, start, by: Self.prefetchDistance, end: end)
+        var near = Ahead(tree, i, start, by: Self.prefetchDistance / 2, end: end)
+        let (nameOffset, rdatasOffset) = (Self.nameOffset, Self.rdatasOffset)
         for _ in start..<end {
+            // (Read in place, these copy nothing out of the trie: passed to a closure, the
+            // RRsets were retained, and the far walk waited for them.)
+            if far.offset < end {
+                nc_prefetch(unsafeBitCast(tree[far.index].value.sets, to: UnsafeRawPointer.self))
+                far.advance(tree)
+            }
+            if near.offset < end {
+                tree[near.index].value.sets.withUnsafeBytes { sets in
+                    for at in stride(from: 0, to: sets.count, by: MemoryLayout<RRSet>.stride) {
+                        nc_prefetch(sets.load(fromByteOffset: at + nameOffset, as: UnsafeRawPointer.self))
+                        nc_prefetch(sets.load(fromByteOffset: at + rdatasOffset, as: UnsafeRawPointer.self))
+                    }
+                }
+                near.advance(tree)
+            }
             let (name, node) = tree[i]
             body(name, nameNode(name, node))
             tree.formIndex(after: &i)
+        }
+    }
+
+    /// How many names ahead of `forEachName`'s body its far walk reads (16: 8 and 32 did no better).
+    static let prefetchDistance = 16
+    private static let nameOffset = MemoryLayout<RRSet>.offset(of: \RRSet.name)!
+    private static let rdatasOffset = MemoryLayout<RRSet>.offset(of: \RRSet.rdatas)!
+
+    /// A walk of the trie some names ahead of another.
+    private struct Ahead {
+        var index: TreeDictionary<DNSName, ZoneNode>.Index
+        var offset: Int
+
+        init(
+            _ tree: TreeDictionary<DNSName, ZoneNode>, _ from: TreeDictionary<DNSName, ZoneNode>.Index,
+            _ offset: Int, by distance: Int, end: Int
+        ) {
+            (index, self.offset) = (from, offset)
+            while self.offset < min(offset + distance, end) { advance(tree) }
+        }
+
+        mutating func advance(_ tree: TreeDictionary<DNSName, ZoneNode>) {
+            tree.formIndex(after: &index)
+            offset += 1
         }
     }
 
