@@ -12,6 +12,7 @@
 #include "csum.h"
 #include "dns.h"
 #include "geo.h"
+#include "local.h"
 #include "lookup.h"
 #include "maps.h"
 #include "names.h"
@@ -43,6 +44,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	struct nc_cursor c = { .pos = data };
 	__be16 proto = nc_parse_eth(&c, data_end);
 	__u32 ip_payload;
+	struct nc_local_key to = {};
 
 	pkt->l3_off = c.pos - data;
 	pkt->ipv6 = 0;
@@ -64,6 +66,8 @@ int nearcast_xdp(struct xdp_md *ctx)
 		scratch->src_family = 4;
 		scratch->src[0] = ip->saddr;
 		scratch->src[1] = 0;
+		to.family = 4;
+		__builtin_memcpy(to.addr, &ip->daddr, 4);
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = nc_parse_ipv6(&c, data_end);
 
@@ -75,6 +79,8 @@ int nearcast_xdp(struct xdp_md *ctx)
 		pkt->ipv6 = 1;
 		scratch->src_family = 6;
 		__builtin_memcpy(&scratch->src[0], &ip6->saddr, 16);
+		to.family = 6;
+		__builtin_memcpy(to.addr, &ip6->daddr, 16);
 	} else {
 		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
 	}
@@ -83,6 +89,9 @@ int nearcast_xdp(struct xdp_md *ctx)
 
 	if (!udp)
 		return nc_exit(NC_PASS_NOT_DNS, XDP_PASS);
+	/* Another address's query is passed untouched: before any check that could drop or limit it. */
+	if (!nc_addressed_to_us(cfg, &to))
+		return nc_exit(NC_PASS_NOT_OURS, XDP_PASS);
 	__u32 udp_len = bpf_ntohs(udp->len);
 
 	/* The UDP length, not the frame, says where the message ends: Ethernet pads short frames. */

@@ -308,7 +308,8 @@ def nearcast_xdp(work, zone, n):
         subprocess.run(["ip", "-n", ns, "link", "set", b, "up"], check=True)
         with open(f"{work}/ncx.yaml", "w") as f:
             f.write(
-                f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
+                # The veth's address too: XDP answers only queries to the addresses listened on.
+                f'listen: ["127.0.0.1:{port}", "10.253.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
                 f'state-dir: state-xdp\nxdp:\n  interfaces: ["{a}:native"]\n  pin-root: {pins}\n'
                 f'api: {{ listen: "127.0.0.1:{aport}", tokens: tokens }}\nzonefile-sync: 10\n'
             )

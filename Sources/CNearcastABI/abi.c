@@ -17,7 +17,7 @@ _Static_assert(NC_ARENA_PAGE % NC_RECORD_MAX == 0 && NC_RECORD_MAX % 8 == 0, "re
 _Static_assert(sizeof(struct nc_arena_page) % 8 == 0, "mmapable pages lie 8-aligned");
 _Static_assert(sizeof(struct nc_answer) == 16 + NC_SECTIONS_MAX, "nc_answer layout");
 _Static_assert(offsetof(struct nc_answer, sections) == 16, "nc_answer.sections offset");
-_Static_assert(sizeof(struct nc_config) == 44, "nc_config layout");
+_Static_assert(sizeof(struct nc_config) == 136 && offsetof(struct nc_config, local6) % 8 == 0, "nc_config layout");
 _Static_assert(sizeof(struct nc_bucket) == 16, "nc_bucket layout");
 _Static_assert(offsetof(struct nc_answer, kind) == 12, "nc_answer.kind offset");
 _Static_assert(sizeof(struct nc_geo6_key) == 20, "LPM key: prefixlen, then the address");
@@ -40,8 +40,9 @@ _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64
 _Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16 && sizeof(NC_MAP_NODES) <= 16 &&
-		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16 && sizeof(NC_MAP_NEGATIVES) <= 16,
+		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16 && sizeof(NC_MAP_NEGATIVES) <= 16 && sizeof(NC_MAP_LOCAL) <= 16,
 	       "map names fit the kernel's 15 characters");
+_Static_assert(sizeof(struct nc_local_key) == 20, "nc_local_key layout: the family, then the address");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */
 const unsigned int nc_abi_version = NC_ABI_VERSION;

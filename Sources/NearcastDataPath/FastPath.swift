@@ -59,6 +59,8 @@ public final class FastPath: Sendable {
     let rrlExempt: BPFMap
     /// DNS Cookies: the secrets and the wall clock (one entry).
     let cookie: BPFMap
+    /// The addresses the program answers queries to (nc_local).
+    let local: BPFMap
     let table: NamesTable
     /// The size of every inner map of nc_geo4 and nc_cands, fixed when those maps were made.
     public let geoCapacity: GeoCapacity
@@ -179,6 +181,7 @@ public final class FastPath: Sendable {
         rrlExempt = try object.map(
             NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
+        local = try object.map(NC_MAP_LOCAL, keySize: MemoryLayout<nc_local_key>.size, valueSize: 1)
         self.table = table
         self.geoCapacity = geoSize
         var state = try Self.readState(
@@ -309,6 +312,67 @@ public final class FastPath: Sendable {
             s.settings = c
         }
     }
+
+    /// Makes the program answer only queries to `addresses` (nc_local, and the first few of each
+    /// family in nc_config: `AnsweredAddresses`): those the map holds and `addresses` does not are
+    /// removed, and the others added (pinned maps taken over may hold a previous instance's).
+    /// Until an address is added, its queries go to the slow path, which answers them the same:
+    /// so past the map's NC_LOCAL_MAX the rest are left to it, and said in the result.
+    @discardableResult
+    public func answer(queriesTo addresses: Set<LocalAddress>) throws(BPFError) -> (answered: Int, leftOut: Int) {
+        // Under the state lock: nc_config is written whole, and two writers (the start, a watch
+        // of the host's addresses) never interleave their differences.
+        try state.withLock { (s: inout State) throws(BPFError) in
+            let held = Set(
+                try local.keys().compactMap { k in
+                    k.withUnsafeBytes { LocalAddress(key: $0.loadUnaligned(as: nc_local_key.self)) }
+                })
+            // The new ones into the map first, then the config (whose counts may send queries
+            // to the map), then the gone ones out of the map: a query never meets a count that
+            // the map does not yet hold.
+            var answered = held.intersection(addresses)
+            var leftOut = 0
+            for new in addresses.subtracting(held).sorted(by: { $0.octets.lexicographicallyPrecedes($1.octets) }) {
+                guard answered.count < Self.localMax else {
+                    leftOut += 1
+                    continue
+                }
+                try local.update(key: Self.bytes(of: new.key), value: [1])
+                answered.insert(new)
+            }
+            var c = s.settings
+            Self.inline(answered, into: &c)
+            try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: c))
+            s.settings = c
+            for gone in held.subtracting(addresses) { try local.delete(key: Self.bytes(of: gone.key)) }
+            return (answered.count, leftOut)
+        }
+    }
+
+    /// nc_config's addresses: each family's in place while there are at most NC_LOCAL_INLINE,
+    /// else a count that sends its queries to nc_local.
+    static func inline(_ addresses: Set<LocalAddress>, into c: inout nc_config) {
+        let most = Int(NC_LOCAL_INLINE)
+        let v4 = addresses.filter { !$0.isIPv6 }.map(\.octets).sorted { $0.lexicographicallyPrecedes($1) }
+        let v6 = addresses.filter(\.isIPv6).map(\.octets).sorted { $0.lexicographicallyPrecedes($1) }
+        c.local4_count = UInt32(min(v4.count, most + 1))
+        c.local6_count = UInt32(min(v6.count, most + 1))
+        withUnsafeMutableBytes(of: &c.local4) { b in
+            b.initializeMemory(as: UInt8.self, repeating: 0)
+            for (i, a) in v4.prefix(most).enumerated() {
+                b.baseAddress!.advanced(by: 4 * i).copyMemory(from: a, byteCount: 4)
+            }
+        }
+        withUnsafeMutableBytes(of: &c.local6) { b in
+            b.initializeMemory(as: UInt8.self, repeating: 0)
+            for (i, a) in v6.prefix(most).enumerated() {
+                b.baseAddress!.advanced(by: 16 * i).copyMemory(from: a, byteCount: 16)
+            }
+        }
+    }
+
+    /// Addresses nc_local holds at most.
+    static let localMax = Int(NC_LOCAL_MAX)
 
     /// Limits the rate of the answers XDP sends (nil or rate 0: not at all), as the slow path's
     /// ResponseRateLimiter limits its replies: `struct nc_rrl_config`. The exempt prefixes replace
@@ -637,6 +701,7 @@ public final class FastPath: Sendable {
             total.rrlDropped += s.rrl_dropped
             total.answeredNXDomain += s.answered_nxdomain
             total.passCookie += s.pass_cookie
+            total.passNotOurs += s.pass_not_ours
         }
         return total
     }
@@ -668,6 +733,8 @@ public struct FastPathStats: Equatable, Sendable {
     public var answeredNXDomain: UInt64 = 0
     /// Queries whose server cookie was not valid (or whose COOKIE was malformed): the slow path's.
     public var passCookie: UInt64 = 0
+    /// Queries to an address the daemon does not listen on (nc_local): passed untouched.
+    public var passNotOurs: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -680,6 +747,7 @@ public struct FastPathStats: Equatable, Sendable {
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
             ("answered_geo_all_down", answeredGeoAllDown), ("rrl_slipped", rrlSlipped), ("rrl_dropped", rrlDropped),
             ("answered_nxdomain", answeredNXDomain), ("pass_cookie", passCookie),
+            ("pass_not_ours", passNotOurs),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }

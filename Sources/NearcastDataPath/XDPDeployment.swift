@@ -22,16 +22,19 @@ public final class XDPDeployment: Sendable {
     public let settings: XDPSettings
     let attached: [(ifindex: Int32, mode: XDPAttachment.Mode, name: String)]
     let logger: Logger
+    /// For a wildcard listen: the host's addresses followed into nc_local as they change.
+    let addressWatch: HostAddressWatch?
 
     /// Why the fast path cannot start, in words an operator can act on.
     public struct SetupError: Error, CustomStringConvertible {
         public var description: String
     }
 
-    /// Loads, fills and attaches the fast path.
+    /// Loads, fills and attaches the fast path, which answers queries to `answering` on `dnsPort`.
     public init(
-        settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16, udpPayload: UInt16,
-        rateLimit: RateLimit? = nil, cookies: ServerCookies.Secrets? = nil, logger: Logger
+        settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16,
+        answering: AnsweredAddresses, udpPayload: UInt16, rateLimit: RateLimit? = nil,
+        cookies: ServerCookies.Secrets? = nil, logger: Logger
     ) throws {
         self.settings = settings
         self.logger = logger
@@ -68,6 +71,26 @@ public final class XDPDeployment: Sendable {
         let budget = PassBudget(
             rate: settings.passRate, burst: settings.passBurst, truncate: settings.overBudgetTruncates)
         try fp.configure(dnsPort: dnsPort, udpPayload: udpPayload, passBudget: budget)
+        // The addresses XDP answers; for a wildcard listen the host's, watched from before they
+        // are read so that none added meanwhile is missed, and each later set written after this
+        // one, by the watch's thread alone.
+        let watch = answering.followsHost ? try HostAddressWatch() : nil
+        let answered = answering.resolved(host: watch?.initial ?? [])
+        Self.answer(answered, fp, logger: logger, because: "start")
+        watch?.start { [logger] now in
+            Self.answer(answering.resolved(host: now), fp, logger: logger, because: "the host's addresses changed")
+        }
+        let onInterfaces = HostAddresses.current(on: Set(interfaces.map(\.2)))
+        if answered.isDisjoint(with: onInterfaces) {
+            logger.warning(
+                "none of the addresses XDP answers queries to is on the interfaces it is attached to: unless their queries reach it there (an address on lo, as for direct server return), XDP answers nothing",
+                metadata: [
+                    "interfaces": "\(interfaces.map(\.2).joined(separator: " "))",
+                    "hint": "listen on the interfaces' addresses, or on 0.0.0.0 / [::]",
+                ])
+        }
+        var watchKept = false
+        defer { if !watchKept { watch?.stop() } }
         try fp.configureRateLimit(rateLimit)
         try fp.configureCookies(cookies)
         let loaded = ContinuousClock.now
@@ -144,6 +167,30 @@ public final class XDPDeployment: Sendable {
             ])
         self.fastPath = fp
         self.attached = done
+        self.addressWatch = watch
+        watchKept = true
+    }
+
+    /// Writes the addresses XDP answers queries to, and says so (an operator who finds XDP
+    /// answering nothing looks here first: a listen address not on the interfaces).
+    static func answer(_ addresses: Set<LocalAddress>, _ fp: FastPath, logger: Logger, because: String) {
+        do {
+            let (answered, leftOut) = try fp.answer(queriesTo: addresses)
+            logger.info(
+                "XDP answers queries to",
+                metadata: [
+                    "addresses": "\(addresses.map(\.description).sorted().joined(separator: " "))",
+                    "count": "\(answered)", "why": "\(because)",
+                ])
+            if leftOut > 0 {
+                logger.warning(
+                    "more addresses than XDP's table holds: queries to the rest are answered by the slow path",
+                    metadata: ["left-to-the-slow-path": "\(leftOut)", "most": "\(FastPath.localMax)"])
+            }
+        } catch {
+            // Queries to addresses not written are passed, and the slow path answers them.
+            logger.error("cannot write the addresses XDP answers queries to", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The interfaces the program is attached to, with their modes (`eth0:native`).
@@ -151,6 +198,7 @@ public final class XDPDeployment: Sendable {
 
     /// Detaches the program and removes the pins, unless `keepOnExit`.
     public func stop() {
+        addressWatch?.stop()
         if settings.keepOnExit {
             logger.info("XDP left attached (keep-on-exit)", metadata: ["pin-root": "\(settings.pinRoot)"])
             return

@@ -198,6 +198,7 @@ struct Nearcastd: AsyncParsableCommand {
         // The ports bound, in the order of the listen addresses. Port 0: the kernel's choice, the
         // same for every address given port 0 (the fast path answers one port).
         var dnsPorts: [Int] = []
+        var boundAddresses: [SocketAddress] = []
         var anyPort: Int?
         do {
             for address in cfg.listen {
@@ -206,6 +207,7 @@ struct Nearcastd: AsyncParsableCommand {
                 if address.isAnyPort { anyPort = anyPort ?? bound.port }
                 let port = bound.port ?? address.port
                 dnsPorts.append(port)
+                boundAddresses.append(bound)
                 Self.announce("dns listening on \(ListenAddress(host: address.host, port: port))")
             }
         } catch {
@@ -223,6 +225,7 @@ struct Nearcastd: AsyncParsableCommand {
                 // Loading through the verifier and filling the maps block: on a thread of its own.
                 let settings = cfg.xdp
                 let port = UInt16(dnsPorts[0])
+                let answering = Self.answeredAddresses(boundAddresses, port: Int(port))
                 let payload = cfg.maxUDPPayload
                 let rrl = cfg.rrl
                 // XDP's answers are positive, NODATA or NXDOMAIN: two of the three limits are theirs.
@@ -249,7 +252,8 @@ struct Nearcastd: AsyncParsableCommand {
                                 "names": "\(image.names.count)", "seconds": "\((ContinuousClock.now - began).seconds)",
                             ])
                         return try XDPDeployment(
-                            settings: settings, image: image, geo: geo, dnsPort: port, udpPayload: payload,
+                            settings: settings, image: image, geo: geo, dnsPort: port, answering: answering,
+                            udpPayload: payload,
                             rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
                     }()
                     // The image of a large zone (GiBs at 1M names) is let go: its pages given back.
@@ -367,6 +371,32 @@ struct Nearcastd: AsyncParsableCommand {
             errors: r.errorsPerSecond.map(Double.init), slip: r.slip, ipv4Prefix: r.ipv4Prefix,
             ipv6Prefix: r.ipv6Prefix, window: Double(r.window), exempt: r.exempt.map { ($0.address, $0.length) })
         return ResponseRateLimiter(limits) { name in responders.current.1.authority.zone(for: name)?.origin }
+    }
+
+    /// The addresses XDP answers queries to: those bound on its port, every one of a family for a
+    /// wildcard of it (IPv6 sockets are IPv6-only: DNSServer).
+    static func answeredAddresses(_ bound: [SocketAddress], port: Int) -> AnsweredAddresses {
+        var out = AnsweredAddresses()
+        for address in bound where address.port == port {
+            switch address {
+            case .v4(let a):
+                let octets = withUnsafeBytes(of: a.address.sin_addr) { Array($0) }
+                if octets.allSatisfy({ $0 == 0 }) {
+                    out.everyIPv4 = true
+                } else if let l = LocalAddress(octets: octets) {
+                    out.listed.insert(l)
+                }
+            case .v6(let a):
+                let octets = withUnsafeBytes(of: a.address.sin6_addr) { Array($0) }
+                if octets.allSatisfy({ $0 == 0 }) {
+                    out.everyIPv6 = true
+                } else if let l = LocalAddress(octets: octets) {
+                    out.listed.insert(l)
+                }
+            default: continue
+            }
+        }
+        return out
     }
 
     /// The follower of the config's store, its first read done; nil without a store section.

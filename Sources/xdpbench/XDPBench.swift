@@ -66,6 +66,7 @@ struct XDPBench: ParsableCommand {
         func load(_ path: String, defended: Bool) throws -> FastPath {
             let fast = try FastPath(objectPath: path, geoCapacity: .sized(for: geo))
             try fast.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+            try fast.answer(queriesTo: Frame.servers)
             if defended {
                 try fast.configureRateLimit(RateLimit(rate: 1_000_000_000))
                 try fast.configureCookies(.init(current: Array(0..<16)))
@@ -272,6 +273,12 @@ struct XDPBench: ParsableCommand {
 
 /// A minimal Ethernet/IP/UDP frame to port 53 around a DNS payload.
 enum Frame {
+    /// The addresses the frames are sent to.
+    static let servers: Set<LocalAddress> = [
+        LocalAddress(octets: [198, 18, 0, 1])!,
+        LocalAddress(octets: [0x20, 0x01, 0, 2] + Array(repeating: 0, count: 11) + [1])!,
+    ]
+
     static func make(ipv6: Bool, _ payload: [UInt8], source: [UInt8] = [198, 18, 0, 2]) -> [UInt8] {
         var f: [UInt8] = [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2] + (ipv6 ? [0x86, 0xDD] : [0x08, 0x00])
         let udpLen = 8 + payload.count

@@ -24,6 +24,7 @@ import XDPFuzz
     static let fastPath: FastPath = {
         let fp = try! FastPath(objectPath: XDPProgramTests.objectPath)
         try! fp.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try! fp.answer(queriesTo: Packet.servers)
         try! fp.configureCookies(cookies.secrets)
         try! fp.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
         return fp

@@ -21,6 +21,7 @@ import XDPFuzz
         // The program verified while the image is written, as the daemon loads it.
         let fastPath = try FastPath(objectPath: Repository.program, verifyBeside: true)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.answer(queriesTo: Packet.servers)
         try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
         try fastPath.programLoaded()
 

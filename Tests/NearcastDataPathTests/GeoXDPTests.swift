@@ -48,6 +48,7 @@ import XDPFuzz
     static func fastPath(_ t: GeoTable) throws -> FastPath {
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         let r = responder(t)
         try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: t)
         return fp
@@ -242,6 +243,7 @@ import XDPFuzz
         #expect(geo.geoTypes == [RRType.a.rawValue, RRType.aaaa.rawValue] && geo.answers.isEmpty && geo.nodata)
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath, capacity: image.names.count)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         let w = try fp.write(image, geo: Self.table)
         #expect(w.full == 0 && w.collisions == 0 && w.entries == image.names.count, "\(w)")
         for c in [Self.clients4[3], Self.clients6[0]] {
@@ -257,6 +259,7 @@ import XDPFuzz
         // Without the geo table the geo answers are not in the record: its other types cannot be NODATA.
         let plain = try FastPath(objectPath: XDPProgramTests.objectPath, capacity: image.names.count)
         try plain.configure(dnsPort: 53, udpPayload: 1232)
+        try plain.answer(queriesTo: Packet.servers)
         try plain.write(image)
         let q = Packet(payload: query("geo.example.test.", .txt, ecs: nil)).bytes
         #expect(try plain.program.testRun(q).returnValue == XDPProgramTests.XDP_PASS)
@@ -438,6 +441,7 @@ import XDPFuzz
         let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, geoCapacity: need)
         defer { try? first.object.unpinMaps(under: pins.path) }
         try first.configure(dnsPort: 53, udpPayload: 1232)
+        try first.answer(queriesTo: Packet.servers)
         try first.write(image, geo: Self.table)
         let maps = try #require(first.state.withLock { $0.geo })
         #expect(maps.geo4.map.maxEntries == need.ipv4Prefixes && maps.cands.map.maxEntries == need.candidateLists)
@@ -448,6 +452,7 @@ import XDPFuzz
         let second = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path)
         #expect(second.geoCapacity == need)
         try second.configure(dnsPort: 53, udpPayload: 1232)
+        try second.answer(queriesTo: Packet.servers)
         try second.write(
             image, geo: try GeoTable.build(Self.config.geo, database: MaxMindDatabase(path: Self.databasePath)))
         try expectEveryClientAnswered(second, r)
@@ -461,6 +466,7 @@ import XDPFuzz
             objectPath: XDPProgramTests.objectPath,
             geoCapacity: GeoCapacity(ipv4Prefixes: need.ipv4Prefixes, candidateLists: need.candidateLists - 1))
         try small.configure(dnsPort: 53, udpPayload: 1232)
+        try small.answer(queriesTo: Packet.servers)
         let before = Responder(authority: Authority(zones: [Self.zone]))
         try small.write(AnswerImage.build(responder: before, maxSections: FastPath.sectionsCapacity))
         do {

@@ -36,6 +36,7 @@ import XDPFuzz
         )
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: new.maxUDPPayload)
+        try fp.answer(queriesTo: Packet.servers)
         try fp.write(first)
         // What an image of the changed zone has that the live one has not, and what it lacks.
         let was = Dictionary(uniqueKeysWithValues: first.names.map { ($0.name, $0) })
@@ -127,6 +128,7 @@ import XDPFuzz
         var zone = try #require(try Self.responder(Self.before).authority.zones[XDPProgramTests.origin])
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         try fp.write(
             AnswerImage.build(
                 responder: Responder(authority: Authority(zones: [zone])), maxSections: FastPath.sectionsCapacity))
@@ -195,6 +197,7 @@ import XDPFuzz
         var zone = try #require(try Self.responder(text).authority.zones[XDPProgramTests.origin])
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         var image = AnswerImage.build(
             responder: Responder(authority: Authority(zones: [zone])), maxSections: FastPath.sectionsCapacity)
         try fp.write(image)
@@ -255,6 +258,7 @@ import XDPFuzz
         let fp = try FastPath(
             objectPath: XDPProgramTests.objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         let written = try fp.write(first)
         #expect(written.full == 0 && written.noRoom == 0 && written.entries == first.names.count, "\(written)")
         #expect(2 * FastPath.needs(first, geo: nil).recordBytes > fp.table.arenaBytes, "two generations do not fit")
@@ -301,6 +305,7 @@ import XDPFuzz
         let fp = try FastPath(
             objectPath: XDPProgramTests.objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         try fp.write(image)
         let generation = fp.state.withLock { $0.settings.generation }
         // Each change writes the name's record, the apex's and the negative answer's (the serial):
@@ -337,6 +342,7 @@ import XDPFuzz
         }
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
         let writer = GenerationWriter(fp)
         var served = try zone(1, 0)
         _ = try await writer.write(responder: Responder(authority: Authority(zones: [served])), geo: nil)

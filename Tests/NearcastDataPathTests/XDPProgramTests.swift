@@ -60,6 +60,7 @@ import XDPFuzz
     static let fastPath: FastPath = {
         let fp = try! FastPath(objectPath: objectPath)
         try! fp.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try! fp.answer(queriesTo: Packet.servers)
         try! fp.write(image)
         return fp
     }()
@@ -87,12 +88,13 @@ import XDPFuzz
         #expect(MemoryLayout<nc_answer>.size == 16 + Int(NC_SECTIONS_MAX))
         #expect(MemoryLayout<nc_record_head>.size == 8)
         #expect(MemoryLayout<nc_arena_page>.size == Int(NC_ARENA_PAGE))
-        #expect(MemoryLayout<nc_config>.size == 44)
+        #expect(MemoryLayout<nc_config>.size == 136)
         #expect(MemoryLayout<nc_bucket>.size == 16)
         #expect(MemoryLayout<nc_stats>.size == Int(NC_REASON_MAX.rawValue) * 8)
         #expect(MemoryLayout<nc_answer>.offset(of: \nc_answer.sections) == 16)
         #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 8)
         #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
+        #expect(MemoryLayout<nc_local_key>.size == 20)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
         #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)
         #expect(MemoryLayout<nc_type_ref>.size == 4 && AnswerImage.negativeHeadBytes == MemoryLayout<nc_nx_head>.size)
@@ -288,6 +290,7 @@ import XDPFuzz
         image.names = image.names.filter { !leaves.contains($0) } + leaves
         let fp = try FastPath(objectPath: Self.objectPath, capacity: image.names.count - 3)
         try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
+        try fp.answer(queriesTo: Packet.servers)
         let w = try fp.write(image)
         #expect(w.full == 3 && w.entries == image.names.count - 3)
         let out = image.names.suffix(3).map { DNSName(uncheckedWireForTests: $0.name).description }
@@ -327,6 +330,7 @@ import XDPFuzz
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
         let fp = try FastPath(objectPath: Self.objectPath, capacity: 256)
         try fp.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fp.answer(queriesTo: Packet.servers)
         let w = try fp.write(image)
         #expect(w.collisions == 1 && w.full == 0, "\(w)")
         func run(_ name: String, _ type: RRType) throws -> (UInt32, DNSMessage?) {
@@ -624,6 +628,48 @@ import XDPFuzz
         #expect(after.dropInternal == 0)
     }
 
+    /// XDP answers only queries to the daemon's addresses (nc_local): a query to another address
+    /// of the host (another server's) or to one it forwards is passed as it came, before any check
+    /// that could drop or limit it, and counted as not ours; the set changes while the program runs.
+    @Test func queriesToAnotherAddressArePassedUntouched() throws {
+        let other4: [UInt8] = [198, 18, 0, 7]
+        let other6 = Packet.server6.dropLast() + [7]
+        var to4 = Packet(payload: Self.query("www.example.test.", .a))
+        to4.destination4 = other4
+        var to6 = Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa))
+        to6.destination6 = Array(other6)
+        var malformed = Packet(payload: [1, 2, 3])
+        malformed.destination4 = other4
+        let before = try Self.fastPath.statistics()
+        try run(to4, expect: Self.XDP_PASS)
+        try run(to6, expect: Self.XDP_PASS)
+        try run(malformed, expect: Self.XDP_PASS)
+        let after = try Self.fastPath.statistics()
+        #expect(after.passNotOurs - before.passNotOurs == 3)
+        #expect(after.answered == before.answered && after.dropMalformed == before.dropMalformed)
+        // Ours once added, and another's again once removed (ours too: the slow path's then).
+        defer { try! Self.fastPath.answer(queriesTo: Packet.servers) }
+        let more = Packet.servers.union([LocalAddress(octets: other4)!, LocalAddress(octets: Array(other6))!])
+        #expect(try Self.fastPath.answer(queriesTo: more) == (answered: 4, leftOut: 0))
+        try run(to4, expect: Self.XDP_TX)
+        try run(to6, expect: Self.XDP_TX)
+        // More of a family than nc_config holds in place: those are looked up in nc_local.
+        let many = Set((10..<16).map { LocalAddress(octets: [198, 18, 0, UInt8($0)])! })
+        #expect(try Self.fastPath.answer(queriesTo: many.union(more)) == (answered: 10, leftOut: 0))
+        try run(to4, expect: Self.XDP_TX)
+        try run(to6, expect: Self.XDP_TX)
+        var toMany = to4
+        toMany.destination4 = [198, 18, 0, 15]
+        try run(toMany, expect: Self.XDP_TX)
+        toMany.destination4 = [198, 18, 0, 16]
+        try run(toMany, expect: Self.XDP_PASS)
+        #expect(try Self.fastPath.answer(queriesTo: [LocalAddress(octets: other4)!]) == (answered: 1, leftOut: 0))
+        try run(Packet(payload: Self.query("www.example.test.", .a)), expect: Self.XDP_PASS)
+        try run(Packet(ipv6: true, payload: Self.query("www.example.test.", .aaaa)), expect: Self.XDP_PASS)
+        try run(to4, expect: Self.XDP_TX)
+        #expect(try Self.fastPath.statistics().passNotOurs - after.passNotOurs == 3)
+    }
+
     /// Response rate limiting of XDP's answers (issue 19): per client prefix and question, a
     /// second's worth, then every slip-th answer a TC=1 reply (the slow path's, byte for byte) and
     /// the rest dropped; another prefix, and an exempt one, answered in full. The test keeps to
@@ -782,6 +828,7 @@ import XDPFuzz
         ).path
         let fp = try FastPath(objectPath: path)
         try fp.configure(dnsPort: 53, udpPayload: Self.responder.maxUDPPayload)
+        try fp.answer(queriesTo: Packet.servers)
         try fp.write(Self.image)
         try Self.differential(fp.program, queries: 30_000)
     }
@@ -868,6 +915,7 @@ extension DNSName {
         let image = XDPProgramTests.image
         let first = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 512)
         try first.configure(dnsPort: 53, udpPayload: 1232)
+        try first.answer(queriesTo: Packet.servers)
         #expect(
             try first.write(image)
                 == FastPath.TableWrite(
@@ -881,6 +929,7 @@ extension DNSName {
         let second = try FastPath(objectPath: XDPProgramTests.objectPath, pinDirectory: pins.path, capacity: 4096)
         #expect(second.capacity == 512)
         try second.configure(dnsPort: 53, udpPayload: 1232)
+        try second.answer(queriesTo: Packet.servers)
         let query = Packet(payload: XDPProgramTests.query("www.example.test.", .a)).bytes
         #expect(
             try second.program.testRun(query).returnValue == XDPProgramTests.XDP_TX,

@@ -53,12 +53,13 @@ import Glibc
     /// slow path answers dig (`digReady: false`: only the former, e.g. while kxdpgun holds the
     /// client end and takes dig's replies).
     static func startDaemon(
-        _ t: Topology, config: String? = nil, zone: String? = nil, extraArgs: [String] = [], digReady: Bool = true
+        _ t: Topology, config: String? = nil, zone: String? = nil, listen: String = "\(server):53",
+        extraArgs: [String] = [], digReady: Bool = true
     ) throws -> ServerProcess {
         var args = [
             "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(zone ?? TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
-            "--listen", "\(server):53", "--threads", "1", "--xdp", "\(serverIf):native", "--pin-root", t.pinRoot,
+            "--listen", listen, "--threads", "1", "--xdp", "\(serverIf):native", "--pin-root", t.pinRoot,
             "--bpf-object", root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path,
         ]
         if let config {
@@ -77,11 +78,17 @@ import Glibc
         return d
     }
 
-    static func dig(_ args: [String]) throws -> String {
+    static func dig(_ args: [String], at address: String = server) throws -> String {
         try TestSupport.run(
             try TestSupport.tool("ip"),
-            ["netns", "exec", cli, try TestSupport.tool("dig"), "@\(server)", "+tries=1", "+time=1"] + args
+            ["netns", "exec", cli, try TestSupport.tool("dig"), "@\(address)", "+tries=1", "+time=1"] + args
         ).stdout
+    }
+
+    /// `ip` in the server's namespace (an address added or removed).
+    static func serverIP(_ args: [String]) throws {
+        let r = try TestSupport.run(try TestSupport.tool("ip"), ["-n", srv] + args)
+        guard r.status == 0 else { throw TestFailure("ip \(args): \(r.stderr)") }
     }
 
     /// The XDP counters summed over CPUs, from the pinned stats map.
@@ -792,6 +799,85 @@ import Glibc
                 && watch.stdout.components(separatedBy: "slow path: replies by rcode").count - 1 == 2
                 && watch.stdout.components(separatedBy: "per second").count - 1 == 4,
             "two refreshes with rates: \(watch.stdout)")
+    }
+
+    /// XDP answers only for the daemon's addresses: NSD serves the same zone (with another
+    /// answer) on a second address of the same interface, and its queries reach it through the
+    /// attached program untouched, counted as not ours, while the daemon's own are XDP's.
+    @Test func anotherServerOnASecondAddressAnswersItsOwnQueries() throws {
+        let t = try Topology()
+        let second = "198.18.0.3"
+        try Self.serverIP(["addr", "add", "\(second)/24", "dev", Self.serverIf])
+        let dir = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-nsd-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let zone = dir.appendingPathComponent("example.test.zone")
+        try """
+        $ORIGIN example.test.
+        $TTL 300
+        @ SOA ns1 hostmaster 1 3600 600 86400 60
+        @ NS ns1
+        ns1 A 198.18.0.3
+        www A 192.0.2.222
+        """.write(to: zone, atomically: true, encoding: .utf8)
+        let conf = dir.appendingPathComponent("nsd.conf")
+        try """
+        server:
+          ip-address: \(second)@53
+          username: ""
+          chroot: ""
+          zonesdir: "\(dir.path)"
+          pidfile: "\(dir.path)/nsd.pid"
+          database: ""
+          zonelistfile: "\(dir.path)/zone.list"
+          xfrdfile: "\(dir.path)/xfrd.state"
+          xfrdir: "\(dir.path)"
+          server-count: 1
+        remote-control:
+          control-enable: no
+        zone:
+          name: example.test.
+          zonefile: "\(zone.path)"
+        """.write(to: conf, atomically: true, encoding: .utf8)
+        let nsd = try ServerProcess(
+            try TestSupport.tool("ip"), ["netns", "exec", Self.srv, try TestSupport.tool("nsd"), "-d", "-c", conf.path])
+        defer { nsd.stop() }
+        let daemon = try Self.startDaemon(t)
+        defer { daemon.stop() }
+        #expect(daemon.log.contains("XDP answers queries to"), "\(daemon.log)")
+        try nsd.waitUntilReady {
+            (try? Self.dig(["www.example.test", "A", "+short"], at: second).contains("192.0.2.222")) == true
+        }
+        let before = try Self.counters(t)
+        #expect(try Self.dig(["www.example.test", "A", "+short"], at: second).contains("192.0.2.222"), "NSD's")
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"), "nearcast's")
+        let after = try Self.counters(t)
+        #expect(after["pass_not_ours", default: 0] - before["pass_not_ours", default: 0] == 1, "\(after)")
+        #expect(after["answered", default: 0] - before["answered", default: 0] == 1, "\(after)")
+    }
+
+    /// On a wildcard listen XDP answers for every address of the host, followed as they come and go.
+    @Test func aWildcardListenFollowsTheHostsAddresses() throws {
+        let t = try Topology()
+        let daemon = try Self.startDaemon(t, listen: "0.0.0.0:53")
+        defer { daemon.stop() }
+        let added = "198.18.0.4"
+        func answeredByXDP(at address: String) throws -> Bool {
+            let before = try Self.counters(t)["answered", default: 0]
+            guard try Self.dig(["www.example.test", "A", "+short"], at: address).contains("192.0.2.1") else {
+                return false
+            }
+            return try Self.counters(t)["answered", default: 0] - before == 1
+        }
+        #expect(try answeredByXDP(at: Self.server))
+        try Self.serverIP(["addr", "add", "\(added)/24", "dev", Self.serverIf])
+        try daemon.waitUntilReady(timeout: 10) { (try? answeredByXDP(at: added)) == true }
+        #expect(daemon.log.contains("the host's addresses changed"), "\(daemon.log)")
+        try Self.serverIP(["addr", "del", "\(added)/24", "dev", Self.serverIf])
+        try daemon.waitUntilReady(timeout: 10) {
+            daemon.log.split(separator: "\n").last { $0.contains("XDP answers queries to") }?.contains(added) == false
+        }
+        #expect(try answeredByXDP(at: Self.server))
     }
 
     /// DNS Cookies with real dig: its client cookie gets a server cookie from XDP, which dig finds

@@ -1,5 +1,6 @@
 import DNSWire
 import NearcastAnswers
+import NearcastDataPath
 
 /// Builds and takes apart Ethernet frames carrying DNS over UDP, for the XDP tests and the fuzzer.
 public struct Packet {
@@ -11,6 +12,9 @@ public struct Packet {
     /// The client's address (the frame's source), IPv4 or IPv6 by `ipv6`.
     public var source4: [UInt8] = Packet.client4
     public var source6: [UInt8] = Packet.client6
+    /// The server's address (the frame's destination).
+    public var destination4: [UInt8] = Packet.server4
+    public var destination6: [UInt8] = Packet.server6
     /// Bytes appended after the IP packet (Ethernet padding).
     public var trailer: [UInt8] = []
 
@@ -32,6 +36,8 @@ public struct Packet {
     public static let server4: [UInt8] = [198, 18, 0, 1]
     public static let client6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [2]
     public static let server6: [UInt8] = [0x20, 0x01, 0, 2] + [UInt8](repeating: 0, count: 11) + [1]
+    /// The addresses the frames are sent to, for `FastPath.answer(queriesTo:)`.
+    public static let servers: Set<LocalAddress> = [LocalAddress(octets: server4)!, LocalAddress(octets: server6)!]
 
     public var bytes: [UInt8] {
         var f = Self.serverMAC + Self.clientMAC
@@ -41,11 +47,11 @@ public struct Packet {
         var udp: [UInt8] = [UInt8(srcPort >> 8), UInt8(srcPort & 0xFF), UInt8(dstPort >> 8), UInt8(dstPort & 0xFF)]
         udp += [UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 0, 0] + payload
         if ipv6 {
-            f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + source6 + Self.server6
+            f += [0x60, 0, 0, 0, UInt8(udpLen >> 8), UInt8(udpLen & 0xFF), 17, 64] + source6 + destination6
         } else {
             let total = 20 + udpLen
             var ip: [UInt8] = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0x12, 0x34, 0, 0, 64, 17, 0, 0]
-            ip += source4 + Self.server4
+            ip += source4 + destination4
             let c = ~Self.sum(ip)
             ip[10] = UInt8(c >> 8)
             ip[11] = UInt8(c & 0xFF)
@@ -81,7 +87,7 @@ public struct Packet {
             guard f.count >= at + 40 else { return nil }
             let src = Array(f[(at + 8)..<(at + 24)])
             let dst = Array(f[(at + 24)..<(at + 40)])
-            ipOK = src == Self.server6 && dst == source6
+            ipOK = src == destination6 && dst == source6
             ttl = f[at + 7]
             pseudo = src + dst
             at += 40
@@ -89,7 +95,7 @@ public struct Packet {
             guard f.count >= at + 20 else { return nil }
             let ip = Array(f[at..<(at + 20)])
             ipOK =
-                Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == Self.server4 && Array(ip[16..<20]) == source4
+                Self.sum(ip) == 0xFFFF && Array(ip[12..<16]) == destination4 && Array(ip[16..<20]) == source4
                 && Int(ip[2]) << 8 | Int(ip[3]) == f.count - at
             ttl = ip[8]
             pseudo = Array(ip[12..<20])

@@ -41,6 +41,7 @@ public struct FuzzTarget: Sendable {
         let responder = Responder(authority: Authority(zones: [zone]), geo: table, cookies: cookies)
         let fastPath = try FastPath(objectPath: objectPath)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.answer(queriesTo: Packet.servers)
         try fastPath.configureCookies(cookies.secrets)
         try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: table)
         let names =
@@ -70,6 +71,7 @@ extension FuzzTarget {
         let size = FastPath.tableSize(for: image, geo: nil)
         let fastPath = try FastPath(objectPath: objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.answer(queriesTo: Packet.servers)
         try fastPath.configureCookies(cookies.secrets)
         try fastPath.write(image)
         // In an order of their own, so that a seed asks the same names in every run (the trie's

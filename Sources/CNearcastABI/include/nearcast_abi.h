@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 21
+#define NC_ABI_VERSION 22
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -33,6 +33,7 @@
 #define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
 #define NC_MAP_COOKIE "nc_cookie"
 #define NC_MAP_NEGATIVES "nc_negatives"
+#define NC_MAP_LOCAL "nc_local"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -329,6 +330,9 @@ enum nc_over_budget {
 	NC_OVER_BUDGET_DROP = 1,
 };
 
+/* Addresses of one family nc_config holds in place (struct nc_local_key, below, for the rest). */
+#define NC_LOCAL_INLINE 4
+
 /* Runtime settings of the program (ARRAY map, one entry, key 0). */
 struct nc_config {
 	__u32 abi_version;   /* NC_ABI_VERSION of the control plane that wrote this */
@@ -343,6 +347,16 @@ struct nc_config {
 	__u32 geo4_capacity; /* entries of every inner map of nc_geo4 (fixed when the maps were made) */
 	__u32 cands_capacity; /* entries of every inner map of nc_cands (likewise) */
 	__u32 names_capacity; /* names (records) the names table holds (its slots were sized for), kept for a successor */
+	/*
+	 * The addresses XDP answers queries to (nc_local holds them all): while a family has at most
+	 * NC_LOCAL_INLINE, they are here too and compared in place (a hash lookup of each query cost
+	 * ~45 ns, a quarter of an answer); NC_LOCAL_INLINE + 1: more, looked up in nc_local.
+	 */
+	__u32 local4_count;
+	__u32 local6_count;
+	__u32 pad;
+	__u64 local6[NC_LOCAL_INLINE][2]; /* as on the wire, two words each */
+	__be32 local4[NC_LOCAL_INLINE];
 };
 
 /* Per-CPU token bucket for what XDP passes up (PERCPU_ARRAY, one entry). */
@@ -373,6 +387,7 @@ enum nc_reason {
 	NC_RRL_DROPPED,		/* over the response rate limit: dropped */
 	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its zone's record (XDP_TX) */
 	NC_PASS_COOKIE,		/* a server cookie that is not valid: the slow path answers BADCOOKIE */
+	NC_PASS_NOT_OURS,	/* to the DNS port of an address that is not in nc_local: another server's, or forwarded */
 	NC_REASON_MAX,
 };
 
@@ -399,6 +414,7 @@ struct nc_stats {
 	__u64 rrl_dropped;
 	__u64 answered_nxdomain;
 	__u64 pass_cookie;
+	__u64 pass_not_ours;
 };
 
 /*
@@ -435,6 +451,19 @@ struct nc_rrl_config {
 struct nc_rrl_slot {
 	__u64 tag; /* the key's hash (never 0): whose bucket this is */
 	__u64 tat; /* the theoretical arrival time (jiffies as ns, or the coarse clock: rrl.h) */
+};
+
+/*
+ * The addresses XDP answers DNS queries to (HASH nc_local, the value unused): those the daemon
+ * listens on at the program's port, or every address of the host where it listens on a wildcard
+ * address. A query to any other address is passed untouched (NC_PASS_NOT_OURS): it is for another
+ * server on the host, or for a host this one forwards to, and the slow path would not see it.
+ */
+#define NC_LOCAL_MAX 4096
+
+struct nc_local_key {
+	__u32 family;  /* 4 or 6 */
+	__u8 addr[16]; /* as on the wire; IPv4 in the first 4 octets, the rest zero */
 };
 
 #define NC_RRL_ENTRIES 65536 /* a power of two */

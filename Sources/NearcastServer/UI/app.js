@@ -299,8 +299,8 @@ const SLOW_OTHER = (s) => sum(s.slow, "") - (s.slow?.NOERROR || 0) - (s.slow?.NX
 const SERIES = [
   ["XDP answered", (s) => (s.xdp?.answered || 0) + (s.xdp?.answered_nxdomain || 0), "xdp"],
   ["XDP geo", (s) => (s.xdp?.answered_geo || 0) + (s.xdp?.answered_geo_all_down || 0), "xdp"],
-  // Not pass_not_dns: the other traffic the program lets by is no query.
-  ["passed to the slow path", (s) => sum(s.xdp, "pass_") - (s.xdp?.pass_not_dns || 0), "xdp"],
+  // Not pass_not_dns nor pass_not_ours: the other traffic the program lets by is no query of ours.
+  ["passed to the slow path", (s) => sum(s.xdp, "pass_") - (s.xdp?.pass_not_dns || 0) - (s.xdp?.pass_not_ours || 0), "xdp"],
   ["limited", (s) => sum(s.xdp, "limit_") + sum(s.xdp, "rrl_") + sum(s.slow, "rrl_")],
   ["slow path NOERROR", (s) => s.slow?.NOERROR || 0],
   ["slow path NXDOMAIN", (s) => s.slow?.NXDOMAIN || 0],
