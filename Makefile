@@ -16,13 +16,18 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
 
 all: build
 
 # Installs the Debian packages the project needs, only when one is missing.
+# The Debian packages to build (`deps`: all that `make` and `make install` need), and those and the
+# test, demo and benchmark tools (`test-deps`).
 deps:
-	@tools/install-deps.sh --check >/dev/null 2>&1 || tools/install-deps.sh
+	@tools/install-deps.sh build --check >/dev/null 2>&1 || tools/install-deps.sh build
+
+test-deps:
+	@tools/install-deps.sh all --check >/dev/null 2>&1 || tools/install-deps.sh all
 
 # Release binaries with the Swift runtime linked in, so that they run where no toolchain is.
 build: deps bpf
@@ -48,7 +53,7 @@ $(HEAD_OBJ): $(BPF_SRC)
 
 $(REFLECT_GROW_OBJ): tools/bpf/reflect.bpf.c
 
-$(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl
+$(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl | test-deps
 	@mkdir -p $(dir $@)
 	perl tools/make-test-mmdb.pl $< $@
 
@@ -56,7 +61,7 @@ $(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl
 verifier-stats: $(BPF_OBJ)
 	tools/verifier-stats.sh $(BPF_OBJ)
 
-run: build $(GEO_DB)
+run: test-deps build $(GEO_DB)
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"
 	@echo "    dig @127.0.0.1 -p 5300 www.demo.nearcast.test A"
 	@echo "    dig @127.0.0.1 -p 5300 edge.demo.nearcast.test A +subnet=198.51.100.0/24   # a client in Paris"
@@ -73,7 +78,7 @@ run: build $(GEO_DB)
 test: test-build
 	tools/run-tests.sh "$$($(SWIFT) build --show-bin-path)/nearcastPackageTests.xctest"
 
-test-build: deps bpf $(GEO_DB)
+test-build: test-deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests
 
 # The Swift code as .swift-format says (swift-format comes with the toolchain); CI runs `lint`.
@@ -86,41 +91,41 @@ format:
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
 bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale
 
-bench-xdp: build $(GEO_DB)
+bench-xdp: test-deps build $(GEO_DB)
 	tools/bench-xdp.sh
 	tools/bench-xdp-throughput.sh
 
-bench-slowpath: build
+bench-slowpath: test-deps build
 	tools/bench-slowpath.sh
 
-bench-geo: build
+bench-geo: test-deps build
 	tools/bench-geo.sh
 
-bench-health: build
+bench-health: test-deps build
 	tools/bench-health.sh
 
 # Under attack (issue 19): a forged-source flood with rate limiting, a random-subdomain flood beside
 # legitimate traffic, beside Knot DNS (XDP, mod-rrl); and the fuzzer's rate.
-bench-defence: build
+bench-defence: test-deps build
 	tools/bench-defence.sh
 
 # The dashboard's own cost: its bytes, its first render with 1,000 nodes, the daemon's CPU for 20 open pages.
-bench-ui: build
+bench-ui: test-deps build
 	tools/bench-ui.sh
 
-bench-fleet: build
+bench-fleet: test-deps build
 	tools/bench-fleet.sh
 
 # Zones of real size (issue 29): 10k, 100k and 1M names beside Knot and NSD serving the same file: load
 # time, memory, record changes to answered, memory after many changes.
-bench-scale: build
+bench-scale: test-deps build
 	tools/bench-scale.py
 	tools/bench-scale.py --xdp
 
 # The CPU of a fast path's start, quieter than whole starts (issue 29): a zone file's load, then its
 # answer image made ROUNDS times in one process. ZONE defaults to 1M names from tools/scale-zone.py.
 ROUNDS ?= 5
-bench-image: build
+bench-image: test-deps build
 	@test -n "$(ZONE)" || { test -f /tmp/nearcast-scale1m.zone || python3 tools/scale-zone.py 1000000 /tmp/nearcast-scale1m.zone; }
 	$(BIN)/imagebench $(or $(ZONE),/tmp/nearcast-scale1m.zone) $(or $(ORIGIN),scale.test.) --rounds $(ROUNDS)
 

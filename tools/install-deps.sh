@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs, idempotently, every Debian package nearcast needs to build, test and benchmark.
+# Installs, idempotently, the Debian packages nearcast needs: `build`, those to build it (what
+# `make` and `make install` need, whose run-time libraries the daemon links: libbpf, libelf,
+# libmaxminddb, zlib, libcurl); `all` (the default), those and what the tests, the demo and the
+# benchmarks need (DNS clients, load generators, reference servers, etcd, a browser).
 # Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
-# Usage: tools/install-deps.sh [--check]   (--check: exit 1 if something is missing, install nothing)
+# Installs nothing else, and stops nothing it did not start: a server a package's install started
+# is stopped, one that ran before is left alone.
+# Usage: tools/install-deps.sh [build|all] [--check]   (--check: exit 1 if something is missing, install nothing)
 set -euo pipefail
 
-PACKAGES=(
-	# build: the BPF object, libbpf and libmaxminddb for the Swift system-library targets
-	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
-	libmaxminddb-dev mmdb-bin libmaxmind-db-writer-perl
-	# the release binaries link the Swift runtime statically; the tests' URLSession needs libcurl
+BUILD_PACKAGES=(
+	# the BPF object, libbpf and libmaxminddb for the Swift system-library targets
+	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev libmaxminddb-dev
+	# the release binaries link the Swift runtime statically, and Foundation's networking libcurl
 	libcurl4-openssl-dev
+)
+TEST_PACKAGES=(
+	# test geo databases (the demo's too), written with MaxMind's own writer
+	mmdb-bin libmaxmind-db-writer-perl
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl
 	# certificates for the HTTPS health-check tests
@@ -24,6 +32,20 @@ PACKAGES=(
 	chromium chromium-driver python3-selenium
 )
 
+set_=all check=0
+for arg in "$@"; do
+	case "$arg" in
+	build | all) set_=$arg ;;
+	--check) check=1 ;;
+	*)
+		echo "usage: $0 [build|all] [--check]" >&2
+		exit 2
+		;;
+	esac
+done
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[ "$set_" = all ] && PACKAGES+=("${TEST_PACKAGES[@]}")
+
 missing=()
 for p in "${PACKAGES[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -34,7 +56,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
+if [ $check -eq 1 ]; then
 	echo "missing Debian packages: ${missing[*]}" >&2
 	exit 1
 fi
@@ -47,7 +69,8 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Reference servers (nsd, knot) must not start as system services on port 53 when installed:
 # the tests and benchmarks start them by hand on their own ports. policy-rc.d says "don't start".
-policy=/usr/sbin/policy-rc.d
+# (POLICY_RC_D: elsewhere, for the test of this script, which must not touch the host's.)
+policy=${POLICY_RC_D:-/usr/sbin/policy-rc.d}
 own_policy=0
 if [ ! -e "$policy" ]; then
 	printf '#!/bin/sh\nexit 101\n' >"$policy"
@@ -58,9 +81,27 @@ trap '[ $own_policy -eq 1 ] && rm -f "$policy"' EXIT
 
 # The reference servers running before the install (an operator's own NSD or Knot, say) are
 # left alone: only a server process that the install itself started is stopped below.
+# (By the program they run: NSD names its processes "nsd: main", "nsd: xfrd", so pgrep -x finds none.)
+pids_of() {
+	local p exe
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null) || continue
+		exe=${exe% (deleted)}
+		[ "${exe##*/}" = "$1" ] && echo "${p#/proc/}"
+	done
+	return 0
+}
+# The parent of a process (the fields after its name, which may hold spaces: "(nsd: main)").
+ppid_of() {
+	local stat rest
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	rest=${stat##*) }
+	set -- $rest
+	echo "${2:-}"
+}
 declare -A before
 for daemon in nsd knotd; do
-	before[$daemon]=" $(pgrep -x "$daemon" | tr '\n' ' ') "
+	before[$daemon]=" $(pids_of "$daemon" | tr '\n' ' ') "
 done
 
 install() { apt-get install -y --no-install-recommends "${missing[@]}"; }
@@ -69,12 +110,19 @@ if ! install; then
 	install
 fi
 # A maintainer script may still have started a server (where a policy-rc.d of the host's own lets
-# it): stop the processes that were not there before.
+# it): stop the processes that were not there before and that run as daemons (their parent is
+# PID 1: systemd, or an init script's daemonized child). One another program runs in the
+# foreground (a test's, an operator's `nsd -d`) is not the install's.
 for daemon in nsd knotd; do
-	for pid in $(pgrep -x "$daemon" || true); do
+	for pid in $(pids_of "$daemon"); do
 		case "${before[$daemon]}" in
 		*" $pid "*) ;;
-		*) kill "$pid" 2>/dev/null || true ;;
+		*)
+			[ "$(ppid_of "$pid")" = 1 ] || continue
+			echo "install-deps: stopping $daemon (pid $pid), which the install started"
+			kill "$pid" 2>/dev/null || true
+			;;
 		esac
 	done
 done
+echo "install-deps: installed ${missing[*]}"

@@ -46,6 +46,12 @@ import Testing
     static let zoneFile = TestSupport.fixtures.appendingPathComponent("example.test.zone")
 
     static func startNSD(dir: URL, port: Int, origin: String, file: URL) throws -> ServerProcess {
+        let conf = try nsdConfig(dir: dir, port: port, origin: origin, file: file)
+        return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
+    }
+
+    /// An NSD config serving `origin` from `file` on 127.0.0.1 at `port`, its files in `dir`.
+    static func nsdConfig(dir: URL, port: Int, origin: String, file: URL) throws -> URL {
         let conf = dir.appendingPathComponent("nsd.conf")
         try """
         server:
@@ -69,7 +75,7 @@ import Testing
           name: \(origin)
           zonefile: "\(file.path)"
         """.write(to: conf, atomically: true, encoding: .utf8)
-        return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
+        return conf
     }
 
     static func startKnot(dir: URL, port: Int, origin: String, file: URL) throws -> ServerProcess {
