@@ -351,12 +351,24 @@ struct Nearcastd: AsyncParsableCommand {
                     "cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
+        // Under systemd (Type=notify), readiness, reloads and the stop are told to it too.
+        let serving = fastPath == nil ? "serving" : "serving, with the XDP fast path"
         try await started.runUntilStopped(
-            onReady: { Self.announce("ready") },
+            onReady: {
+                Self.announce("ready")
+                SystemdNotify.ready(status: serving)
+            },
             onHangup: {
                 // Refused reloads are logged by ServedConfig; the old data goes on being served.
-                _ = try? await served.reload(by: "SIGHUP")
-            }, logger: logger)
+                SystemdNotify.reloading()
+                do {
+                    _ = try await served.reload(by: "SIGHUP")
+                    SystemdNotify.ready(status: serving + "; reloaded")
+                } catch {
+                    SystemdNotify.ready(status: serving + "; the last reload was refused: \(error)")
+                }
+            },
+            onStopping: { SystemdNotify.stopping() }, logger: logger)
         logger.info("stopped")
     }
 

@@ -35,14 +35,15 @@ actor StartedServices {
     /// reverse order. `onReady` is called once every signal is trapped (a SIGTERM from then on
     /// stops the daemon gracefully), `onHangup` for each SIGHUP until the group stops.
     func runUntilStopped(
-        onReady: @escaping @Sendable () -> Void, onHangup: @escaping @Sendable () async -> Void, logger: Logger
+        onReady: @escaping @Sendable () -> Void, onHangup: @escaping @Sendable () async -> Void,
+        onStopping: @escaping @Sendable () -> Void = {}, logger: Logger
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = stops.map { part in
             .init(service: StopOnShutdown(name: part.name, stop: part.stop, logger: logger))
         }
         stops = []
         // Last, so it is the first to end: no reload starts once stopping has begun.
-        services.append(.init(service: HangupReloads(onReady: onReady, onHangup: onHangup)))
+        services.append(.init(service: HangupReloads(onReady: onReady, onHangup: onHangup, onStopping: onStopping)))
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -68,10 +69,12 @@ struct StopOnShutdown: Service {
 
 /// SIGHUP asks for a reload (the config and zone files read again), one at a time, until the
 /// group shuts down. The group traps SIGTERM and SIGINT before it starts its services, so once
-/// this has trapped SIGHUP too, every signal is handled: then `onReady`.
+/// this has trapped SIGHUP too, every signal is handled: then `onReady`. Once the group shuts
+/// down, `onStopping`.
 struct HangupReloads: Service {
     var onReady: @Sendable () -> Void
     var onHangup: @Sendable () async -> Void
+    var onStopping: @Sendable () -> Void
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
@@ -79,5 +82,6 @@ struct HangupReloads: Service {
         for await _ in hangups.cancelOnGracefulShutdown() {
             await onHangup()
         }
+        onStopping()
     }
 }

@@ -63,13 +63,16 @@ public final class Daemon: Sendable {
     public let apiPort: Int?
 
     /// Starts `nearcastd` with `arguments` (through `launcher`, e.g. `ip netns exec NS`, when given)
-    /// and waits until it says it is ready.
-    public init(_ arguments: [String], launcher: [String] = [], timeout: Double = 30) throws {
+    /// and waits until it says it is ready. `environment`: variables added to the test's own.
+    public init(
+        _ arguments: [String], launcher: [String] = [], environment: [String: String] = [:], timeout: Double = 30
+    ) throws {
         let nearcastd = try Repository.product("nearcastd")
+        let env = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if let first = launcher.first {
-            process = try ServerProcess(first, Array(launcher.dropFirst()) + [nearcastd] + arguments)
+            process = try ServerProcess(first, Array(launcher.dropFirst()) + [nearcastd] + arguments, environment: env)
         } else {
-            process = try ServerProcess(nearcastd, arguments)
+            process = try ServerProcess(nearcastd, arguments, environment: env)
         }
         do {
             let p = process
