@@ -29,6 +29,8 @@ public struct EDNS: Hashable, Sendable {
 
 /// One EDNS option: code and raw data.
 public struct EDNSOption: Hashable, Sendable {
+    /// Name server identifier (RFC 5001).
+    public static let nsidCode: UInt16 = 3
     public static let clientSubnetCode: UInt16 = 8
     public static let cookieCode: UInt16 = 10
     public static let paddingCode: UInt16 = 12

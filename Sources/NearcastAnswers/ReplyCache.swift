@@ -158,8 +158,10 @@ struct CacheKey {
                 let code = UInt16(q[p]) << 8 | UInt16(q[p + 1])
                 let olen = Int(q[p + 2]) << 8 | Int(q[p + 3])
                 // A Client Subnet echo is the client's own; so is a cookie when cookies are on, which
-                // the cache adds to a reply kept without it (one cookie: two are FORMERR).
-                guard code != EDNSOption.clientSubnetCode, p + 4 + olen <= q.count else { return nil }
+                // the cache adds to a reply kept without it (one cookie: two are FORMERR); an NSID
+                // is in the replies of those who ask for it alone.
+                guard code != EDNSOption.clientSubnetCode, code != EDNSOption.nsidCode, p + 4 + olen <= q.count
+                else { return nil }
                 if code == EDNSOption.cookieCode && responder.cookies != nil {
                     guard cookie == nil else { return nil }
                     cookie = p..<(p + 4 + olen)

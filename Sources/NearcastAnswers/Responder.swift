@@ -29,10 +29,15 @@ public struct Responder: Sendable {
     /// DNS Cookies (RFC 7873, RFC 9018); nil: a COOKIE option is ignored, as a server without
     /// them does.
     public var cookies: ServerCookies?
+    /// This server's name, which a fleet's servers each say when asked which one answered: in
+    /// CHAOS TXT at id.server and hostname.bind (RFC 4892) and as NSID (RFC 5001). nil: neither is
+    /// answered (REFUSED, no NSID), as a server with its identity hidden.
+    public var identity: String?
 
     public init(
         authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
-        clock: @escaping @Sendable () -> UInt64 = Responder.systemClock, cookies: ServerCookies? = nil
+        clock: @escaping @Sendable () -> UInt64 = Responder.systemClock, cookies: ServerCookies? = nil,
+        identity: String? = nil
     ) {
         self.authority = authority
         self.maxUDPPayload = maxUDPPayload
@@ -40,6 +45,7 @@ public struct Responder: Sendable {
         self.keys = keys
         self.clock = clock
         self.cookies = cookies
+        self.identity = identity
     }
 
     @Sendable public static func systemClock() -> UInt64 {
@@ -92,6 +98,11 @@ public struct Responder: Sendable {
                 }
             }
         }
+        // NSID (RFC 5001 §2.3): asked with an empty option, answered in every reply's OPT. (XDP
+        // passes queries that ask for it: nc_check_options.)
+        if let identity, msg.edns?.options.contains(where: { $0.code == EDNSOption.nsidCode }) == true {
+            replyEDNS!.options.append(EDNSOption(code: EDNSOption.nsidCode, data: Array(identity.utf8)))
+        }
         if let tsig = msg.additional.last, tsig.type == .tsig {
             // A signed query (RFC 8945 §5.2): answered as the same query unsigned, then signed;
             // or refused. Never from the reply cache or the fast path.
@@ -124,6 +135,9 @@ public struct Responder: Sendable {
         }
         // Every other type, meta-types too (MAILA, MAILB, OPT, TSIG), is looked up as any type is:
         // NODATA where the name has none, as NSD and Knot answer them.
+        if question.qclass == .ch, let identity, Self.identityNames.contains(question.name.lowercased()) {
+            return identityReply(header, question, identity, edns: replyEDNS)
+        }
         guard question.qclass == .in || question.qclass == .any else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
         }
@@ -346,6 +360,24 @@ public struct Responder: Sendable {
         h.opcode = q.opcode
         h.rd = q.rd  // CD is not copied: docs/CONFORMANCE.md
         return h
+    }
+
+    /// The names a server's identity is asked at, in CHAOS (RFC 4892 §2.2 and BIND's older name).
+    static let identityNames: Set<DNSName> = [try! DNSName("id.server."), try! DNSName("hostname.bind.")]
+
+    /// The identity in a TXT record of class CHAOS, authoritative, TTL 0 (as NSD and Knot answer
+    /// it); another type at the name: no data.
+    func identityReply(_ q: DNSHeader, _ question: DNSQuestion, _ identity: String, edns: EDNS?) -> [UInt8] {
+        var reply = DNSMessage(header: replyHeader(q), questions: [question], edns: edns)
+        reply.header.aa = true
+        if question.type == .txt || question.type == .any {
+            // A character-string holds 255 octets at most: a longer identity is cut there.
+            let text = Array(Array(identity.utf8).prefix(255))
+            reply.answers = [
+                ResourceRecord(name: question.name, type: .txt, rrClass: .ch, ttl: 0, rdata: .txt([text]))
+            ]
+        }
+        return (try? reply.serialize()) ?? []
     }
 
     /// A reply with no data: the question (when it could be read), the rcode, and our OPT when the

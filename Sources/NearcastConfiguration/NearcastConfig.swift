@@ -31,6 +31,8 @@ public struct ZoneSource: Hashable, Sendable {
 ///   listen: 127.0.0.1:8053
 ///   tokens: tokens                   # ROLE TOKEN lines (see APITokens)
 /// state-dir: /var/lib/nearcast       # overrides kept across restarts, and the audit log
+/// identity: ns1.example.net          # said at id.server/hostname.bind (CHAOS) and as NSID;
+///                                    # default: the host's name; "" says nothing
 /// tsig:                              # keys that may sign queries (RFC 8945)
 ///   key-files: [keys.conf]           # BIND `key` statements (TSIGKeyFile)
 ///   keys:
@@ -64,8 +66,20 @@ public struct NearcastConfig: Sendable {
     public var rrl = RRLSettings()
     /// DNS Cookies.
     public var cookies = CookieSettings()
+    /// This server's name, said when asked which server of a fleet answered: CHAOS TXT at
+    /// id.server and hostname.bind (RFC 4892), and NSID (RFC 5001). The host's name unless
+    /// configured; nil (`identity: ""`): neither is answered.
+    public var identity: String? = NearcastConfig.hostName
     /// The file this config was read from, if any.
     public var sourcePath: String?
+
+    /// gethostname(2); nil where it has none.
+    public static var hostName: String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+        let name = String(cString: buffer)
+        return name.isEmpty ? nil : name
+    }
 
     public init() {}
 
@@ -84,7 +98,7 @@ public struct NearcastConfig: Sendable {
     static let knownKeys = [
         "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "xdp", "api", "geo", "state-dir",
         "tsig", "store",
-        "rrl", "cookies",
+        "rrl", "cookies", "identity",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
@@ -184,6 +198,13 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.zonefileSync = n
+            case "identity":
+                // A TXT character-string and an NSID hold it: 255 octets at most.
+                guard let name = v.string, name.utf8.count <= 255 else {
+                    fail(v, "identity must be a name of at most 255 octets (\"\" to say none)")
+                    continue
+                }
+                config.identity = name.isEmpty ? nil : name
             case "state-dir":
                 guard let d = v.string, !d.isEmpty else {
                     fail(v, "state-dir must be a directory path (e.g. /var/lib/nearcast)")

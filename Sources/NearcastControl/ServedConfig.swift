@@ -514,7 +514,7 @@ extension Responder {
     package init(serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?) {
         self.init(
             authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys,
-            cookies: cookies)
+            cookies: cookies, identity: config.identity)
     }
 }
 

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastConfiguration
 import NearcastTestSupport
 import Testing
 
@@ -30,6 +31,20 @@ import Glibc
             ["@\(host)", "-p", "\(port)", tcp ? "+tcp" : "+notcp", "www.example.test", "A", "+short"])
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.stdout.split(separator: "\n").sorted() == ["192.0.2.1", "192.0.2.2"], "\(out.stdout)")
+    }
+
+    /// Which server answered, as dig asks it (issue 30): NSID (RFC 5001) and CHAOS TXT at
+    /// id.server (RFC 4892), both the host's name when no identity is configured.
+    @Test(arguments: ["dig", "kdig"]) func realClientsLearnWhichServerAnswered(client: String) throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let host = try #require(NearcastConfig.hostName)
+        let tool = try TestSupport.tool(client)
+        let nsid = try TestSupport.run(tool, ["@127.0.0.1", "-p", "\(port)", "+nsid", "www.example.test", "A"])
+        #expect(nsid.stdout.contains("NSID") && nsid.stdout.contains(host), "\(nsid.stdout)")
+        let chaos = try TestSupport.run(
+            tool, ["@127.0.0.1", "-p", "\(port)", "-c", "CH", "-t", "TXT", "id.server", "+short"])
+        #expect(chaos.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\"\(host)\"", "\(chaos.stdout)")
     }
 
     /// Queries that arrive together are read and answered in batches: each gets its reply, sent to

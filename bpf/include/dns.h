@@ -142,6 +142,7 @@ static __always_inline __u32 nc_csum_word_le(__u64 w)
 
 #define NC_OPTIONS_MAX 8	/* options looked at in one OPT record; more are passed */
 #define NC_OPTION_ECS 8
+#define NC_OPTION_NSID 3
 
 /*
  * Checks a Client Subnet option (`olen` data bytes after the 4-byte header at `o`) exactly as the
@@ -232,8 +233,9 @@ static __always_inline enum nc_reason nc_read_cookie(__u8 *o, __u32 olen, void *
 /*
  * Checks the options of an OPT record (`len` bytes at `p`): each must lie within the record. A
  * Client Subnet option is checked and kept for the echo, as the slow path echoes it (scope 0 for
- * the static answers XDP gives); a COOKIE is kept for cookie.h. Every other option (padding, NSID)
- * is ignored by the slow path, so the reply is the same as without it.
+ * the static answers XDP gives); a COOKIE is kept for cookie.h; an NSID request passes (the slow
+ * path answers it with the server's identity). Every other option (padding) is ignored by the slow
+ * path, so the reply is the same as without it.
  */
 static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void *data_end, struct nc_query *q)
 {
@@ -254,6 +256,8 @@ static __always_inline enum nc_reason nc_check_options(__u8 *p, __u32 len, void 
 
 		if (pos + 4 + olen > len)
 			return NC_PASS_SHAPE;
+		if (code == NC_OPTION_NSID)
+			return NC_PASS_EDNS;
 		if (code == NC_OPTION_ECS || code == NC_OPTION_COOKIE) {
 			enum nc_reason r = code == NC_OPTION_ECS ? nc_read_ecs(o, olen, data_end, q)
 								 : nc_read_cookie(o, olen, data_end, q);
