@@ -325,6 +325,9 @@ public final class LiveTokens: Sendable {
 
     /// Replaces the fleet's tokens (SHA-256 hex -> entry).
     public func setShared(_ hashed: [String: APITokens.Entry]) { state.withLock { $0.hashed = hashed } }
+
+    /// Replaces the tokens file's (a reload read it again); the fleet's stay.
+    public func replaceEntries(_ entries: [APITokens.Entry]) { state.withLock { $0.entries = entries } }
 }
 
 /// Checks `Authorization: Bearer TOKEN` against the tokens (the file's, and a fleet's): 401 (with

@@ -22,6 +22,8 @@ struct DaemonParts: Sendable {
     var changes: OperatorChanges?
     var healthWrites: HealthWriteLog
     var served: ServedConfig
+    /// Reloads, the tokens file's read again with them.
+    var reloads: Reloads
     var metrics: NearcastMetrics
     /// The fleet's store, when this server follows one.
     var store: StoreFollower?
@@ -36,6 +38,7 @@ struct DaemonParts: Sendable {
         let changes = changes
         let healthWrites = healthWrites
         let served = served
+        let reloads = reloads
         let metrics = metrics
         let store = store
         let live = live
@@ -84,7 +87,7 @@ struct DaemonParts: Sendable {
                     health: health.map { _ in healthWrites.report },
                     slowPath: metrics.slowPathTotals())
             }, explain: explain, nodes: nodesSource, pools: poolsSource, report: reportSink,
-            setOverride: overrideSource, reload: { by throws(ReloadError) in try await served.reload(by: by) },
+            setOverride: overrideSource, reload: { by throws(ReloadError) in try await reloads.reload(by: by) },
             metrics: {
                 let uptime = ContinuousClock.now - startedAt
                 let snapshot = MetricsSnapshot(

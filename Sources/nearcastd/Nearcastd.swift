@@ -318,6 +318,7 @@ struct Nearcastd: AsyncParsableCommand {
             changes: changes, metrics: metrics, audit: audit, shared: follower, cookies: cookieRotation,
             logger: logger)
         zones = []
+        let reloads = Reloads(served: served, tokens: liveTokens, api: cfg.api, logger: logger)
         if let follower {
             await follower.start(served, changes: changes, tokens: liveTokens)
             await started.add("store follower") { await follower.stop() }
@@ -337,8 +338,8 @@ struct Nearcastd: AsyncParsableCommand {
             let parts = DaemonParts(
                 startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
                 monitor: monitor, changes: changes,
-                healthWrites: healthWrites, served: served, metrics: metrics, store: follower, audit: audit,
-                logger: logger)
+                healthWrites: healthWrites, served: served, reloads: reloads, metrics: metrics, store: follower,
+                audit: audit, logger: logger)
             let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
@@ -362,7 +363,7 @@ struct Nearcastd: AsyncParsableCommand {
                 // Refused reloads are logged by ServedConfig; the old data goes on being served.
                 SystemdNotify.reloading()
                 do {
-                    _ = try await served.reload(by: "SIGHUP")
+                    _ = try await reloads.reload(by: "SIGHUP")
                     SystemdNotify.ready(status: serving + "; reloaded")
                 } catch {
                     SystemdNotify.ready(status: serving + "; the last reload was refused: \(error)")

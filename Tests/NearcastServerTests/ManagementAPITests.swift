@@ -46,6 +46,36 @@ import FoundationNetworking
             "\(out.stdout)")
     }
 
+    /// The tokens file is read again with every reload (issue 30): a token removed from it stops
+    /// working after SIGHUP, one added starts; a file with an error refuses the reload and the
+    /// tokens stay as they were.
+    @Test func aReloadReadsTheTokensFileAgain() async throws {
+        let (daemon, api, tokens) = try Self.start()
+        defer {
+            daemon.stop()
+            try? FileManager.default.removeItem(at: tokens)
+        }
+        let added = String(repeating: "5", count: 32)
+        #expect(try await Self.get(api, "/v1/stats", token: Self.readToken).0 == 200)
+        #expect(try await Self.get(api, "/v1/stats", token: added).0 == 401)
+        func reloaded(_ count: Int) -> Bool {
+            daemon.log.components(separatedBy: "API tokens read again").count - 1 >= count
+        }
+        // The read token revoked, another added.
+        try "read \(added)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try daemon.waitUntilReady { reloaded(1) }
+        #expect(try await Self.get(api, "/v1/stats", token: Self.readToken).0 == 401, "revoked")
+        #expect(try await Self.get(api, "/v1/stats", token: added).0 == 200, "added")
+        // A broken file: the reload is refused, and the tokens are those of the last good one.
+        try "read \(added)\nsuperuser short\n".write(to: tokens, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try daemon.waitUntilReady { daemon.log.contains("reload refused") }
+        #expect(daemon.log.contains(tokens.path + ":2"), "the file and line: \(daemon.log)")
+        #expect(!reloaded(2))
+        #expect(try await Self.get(api, "/v1/stats", token: added).0 == 200)
+    }
+
     static func get(_ port: Int, _ path: String, token: String? = nil) async throws -> (Int, [String: String], Data) {
         var r = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         if let token { r.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
