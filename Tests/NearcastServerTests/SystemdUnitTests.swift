@@ -1,4 +1,5 @@
 import Foundation
+import NearcastConfiguration
 import NearcastTestSupport
 import Testing
 
@@ -72,6 +73,25 @@ import Glibc
         try Self.unitText().write(to: unit, atomically: true, encoding: .utf8)
         let out = try TestSupport.run(try TestSupport.tool("systemd-analyze"), ["verify", unit.path])
         #expect(out.status == 0 && out.stderr.isEmpty, "\(out.stdout)\(out.stderr)")
+    }
+
+    /// The unit makes /etc read-only (ProtectSystem=full), but lets the daemon write where a record
+    /// changed through the API goes: the sample config's zones' directory, which holds each zone
+    /// file and its journal (ZoneJournal.path), as `make install` lays them out.
+    @Test func theUnitLetsTheDaemonWriteWhereRecordEditsGo() throws {
+        let unit = try Self.unitText().split(separator: "\n")
+        #expect(unit.contains("ProtectSystem=full"))
+        let writable = unit.filter { $0.hasPrefix("ReadWritePaths=") }.flatMap {
+            $0.dropFirst("ReadWritePaths=".count).split(separator: " ").map(String.init)
+        }
+        let sample = try NearcastConfig.parse(
+            yaml: String(contentsOf: Repository.root.appendingPathComponent("dist/nearcast.yaml"), encoding: .utf8),
+            fileName: "nearcast.yaml", baseDirectory: "/etc/nearcast")
+        #expect(!sample.zones.isEmpty)
+        for zone in sample.zones {
+            let dir = URL(fileURLWithPath: zone.path).deletingLastPathComponent().path
+            #expect(writable.contains(dir), "\(zone.path): \(writable)")
+        }
     }
 
     /// dist/nearcastd.service with this test run's binaries and object where `make install` puts its own.
