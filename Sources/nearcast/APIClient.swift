@@ -11,8 +11,10 @@ import NearcastConfiguration
 struct APIClient {
     var address: ListenAddress
     var token: String?
-    /// HTTPS (the server's certificate is checked against the system's CAs).
+    /// HTTPS (the server's certificate is checked against the system's CAs, or `caFile`'s).
     var tls = false
+    /// A PEM file of the CA certificates to trust instead of the system's (a private CA's).
+    var caFile: String?
 
     /// What went wrong, said as the operator should read it.
     struct Failure: Error, CustomStringConvertible {
@@ -59,6 +61,22 @@ struct APIClient {
         try await call("PUT", Self.withQuery(path, query), body: try JSONEncoder().encode(body), as: type)
     }
 
+    /// Runs `body` with the shared client, or with one that trusts `caFile` alone (shut down after).
+    func withClient<T>(_ body: (HTTPClient) async throws -> T) async throws -> T {
+        guard let caFile else { return try await body(HTTPClient.shared) }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(caFile)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        do {
+            let result = try await body(client)
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
     /// How long an answer may take, unless a call says otherwise.
     static let timeout = Duration.seconds(10)
     /// The most bytes of an answer read.
@@ -78,10 +96,13 @@ struct APIClient {
         let data: Data
         let status: UInt
         do {
-            let response = try await HTTPClient.shared.execute(
-                request, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000))
-            status = response.status.code
-            data = Data(try await response.body.collect(upTo: Self.maxAnswer).readableBytesView)
+            (status, data) = try await withClient { client in
+                let response = try await client.execute(
+                    request, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000))
+                return (
+                    response.status.code, Data(try await response.body.collect(upTo: Self.maxAnswer).readableBytesView)
+                )
+            }
         } catch let e as HTTPClientError where e == .deadlineExceeded {
             throw Failure(description: "the management API at \(address) did not answer within \(timeout)")
         } catch {
@@ -89,7 +110,7 @@ struct APIClient {
             if tls && (error is NIOSSLError || why.contains("SSL") || why.contains("certificate")) {
                 throw Failure(
                     description:
-                        "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates)"
+                        "the management API at \(address) is not trusted (\(why)); its certificate must come from a CA this system trusts (update-ca-certificates), or give its CA with --ca-file"
                 )
             }
             throw Failure(

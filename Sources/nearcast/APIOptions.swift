@@ -19,7 +19,17 @@ struct APIOptions: ParsableArguments {
             "A tokens file (ROLE TOKEN lines; default /etc/nearcast/tokens); $NEARCAST_TOKEN wins.", valueName: "FILE"))
     var tokenFile: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With https://: the CA certificates (PEM) to trust instead of the system's, e.g. a private CA's.",
+            valueName: "FILE"))
+    var caFile: String?
+
     func validate() throws {
+        if let f = caFile, !FileManager.default.isReadableFile(atPath: f) {
+            throw ValidationError("--ca-file \(f): no such file, or it cannot be read")
+        }
         if let a = api,
             ListenAddress(a.hasPrefix("https://") ? String(a.dropFirst(8)) : a).map({ !$0.isAnyPort }) != true
         {
@@ -42,17 +52,19 @@ struct APIOptions: ParsableArguments {
         guard let address = ListenAddress(text), !address.isAnyPort else {
             throw ValidationError("API address '\(text)' is not [https://]ADDR:PORT")
         }
-        if let t = env["NEARCAST_TOKEN"], !t.isEmpty { return APIClient(address: address, token: t, tls: tls) }
+        if let t = env["NEARCAST_TOKEN"], !t.isEmpty {
+            return APIClient(address: address, token: t, tls: tls, caFile: caFile)
+        }
         let path = tokenFile ?? "/etc/nearcast/tokens"
         guard FileManager.default.fileExists(atPath: path) else {
             if tokenFile != nil { throw APIClient.Failure(description: "\(path): no such tokens file") }
-            return APIClient(address: address, token: nil, tls: tls)  // the API will say what it needs
+            return APIClient(address: address, token: nil, tls: tls, caFile: caFile)  // the API will say what it needs
         }
         let tokens: APITokens
         do { tokens = try APITokens.load(path: path) } catch { throw APIClient.Failure(description: error.description) }
         guard let entry = tokens.entries.first(where: choose) else {
             throw APIClient.Failure(description: "\(path) has no token \(need)")
         }
-        return APIClient(address: address, token: entry.token, tls: tls)
+        return APIClient(address: address, token: entry.token, tls: tls, caFile: caFile)
     }
 }

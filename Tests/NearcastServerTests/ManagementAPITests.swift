@@ -164,7 +164,7 @@ import FoundationNetworking
 }
 
 /// The management API over TLS (`api: tls:`): HTTPS with the configured certificate, nothing in
-/// the clear; the CLI checks the certificate against the system's CAs.
+/// the clear; the CLI checks the certificate against the system's CAs, or those of `--ca-file`.
 @Suite(.timeLimit(.minutes(2))) struct ManagementAPITLSTests {
     @Test func theAPIServesHTTPSWithItsCertificate() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-apitls-\(UUID().uuidString)")
@@ -198,6 +198,15 @@ import FoundationNetworking
             try TestSupport.product("nearcast"),
             ["stats", "--api", "https://127.0.0.1:\(api)", "--token-file", dir.appendingPathComponent("tokens").path])
         #expect(untrusted.status == 1 && untrusted.stderr.contains("is not trusted"), "\(untrusted.stderr)")
+        // Its CA given (a private CA's: here the certificate signs itself), the CLI trusts it.
+        let trusted = try TestSupport.run(
+            try TestSupport.product("nearcast"),
+            [
+                "stats", "--api", "https://127.0.0.1:\(api)", "--ca-file", cert, "--token-file",
+                dir.appendingPathComponent("tokens").path,
+            ])
+        #expect(
+            trusted.status == 0 && trusted.stdout.contains("slow path: replies"), "\(trusted.stdout)\(trusted.stderr)")
 
         // A missing key is a config error with its line.
         try FileManager.default.removeItem(atPath: key)
