@@ -27,6 +27,15 @@ public final class NearcastMetrics: Sendable {
     private let tallies: [Tally] = (0..<(2 * 16 + 2)).map { _ in Tally() }
     private static let slipped = 2 * 16
     private static let dropped = 2 * 16 + 1
+    /// The slow path's replies by their question's type: the types of `qtypeNames`, then "other"
+    /// (no question, or another type). What a zone's clients ask, and what XDP leaves to the slow path.
+    private let byType: [Tally] = (0...NearcastMetrics.qtypeNames.count).map { _ in Tally() }
+    static let qtypeNames: [(type: UInt16, name: String)] = [
+        (1, "A"), (2, "NS"), (5, "CNAME"), (6, "SOA"), (12, "PTR"), (15, "MX"), (16, "TXT"), (28, "AAAA"),
+        (33, "SRV"), (43, "DS"), (48, "DNSKEY"), (64, "SVCB"), (65, "HTTPS"), (255, "ANY"), (257, "CAA"),
+    ]
+    private static let qtypeIndex: [UInt16: Int] = Dictionary(
+        uniqueKeysWithValues: qtypeNames.enumerated().map { ($1.type, $0) })
     private final class Tally: Sendable {
         let value = Atomic<UInt64>(0)
     }
@@ -48,10 +57,25 @@ public final class NearcastMetrics: Sendable {
 
     private func tally(_ i: Int) -> UInt64 { tallies[i].value.load(ordering: .relaxed) }
 
-    /// Counts one slow-path reply (its rcode is the low four bits of byte 3).
+    /// Counts one slow-path reply (its rcode is the low four bits of byte 3), and its question's type.
     public func countReply(_ reply: [UInt8], transport: Transport) {
         guard reply.count >= 4 else { return }
         tallies[(transport == .udp ? 0 : 16) + Int(reply[3] & 0x0F)].value.add(1, ordering: .relaxed)
+        let type = Self.questionType(reply).flatMap { Self.qtypeIndex[$0] } ?? Self.qtypeNames.count
+        byType[type].value.add(1, ordering: .relaxed)
+    }
+
+    /// The type of a message's one question, read past its name (a question's name is never
+    /// compressed: it comes first); nil without one.
+    static func questionType(_ m: [UInt8]) -> UInt16? {
+        guard m.count >= 12, m[4] == 0, m[5] == 1 else { return nil }
+        var i = 12
+        while i < m.count, m[i] != 0 {
+            guard m[i] & 0xC0 == 0 else { return nil }
+            i += Int(m[i]) + 1
+        }
+        guard i + 2 < m.count else { return nil }
+        return UInt16(m[i + 1]) << 8 | UInt16(m[i + 2])
     }
 
     /// Counts a reply over the response rate limit: slipped (sent as TC=1) or dropped.
@@ -94,6 +118,11 @@ public final class NearcastMetrics: Sendable {
         }
         for (verdict, i) in [("slipped", Self.slipped), ("dropped", Self.dropped)] {
             feed("nearcast_rrl_responses_total", [("verdict", verdict)], help.limited, to: tally(i))
+        }
+        for (i, name) in (Self.qtypeNames.map(\.name) + ["other"]).enumerated() {
+            feed(
+                "nearcast_slowpath_queries_total", [("qtype", name)], help.byType,
+                to: byType[i].value.load(ordering: .relaxed))
         }
         if let g = snapshot.geoCompileSeconds {
             Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g)
@@ -209,6 +238,7 @@ public final class NearcastMetrics: Sendable {
     struct MetricHelp {
         let uptime = "Seconds since the daemon started."
         let replies = "Replies sent by the slow path (user space), by transport and rcode."
+        let byType = "Replies sent by the slow path, by the type their question asked (other: any type not named)."
         let limited = "Slow-path UDP replies over the response rate limit: sent as TC=1 (slipped) or dropped."
         let compile = "How long the geo compile served now took (at start or by a reload)."
         let xdp =

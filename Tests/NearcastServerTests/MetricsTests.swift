@@ -1,3 +1,4 @@
+import DNSWire
 import Foundation
 import NearcastAPIModel
 import NearcastTestSupport
@@ -16,6 +17,25 @@ import FoundationNetworking
         text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
             Double($0.split(separator: " ").last ?? "")
         }
+    }
+
+    /// The slow path's replies by their question's type, the types not named as "other".
+    @Test func repliesAreCountedByTheirQuestionsType() throws {
+        let m = NearcastMetrics()
+        func reply(_ name: String, _ type: RRType) throws -> [UInt8] {
+            var h = DNSHeader()
+            h.qr = true
+            return try DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(name), type: type)]).serialize()
+        }
+        for (name, type) in [("a.example.", RRType.aaaa), ("b.example.", .aaaa), ("example.", .a), ("x.", RRType(35))] {
+            m.countReply(try reply(name, type), transport: .udp)
+        }
+        m.countReply([0, 1, 0x81, 0x01, 0, 0, 0, 0, 0, 0, 0, 0], transport: .udp)  // FORMERR, no question
+        let text = String(decoding: m.render(MetricsSnapshot(uptime: 1)), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_slowpath_queries_total{qtype="AAAA"}"#) == 2, "\(text)")
+        #expect(Self.value(text, #"nearcast_slowpath_queries_total{qtype="A"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_slowpath_queries_total{qtype="other"}"#) == 2)
+        #expect(Self.value(text, #"nearcast_slowpath_queries_total{qtype="MX"}"#) == 0)
     }
 
     @Test func snapshotsBecomeSeriesAndTotalsOnlyGrow() {
