@@ -391,22 +391,18 @@ struct Nearcastd: AsyncParsableCommand {
     static func answeredAddresses(_ bound: [SocketAddress], port: Int) -> AnsweredAddresses {
         var out = AnsweredAddresses()
         for address in bound where address.port == port {
+            let octets: [UInt8]
             switch address {
-            case .v4(let a):
-                let octets = withUnsafeBytes(of: a.address.sin_addr) { Array($0) }
-                if octets.allSatisfy({ $0 == 0 }) {
-                    out.everyIPv4 = true
-                } else if let l = LocalAddress(octets: octets) {
-                    out.listed.insert(l)
-                }
-            case .v6(let a):
-                let octets = withUnsafeBytes(of: a.address.sin6_addr) { Array($0) }
-                if octets.allSatisfy({ $0 == 0 }) {
-                    out.everyIPv6 = true
-                } else if let l = LocalAddress(octets: octets) {
-                    out.listed.insert(l)
-                }
+            case .v4(let a): octets = withUnsafeBytes(of: a.address.sin_addr) { Array($0) }
+            case .v6(let a): octets = withUnsafeBytes(of: a.address.sin6_addr) { Array($0) }
             default: continue
+            }
+            if !octets.allSatisfy({ $0 == 0 }) {
+                if let l = LocalAddress(octets: octets) { out.listed.insert(l) }
+            } else if octets.count == 4 {
+                out.everyIPv4 = true
+            } else {
+                out.everyIPv6 = true
             }
         }
         return out

@@ -50,12 +50,12 @@ import Testing
         return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
     }
 
-    /// An NSD config serving `origin` from `file` on 127.0.0.1 at `port`, its files in `dir`.
-    static func nsdConfig(dir: URL, port: Int, origin: String, file: URL) throws -> URL {
+    /// An NSD config serving `origin` from `file` on `address` at `port`, its files in `dir`.
+    static func nsdConfig(dir: URL, address: String = "127.0.0.1", port: Int, origin: String, file: URL) throws -> URL {
         let conf = dir.appendingPathComponent("nsd.conf")
         try """
         server:
-          ip-address: 127.0.0.1@\(port)
+          ip-address: \(address)@\(port)
           username: ""
           chroot: ""
           zonesdir: "\(dir.path)"

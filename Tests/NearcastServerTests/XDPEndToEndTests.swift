@@ -820,25 +820,8 @@ import Glibc
         ns1 A 198.18.0.3
         www A 192.0.2.222
         """.write(to: zone, atomically: true, encoding: .utf8)
-        let conf = dir.appendingPathComponent("nsd.conf")
-        try """
-        server:
-          ip-address: \(second)@53
-          username: ""
-          chroot: ""
-          zonesdir: "\(dir.path)"
-          pidfile: "\(dir.path)/nsd.pid"
-          database: ""
-          zonelistfile: "\(dir.path)/zone.list"
-          xfrdfile: "\(dir.path)/xfrd.state"
-          xfrdir: "\(dir.path)"
-          server-count: 1
-        remote-control:
-          control-enable: no
-        zone:
-          name: example.test.
-          zonefile: "\(zone.path)"
-        """.write(to: conf, atomically: true, encoding: .utf8)
+        let conf = try ReferenceServerDifferentialTests.nsdConfig(
+            dir: dir, address: second, port: 53, origin: "example.test.", file: zone)
         let nsd = try ServerProcess(
             try TestSupport.tool("ip"), ["netns", "exec", Self.srv, try TestSupport.tool("nsd"), "-d", "-c", conf.path])
         defer { nsd.stop() }
