@@ -85,6 +85,11 @@ public struct Responder: Sendable {
                 subnet = ecs
                 replyEDNS!.options.append(ecs.option)
             }
+            // NSID (RFC 5001 §2.3): asked with an empty option, answered in every reply's OPT from
+            // here on. (XDP passes queries that ask for it: nc_check_options.)
+            if let identity, qe.options.contains(where: { $0.code == EDNSOption.nsidCode }) {
+                replyEDNS!.options.append(EDNSOption(code: EDNSOption.nsidCode, data: Array(identity.utf8)))
+            }
             // DNS Cookies (RFC 7873 §5.2): the reply carries the client's cookie and ours. A
             // server cookie that is not valid draws BADCOOKIE over UDP (TCP has proved the address).
             cookie = cookieCheck(qe, client: client)
@@ -97,11 +102,6 @@ public struct Responder: Sendable {
                     return errorReply(header, question: question, .badCookie, edns: replyEDNS)
                 }
             }
-        }
-        // NSID (RFC 5001 §2.3): asked with an empty option, answered in every reply's OPT. (XDP
-        // passes queries that ask for it: nc_check_options.)
-        if let identity, msg.edns?.options.contains(where: { $0.code == EDNSOption.nsidCode }) == true {
-            replyEDNS!.options.append(EDNSOption(code: EDNSOption.nsidCode, data: Array(identity.utf8)))
         }
         if let tsig = msg.additional.last, tsig.type == .tsig {
             // A signed query (RFC 8945 §5.2): answered as the same query unsigned, then signed;

@@ -45,7 +45,8 @@ public final class HostAddressWatch: Sendable {
     }
 
     deinit {
-        if !control.started.load(ordering: .relaxed) { close(fd) }
+        // A watch let go without `stop`: its thread ends too.
+        if control.started.load(ordering: .relaxed) { stop() } else { close(fd) }
     }
 
     /// Starts the thread: from now on `changed` is given each new set of addresses, one call at a
