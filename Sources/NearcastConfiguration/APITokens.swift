@@ -47,12 +47,71 @@ public struct APITokens: Sendable {
         public var source: String
         /// An agent token's node (`agent:ID`); nil: any node.
         public var node: String?
+        /// An agent token's pools (`pools=a,b`): a node it registers may join these alone; nil: any.
+        public var pools: [String]?
+        /// An agent token's networks (`nets=192.0.2.0/24,2001:db8::/32`): a node it registers has
+        /// its addresses in them; nil: any.
+        public var networks: [AddressPrefix]?
 
-        public init(role: APIRole, token: String, source: String, node: String? = nil) {
+        public init(
+            role: APIRole, token: String, source: String, node: String? = nil, pools: [String]? = nil,
+            networks: [AddressPrefix]? = nil
+        ) {
             self.role = role
             self.token = token
             self.source = source
             self.node = node
+            self.pools = pools
+            self.networks = networks
+        }
+
+        /// Why this token may not register a node in `pools` at `addresses` (4 or 16 octets each);
+        /// nil when it may. Only an agent token's scopes narrow it.
+        public func refusal(registering pools: [String], at addresses: [[UInt8]]) -> String? {
+            if let allowed = self.pools, let p = pools.first(where: { !allowed.contains($0) }) {
+                return "this agent token may register nodes in pools \(allowed.joined(separator: ", ")) only, not \(p)"
+            }
+            if let networks, let a = addresses.first(where: { a in !networks.contains { $0.contains(a) } }) {
+                let text = AddressPrefix(address: a, length: a.count * 8).description.split(separator: "/")[0]
+                return
+                    "this agent token may register addresses in \(networks.map(\.description).joined(separator: ", ")) only, not \(text)"
+            }
+            return nil
+        }
+
+        struct ScopeError: Error {
+            var message: String
+        }
+
+        /// Reads one scope, `pools=a,b` or `nets=CIDR,CIDR`, into the entry.
+        mutating func scope(_ option: String) throws(ScopeError) {
+            let kv = option.split(separator: "=", maxSplits: 1).map(String.init)
+            let values = kv.count == 2 ? kv[1].split(separator: ",").map(String.init) : []
+            guard kv.count == 2, !values.isEmpty else {
+                throw ScopeError(message: "an agent token's scope is pools=POOL,… or nets=PREFIX,…; found '\(option)'")
+            }
+            switch kv[0] {
+            case "pools": pools = values
+            case "nets":
+                var prefixes: [AddressPrefix] = []
+                for v in values {
+                    guard let p = AddressPrefix(v) else {
+                        throw ScopeError(message: "nets: '\(v)' is not a prefix such as 192.0.2.0/24 or 2001:db8::/32")
+                    }
+                    prefixes.append(p)
+                }
+                networks = prefixes
+            default:
+                throw ScopeError(message: "unknown scope '\(kv[0])' (known: pools, nets)")
+            }
+        }
+
+        /// The role field with the scopes, as the store keeps it: `agent:NODE;pools=a,b;nets=…`.
+        var scopedRole: String {
+            var out = "\(role)\(node.map { ":\($0)" } ?? "")"
+            if let pools { out += ";pools=" + pools.joined(separator: ",") }
+            if let networks { out += ";nets=" + networks.map(\.description).joined(separator: ",") }
+            return out
         }
 
         /// Whether this token may post `node`'s health reports: its agent, or a write token.
@@ -76,22 +135,28 @@ public struct APITokens: Sendable {
         SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The tokens as a fleet's store keeps them: SHA-256 (hex) -> `ROLE[:NODE] SOURCE`.
+    /// The tokens as a fleet's store keeps them: SHA-256 (hex) -> `ROLE[:NODE][;pools=…][;nets=…] SOURCE`
+    /// (a server that does not know the scopes cannot read the role, and refuses the token).
     public var storeEntries: [String: String] {
         Dictionary(
-            entries.map { e in (Self.digest(e.token), "\(e.role)\(e.node.map { ":\($0)" } ?? "") \(e.source)") },
-            uniquingKeysWith: { a, _ in a })
+            entries.map { e in (Self.digest(e.token), "\(e.scopedRole) \(e.source)") }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// A fleet's token as its store keeps it (`ROLE[:NODE] SOURCE`); nil when it is not one.
+    /// A fleet's token as its store keeps it (`storeEntries`); nil when it is not one.
     public static func storeEntry(_ value: String) -> Entry? {
         let fields = value.split(separator: " ", maxSplits: 1).map(String.init)
         guard let first = fields.first else { return nil }
-        let roleField = first.split(separator: ":", maxSplits: 1).map(String.init)
+        var parts = first.split(separator: ";").map(String.init)
+        guard !parts.isEmpty else { return nil }
+        let roleField = parts.removeFirst().split(separator: ":", maxSplits: 1).map(String.init)
         guard let role = APIRole(name: roleField[0]), roleField.count == 1 || role == .agent else { return nil }
-        return Entry(
+        var entry = Entry(
             role: role, token: "", source: "store " + (fields.count > 1 ? fields[1] : "?"),
             node: roleField.count == 2 ? roleField[1] : nil)
+        for part in parts {
+            guard role == .agent, (try? entry.scope(part)) != nil else { return nil }
+        }
+        return entry
     }
 
     /// The shortest token accepted: 128 bits in hex.
@@ -106,7 +171,7 @@ public struct APITokens: Sendable {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
             if fields.isEmpty { continue }
             func fail(_ m: String) { problems.append(Diagnostic(file: fileName, line: i + 1, message: m)) }
-            guard fields.count == 2 else {
+            guard fields.count >= 2 else {
                 fail("expected ROLE TOKEN (two fields), found \(fields.count)")
                 continue
             }
@@ -120,7 +185,22 @@ public struct APITokens: Sendable {
                 fail("only an agent token names a node (agent:NODE), and the node id cannot be empty")
                 continue
             }
-            let token = fields[1]
+            // An agent token's scopes between its role and the token: pools=a,b nets=CIDR,CIDR.
+            var scoped = Entry(role: role, token: "", source: "")
+            var scopeProblem: String?
+            for option in fields.dropFirst().dropLast() {
+                guard role == .agent else {
+                    scopeProblem = "only an agent token takes scopes (pools=…, nets=…); found '\(option)'"
+                    break
+                }
+                do { try scoped.scope(option) } catch { scopeProblem = error.message }
+                if scopeProblem != nil { break }
+            }
+            if let scopeProblem {
+                fail(scopeProblem)
+                continue
+            }
+            let token = fields[fields.count - 1]
             guard token.utf8.count >= minimumLength,
                 token.unicodeScalars.allSatisfy({
                     $0.isASCII
@@ -140,7 +220,7 @@ public struct APITokens: Sendable {
             entries.append(
                 Entry(
                     role: role, token: token, source: "\(fileName):\(i + 1)",
-                    node: roleField.count == 2 ? roleField[1] : nil))
+                    node: roleField.count == 2 ? roleField[1] : nil, pools: scoped.pools, networks: scoped.networks))
         }
         if !problems.isEmpty { throw DiagnosticsError(problems) }
         return APITokens(entries: entries)

@@ -30,10 +30,7 @@ public struct RRLSettings: Equatable, Sendable {
     /// Prefixes never limited: address bytes and length.
     public var exempt: [Exempt] = []
 
-    public struct Exempt: Equatable, Sendable {
-        public var address: [UInt8]
-        public var length: Int
-    }
+    public typealias Exempt = AddressPrefix
 
     public init() {}
 
@@ -96,15 +93,5 @@ public struct RRLSettings: Equatable, Sendable {
     }
 
     /// `ADDRESS/LENGTH` (or an address alone: the whole address).
-    static func prefix(_ text: String) -> Exempt? {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        let v6 = parts[0].contains(":")
-        var a = [UInt8](repeating: 0, count: v6 ? 16 : 4)
-        guard a.withUnsafeMutableBytes({ inet_pton(v6 ? AF_INET6 : AF_INET, parts[0], $0.baseAddress) }) == 1 else {
-            return nil
-        }
-        let length = parts.count == 2 ? Int(parts[1]) : a.count * 8
-        guard let length, (0...(a.count * 8)).contains(length) else { return nil }
-        return Exempt(address: a, length: length)
-    }
+    static func prefix(_ text: String) -> Exempt? { AddressPrefix(text) }
 }

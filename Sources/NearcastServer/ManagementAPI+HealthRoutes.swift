@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NearcastAPIModel
+import NearcastConfiguration
 
 extension ManagementAPI {
     /// Nodes and pools: their health and TTL state (read), operators' overrides (write), node
@@ -86,9 +87,17 @@ extension ManagementAPI {
         v1.post("nodes") { request, context -> Response in
             let body = try await request.body.collect(upTo: 16384)
             let text = String(buffer: body)
-            let id =
-                (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["id"] as? String ?? ""
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+            let id = object["id"] as? String ?? ""
             try context.requireAgent(of: id)
+            // An agent token's scopes: the pools the node may join, the networks its addresses lie in.
+            let pools = object["pools"] as? [String] ?? []
+            let addresses = ["ipv4", "ipv6"].compactMap { object[$0] as? String }.compactMap { text in
+                AddressPrefix(text).map(\.address)
+            }
+            if let why = context.caller?.refusal(registering: pools, at: addresses) {
+                throw HTTPError(.forbidden, message: why)
+            }
             guard let register = sources.register else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }

@@ -67,4 +67,44 @@ import Testing
             #expect(error.diagnostics.allSatisfy { $0.message.hasPrefix("only an agent token names a node") })
         }
     }
+
+    /// An agent token may be scoped to the pools a node it registers joins and the networks its
+    /// addresses lie in (issue 30); the scopes travel to a fleet's store with it.
+    @Test func agentTokensMayBeScopedToPoolsAndNetworks() throws {
+        let t = try APITokens.parse(
+            "agent:edge9 pools=web,img nets=192.0.2.64/28,2001:db8::/32 \(read)\nagent \(admin)\n", fileName: "tokens")
+        let scoped = try #require(t.match(read))
+        #expect(scoped.node == "edge9" && scoped.pools == ["web", "img"] && scoped.networks?.count == 2)
+        #expect(scoped.refusal(registering: ["web"], at: [[192, 0, 2, 70]]) == nil)
+        #expect(
+            scoped.refusal(
+                registering: ["img"],
+                at: [[192, 0, 2, 79], [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12)]) == nil)
+        #expect(scoped.refusal(registering: ["api"], at: [])?.contains("pools web, img only, not api") == true)
+        #expect(
+            scoped.refusal(registering: ["web"], at: [[192, 0, 2, 80]])?.contains(
+                "addresses in 192.0.2.64/28, 2001:db8::/32 only, not 192.0.2.80") == true)
+        #expect(try #require(t.match(admin)).refusal(registering: ["any"], at: [[10, 0, 0, 1]]) == nil, "unscoped")
+        // Through a fleet's store: the same scopes; an entry a server cannot read is no token.
+        let stored = try #require(t.storeEntries[APITokens.digest(read)])
+        #expect(stored.hasPrefix("agent:edge9;pools=web,img;nets=192.0.2.64/28,2001:db8::/32 "), "\(stored)")
+        let back = try #require(APITokens.storeEntry(stored))
+        #expect(back.pools == scoped.pools && back.networks == scoped.networks && back.node == "edge9")
+        #expect(APITokens.storeEntry("agent;colour=blue tokens:1") == nil)
+        #expect(APITokens.storeEntry("write;pools=web tokens:1") == nil)
+        #expect(APITokens.storeEntry("agent:edge7 tokens:2")?.pools == nil)
+        // Scopes only on agent tokens, and each well formed.
+        do {
+            _ = try APITokens.parse(
+                "write pools=web \(read)\nagent nets=300.0.0.0/8 \(admin)\nagent colour=blue 11112222333344445555666677778888\n",
+                fileName: "tokens")
+            Issue.record("bad scopes must be refused")
+        } catch {
+            let d = error.diagnostics.map(\.description)
+            #expect(d.count == 3, "\(d)")
+            #expect(d.contains { $0.hasPrefix("tokens:1: only an agent token takes scopes") })
+            #expect(d.contains { $0.hasPrefix("tokens:2: nets: '300.0.0.0/8' is not a prefix") })
+            #expect(d.contains("tokens:3: unknown scope 'colour' (known: pools, nets)"))
+        }
+    }
 }

@@ -23,6 +23,8 @@ import Testing
         let writer = "0123456789abcdef0123456789abcdef"
         /// edge7's agent token: it may register, report for and deregister edge7 only.
         let edgeAgent = "7777777777777777edge7edge7edge77"
+        /// edge9's agent token, scoped: pool web and addresses in 192.0.2.64/28 only.
+        let scopedAgent = "9999999999999999edge9edge9edge99"
         /// The config's store section.
         var store: String { "store:\n  etcd: { endpoints: [\"\(etcd.endpoint)\"] }\n" }
 
@@ -31,8 +33,9 @@ import Testing
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             cli = try TestSupport.product("nearcast")
-            try "write \(writer)\nagent:edge7 \(edgeAgent)\n".write(
-                to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
+            try "write \(writer)\nagent:edge7 \(edgeAgent)\nagent:edge9 pools=web nets=192.0.2.64/28 \(scopedAgent)\n"
+                .write(
+                    to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         }
 
         /// Stops etcd and removes the directory (the servers are the test's to stop).
@@ -310,6 +313,26 @@ extension FleetTests {
             ],
             via: b)
         #expect(declared.stderr.contains("node fra1 is declared in the fleet's geo section"), "\(declared.stderr)")
+        // A scoped agent token: an address outside its networks, a pool outside its pools.
+        let outside = try fleet.api(
+            [
+                "node", "register", "edge9", "--ipv4", "198.51.100.9", "--latitude", "1", "--longitude", "1", "--pool",
+                "web",
+            ],
+            via: a, token: fleet.scopedAgent)
+        #expect(
+            outside.status != 0 && outside.stderr.contains("403")
+                && outside.stderr.contains("may register addresses in 192.0.2.64/28 only, not 198.51.100.9"),
+            "\(outside.stderr)")
+        let otherPool = try fleet.api(
+            [
+                "node", "register", "edge9", "--ipv4", "192.0.2.72", "--latitude", "1", "--longitude", "1", "--pool",
+                "img",
+            ],
+            via: a, token: fleet.scopedAgent)
+        #expect(
+            otherPool.stderr.contains("403") && otherPool.stderr.contains("in pools web only, not img"),
+            "\(otherPool.stderr)")
 
         let left = try fleet.api(["node", "deregister", "edge7"], via: b, token: fleet.edgeAgent)
         #expect(left.status == 0, "\(left.stderr)")
