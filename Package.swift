@@ -273,6 +273,7 @@ let package = Package(
             dependencies: [
                 "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "NearcastZones", "DNSWire",
                 "NearcastTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -73,6 +73,28 @@ extension ManagementAPI {
         }
     }
 
+    /// The registration to make of `text` for `caller`: as it is, or, for an agent token with
+    /// scopes, the JSON object it was checked against (written anew, so that what is registered is
+    /// what was checked: no second key of a name, no YAML the check did not read), within the
+    /// pools and networks the token allows (403 outside them, saying which).
+    static func withinScopes(_ text: String, _ object: [String: Any]?, _ caller: APITokens.Entry?) throws -> String {
+        guard let caller, caller.pools != nil || caller.networks != nil else { return text }
+        guard let object, let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        else { throw HTTPError(.badRequest, message: "a registration is a JSON object") }
+        guard let pools = (object["pools"] ?? [String]()) as? [String] else {
+            throw HTTPError(.badRequest, message: "pools must be a list of pool ids")
+        }
+        var addresses: [[UInt8]] = []
+        for key in ["ipv4", "ipv6"] where object[key] != nil {
+            guard let text = object[key] as? String, !text.contains("/"), let a = AddressPrefix(text) else {
+                throw HTTPError(.badRequest, message: "\(key) must be an address")
+            }
+            addresses.append(a.address)
+        }
+        if let why = caller.refusal(registering: pools, at: addresses) { throw HTTPError(.forbidden, message: why) }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Nodes registering themselves with a fleet (the node's agent, or write): POST /v1/nodes with
     /// the registration, DELETE /v1/nodes/ID.
     static func addRegistrationRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
@@ -87,22 +109,15 @@ extension ManagementAPI {
         v1.post("nodes") { request, context -> Response in
             let body = try await request.body.collect(upTo: 16384)
             let text = String(buffer: body)
-            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
-            let id = object["id"] as? String ?? ""
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            let id = object?["id"] as? String ?? ""
             try context.requireAgent(of: id)
-            // An agent token's scopes: the pools the node may join, the networks its addresses lie in.
-            let pools = object["pools"] as? [String] ?? []
-            let addresses = ["ipv4", "ipv6"].compactMap { object[$0] as? String }.compactMap { text in
-                AddressPrefix(text).map(\.address)
-            }
-            if let why = context.caller?.refusal(registering: pools, at: addresses) {
-                throw HTTPError(.forbidden, message: why)
-            }
+            let registration = try Self.withinScopes(text, object, context.caller)
             guard let register = sources.register else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }
             do {
-                let status = try await register(text, Self.who(context))
+                let status = try await register(registration, Self.who(context))
                 context.logger.notice(
                     "node registered", metadata: ["node": "\(id)", "by": "\(context.caller?.source ?? "?")"])
                 return try jsonResponse(status ?? NodeStatus(id: id, state: "unknown"), status: .created)
