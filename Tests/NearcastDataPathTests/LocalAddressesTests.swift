@@ -2,7 +2,7 @@ import NearcastDataPath
 import Testing
 
 /// The addresses XDP answers queries to: what a listen address stands for (ARCHITECTURE §3).
-@Suite struct LocalAddressesTests {
+@Suite(.timeLimit(.minutes(1))) struct LocalAddressesTests {
     @Test func addressesReadAndWriteAsText() throws {
         let v4 = try #require(LocalAddress("198.18.0.1"))
         #expect(v4.octets == [198, 18, 0, 1] && !v4.isIPv6 && v4.description == "198.18.0.1")
