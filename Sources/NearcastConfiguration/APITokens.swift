@@ -72,9 +72,8 @@ public struct APITokens: Sendable {
                 return "this agent token may register nodes in pools \(allowed.joined(separator: ", ")) only, not \(p)"
             }
             if let networks, let a = addresses.first(where: { a in !networks.contains { $0.contains(a) } }) {
-                let text = AddressPrefix(address: a, length: a.count * 8).description.split(separator: "/")[0]
                 return
-                    "this agent token may register addresses in \(networks.map(\.description).joined(separator: ", ")) only, not \(text)"
+                    "this agent token may register addresses in \(networks.map(\.description).joined(separator: ", ")) only, not \(AddressPrefix.text(a))"
             }
             return nil
         }

@@ -18,12 +18,7 @@ public struct AddressPrefix: Equatable, Sendable, CustomStringConvertible {
 
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        guard let first = parts.first else { return nil }
-        let v6 = first.contains(":")
-        var a = [UInt8](repeating: 0, count: v6 ? 16 : 4)
-        guard a.withUnsafeMutableBytes({ inet_pton(v6 ? AF_INET6 : AF_INET, first, $0.baseAddress) }) == 1 else {
-            return nil
-        }
+        guard let first = parts.first, let a = Self.address(first) else { return nil }
         let length = parts.count == 2 ? Int(parts[1]) : a.count * 8
         guard let length, (0...(a.count * 8)).contains(length) else { return nil }
         self.init(address: a, length: length)
@@ -38,11 +33,24 @@ public struct AddressPrefix: Equatable, Sendable, CustomStringConvertible {
         return true
     }
 
-    public var description: String {
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        address.withUnsafeBytes {
-            _ = inet_ntop(address.count == 16 ? AF_INET6 : AF_INET, $0.baseAddress, &text, socklen_t(text.count))
+    public var description: String { "\(Self.text(address))/\(length)" }
+
+    /// An address in text (`192.0.2.1`, `2001:db8::1`) as its 4 or 16 octets; nil for anything else.
+    public static func address(_ text: String) -> [UInt8]? {
+        let v6 = text.contains(":")
+        var a = [UInt8](repeating: 0, count: v6 ? 16 : 4)
+        guard a.withUnsafeMutableBytes({ inet_pton(v6 ? AF_INET6 : AF_INET, text, $0.baseAddress) }) == 1 else {
+            return nil
         }
-        return "\(String(cString: text))/\(length)"
+        return a
+    }
+
+    /// An address's 4 or 16 octets in text.
+    public static func text(_ octets: [UInt8]) -> String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        octets.withUnsafeBytes {
+            _ = inet_ntop(octets.count == 16 ? AF_INET6 : AF_INET, $0.baseAddress, &text, socklen_t(text.count))
+        }
+        return String(cString: text)
     }
 }

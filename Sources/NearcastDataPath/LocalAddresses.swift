@@ -1,5 +1,6 @@
 import CNearcastABI
 import Foundation
+import NearcastConfiguration
 
 #if canImport(Glibc)
 import Glibc
@@ -16,15 +17,8 @@ public struct LocalAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// An address in text (`192.0.2.1`, `2001:db8::1`); nil for anything else.
     public init?(_ text: String) {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            octets = withUnsafeBytes(of: v4) { Array($0) }
-        } else if inet_pton(AF_INET6, text, &v6) == 1 {
-            octets = withUnsafeBytes(of: v6) { Array($0) }
-        } else {
-            return nil
-        }
+        guard let octets = AddressPrefix.address(text) else { return nil }
+        self.octets = octets
     }
 
     public var isIPv6: Bool { octets.count == 16 }
@@ -42,13 +36,7 @@ public struct LocalAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(octets: withUnsafeBytes(of: key.addr) { Array($0.prefix(count)) })
     }
 
-    public var description: String {
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        octets.withUnsafeBytes {
-            _ = inet_ntop(isIPv6 ? AF_INET6 : AF_INET, $0.baseAddress, &text, socklen_t(text.count))
-        }
-        return String(cString: text)
-    }
+    public var description: String { AddressPrefix.text(octets) }
 }
 
 /// The addresses XDP answers queries to (ARCHITECTURE §3, "Whose query it is"): those the daemon

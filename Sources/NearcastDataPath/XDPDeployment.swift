@@ -89,8 +89,6 @@ public final class XDPDeployment: Sendable {
                     "hint": "listen on the interfaces' addresses, or on 0.0.0.0 / [::]",
                 ])
         }
-        var watchKept = false
-        defer { if !watchKept { watch?.stop() } }
         try fp.configureRateLimit(rateLimit)
         try fp.configureCookies(cookies)
         let loaded = ContinuousClock.now
@@ -167,8 +165,7 @@ public final class XDPDeployment: Sendable {
             ])
         self.fastPath = fp
         self.attached = done
-        self.addressWatch = watch
-        watchKept = true
+        self.addressWatch = watch  // (a start that fails lets it go, and its thread ends)
     }
 
     /// Writes the addresses XDP answers queries to, and says so (an operator who finds XDP

@@ -86,10 +86,10 @@ extension ManagementAPI {
         }
         var addresses: [[UInt8]] = []
         for key in ["ipv4", "ipv6"] where object[key] != nil {
-            guard let text = object[key] as? String, !text.contains("/"), let a = AddressPrefix(text) else {
+            guard let text = object[key] as? String, let a = AddressPrefix.address(text) else {
                 throw HTTPError(.badRequest, message: "\(key) must be an address")
             }
-            addresses.append(a.address)
+            addresses.append(a)
         }
         if let why = caller.refusal(registering: pools, at: addresses) { throw HTTPError(.forbidden, message: why) }
         return String(decoding: data, as: UTF8.self)

@@ -34,8 +34,13 @@ public final class NearcastMetrics: Sendable {
         (1, "A"), (2, "NS"), (5, "CNAME"), (6, "SOA"), (12, "PTR"), (15, "MX"), (16, "TXT"), (28, "AAAA"),
         (33, "SRV"), (43, "DS"), (48, "DNSKEY"), (64, "SVCB"), (65, "HTTPS"), (255, "ANY"), (257, "CAA"),
     ]
-    private static let qtypeIndex: [UInt16: Int] = Dictionary(
-        uniqueKeysWithValues: qtypeNames.enumerated().map { ($1.type, $0) })
+    /// Each type's place in `byType` (the last, "other", for the types not named), by type: an
+    /// array read per reply rather than a dictionary hashed per reply.
+    private static let qtypeSlot: [Int] = {
+        var slots = [Int](repeating: qtypeNames.count, count: Int(qtypeNames.map(\.type).max()!) + 1)
+        for (i, t) in qtypeNames.enumerated() { slots[Int(t.type)] = i }
+        return slots
+    }()
     private final class Tally: Sendable {
         let value = Atomic<UInt64>(0)
     }
@@ -61,8 +66,9 @@ public final class NearcastMetrics: Sendable {
     public func countReply(_ reply: [UInt8], transport: Transport) {
         guard reply.count >= 4 else { return }
         tallies[(transport == .udp ? 0 : 16) + Int(reply[3] & 0x0F)].value.add(1, ordering: .relaxed)
-        let type = Self.questionType(reply).flatMap { Self.qtypeIndex[$0] } ?? Self.qtypeNames.count
-        byType[type].value.add(1, ordering: .relaxed)
+        let type = Self.questionType(reply).map(Int.init) ?? Int.max
+        byType[type < Self.qtypeSlot.count ? Self.qtypeSlot[type] : Self.qtypeNames.count].value.add(
+            1, ordering: .relaxed)
     }
 
     /// The type of a message's one question, read past its name (a question's name is never

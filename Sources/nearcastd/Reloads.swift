@@ -24,7 +24,7 @@ struct Reloads: Sendable {
         let report = try await served.reload(by: by)
         let before = tokens.current.entries.count
         tokens.replaceEntries(fresh.entries)
-        if fresh.entries.count != before || api.tokensPath != nil {
+        if api.tokensPath != nil {
             logger.info(
                 "API tokens read again", metadata: ["tokens": "\(fresh.entries.count)", "before": "\(before)"])
         }
