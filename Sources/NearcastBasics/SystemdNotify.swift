@@ -33,7 +33,9 @@ public enum SystemdNotify {
 
     /// The service is ready (its sockets bound, its fast path attached).
     public static func ready(status: String) {
-        send(["READY=1", "STATUS=\(status)", "MAINPID=\(getpid())"])
+        // One line: the message's fields are its lines (a refused reload's reasons come several).
+        let line = status.split(whereSeparator: \.isNewline).joined(separator: "; ")
+        send(["READY=1", "STATUS=\(line)", "MAINPID=\(getpid())"])
     }
 
     /// A reload has begun; `ready(status:)` says when it has ended.

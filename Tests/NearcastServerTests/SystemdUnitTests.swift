@@ -48,7 +48,13 @@ import Glibc
         // A signal all the same (the file broken after the check): refused, and said in STATUS.
         kill(daemon.pid, SIGHUP)
         #expect(manager.next()?.contains("RELOADING=1") == true)
-        #expect(manager.next().map { $0.contains("READY=1") && $0.contains("refused") } == true)
+        let refusedStatus = manager.next()
+        #expect(refusedStatus.map { $0.contains("READY=1") && $0.contains("refused") } == true)
+        // Its reasons on the STATUS line: every line of the message is a field.
+        #expect(
+            refusedStatus?.split(separator: "\n").allSatisfy {
+                ["READY=", "STATUS=", "MAINPID="].contains(where: $0.hasPrefix)
+            } == true, "\(refusedStatus ?? "")")
         #expect(try Self.answers(daemon.dnsPort).contains("192.0.2.1"))
 
         // Mended: the unit's reload runs through.
