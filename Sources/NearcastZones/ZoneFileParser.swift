@@ -253,9 +253,9 @@ public struct ZoneFileParser {
         return Carried(origin: origin, defaultTTL: defaultTTL, lastTTL: lastTTL)
     }
 
-    /// Files of this many bytes or more are read in parts (a zone of about 250k names): below it
+    /// Files of this many bytes or more are read in parts (a zone of about 30k names): below it
     /// the threads cost more than they save, and their malloc arenas keep memory a reload frees.
-    static let readInPartsFrom = 8 << 20
+    static let readInPartsFrom = 1 << 20
 
     /// Reads `bytes` in `parts` parts, each on a thread: their records, and their errors joined, in
     /// the file's order, or nil when the parts did not read as one reading would: then the file
