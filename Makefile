@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto install uninstall clean
 
 all: build
 
@@ -60,6 +60,12 @@ $(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl | test-deps
 # Loads the program through the kernel's verifier and prints the instructions it processed.
 verifier-stats: $(BPF_OBJ)
 	tools/verifier-stats.sh $(BPF_OBJ)
+
+# The dnstap message code, protoc-c's output for dnstap.proto (CC0, from the dnstap project; Debian:
+# golang-github-dnstap-golang-dnstap-dev), committed so that a build needs no protobuf compiler.
+dnstap-proto:
+	@command -v protoc-c >/dev/null || { echo "protoc-c is missing: apt-get install protobuf-c-compiler" >&2; exit 1; }
+	cd Sources/CDnstap && protoc-c --c_out=. dnstap.proto
 
 run: test-deps build $(GEO_DB)
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"

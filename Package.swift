@@ -38,6 +38,11 @@ let package = Package(
         .target(name: "CDatagrams"),
         // Memory hints Swift has no words for (prefetch).
         .target(name: "CMemoryHints"),
+        // dnstap over fstrm and protobuf-c (Debian: libfstrm-dev, libprotobuf-c-dev), as Knot and BIND write it;
+        // dnstap.pb-c.c is protoc-c's output for dnstap.proto (`make dnstap-proto`). Only NearcastServer imports it.
+        .target(
+            name: "CDnstap", exclude: ["dnstap.proto"],
+            linkerSettings: [.linkedLibrary("fstrm"), .linkedLibrary("protobuf-c")]),
         // A small generic Swift wrapper over libbpf: objects, maps, programs, test runs.
         .target(name: "BPFKit", dependencies: ["CLibBPF"]),
         // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
@@ -120,7 +125,7 @@ let package = Package(
             name: "NearcastServer",
             dependencies: [
                 "DNSWire", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
-                "NearcastAPIModel", "NearcastBasics", "CDatagrams",
+                "NearcastAPIModel", "NearcastBasics", "CDatagrams", "CDnstap",
                 "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the Debian packages nearcast needs: `build`, those to build it (what
 # `make` and `make install` need, whose run-time libraries the daemon links: libbpf, libelf,
-# libmaxminddb, zlib, libcurl); `all` (the default), those and what the tests, the demo and the
+# libmaxminddb, zlib, libcurl, libfstrm, libprotobuf-c); `all` (the default), those and what the tests, the demo and the
 # benchmarks need (DNS clients, load generators, reference servers, etcd, a browser).
 # Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
 # Installs nothing else, and stops nothing it did not start: a server a package's install started
@@ -14,12 +14,16 @@ BUILD_PACKAGES=(
 	clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev libmaxminddb-dev
 	# the release binaries link the Swift runtime statically, and Foundation's networking libcurl
 	libcurl4-openssl-dev
+	# the query log: dnstap's Frame Streams and protobuf messages, as Knot and BIND write them
+	libfstrm-dev libprotobuf-c-dev
 )
 TEST_PACKAGES=(
 	# test geo databases (the demo's too), written with MaxMind's own writer
 	mmdb-bin libmaxmind-db-writer-perl
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
 	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl
+	# a dnstap collector on a Unix socket (fstrm_capture); dnstap-read comes with dnsutils
+	fstrm-bin
 	# certificates for the HTTPS health-check tests
 	openssl
 	# reference servers for the differential tests and the benchmarks; ldns-read-zone, another

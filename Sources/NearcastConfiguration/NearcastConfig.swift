@@ -33,6 +33,7 @@ public struct ZoneSource: Hashable, Sendable {
 /// state-dir: /var/lib/nearcast       # overrides kept across restarts, and the audit log
 /// identity: ns1.example.net          # said at id.server/hostname.bind (CHAOS) and as NSID;
 ///                                    # default: the host's name; "" says nothing
+/// dnstap: { file: queries.fstrm }    # the slow path's queries and replies (DnstapSettings)
 /// tsig:                              # keys that may sign queries (RFC 8945)
 ///   key-files: [keys.conf]           # BIND `key` statements (TSIGKeyFile)
 ///   keys:
@@ -66,6 +67,8 @@ public struct NearcastConfig: Sendable {
     public var rrl = RRLSettings()
     /// DNS Cookies.
     public var cookies = CookieSettings()
+    /// The slow path's query log in dnstap; off unless a socket or file is given.
+    public var dnstap = DnstapSettings()
     /// This server's name, said when asked which server of a fleet answered: CHAOS TXT at
     /// id.server and hostname.bind (RFC 4892), and NSID (RFC 5001). The host's name unless
     /// configured; nil (`identity: ""`): neither is answered.
@@ -98,7 +101,7 @@ public struct NearcastConfig: Sendable {
     static let knownKeys = [
         "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "xdp", "api", "geo", "state-dir",
         "tsig", "store",
-        "rrl", "cookies", "identity",
+        "rrl", "cookies", "identity", "dnstap",
     ]
     static let knownAPIKeys = ["listen", "tokens", "tls"]
     static let knownXDPKeys = [
@@ -282,6 +285,8 @@ public struct NearcastConfig: Sendable {
                 config.rrl = RRLSettings.parse(v, fileName: fileName, diags: &diags)
             case "cookies":
                 config.cookies = CookieSettings.parse(v, fileName: fileName, diags: &diags)
+            case "dnstap":
+                config.dnstap = DnstapSettings.parse(v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)
             case "store":
                 config.store = EtcdSettings.parseStore(
                     v, fileName: fileName, baseDirectory: baseDirectory, diags: &diags)

@@ -505,6 +505,7 @@ package actor ServedConfig {
         if a.stateDirectory != b.stateDirectory { out.append("state-dir") }
         if a.rrl != b.rrl { out.append("rrl") }
         if a.store != b.store { out.append("store") }
+        if a.dnstap != b.dnstap { out.append("dnstap") }
         return out
     }
 }

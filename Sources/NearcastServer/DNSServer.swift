@@ -19,6 +19,8 @@ public final class DNSServer: Sendable {
     let metrics: NearcastMetrics?
     /// Response rate limiting of UDP replies, if on.
     let limiter: ResponseRateLimiter?
+    /// The query log (dnstap), if on.
+    let log: QueryLog?
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
@@ -31,15 +33,16 @@ public final class DNSServer: Sendable {
     }
 
     /// `metrics`: where replies are counted (by transport and rcode), if anywhere; `limiter`: the
-    /// response rate limiting of UDP replies, if on.
+    /// response rate limiting of UDP replies, if on; `log`: where queries and replies are logged.
     public init(
         responders: ResponderSource, metrics: NearcastMetrics? = nil, limiter: ResponseRateLimiter? = nil,
-        group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10),
+        log: QueryLog? = nil, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10),
         logger: Logger
     ) {
         self.responders = responders
         self.metrics = metrics
         self.limiter = limiter
+        self.log = log
         self.group = group
         self.tcpIdleTimeout = tcpIdleTimeout
         self.logger = logger
@@ -62,6 +65,7 @@ public final class DNSServer: Sendable {
         let responders = self.responders
         let metrics = self.metrics
         let limiter = self.limiter
+        let log = self.log
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -75,7 +79,7 @@ public final class DNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        DNSTCPHandler(responders: responders, metrics: metrics))
+                        DNSTCPHandler(responders: responders, metrics: metrics, log: log))
                 }
             }
             .bind(to: target).get()
@@ -85,7 +89,7 @@ public final class DNSServer: Sendable {
         do {
             for (i, _) in group.makeIterator().enumerated() {
                 let answerer = DatagramAnswerer(responders: responders, metrics: metrics, limiter: limiter)
-                udp.append(try DNSUDPListener(address: target, name: "nc-udp-\(i)", answerer: answerer))
+                udp.append(try DNSUDPListener(address: target, name: "nc-udp-\(i)", answerer: answerer, log: log))
             }
         } catch {
             for l in udp { await l.stop() }

@@ -26,18 +26,25 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
     let responders: ResponderSource
 
     let metrics: NearcastMetrics?
+    let log: QueryLog?
 
-    init(responders: ResponderSource, metrics: NearcastMetrics?) {
+    init(responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil) {
         self.responders = responders
         self.metrics = metrics
+        self.log = log
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
-        guard
-            let reply = responders.current.responder.respond(
-                to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
-        else { return }
+        let arrived = log == nil ? 0 : QueryLog.now()
+        let reply = responders.current.responder.respond(
+            to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
+        if let log, let client = QueryLog.Endpoint(context.channel.remoteAddress),
+            let server = QueryLog.Endpoint(context.channel.localAddress)
+        {
+            log.record(query: query, reply: reply, client: client, server: server, tcp: true, arrived: arrived)
+        }
+        guard let reply else { return }
         metrics?.countReply(reply, transport: .tcp)
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))

@@ -22,10 +22,13 @@ final class DNSUDPListener: Sendable {
     private let wake: (read: Int32, write: Int32)
     private let stopping = Atomic<Bool>(false)
     private let exited = Mutex<(done: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    /// The query log, and this socket's side of each exchange as it says it.
+    private let log: (QueryLog, server: QueryLog.Endpoint)?
 
     /// Binds a UDP socket to `address` (SO_REUSEPORT, so every listener of one address reads its own
     /// queue; IPv6 sockets serve IPv6 only) and starts its thread, named `name`.
-    init(address: SocketAddress, name: String, answerer: DatagramAnswerer) throws {
+    init(address: SocketAddress, name: String, answerer: DatagramAnswerer, log: QueryLog? = nil) throws {
+        self.log = log.flatMap { l in QueryLog.Endpoint(address).map { (l, $0) } }
         fd = try Self.bind(address)
         var ends: [Int32] = [0, 0]
         guard ncd_wake_pipe(&ends) == 0 else {
@@ -98,11 +101,15 @@ final class DNSUDPListener: Sendable {
         while !stopping.load(ordering: .relaxed) {
             let count = batch.receive(from: fd)
             if count > 0 {
+                let arrived = log == nil ? 0 : QueryLog.now()
                 answerer.begin()
                 for i in 0..<count {
                     guard let query = batch.query(i) else { continue }
-                    if let reply = answerer.reply(to: query, client: batch.client(i)) {
-                        batch.add(reply, to: i, sendingFrom: fd)
+                    let reply = answerer.reply(to: query, client: batch.client(i))
+                    if let reply { batch.add(reply, to: i, sendingFrom: fd) }
+                    if let (log, server) = log, let client = batch.endpoint(i) {
+                        log.record(
+                            query: query, reply: reply, client: client, server: server, tcp: false, arrived: arrived)
                     }
                 }
                 batch.send(from: fd)
@@ -251,6 +258,23 @@ private final class DatagramBatch {
         case AF_INET6:
             let v6 = a.load(as: sockaddr_in6.self)
             return clientAddressBytes(v6: withUnsafeBytes(of: v6.sin6_addr) { Array($0) })
+        default:
+            return nil
+        }
+    }
+
+    /// The address and port datagram `i` came from, as the query log says them.
+    func endpoint(_ i: Int) -> QueryLog.Endpoint? {
+        let a = UnsafeRawPointer(addresses + i)
+        switch Int32(addresses[i].ss_family) {
+        case AF_INET:
+            let v4 = a.load(as: sockaddr_in.self)
+            return QueryLog.Endpoint(
+                address: withUnsafeBytes(of: v4.sin_addr.s_addr) { Array($0) }, port: UInt16(bigEndian: v4.sin_port))
+        case AF_INET6:
+            let v6 = a.load(as: sockaddr_in6.self)
+            return QueryLog.Endpoint(
+                address: withUnsafeBytes(of: v6.sin6_addr) { Array($0) }, port: UInt16(bigEndian: v6.sin6_port))
         default:
             return nil
         }

@@ -187,12 +187,28 @@ struct Nearcastd: AsyncParsableCommand {
         let cookies = CookieRotation.cookies(cfg.cookies)
         let responders = ResponderSource(Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies))
         let metrics = NearcastMetrics()
+        let started = StartedServices()
+        var queryLog: QueryLog?
+        if cfg.dnstap.destination != nil {
+            do {
+                let log = try QueryLog(cfg.dnstap, identity: cfg.identity, version: "nearcast \(Self.version)")
+                queryLog = log
+                // Added first, so stopped last: once no listener or event loop logs any more.
+                await started.add("query log") {
+                    if log.dropped > 0 {
+                        logger.warning("dnstap messages dropped", metadata: ["count": "\(log.dropped)"])
+                    }
+                    log.close()
+                }
+            } catch {
+                try await started.giveUp("cannot open the query log", ["error": "\(error)"], logger: logger)
+            }
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
             responders: responders, metrics: metrics,
-            limiter: Self.rateLimiter(cfg, responders: responders, logger: logger),
+            limiter: Self.rateLimiter(cfg, responders: responders, logger: logger), log: queryLog,
             group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
-        let started = StartedServices()
         await started.add("event loops") { try await group.shutdownGracefully() }
         await started.add("DNS listeners") { await server.stop() }
         // The ports bound, in the order of the listen addresses. Port 0: the kernel's choice, the

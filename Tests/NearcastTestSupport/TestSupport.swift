@@ -119,3 +119,26 @@ extension TestSupport {
         }
     }
 }
+
+/// A new directory under the temporary directory for one test's files, removed with everything
+/// in it when the value goes away.
+public final class TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init(_ label: String = "nearcast") throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` in this directory.
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes `text` to `name` in this directory; its path.
+    @discardableResult
+    public func write(_ text: String, to name: String) throws -> String {
+        try text.write(toFile: file(name), atomically: true, encoding: .utf8)
+        return file(name)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
