@@ -172,6 +172,13 @@ install: build
 	[ -e $(ETC)/nearcast.yaml ] || install -m 644 dist/nearcast.yaml $(ETC)/nearcast.yaml
 	[ -e $(ETC)/zones/example.net.zone ] || install -m 644 dist/zones/example.net.zone $(ETC)/zones/example.net.zone
 	[ -e $(ETC)/tokens ] || { install -m 600 dist/tokens $(ETC)/tokens && echo "admin $$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >>$(ETC)/tokens; }
+	@# The unit runs as the user nearcast: it reads the tokens and writes the zones' directory. Staged
+	@# (DESTDIR), the package's own scripts do this where it is installed.
+	@if [ -z "$(DESTDIR)" ]; then \
+		id -u nearcast >/dev/null 2>&1 || useradd --system --user-group --no-create-home --home-dir /var/lib/nearcast --shell /usr/sbin/nologin nearcast; \
+		chgrp nearcast $(ETC)/tokens && chmod 640 $(ETC)/tokens; \
+		chown -R nearcast:nearcast $(ETC)/zones; \
+	fi
 	@echo "installed; next: edit $(SYSCONFDIR)/nearcast/nearcast.yaml, then systemctl daemon-reload && systemctl enable --now nearcastd"
 
 # Removes what install put in place, but the config, zones, tokens and state.

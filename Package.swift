@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "DNSWire"),
         // libbpf (Debian: libbpf-dev); only BPFKit imports it.
         .systemLibrary(name: "CLibBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
+        // Capabilities narrowed in every thread, names from libcap (Debian: libcap-dev); only nearcastd imports it.
+        .target(name: "CCapabilities", linkerSettings: [.linkedLibrary("cap")]),
         // libmaxminddb (Debian: libmaxminddb-dev); only MaxMindDB imports it.
         .systemLibrary(name: "CMaxMindDB", pkgConfig: "libmaxminddb", providers: [.apt(["libmaxminddb-dev"])]),
         // A small Swift reader of MaxMind DB files over libmaxminddb: lookups and a walk of every network.
@@ -162,7 +164,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "NearcastStore", "MaxMindDB",
+                "NearcastStore", "MaxMindDB", "CCapabilities",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the Debian packages nearcast needs: `build`, those to build it (what
 # `make` and `make install` need, whose run-time libraries the daemon links: libbpf, libelf,
-# libmaxminddb, zlib, libcurl, libfstrm, libprotobuf-c); `all` (the default), those and what the tests, the demo and the
+# libmaxminddb, zlib, libcurl, libfstrm, libprotobuf-c, libcap); `all` (the default), those and what the tests, the demo and the
 # benchmarks need (DNS clients, load generators, reference servers, etcd, a browser).
 # Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
 # Installs nothing else, and stops nothing it did not start: a server a package's install started
@@ -16,6 +16,8 @@ BUILD_PACKAGES=(
 	libcurl4-openssl-dev
 	# the query log: dnstap's Frame Streams and protobuf messages, as Knot and BIND write them
 	libfstrm-dev libprotobuf-c-dev
+	# the capabilities the daemon drops once started
+	libcap-dev
 )
 TEST_PACKAGES=(
 	# test geo databases (the demo's too), written with MaxMind's own writer

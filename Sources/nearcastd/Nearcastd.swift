@@ -368,6 +368,20 @@ struct Nearcastd: AsyncParsableCommand {
                     "cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
+        // Everything that needed privileges is done (the program loaded and attached, its maps
+        // pinned, the ports bound): what is left of them is what serving still needs.
+        if let narrowed = Capabilities.keepOnly(fastPath == nil ? [] : Capabilities.fastPath) {
+            if !narrowed.dropped.isEmpty {
+                logger.info(
+                    "capabilities dropped",
+                    metadata: [
+                        "dropped": "\(narrowed.dropped.joined(separator: ","))",
+                        "kept": "\(narrowed.kept.isEmpty ? "none" : narrowed.kept.joined(separator: ","))",
+                    ])
+            }
+        } else {
+            logger.warning("capabilities could not be dropped: the daemon keeps those it started with")
+        }
         // Under systemd (Type=notify), readiness, reloads and the stop are told to it too.
         let serving = fastPath == nil ? "serving" : "serving, with the XDP fast path"
         try await started.runUntilStopped(

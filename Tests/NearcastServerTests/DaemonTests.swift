@@ -35,6 +35,21 @@ import Glibc
 
     /// Which server answered, as dig asks it (issue 30): NSID (RFC 5001) and CHAOS TXT at
     /// id.server (RFC 4892), both the host's name when no identity is configured.
+    /// Without XDP nothing it does once started needs a capability (issue 30): every thread has
+    /// dropped all it started with, and UDP and TCP are answered as before.
+    @Test func onceStartedWithoutXDPItKeepsNoCapability() throws {
+        let (server, port) = try Self.startDaemon()
+        defer { server.stop() }
+        let threads = server.process.permittedCapabilities
+        #expect(threads.count > 4 && threads.values.allSatisfy { $0 == "0000000000000000" }, "\(threads)")
+        #expect(server.log.contains("capabilities dropped") && server.log.contains("kept=none"), "\(server.log)")
+        for tcp in ["+notcp", "+tcp"] {
+            let out = try TestSupport.run(
+                try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", tcp, "www.example.test", "A", "+short"])
+            #expect(out.stdout.contains("192.0.2.1"), "\(tcp): \(out.stdout)")
+        }
+    }
+
     @Test(arguments: ["dig", "kdig"]) func realClientsLearnWhichServerAnswered(client: String) throws {
         let (server, port) = try Self.startDaemon()
         defer { server.stop() }

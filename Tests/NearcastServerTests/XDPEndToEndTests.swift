@@ -187,6 +187,50 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_names"), "unpinned")
     }
 
+    /// As the systemd unit runs it (issue 30): a user of its own with the unit's capabilities, not
+    /// CAP_SYS_ADMIN, and once started only what serving needs, in every thread: CAP_BPF (a new
+    /// generation's maps) and CAP_NET_ADMIN (detaching at the stop), as the log says.
+    @Test func asAUserOfItsOwnItServesAndKeepsOnlyWhatServingNeeds() throws {
+        let t = try Topology()
+        let uid = 64_123
+        // What the user reads, where it may read it (a CI clone may be in a directory of 0700).
+        let dir = try TemporaryDirectory("nearcast-user")
+        chmod(dir.path, 0o755)
+        let zone = try dir.write(
+            try String(contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
+            to: "example.test.zone")
+        let nearcastd = dir.file("nearcastd")
+        try FileManager.default.copyItem(atPath: try TestSupport.product("nearcastd"), toPath: nearcastd)
+        let object = dir.file("nearcast.bpf.o")
+        try FileManager.default.copyItem(
+            atPath: Self.root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path, toPath: object)
+        // The unit's ExecStartPre makes the pin root the user's.
+        try FileManager.default.createDirectory(atPath: t.pinRoot, withIntermediateDirectories: true)
+        chown(t.pinRoot, uid_t(uid), gid_t(uid))
+        let caps = "+bpf,+net_admin,+perfmon,+net_bind_service"
+        let d = try ServerProcess(
+            try TestSupport.tool("ip"),
+            [
+                "netns", "exec", Self.srv, try TestSupport.tool("setpriv"), "--reuid=\(uid)", "--regid=\(uid)",
+                "--clear-groups", "--inh-caps=\(caps)", "--ambient-caps=\(caps)", nearcastd,
+                "--zone", "example.test=\(zone)", "--listen", "\(Self.server):53", "--threads", "1",
+                "--xdp", "\(Self.serverIf):native", "--pin-root", t.pinRoot, "--bpf-object", object,
+            ])
+        defer { d.stop(signal: SIGKILL) }
+        try d.waitUntilReady { d.log.contains("nearcastd: ready\n") }
+
+        let before = try Self.counters(t)["answered", default: 0]
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
+        #expect(try Self.counters(t)["answered", default: 0] > before, "answered by XDP")
+        let threads = d.permittedCapabilities
+        // Bits 39 (CAP_BPF) and 12 (CAP_NET_ADMIN).
+        #expect(threads.count > 4 && threads.values.allSatisfy { $0 == "0000008000001000" }, "\(threads)")
+        #expect(d.log.contains("dropped=cap_net_bind_service,cap_perfmon kept=cap_net_admin,cap_bpf"), "\(d.log)")
+        #expect(d.stop() == 0, "\(d.log)")
+        let link = try TestSupport.run(try TestSupport.tool("ip"), ["-n", Self.srv, "link", "show", Self.serverIf])
+        #expect(!link.stdout.contains("prog/xdp"), "detached with what it kept: \(link.stdout)")
+    }
+
     @Test func keepXDPLeavesTheFastPathRunning() throws {
         let t = try Topology()
         var daemon = try Self.startDaemon(t, extraArgs: ["--keep-xdp"])

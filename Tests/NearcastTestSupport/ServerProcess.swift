@@ -123,3 +123,21 @@ public final class Daemon: Sendable {
         process.stopReadingLog(signal: signal, timeout: timeout)
     }
 }
+
+extension ServerProcess {
+    /// The permitted capabilities of each of the process's threads as /proc says them (CapPrm, in
+    /// hex), by thread name and id.
+    public var permittedCapabilities: [String: String] {
+        let tasks = "/proc/\(child.pid)/task"
+        var out: [String: String] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(tid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapPrm:") })
+            else { continue }
+            let name = (try? String(contentsOfFile: "\(tasks)/\(tid)/comm", encoding: .utf8)) ?? "?"
+            out["\(name.trimmingCharacters(in: .whitespacesAndNewlines)) \(tid)"] =
+                line.dropFirst("CapPrm:".count).trimmingCharacters(in: .whitespaces)
+        }
+        return out
+    }
+}
