@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto deb install uninstall clean
 
 all: build
 
@@ -151,6 +151,19 @@ fuzz-parsers: bpf
 	.build/release/xdpfuzz wire --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
 	.build/release/xdpfuzz zone --frames $$(( $(FRAMES) / 100 )) --seed $(SEED) --object $(BPF_OBJ)
 
+# The Debian package, into .build/deb (debian/rules: the release build, manual pages from the
+# binaries' --help and the sample config), then checked by lintian. The Swift toolchain is not a
+# Debian package, so this runs debian/rules itself rather than dpkg-buildpackage, which would ask for
+# it among the Build-Depends.
+deb: deps build
+	@command -v dh >/dev/null && command -v lintian >/dev/null || tools/install-deps.sh package
+	rm -rf .build/deb debian/nearcast debian/.debhelper debian/files debian/*.substvars debian/debhelper-build-stamp
+	mkdir -p .build/deb
+	debian/rules build
+	debian/rules binary
+	lintian --fail-on error .build/deb/nearcast_*.deb
+	@ls .build/deb/*.deb
+
 # Installs the binaries, the XDP program, the systemd unit and, where there are none yet, a
 # commented sample config, a sample zone and a tokens file with one new admin token. DESTDIR
 # stages it elsewhere (packaging); PREFIX, SYSCONFDIR and UNITDIR place it.
@@ -166,7 +179,7 @@ install: build
 	@# Stripped: 157 -> 81 MB for nearcastd (the build's own copies keep their symbols for debugging).
 	install -s -m 755 $(BIN)/nearcastd $(BIN)/nearcast $(DESTDIR)$(BINDIR)/
 	install -m 644 $(BPF_OBJ) $(DESTDIR)$(LIBDIR)/nearcast.bpf.o
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' dist/nearcastd.service >$(DESTDIR)$(UNITDIR)/nearcastd.service
+	sed -e 's|@SBINDIR@|$(BINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' dist/nearcastd.service >$(DESTDIR)$(UNITDIR)/nearcastd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/nearcastd.service
 	@# An operator's own files are never overwritten.
 	[ -e $(ETC)/nearcast.yaml ] || install -m 644 dist/nearcast.yaml $(ETC)/nearcast.yaml

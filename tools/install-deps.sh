@@ -6,7 +6,8 @@
 # Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
 # Installs nothing else, and stops nothing it did not start: a server a package's install started
 # is stopped, one that ran before is left alone.
-# Usage: tools/install-deps.sh [build|all] [--check]   (--check: exit 1 if something is missing, install nothing)
+# `package`: those and what `make deb` needs (debhelper, lintian).
+# Usage: tools/install-deps.sh [build|package|all] [--check]   (--check: exit 1 if something is missing, install nothing)
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -19,7 +20,13 @@ BUILD_PACKAGES=(
 	# the capabilities the daemon drops once started
 	libcap-dev
 )
+PACKAGING_PACKAGES=(
+	# `make deb`: debhelper builds the Debian package, lintian checks it
+	debhelper lintian
+)
 TEST_PACKAGES=(
+	# the package's test installs it into a Debian of its own (debootstrap)
+	debootstrap
 	# test geo databases (the demo's too), written with MaxMind's own writer
 	mmdb-bin libmaxmind-db-writer-perl
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
@@ -41,15 +48,16 @@ TEST_PACKAGES=(
 set_=all check=0
 for arg in "$@"; do
 	case "$arg" in
-	build | all) set_=$arg ;;
+	build | package | all) set_=$arg ;;
 	--check) check=1 ;;
 	*)
-		echo "usage: $0 [build|all] [--check]" >&2
+		echo "usage: $0 [build|package|all] [--check]" >&2
 		exit 2
 		;;
 	esac
 done
 PACKAGES=("${BUILD_PACKAGES[@]}")
+[ "$set_" != build ] && PACKAGES+=("${PACKAGING_PACKAGES[@]}")
 [ "$set_" = all ] && PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()

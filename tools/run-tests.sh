@@ -13,7 +13,7 @@ set -uo pipefail
 bin=$1
 shift
 compute='^(BPFKitTests|NearcastDataPathTests|XDPFuzz)\.|\.(ZoneChangeTests|ChangedZoneDifferentialTests|LargeZoneWriteBackTests)/'
-serial='\.(XDPEndToEndTests|FleetHealthTests)/'
+serial='\.(XDPEndToEndTests|FleetHealthTests|DebianPackageTests)/'
 run() { "$bin" --testing-library swift-testing --verbose "$@"; }
 
 rc=0

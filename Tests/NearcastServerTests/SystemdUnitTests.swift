@@ -103,6 +103,7 @@ import Glibc
     /// dist/nearcastd.service with this test run's binaries and object where `make install` puts its own.
     static func unitText() throws -> String {
         try String(contentsOf: Repository.root.appendingPathComponent("dist/nearcastd.service"), encoding: .utf8)
+            .replacingOccurrences(of: "@SBINDIR@", with: Repository.productsDirectory.path)
             .replacingOccurrences(of: "@BINDIR@", with: Repository.productsDirectory.path)
             .replacingOccurrences(of: "@LIBDIR@", with: Repository.root.appendingPathComponent(".build/bpf").path)
     }
