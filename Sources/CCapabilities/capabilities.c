@@ -121,12 +121,15 @@ int ncc_keep_only(uint64_t keep) {
 		}
 		if (more == 0) break;
 		// Each signalled thread answers from its handler; one that ended meanwhile never does.
-		for (int waited = 0; waited < 1000 && atomic_load(&answered) < sent - 1; waited++) {
+		for (int waited = 0; waited < 2000 && atomic_load(&answered) < sent - 1; waited++) {
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
 		}
 	}
-	sigaction(sig, &before, NULL);
+	// The handler before is put back only once every thread signalled has run this one: a thread
+	// that has not run yet (one of idle priority on a busy host) would otherwise meet SIGSYS's
+	// default action, which ends the process. Left installed, it repeats the same narrowing.
+	if (atomic_load(&answered) >= sent - 1) sigaction(sig, &before, NULL);
 	if (rc != 0 || atomic_load(&failed) != 0) return -1;
 	// Read back: every thread's permitted set within `keep`.
 	int n = threads(now, max_threads);

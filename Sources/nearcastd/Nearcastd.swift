@@ -380,7 +380,7 @@ struct Nearcastd: AsyncParsableCommand {
                     ])
             }
         } else {
-            logger.warning("capabilities could not be dropped: the daemon keeps those it started with")
+            logger.warning("capabilities could not be dropped in every thread: some keep those the daemon started with")
         }
         // Under systemd (Type=notify), readiness, reloads and the stop are told to it too.
         let serving = fastPath == nil ? "serving" : "serving, with the XDP fast path"
