@@ -15,8 +15,15 @@ public struct BPFMap: Sendable {
     /// Per-CPU maps read and write one value per possible CPU.
     public let perCPU: Bool
 
-    /// Number of possible CPUs (the per-CPU value count), from libbpf.
-    public static var possibleCPUs: Int { Int(libbpf_num_possible_cpus()) }
+    /// Number of possible CPUs (the per-CPU value count), from libbpf, which reads
+    /// /sys/devices/system/cpu/possible: an error where that cannot be read (no /sys mounted).
+    public static func possibleCPUs() throws(BPFError) -> Int {
+        let n = libbpf_num_possible_cpus()
+        guard n > 0 else {
+            throw BPFError("count the possible CPUs", "/sys/devices/system/cpu/possible (is /sys mounted?)", errno: -n)
+        }
+        return Int(n)
+    }
 
     /// Bytes of one value slot as the kernel copies them: per-CPU values are rounded up to 8.
     var slotSize: Int { perCPU ? (valueSize + 7) & ~7 : valueSize }
@@ -36,7 +43,9 @@ public struct BPFMap: Sendable {
         var bytes = value
         if perCPU {
             bytes = []
-            for _ in 0..<Self.possibleCPUs { bytes += value + [UInt8](repeating: 0, count: slotSize - valueSize) }
+            for _ in 0..<(try Self.possibleCPUs()) {
+                bytes += value + [UInt8](repeating: 0, count: slotSize - valueSize)
+            }
         }
         let rc = key.withUnsafeBytes { k in
             bytes.withUnsafeBytes { v in bpf_map_update_elem(fd, k.baseAddress, v.baseAddress, UInt64(BPF_ANY)) }
@@ -149,7 +158,7 @@ public struct BPFMap: Sendable {
     /// The value of `key` (per-CPU maps: one value per CPU), or nil when absent.
     public func lookup(key: [UInt8]) throws(BPFError) -> [[UInt8]]? {
         try check(key, "lookup")
-        let slots = perCPU ? Self.possibleCPUs : 1
+        let slots = perCPU ? try Self.possibleCPUs() : 1
         var out = [UInt8](repeating: 0, count: slotSize * slots)
         let rc = key.withUnsafeBytes { k in
             out.withUnsafeMutableBytes { bpf_map_lookup_elem(fd, k.baseAddress, $0.baseAddress) }

@@ -36,7 +36,10 @@ public enum XDPAttachment {
     }
 
     /// Attaches `program` to `ifindex`. When a program is already attached, it is replaced in one
-    /// step (XDP_FLAGS_REPLACE): no packet sees the interface without a program.
+    /// step: no packet sees the interface without a program. With CAP_SYS_ADMIN the replacement
+    /// is conditional on the program seen (XDP_FLAGS_REPLACE); without it (a daemon run as its own
+    /// user with CAP_BPF and CAP_NET_ADMIN) no program can be opened by its ID, and the attached
+    /// one is replaced all the same, in the same one step, without that check.
     public static func attach(_ program: BPFProgram, ifindex: Int32, mode: Mode) throws(BPFError) {
         var opts = bpf_xdp_attach_opts()
         opts.sz = optionsSize(bpf_xdp_attach_opts.self, endingWith: \.old_prog_fd, 4)
@@ -44,9 +47,12 @@ public enum XDPAttachment {
         var oldFD: Int32 = -1
         if let old = try attachedProgramID(ifindex: ifindex, mode: mode) {
             oldFD = bpf_prog_get_fd_by_id(old)
-            if oldFD < 0 { throw BPFError("open attached program", "id \(old)", errno: errno) }
-            opts.old_prog_fd = oldFD
-            flags |= UInt32(XDP_FLAGS_REPLACE)
+            if oldFD >= 0 {
+                opts.old_prog_fd = oldFD
+                flags |= UInt32(XDP_FLAGS_REPLACE)
+            } else if errno != EPERM {
+                throw BPFError("open attached program", "id \(old)", errno: errno)
+            }
         }
         defer { if oldFD >= 0 { close(oldFD) } }
         let rc = bpf_xdp_attach(ifindex, program.fd, flags, &opts)

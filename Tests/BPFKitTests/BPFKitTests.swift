@@ -94,7 +94,7 @@ import Testing
         let map = try object.map("kit_percpu", keySize: 4, valueSize: 104)
         #expect(map.perCPU)
         let values = try #require(try map.lookup(key: [0, 0, 0, 0]))
-        #expect(values.count == BPFMap.possibleCPUs)
+        #expect(try values.count == BPFMap.possibleCPUs())
         #expect(values.allSatisfy { $0 == [UInt8](repeating: 0, count: 104) })
     }
 }
