@@ -1,4 +1,5 @@
 import CCapabilities
+import Logging
 
 /// The daemon's Linux capabilities (capabilities(7)), narrowed once it has started
 /// (docs/ARCHITECTURE.md §7, "Privileges"): loading and attaching the XDP program, pinning its maps
@@ -7,6 +8,22 @@ enum Capabilities {
     /// What a running fast path still needs: CAP_BPF to make the maps of a new generation (a
     /// capacity or geo change), CAP_NET_ADMIN to detach the program at the stop.
     static let fastPath: [Int] = [39, 12]  // CAP_BPF, CAP_NET_ADMIN
+
+    /// Drops what the start alone needed (all but `fastPath` when XDP is on, everything when it is
+    /// off), and says in the log what went and what stayed.
+    static func narrow(keepingFastPath: Bool, logger: Logger) {
+        guard let narrowed = keepOnly(keepingFastPath ? fastPath : []) else {
+            logger.warning("capabilities could not be dropped in every thread: some keep those the daemon started with")
+            return
+        }
+        guard !narrowed.dropped.isEmpty else { return }
+        logger.info(
+            "capabilities dropped",
+            metadata: [
+                "dropped": "\(narrowed.dropped.joined(separator: ","))",
+                "kept": "\(narrowed.kept.isEmpty ? "none" : narrowed.kept.joined(separator: ","))",
+            ])
+    }
 
     /// Every thread keeps, of the capabilities it has, those in `keep`, and drops the others for
     /// good. The names of those dropped and of those kept, or nil if a thread could not drop them.

@@ -188,22 +188,7 @@ struct Nearcastd: AsyncParsableCommand {
         let responders = ResponderSource(Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies))
         let metrics = NearcastMetrics()
         let started = StartedServices()
-        var queryLog: QueryLog?
-        if cfg.dnstap.destination != nil {
-            do {
-                let log = try QueryLog(cfg.dnstap, identity: cfg.identity, version: "nearcast \(Self.version)")
-                queryLog = log
-                // Added first, so stopped last: once no listener or event loop logs any more.
-                await started.add("query log") {
-                    if log.dropped > 0 {
-                        logger.warning("dnstap messages dropped", metadata: ["count": "\(log.dropped)"])
-                    }
-                    log.close()
-                }
-            } catch {
-                try await started.giveUp("cannot open the query log", ["error": "\(error)"], logger: logger)
-            }
-        }
+        let queryLog = try await Self.openQueryLog(cfg, started: started, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
             responders: responders, metrics: metrics,
@@ -370,18 +355,7 @@ struct Nearcastd: AsyncParsableCommand {
         }
         // Everything that needed privileges is done (the program loaded and attached, its maps
         // pinned, the ports bound): what is left of them is what serving still needs.
-        if let narrowed = Capabilities.keepOnly(fastPath == nil ? [] : Capabilities.fastPath) {
-            if !narrowed.dropped.isEmpty {
-                logger.info(
-                    "capabilities dropped",
-                    metadata: [
-                        "dropped": "\(narrowed.dropped.joined(separator: ","))",
-                        "kept": "\(narrowed.kept.isEmpty ? "none" : narrowed.kept.joined(separator: ","))",
-                    ])
-            }
-        } else {
-            logger.warning("capabilities could not be dropped in every thread: some keep those the daemon started with")
-        }
+        Capabilities.narrow(keepingFastPath: fastPath != nil, logger: logger)
         // Under systemd (Type=notify), readiness, reloads and the stop are told to it too.
         let serving = fastPath == nil ? "serving" : "serving, with the XDP fast path"
         try await started.runUntilStopped(
@@ -401,6 +375,24 @@ struct Nearcastd: AsyncParsableCommand {
             },
             onStopping: { SystemdNotify.stopping() }, logger: logger)
         logger.info("stopped")
+    }
+
+    /// The query log the config's `dnstap` section asks for, if any, opened and stopped last (once
+    /// no listener or event loop logs any more); a log that cannot be opened stops the start.
+    static func openQueryLog(_ cfg: NearcastConfig, started: StartedServices, logger: Logger) async throws -> QueryLog?
+    {
+        guard cfg.dnstap.destination != nil else { return nil }
+        let log: QueryLog
+        do {
+            log = try QueryLog(cfg.dnstap, identity: cfg.identity, version: "nearcast \(version)")
+        } catch {
+            try await started.giveUp("cannot open the query log", ["error": "\(error)"], logger: logger)
+        }
+        await started.add("query log") {
+            if log.dropped > 0 { logger.warning("dnstap messages dropped", metadata: ["count": "\(log.dropped)"]) }
+            log.close()
+        }
+        return log
     }
 
     /// The response rate limiting of the slow path's UDP replies, when the config turns it on.
