@@ -158,7 +158,7 @@ fuzz-parsers: bpf
 # it among the Build-Depends.
 deb: deps build
 	@command -v dh >/dev/null && command -v lintian >/dev/null || tools/install-deps.sh package
-	rm -rf .build/deb debian/nearcast debian/.debhelper debian/files debian/*.substvars debian/debhelper-build-stamp
+	rm -rf .build/deb debian/nearcast debian/.debhelper debian/files debian/*.substvars debian/*.debhelper debian/debhelper-build-stamp
 	mkdir -p .build/deb
 	debian/rules build
 	debian/rules binary
