@@ -250,17 +250,8 @@ private final class DatagramBatch {
 
     /// The address datagram `i` came from, as `SocketAddress.addressBytes` gives it.
     func client(_ i: Int) -> [UInt8]? {
-        let a = UnsafeRawPointer(addresses + i)
-        switch Int32(addresses[i].ss_family) {
-        case AF_INET:
-            let v4 = a.load(as: sockaddr_in.self)
-            return withUnsafeBytes(of: v4.sin_addr.s_addr) { Array($0) }
-        case AF_INET6:
-            let v6 = a.load(as: sockaddr_in6.self)
-            return clientAddressBytes(v6: withUnsafeBytes(of: v6.sin6_addr) { Array($0) })
-        default:
-            return nil
-        }
+        guard let address = endpoint(i)?.address else { return nil }
+        return address.count == 16 ? clientAddressBytes(v6: address) : address
     }
 
     /// The address and port datagram `i` came from, as the query log says them.
