@@ -164,7 +164,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "NearcastStore", "MaxMindDB", "CCapabilities",
+                "NearcastStore", "MaxMindDB", "CCapabilities", "DNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

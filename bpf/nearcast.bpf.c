@@ -22,6 +22,7 @@
 #include "reply.h"
 #include "rrl.h"
 #include "stats.h"
+#include "tally.h"
 
 SEC("xdp")
 int nearcast_xdp(struct xdp_md *ctx)
@@ -116,6 +117,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
 	scratch->nx = 0;
+	scratch->geo_node = NC_TALLY_NO_NODE;
 	/* A COOKIE: checked, and the reply's made (cookie.h); one the slow path answers with an error passes. */
 	if (question_read && scratch->q.cookie_in != NC_COOKIE_NONE)
 		reason = nc_cookie_check() == NC_PASS_COOKIE ? NC_PASS_COOKIE : NC_ANSWERED;
@@ -178,12 +180,14 @@ int nearcast_xdp(struct xdp_md *ctx)
 			return verdict;
 	}
 	reason = nc_write_reply(ctx, pkt, &scratch->q, ans, cfg);
+	if (reason == NC_ANSWERED && !truncated)
+		nc_tally(scratch->negative, scratch->geo_node, scratch->gen);
 	if (reason == NC_ANSWERED)
-		return nc_exit(truncated ? (scratch->slipped ? NC_RRL_SLIPPED : NC_LIMIT_TRUNCATED)
-				: geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
-				: scratch->nx ? NC_ANSWERED_NXDOMAIN
-					  : NC_ANSWERED,
-			       XDP_TX);
+		return nc_exit_sent(truncated ? (scratch->slipped ? NC_RRL_SLIPPED : NC_LIMIT_TRUNCATED)
+				    : geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
+				    : scratch->nx ? NC_ANSWERED_NXDOMAIN
+						  : NC_ANSWERED,
+				    truncated ^ 1, nc_type_slot(scratch->key.qtype));
 	if (reason == NC_DROP_INTERNAL || truncated)
 		return nc_exit(reason == NC_DROP_INTERNAL ? reason : scratch->slipped ? NC_RRL_DROPPED : NC_LIMIT_DROPPED,
 			       XDP_DROP);

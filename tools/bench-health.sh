@@ -34,7 +34,8 @@ counters() { # the XDP verdicts summed over CPUs, as "name=value" lines
 t={}
 for e in json.load(sys.stdin):
     for v in e.get("formatted", e)["values"]:
-        for k, x in v["value"].items(): t[k]=t.get(k,0)+x
+        for k, x in v["value"].items():
+            if isinstance(x, int): t[k]=t.get(k,0)+x  # the verdicts, not the array by type
 for k, x in t.items(): print(f"{k}={x}")'
 }
 nc() { ip netns exec "$SRV" .build/release/nearcast "$@" --api 127.0.0.1:8053 --token-file "$work/tokens"; }

@@ -374,7 +374,8 @@ def xdp_counters(pins):
     total = {}
     for v in json.loads(out)[0]["formatted"]["values"]:
         for k, x in v["value"].items():
-            total[k] = total.get(k, 0) + x
+            if isinstance(x, int):  # the verdicts (the answers by type are an array)
+                total[k] = total.get(k, 0) + x
     return total
 
 

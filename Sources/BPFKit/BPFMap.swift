@@ -169,6 +169,56 @@ public struct BPFMap: Sendable {
         }
         return (0..<slots).map { Array(out[($0 * slotSize)..<($0 * slotSize + valueSize)]) }
     }
+
+    /// The first `count` entries of a per-CPU ARRAY of 64-bit counters, each summed over the
+    /// CPUs: read in one BPF_MAP_LOOKUP_BATCH call a chunk (kernel 5.6+), entry by entry where
+    /// the kernel has no batch lookup.
+    public func counterSums(count: Int, chunk: Int = 8192) throws(BPFError) -> [UInt64] {
+        precondition(perCPU && keySize == 4 && valueSize == 8, "\(name): not a per-CPU array of counters")
+        let cpus = try Self.possibleCPUs()
+        let wanted = min(count, maxEntries)
+        var sums = [UInt64](repeating: 0, count: wanted)
+        var start = 0
+        while start < wanted {
+            let n = min(chunk, wanted - start)
+            var values = [UInt64](repeating: 0, count: n * cpus)
+            var keys = [UInt32](repeating: 0, count: n)
+            // The batch goes on after the key given (the last one read): none for the first.
+            var inKey = UInt32(truncatingIfNeeded: start - 1)
+            var outKey: UInt32 = 0
+            var got = UInt32(n)
+            var opts = bpf_map_batch_opts()
+            opts.sz = MemoryLayout<bpf_map_batch_opts>.size
+            let rc = values.withUnsafeMutableBytes { v in
+                keys.withUnsafeMutableBytes { k in
+                    withUnsafeMutablePointer(to: &inKey) { after in
+                        bpf_map_lookup_batch(
+                            fd, start == 0 ? nil : after, &outKey, k.baseAddress, v.baseAddress, &got, &opts)
+                    }
+                }
+            }
+            if rc != 0 && errno != ENOENT {
+                // No batch lookup for this map here (524: the kernel's ENOTSUPP): entry by entry.
+                guard errno == EINVAL || errno == ENOTSUP || errno == 524 else {
+                    throw BPFError("read counters", name, errno: errno)
+                }
+                for i in start..<wanted {
+                    sums[i] = (try lookup(key: withUnsafeBytes(of: UInt32(i)) { Array($0) }) ?? []).reduce(0) {
+                        $0 &+ $1.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    }
+                }
+                return sums
+            }
+            for i in 0..<Int(got) where Int(keys[i]) < wanted {
+                var sum: UInt64 = 0
+                for c in 0..<cpus { sum &+= values[i * cpus + c] }
+                sums[Int(keys[i])] = sum
+            }
+            guard got > 0 else { break }
+            start = Int(keys[Int(got) - 1]) + 1
+        }
+        return sums
+    }
 }
 
 /// A loaded BPF program, by file descriptor.

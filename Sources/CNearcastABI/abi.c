@@ -34,14 +34,17 @@ _Static_assert((NC_RRL_ENTRIES & (NC_RRL_ENTRIES - 1)) == 0, "bucket slots are m
 _Static_assert(sizeof(struct nc_nx_head) == 24, "nc_nx_head layout: the sections after it stay 8-aligned");
 _Static_assert((NC_POOLS_MAX & (NC_POOLS_MAX - 1)) == 0, "pool indexes are masked into a generation's half");
 _Static_assert(NC_GEO_GENERATIONS == 2, "the generation is one bit (names table slots, geo halves)");
-_Static_assert(sizeof(struct nc_stats) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason");
+_Static_assert(offsetof(struct nc_stats, answered_by_type) == NC_REASON_MAX * sizeof(__u64), "one nc_stats counter per reason, then the types");
 _Static_assert(offsetof(struct nc_stats, limit_dropped) == NC_LIMIT_DROPPED * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(offsetof(struct nc_stats, pass_geo) == NC_PASS_GEO * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(offsetof(struct nc_stats, answered_geo_all_down) == NC_ANSWERED_GEO_ALL_DOWN * sizeof(__u64), "nc_stats in reason order");
 _Static_assert(sizeof(NC_MAP_BUCKET) <= 16 && sizeof(NC_MAP_NAMES) <= 16 && sizeof(NC_MAP_SLOTS) <= 16 && sizeof(NC_MAP_CANDS) <= 16 && sizeof(NC_MAP_STATS) <= 16 &&
 		       sizeof(NC_MAP_CONFIG) <= 16 && sizeof(NC_MAP_POOLS) <= 16 && sizeof(NC_MAP_NODES) <= 16 &&
-		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16 && sizeof(NC_MAP_NEGATIVES) <= 16 && sizeof(NC_MAP_LOCAL) <= 16,
+		       sizeof(NC_MAP_GEO4) <= 16 && sizeof(NC_MAP_GEO4_SPANS) <= 16 && sizeof(NC_MAP_GEO6) <= 16 && sizeof(NC_MAP_ALIASES) <= 16 && sizeof(NC_MAP_NEGATIVES) <= 16 && sizeof(NC_MAP_LOCAL) <= 16 &&
+		       sizeof(NC_MAP_BY_ZONE) <= 16 && sizeof(NC_MAP_BY_NODE) <= 16,
 	       "map names fit the kernel's 15 characters");
+_Static_assert(NC_TYPE_TALLY > 257 && (NC_TYPE_TALLY & (NC_TYPE_TALLY - 1)) == 0, "a count per type up to CAA and beyond, the index masked");
+_Static_assert(NC_TALLY_NO_NODE >= NC_NODES_MAX, "no node is no node's index");
 _Static_assert(sizeof(struct nc_local_key) == 20, "nc_local_key layout: the family, then the address");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */

@@ -33,6 +33,10 @@ public struct Responder: Sendable {
     /// CHAOS TXT at id.server and hostname.bind (RFC 4892) and as NSID (RFC 5001). nil: neither is
     /// answered (REFUSED, no NSID), as a server with its identity hidden.
     public var identity: String?
+    /// Where its answers are counted, by zone and by the node a geo answer puts first (nil: not
+    /// counted). Geo answers are counted as they are made for a client; zones by the listeners,
+    /// from the replies they send (`AnswerCounts.View.countAnswer`).
+    public var counts: AnswerCounts.View?
 
     public init(
         authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
@@ -248,6 +252,8 @@ public struct Responder: Sendable {
             edns!.options[i] = s.option
         }
         if answer.outcome == .servfail { return errorReply(header, question: question, .servFail, edns: edns) }
+        // A client's answer (the answer image asks without one), by the node it puts first.
+        if client != nil, answer.outcome != .nodata, let first = answer.chosen.first { counts?.countNode(first) }
         var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: edns)
         reply.header.aa = true
         reply.rcode = .noError

@@ -37,6 +37,8 @@ package actor ServedConfig {
     var running: NearcastConfig
     /// The zones served now, in the config's order.
     var zones: [Zone]
+    /// The counters of the zones and nodes served, which the responders count their answers in.
+    var counted: AnswerCounts.View?
     let live: LiveGeo
     let responders: ResponderSource
     /// The fast path's writer, when XDP is on.
@@ -262,7 +264,12 @@ package actor ServedConfig {
     {
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
-        let responder = Responder(serving: config, zones: zones, geo: geo, cookies: cookies?.cookies)
+        // A record change keeps the zones and nodes: their counters too (made anew, they would cost
+        // each change a lookup per zone).
+        let sameSet = oneChange && { if case .none = change { true } else { false } }()
+        if !sameSet || counted == nil { counted = metrics?.answers.view(zones, geo) }
+        let responder = Responder(
+            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted)
         var written: FastPath.TableWrite?
         if let writer {
             do {
@@ -512,10 +519,21 @@ package actor ServedConfig {
 
 extension Responder {
     /// The responder for `config`: its zones, its UDP size, its TSIG keys, and the geo table.
-    package init(serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?) {
+    package init(
+        serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?,
+        counts: AnswerCounts.View?
+    ) {
         self.init(
             authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys,
             cookies: cookies, identity: config.identity)
+        self.counts = counts
+    }
+}
+
+extension AnswerCounts {
+    /// The counters of `zones` and of `geo`'s nodes.
+    package func view(_ zones: [Zone], _ geo: GeoTable?) -> View {
+        view(zones: zones.map(\.origin), nodes: geo?.allNodes.map(\.id) ?? [])
     }
 }
 

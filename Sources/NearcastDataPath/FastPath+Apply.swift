@@ -63,6 +63,7 @@ extension FastPath {
 
         // The negative answers among the names (anchors), each at its index or a free one.
         var index = negativeIndex
+        var zones: [UInt16: [UInt8]] = [:]  // of the indexes given out here
         var negativeStores: [(index: UInt16, entry: NamesTable.Entry)] = []
         var retired: [NamesTable.Entry] = []
         for n in names {
@@ -75,6 +76,7 @@ extension FastPath {
                 }
                 i = UInt16(free)
                 index[n.name] = i
+                zones[i!] = negative.zone
             }
             let (entry, _) = NamesTable.record(
                 name: n.name, flags: 0, negative: 0, answers: [Self.encodeNegative(negative)])
@@ -135,6 +137,7 @@ extension FastPath {
             for e in retired { s.live.remove(e, holds: holds) }
             for (e, ref) in refs { s.live.insert(e, ref: ref) }
             s.negativeIndex = index
+            s.negativeZones.merge(zones) { $1 }
             s.space = space
             s.replacedSinceGracePeriod = true
         }

@@ -184,9 +184,11 @@ extension FastPath {
     /// generation's), else the lowest free one. Anchors past the indexes there are have none, and
     /// their names' negatives are the slow path's.
     static func negativeAnswers(_ names: [AnswerImage.Name], index: [[UInt8]: UInt16]) -> (
-        records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16], leftOut: Int
+        records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16], zones: [UInt16: [UInt8]],
+        leftOut: Int
     ) {
         var out: [[UInt8]: UInt16] = [:]
+        var zones: [UInt16: [UInt8]] = [:]
         var records: [(index: UInt16, entry: NamesTable.Entry)] = []
         var leftOut = 0
         let anchors = names.compactMap { n in n.negative.map { (n.name, $0) } }
@@ -198,10 +200,11 @@ extension FastPath {
                 continue
             }
             out[name] = i
+            zones[i] = negative.zone
             let (entry, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: [encodeNegative(negative)])
             records.append((i, entry))
         }
-        return (records, out, leftOut)
+        return (records, out, zones, leftOut)
     }
 
     /// A negative answer (AnswerImage+Negative.swift) as the answer of its record: kind

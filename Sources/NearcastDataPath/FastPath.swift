@@ -62,6 +62,8 @@ public final class FastPath: Sendable {
     /// The addresses the program answers queries to (nc_local).
     let local: BPFMap
     let table: NamesTable
+    /// What the answers went to (nc_stats' by type, nc_by_zone, nc_by_node).
+    let tally: AnswerTally
     /// The size of every inner map of nc_geo4 and nc_cands, fixed when those maps were made.
     public let geoCapacity: GeoCapacity
     /// What was last written: the program's settings (the live generation included) and the live
@@ -82,6 +84,12 @@ public final class FastPath: Sendable {
         /// The index of each anchor's negative answer (its name), the same from write to write so
         /// that the records naming it stay as they are.
         var negativeIndex: [[UInt8]: UInt16] = [:]
+        /// The zone (lower-cased wire name) of each negative answer's index: what the program's
+        /// counts by zone stand for.
+        var negativeZones: [UInt16: [UInt8]] = [:]
+        /// For each generation, the geo maps whose node indexes its counts by node are of: those it
+        /// answered with when it was last live.
+        var geoCounted: [GeoMaps?] = [nil, nil]
         /// The arena's free space for changes written into the live generation (FastPath+Apply.swift):
         /// made with each generation (or at the first change, for maps taken over).
         var space: NamesTable.ArenaSpace?
@@ -182,6 +190,7 @@ public final class FastPath: Sendable {
             NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         local = try object.map(NC_MAP_LOCAL, keySize: MemoryLayout<nc_local_key>.size, valueSize: 1)
+        tally = try AnswerTally(object: object)
         self.table = table
         self.geoCapacity = geoSize
         var state = try Self.readState(
@@ -530,6 +539,7 @@ public final class FastPath: Sendable {
         let geo: GeoTable?
         let plan: NamesTable.Plan
         let negativeIndex: [[UInt8]: UInt16]
+        let negativeZones: [UInt16: [UInt8]]
         /// The arena's free space once the generation is live, for changes into it (made here,
         /// on the bulk's thread, so that the first change does not wait for it).
         let space: NamesTable.ArenaSpace
@@ -609,7 +619,7 @@ public final class FastPath: Sendable {
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
             generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
-            plan: plan, negativeIndex: negatives.index,
+            plan: plan, negativeIndex: negatives.index, negativeZones: negatives.zones,
             space: NamesTable.ArenaSpace(table: table, places: plan.places),
             nxdomainCleared: Set(layout.unflagged.map { names[$0].name }))
     }
@@ -625,6 +635,13 @@ public final class FastPath: Sendable {
     public func switchTo(_ p: Prepared) throws(BPFError) -> TableWrite {
         defer { writing.store(false, ordering: .releasing) }
         precondition(writing.load(ordering: .acquiring), "FastPath.switchTo without prepare")
+        // What each generation counted so far, by the geo maps it answered with: the new one's
+        // (from when it was last live) before it answers with others. A counter that cannot be
+        // read is no reason to keep the old generation.
+        let meanings = state.withLock { s in
+            (0..<2).map { AnswerTally.Meaning(zones: s.negativeZones, nodes: s.geoCounted[$0]?.nodeIndex ?? [:]) }
+        }
+        for g in 0..<2 { try? tally.attribute(generation: g, meanings[g]) }
         try state.withLock { (s: inout State) throws(BPFError) in
             let (nodeValues, poolCaps) = try writeGeoHealth(p.generation, p.maps, p.geo)
             var next = s.settings
@@ -636,6 +653,8 @@ public final class FastPath: Sendable {
             s.settings = next
             s.live = p.plan.live
             s.negativeIndex = p.negativeIndex
+            s.negativeZones = p.negativeZones
+            s.geoCounted[Int(p.generation & 1)] = p.maps
             s.space = p.space
             s.nxdomainCleared = p.nxdomainCleared
             s.geo = p.maps
@@ -675,6 +694,15 @@ public final class FastPath: Sendable {
         }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("memlock:") }) else { return nil }
         return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "")
+    }
+
+    /// What the answers went to since this process started (ARCHITECTURE §16).
+    public func tallies() throws(BPFError) -> XDPTallies {
+        let (generation, meaning) = state.withLock { s in
+            let g = Int(s.settings.generation & 1)
+            return (g, AnswerTally.Meaning(zones: s.negativeZones, nodes: s.geoCounted[g]?.nodeIndex ?? [:]))
+        }
+        return try tally.read(generation: generation, meaning)
     }
 
     /// The verdict counters, summed over CPUs.

@@ -37,15 +37,15 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
         let arrived = log == nil ? 0 : QueryLog.now()
-        let reply = responders.current.responder.respond(
-            to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
+        let responder = responders.current.responder
+        let reply = responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
         if let log, let client = QueryLog.Endpoint(context.channel.remoteAddress),
             let server = QueryLog.Endpoint(context.channel.localAddress)
         {
             log.record(query: query, reply: reply, client: client, server: server, tcp: true, arrived: arrived)
         }
         guard let reply else { return }
-        metrics?.countReply(reply, transport: .tcp)
+        metrics?.countReply(reply, transport: .tcp, counts: responder.counts)
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
         buffer.writeInteger(UInt16(reply.count))
         buffer.writeBytes(reply)

@@ -176,7 +176,7 @@ struct DatagramAnswerer: Sendable {
                 return nil
             }
         }
-        metrics?.countReply(reply, transport: .udp)
+        metrics?.countReply(reply, transport: .udp, counts: responder.counts)
         return reply
     }
 }

@@ -9,6 +9,8 @@ import Synchronization
 /// everything else is read when scraped, from a `MetricsSnapshot`.
 public final class NearcastMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
+    /// The slow path's answers by zone and by the node a geo answer put first.
+    public let answers = AnswerCounts()
     /// Counters fed from monotonic totals read at scrape time: the last total each was brought to.
     private let fed = NIOLockedValueBox<[String: UInt64]>([:])
     private let reloads: [Bool: Counter]
@@ -19,6 +21,7 @@ public final class NearcastMetrics: Sendable {
         var nodes: Set<String> = []
         var pools: Set<String> = []
         var maps: Set<String> = []
+        var zones: Set<String> = []
     }
     private let reloadSeconds: Gauge
     /// The slow path's replies: by transport and rcode at `transport * 16 + rcode` (0 UDP, 1 TCP),
@@ -62,8 +65,10 @@ public final class NearcastMetrics: Sendable {
 
     private func tally(_ i: Int) -> UInt64 { tallies[i].value.load(ordering: .relaxed) }
 
-    /// Counts one slow-path reply (its rcode is the low four bits of byte 3), and its question's type.
-    public func countReply(_ reply: [UInt8], transport: Transport) {
+    /// Counts one slow-path reply (its rcode is the low four bits of byte 3), its question's type,
+    /// and its zone in `counts` (those of the responder that made it).
+    public func countReply(_ reply: [UInt8], transport: Transport, counts: AnswerCounts.View? = nil) {
+        counts?.countAnswer(reply)
         guard reply.count >= 4 else { return }
         tallies[(transport == .udp ? 0 : 16) + Int(reply[3] & 0x0F)].value.add(1, ordering: .relaxed)
         let type = Self.questionType(reply).map(Int.init) ?? Int.max
@@ -130,6 +135,7 @@ public final class NearcastMetrics: Sendable {
                 "nearcast_slowpath_queries_total", [("qtype", name)], help.byType,
                 to: byType[i].value.load(ordering: .relaxed))
         }
+        renderAnswers(snapshot, help)
         if let g = snapshot.geoCompileSeconds {
             Self.gauge(registry, "nearcast_geo_compile_seconds", help: help.compile).set(g)
         }
@@ -174,6 +180,36 @@ public final class NearcastMetrics: Sendable {
         return registry.emitToBuffer()
     }
 
+    /// What the answers went to: XDP's by question type (the slow path's are counted with its
+    /// replies), and both paths' by zone and by the node a geo answer put first.
+    private func renderAnswers(_ snapshot: MetricsSnapshot, _ help: MetricHelp) {
+        let (zones, nodes) = answers.totals()
+        let slowByZone = Dictionary(zones.map { ($0.key.description, $0.value) }, uniquingKeysWith: +)
+        let paths: [(String, [String: UInt64], [String: UInt64])] =
+            [("slowpath", slowByZone, nodes)]
+            + (snapshot.xdpAnswers.map { [("xdp", $0.byZone, $0.byNode)] } ?? [])
+        for (path, byZone, byNode) in paths {
+            for zone in snapshot.zones {
+                feed(
+                    "nearcast_zone_answers_total", [("zone", zone), ("path", path)], help.byZone, to: byZone[zone] ?? 0)
+            }
+            for node in snapshot.nodes {
+                feed(
+                    "nearcast_node_answers_total", [("node", node.id), ("path", path)], help.byNode,
+                    to: byNode[node.id] ?? 0)
+            }
+        }
+        if let xdp = snapshot.xdpAnswers {
+            var other = xdp.byType.values.reduce(0, +)
+            for (type, name) in Self.qtypeNames {
+                let n = xdp.byType[type] ?? 0
+                other -= n
+                feed("nearcast_xdp_answers_total", [("qtype", name)], help.xdpByType, to: n)
+            }
+            feed("nearcast_xdp_answers_total", [("qtype", "other")], help.xdpByType, to: other)
+        }
+    }
+
     static let states = ["up", "degraded", "down", "drained"]
 
     /// Unregisters the series of nodes, pools and maps the last scrape showed and `snapshot` has
@@ -181,22 +217,31 @@ public final class NearcastMetrics: Sendable {
     private func dropGone(_ snapshot: MetricsSnapshot, _ help: MetricHelp) {
         let now = Shown(
             nodes: Set(snapshot.nodes.map(\.id)), pools: Set(snapshot.pools.map(\.id)),
-            maps: Set(snapshot.maps.map(\.name)))
+            maps: Set(snapshot.maps.map(\.name)), zones: Set(snapshot.zones))
         let gone = shown.withLockedValue { last -> Shown in
             defer { last = now }
             return Shown(
                 nodes: last.nodes.subtracting(now.nodes), pools: last.pools.subtracting(now.pools),
-                maps: last.maps.subtracting(now.maps))
+                maps: last.maps.subtracting(now.maps), zones: last.zones.subtracting(now.zones))
         }
         func drop(_ name: String, _ labels: [(String, String)], _ help: String) {
             registry.unregisterGauge(Self.gauge(registry, name, labels: labels, help: help))
         }
+        func dropCounter(_ name: String, _ labels: [(String, String)], _ help: String) {
+            registry.unregisterCounter(Self.counter(registry, name, labels: labels, help: help))
+            fed.withLockedValue { $0[Self.fedKey(name, labels)] = nil }
+        }
         for id in gone.nodes {
             for s in Self.states { drop("nearcast_node_state", [("node", id), ("state", s)], help.nodeState) }
-            let labels = [("node", id)]
-            registry.unregisterCounter(
-                Self.counter(registry, "nearcast_node_changes_total", labels: labels, help: help.nodeChanges))
-            fed.withLockedValue { $0[Self.fedKey("nearcast_node_changes_total", labels)] = nil }
+            dropCounter("nearcast_node_changes_total", [("node", id)], help.nodeChanges)
+            for path in ["slowpath", "xdp"] {
+                dropCounter("nearcast_node_answers_total", [("node", id), ("path", path)], help.byNode)
+            }
+        }
+        for zone in gone.zones {
+            for path in ["slowpath", "xdp"] {
+                dropCounter("nearcast_zone_answers_total", [("zone", zone), ("path", path)], help.byZone)
+            }
         }
         for id in gone.pools {
             drop("nearcast_pool_settled", [("pool", id)], help.poolSettled)
@@ -259,6 +304,10 @@ public final class NearcastMetrics: Sendable {
         let mapBytes = "Kernel memory each BPF map takes (memlock)."
         let storeDegraded = "1 while the fleet's store cannot be followed (what was last read is served)."
         let storeRevision = "The store's revision what is served was read at."
+        let byZone =
+            "Answers from the zone's data (NOERROR, NXDOMAIN), by the path that sent them (xdp: not its TC=1 replies)."
+        let byNode = "Geo answers that put the node first, by the path that made them."
+        let xdpByType = "Answers the XDP program sent, by the type their question asked (other: any type not named)."
     }
 }
 
@@ -273,13 +322,33 @@ public struct MetricsSnapshot: Sendable {
     public var maps: [(name: String, entries: Int, bytes: Int?)]
     /// The fleet's store, when this server follows one.
     public var store: StoreStatus?
+    /// The zones served (their origins, lower-cased): the series of answers by zone are theirs.
+    public var zones: [String]
+    /// What XDP's answers went to (nil: no fast path).
+    public var xdpAnswers: AnswerBreakdown?
+
+    /// Answers by question type, by zone (its origin) and by the geo node they put first (its id).
+    public struct AnswerBreakdown: Sendable {
+        public var byType: [UInt16: UInt64]
+        public var byZone: [String: UInt64]
+        public var byNode: [String: UInt64]
+
+        public init(byType: [UInt16: UInt64] = [:], byZone: [String: UInt64] = [:], byNode: [String: UInt64] = [:]) {
+            self.byType = byType
+            self.byZone = byZone
+            self.byNode = byNode
+        }
+    }
 
     public init(
         uptime: Double, geoCompileSeconds: Double? = nil, xdp: [StatsReport.Counter]? = nil, nodes: [NodeStatus] = [],
         pools: [PoolStatus] = [],
-        health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = [], store: StoreStatus? = nil
+        health: HealthWrites? = nil, maps: [(name: String, entries: Int, bytes: Int?)] = [], store: StoreStatus? = nil,
+        zones: [String] = [], xdpAnswers: AnswerBreakdown? = nil
     ) {
         self.store = store
+        self.zones = zones
+        self.xdpAnswers = xdpAnswers
         self.uptime = uptime
         self.geoCompileSeconds = geoCompileSeconds
         self.xdp = xdp

@@ -1,3 +1,4 @@
+import DNSWire
 import Logging
 import MaxMindDB
 import NearcastAPIModel
@@ -96,7 +97,9 @@ struct DaemonParts: Sendable {
                     xdp: try deployment?.fastPath.statistics().counters,
                     nodes: await health?.statuses() ?? [], pools: await health?.poolStatuses() ?? [],
                     health: health.map { _ in healthWrites.report },
-                    maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status)
+                    maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status,
+                    zones: await served.zoneList().map { $0.origin.lowercased() },
+                    xdpAnswers: try deployment.map { try MetricsSnapshot.AnswerBreakdown($0.fastPath.tallies()) })
                 return metrics.render(snapshot)
             },
             zones: { await served.zoneList() },
@@ -124,5 +127,17 @@ struct DaemonParts: Sendable {
                         ipv6: $0.ipv6, pools: $0.pools)
                 }
             }, audit: auditSource, onHealthChange: healthChangeSource)
+    }
+}
+
+extension MetricsSnapshot.AnswerBreakdown {
+    /// The fast path's tallies, its zones by their origins' text.
+    init(_ t: XDPTallies) {
+        self.init(
+            byType: t.byType,
+            byZone: Dictionary(
+                t.byZone.compactMap { z, n in DNSName.uncompressed(z).map { ($0.0.description, n) } },
+                uniquingKeysWith: +),
+            byNode: t.byNode)
     }
 }

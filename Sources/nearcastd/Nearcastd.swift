@@ -185,8 +185,9 @@ struct Nearcastd: AsyncParsableCommand {
         let geo = live.current?.table
 
         let cookies = CookieRotation.cookies(cfg.cookies)
-        let responders = ResponderSource(Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies))
         let metrics = NearcastMetrics()
+        let responders = ResponderSource(
+            Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies, counts: metrics.answers.view(zones, geo)))
         let started = StartedServices()
         let queryLog = try await Self.openQueryLog(cfg, started: started, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)

@@ -97,4 +97,22 @@ import Testing
         #expect(try values.count == BPFMap.possibleCPUs())
         #expect(values.allSatisfy { $0 == [UInt8](repeating: 0, count: 104) })
     }
+
+    /// Counters in a per-CPU array are read summed over the CPUs, in batches (here of 4,096,
+    /// so the entries cross two of them), up to the count asked.
+    @Test func perCPUCountersAreSummedInBatches() throws {
+        let object = try BPFObject(path: Self.mapsObject)
+        let map = try object.map("kit_counters", keySize: 4, valueSize: 8)
+        let cpus = UInt64(try BPFMap.possibleCPUs())
+        // An update writes its value on every CPU.
+        for (i, v) in [(0, UInt64(3)), (4095, 5), (4096, 7), (9000, 11), (9999, 13)] {
+            try map.update(
+                key: withUnsafeBytes(of: UInt32(i)) { Array($0) }, value: withUnsafeBytes(of: v) { Array($0) })
+        }
+        let sums = try map.counterSums(count: 9001, chunk: 4096)
+        #expect(sums.count == 9001)
+        #expect(sums[0] == 3 * cpus && sums[4095] == 5 * cpus && sums[4096] == 7 * cpus && sums[9000] == 11 * cpus)
+        #expect(sums.enumerated().filter { $0.element != 0 }.map(\.offset) == [0, 4095, 4096, 9000])
+        #expect(try map.counterSums(count: 20000).count == 10000, "at most the map's entries")
+    }
 }

@@ -43,6 +43,19 @@ import XDPFuzz
         yaml: configText.replacingOccurrences(of: "DB", with: databasePath), fileName: "c.yaml", baseDirectory: "")
     static let table = try! GeoTable.build(config.geo, database: try! MaxMindDatabase(path: databasePath))
 
+    /// The config with lon1 where nyc1 was, first among the pool's members: a compile that numbers
+    /// the nodes anew.
+    static var londonInsteadOfNewYork: String {
+        configText.replacingOccurrences(of: "DB", with: databasePath)
+            .replacingOccurrences(
+                of:
+                    "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
+                with:
+                    "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }"
+            )
+            .replacingOccurrences(of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [lon1, fra1, par1, tyo1]")
+    }
+
     static func responder(_ t: GeoTable) -> Responder { Responder(authority: Authority(zones: [zone]), geo: t) }
 
     static func fastPath(_ t: GeoTable) throws -> FastPath {
@@ -508,15 +521,8 @@ import XDPFuzz
             nodeMaps[0] != nil && nodeMaps[1] != nil && nodeMaps[0] != nodeMaps[1], "each generation has its own health"
         )
 
-        let changed = Self.configText.replacingOccurrences(of: "DB", with: Self.databasePath)
-            .replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
-            .replacingOccurrences(
-                of:
-                    "- { id: nyc1, ipv4: 192.0.2.30, ipv6: \"2001:db8::30\", latitude: 40.71, longitude: -74.01, country: US, weight: 3 }",
-                with:
-                    "- { id: lon1, ipv4: 192.0.2.50, ipv6: \"2001:db8::50\", latitude: 51.51, longitude: -0.13, country: GB }"
-            )
-            .replacingOccurrences(of: "members: [fra1, par1, nyc1, tyo1]", with: "members: [lon1, fra1, par1, tyo1]")
+        let changed = Self.londonInsteadOfNewYork.replacingOccurrences(
+            of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,")
         let config = try NearcastConfig.parse(yaml: changed, fileName: "c.yaml", baseDirectory: "")
         let next = try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath), board: board)
         #expect(board.state(of: "lon1") == nil && next.health.isServing("lon1"), "a new node starts as configured")
@@ -558,6 +564,59 @@ import XDPFuzz
         // And without geo names, the slots are emptied.
         try fp.write(AnswerImage.build(responder: Self.responder(next), maxSections: FastPath.sectionsCapacity))
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
+    }
+
+    /// What XDP's answers went to, as an operator reads it in /metrics: each answer by its question's
+    /// type and its zone (NXDOMAIN and NODATA too), each geo answer by the node it puts first, the
+    /// same node the slow path counts for that client. A new compile numbers the nodes anew (one
+    /// gone, one added first): the counts before it stay with the nodes that answered them.
+    @Test func answersAreCountedByTypeZoneAndTheNodePutFirst() throws {
+        let fp = try Self.fastPath(Self.table)
+        let slowCounts = AnswerCounts()
+        var r = Self.responder(Self.table)
+        r.counts = slowCounts.view(zones: [Self.origin], nodes: Self.table.allNodes.map(\.id))
+        var expected: [String: UInt64] = [:]
+        /// Asks geo.example.test A from every IPv4 client through XDP and the slow path; notes the
+        /// node of the first address XDP answered.
+        func askGeo(_ t: GeoTable) throws {
+            let byAddress = Dictionary(uniqueKeysWithValues: t.allNodes.compactMap { n in n.ipv4.map { ($0, n.id) } })
+            for c in Self.clients4 {
+                var p = Packet(payload: query("geo.example.test.", .a, ecs: nil))
+                p.source4 = c
+                let out = try fp.program.testRun(p.bytes)
+                #expect(out.returnValue == XDPProgramTests.XDP_TX, "\(c)")
+                let reply = try #require(p.parseReply(out.data))
+                guard case .a(let first)? = try DNSMessage(wire: reply.payload).answers.first?.rdata else {
+                    Issue.record("no address for \(c)")
+                    continue
+                }
+                let b = first.bytes
+                expected[try #require(byAddress[[b.0, b.1, b.2, b.3]]), default: 0] += 1
+                _ = r.respond(to: p.payload, transport: .udp, client: c)
+            }
+        }
+        try askGeo(Self.table)
+        for (name, type) in [("www", RRType.a), ("WWW", .a), ("www", .mx), ("nope", .a), ("ns1", .aaaa)] {
+            let verdict = try fp.program.testRun(Packet(payload: query("\(name).example.test.", type, ecs: nil)).bytes)
+            #expect(verdict.returnValue == XDPProgramTests.XDP_TX, "\(name) \(type)")
+        }
+        #expect(slowCounts.totals().nodes.filter { $0.value > 0 } == expected, "the slow path counts the same nodes")
+
+        let next = try GeoTable.build(
+            try NearcastConfig.parse(yaml: Self.londonInsteadOfNewYork, fileName: "c.yaml", baseDirectory: "").geo,
+            database: MaxMindDatabase(path: Self.databasePath))
+        #expect(next.allNodes.map(\.id) != Self.table.allNodes.map(\.id))
+        r = Self.responder(next)
+        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: next)
+        try askGeo(next)
+        // Read once, after the switch: what the first generation counted is its nodes'.
+        let t = try fp.tallies()
+        let geoAnswers = UInt64(2 * Self.clients4.count)
+        #expect(t.byZone == [Self.origin.wire: geoAnswers + 5], "\(t.byZone)")
+        #expect(t.byType == [1: geoAnswers + 3, 15: 1, 28: 1], "\(t.byType)")
+        #expect(
+            t.byNode == expected && expected["lon1"] != nil && expected["nyc1"] != nil,
+            "\(t.byNode) against \(expected)")
     }
 
     /// A compile no generation uses any more is emptied a slice at a time, never handed to the

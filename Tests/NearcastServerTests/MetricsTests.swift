@@ -38,6 +38,44 @@ import FoundationNetworking
         #expect(Self.value(text, #"nearcast_slowpath_queries_total{qtype="MX"}"#) == 0)
     }
 
+    /// Answers by zone: the closest enclosing zone served (a child zone apart from its parent), in
+    /// any letter case, NOERROR and NXDOMAIN only (REFUSED and SERVFAIL are no zone's data); XDP's
+    /// beside the slow path's; a zone no longer served loses its series.
+    @Test func answersAreCountedByTheirZoneOnBothPaths() throws {
+        let m = NearcastMetrics()
+        let view = m.answers.view(zones: [try DNSName("example."), try DNSName("Sub.Example.")], nodes: ["fra1"])
+        func reply(_ name: String, rcode: RCode = .noError) throws -> [UInt8] {
+            var h = DNSHeader()
+            h.qr = true
+            var msg = DNSMessage(header: h, questions: [DNSQuestion(name: try DNSName(name), type: .a)])
+            msg.rcode = rcode
+            return try msg.serialize()
+        }
+        for (name, rcode) in [
+            ("www.example.", RCode.noError), ("EXAMPLE.", .noError), ("nope.example.", .nxDomain),
+            ("a.b.sub.example.", .noError), ("sub.EXAMPLE.", .noError), ("www.example.", .servFail),
+            ("other.", .refused), ("example.", .refused),
+        ] {
+            m.countReply(try reply(name, rcode: rcode), transport: .udp, counts: view)
+        }
+        var snap = MetricsSnapshot(
+            uptime: 1, nodes: [NodeStatus(id: "fra1", state: "up", changes: 0)], zones: ["example.", "sub.example."],
+            xdpAnswers: .init(byType: [1: 7, 28: 2, 99: 1, 259: 3], byZone: ["example.": 12], byNode: ["fra1": 4]))
+        var text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_zone_answers_total{zone="example.",path="slowpath"}"#) == 3, "\(text)")
+        #expect(Self.value(text, #"nearcast_zone_answers_total{zone="sub.example.",path="slowpath"}"#) == 2)
+        #expect(Self.value(text, #"nearcast_zone_answers_total{zone="example.",path="xdp"}"#) == 12)
+        #expect(Self.value(text, #"nearcast_zone_answers_total{zone="sub.example.",path="xdp"}"#) == 0)
+        #expect(Self.value(text, #"nearcast_node_answers_total{node="fra1",path="xdp"}"#) == 4)
+        #expect(Self.value(text, #"nearcast_node_answers_total{node="fra1",path="slowpath"}"#) == 0)
+        #expect(Self.value(text, #"nearcast_xdp_answers_total{qtype="A"}"#) == 7)
+        #expect(Self.value(text, #"nearcast_xdp_answers_total{qtype="AAAA"}"#) == 2)
+        #expect(Self.value(text, #"nearcast_xdp_answers_total{qtype="other"}"#) == 4)
+        snap.zones = ["example."]
+        text = String(decoding: m.render(snap), as: UTF8.self)
+        #expect(!text.contains(#"zone="sub.example.""#), "\(text)")
+    }
+
     @Test func snapshotsBecomeSeriesAndTotalsOnlyGrow() {
         let m = NearcastMetrics()
         m.countReply([0, 1, 0x84, 0x03], transport: .udp)
@@ -133,5 +171,11 @@ import FoundationNetworking
         #expect(Self.value(text, #"nearcast_node_state{node="par1",state="up"}"#) == 1)
         #expect(Self.value(text, #"nearcast_pool_settled{pool="web"}"#) == 1)
         #expect(Self.value(text, "nearcast_geo_compile_seconds") != nil)
+        // The geo answer counted by the node it put first, and both answers by their zone.
+        let nodes = ["fra1", "par1", "nyc1"].compactMap {
+            Self.value(text, #"nearcast_node_answers_total{node="\#($0)",path="slowpath"}"#)
+        }
+        #expect(nodes.count == 3 && nodes.reduce(0, +) == 1, "\(text)")
+        #expect(Self.value(text, #"nearcast_zone_answers_total{zone="example.test.",path="slowpath"}"#) == 2)
     }
 }

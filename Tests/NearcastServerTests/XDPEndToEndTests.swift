@@ -385,6 +385,30 @@ import Glibc
         #expect(after["answered_geo", default: 0] - before["answered_geo", default: 0] == 5, "answered by XDP")
         #expect(after["pass_miss", default: 0] == before["pass_miss", default: 0])
 
+        // /metrics says where XDP sent them: by node (Paris, New York, Tokyo twice, Strasbourg's
+        // Frankfurt), by zone and by type.
+        let scrape = try TestSupport.run(
+            ip,
+            [
+                "netns", "exec", Self.srv, try TestSupport.tool("curl"), "-s", "-H",
+                "Authorization: Bearer \(ManagementAPITests.readToken)", "http://127.0.0.1:8053/metrics",
+            ])
+        let metrics = scrape.stdout
+        for (node, n) in [("par1", 1.0), ("nyc1", 1), ("tyo1", 2), ("fra1", 1)] {
+            #expect(
+                MetricsTests.value(metrics, #"nearcast_node_answers_total{node="\#(node)",path="xdp"}"#) == n,
+                "\(node): \(metrics)")
+        }
+        // Every answer XDP sent was of this zone, and asked an A (the daemon's start asked one too).
+        let answered = ["answered", "answered_geo", "answered_nxdomain", "answered_geo_all_down"].map {
+            Double(after[$0, default: 0])
+        }
+        .reduce(0, +)
+        #expect(
+            MetricsTests.value(metrics, #"nearcast_zone_answers_total{zone="example.test.",path="xdp"}"#) == answered
+                && answered >= 5)
+        #expect(MetricsTests.value(metrics, #"nearcast_xdp_answers_total{qtype="A"}"#) == answered)
+
         // nearcast explain gives the answer dig got through XDP.
         let explain = try TestSupport.run(
             ip,

@@ -13,7 +13,8 @@ public enum ABIHeader {
         else { return [] }
         return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == ";" })
-            return words.count >= 2 && words[0] == "__u64" ? String(words[1]) : nil
+            // (The counts by type that follow the verdicts are an array.)
+            return words.count >= 2 && words[0] == "__u64" && !words[1].contains("[") ? String(words[1]) : nil
         }
     }()
 

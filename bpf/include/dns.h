@@ -96,6 +96,7 @@ struct nc_scratch {
 	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
 	__u32 spill_weight[4];
 	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
+	__u32 geo_node;	    /* the index of the node the geo answer puts first; NC_TALLY_NO_NODE: none (tally.h) */
 	__u32 gen; /* the generation this packet reads (names table and geo maps), read once from nc_config */
 	__u32 slipped; /* the answer is over the response rate limit: the TC=1 reply goes instead (rrl.h) */
 	__u32 src_family; /* the packet's source address, for rate limiting: 4 or 6 */

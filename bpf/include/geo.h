@@ -370,11 +370,13 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	out->ancount = 0;
 	s->geo_all_down = 0;
 	if (first < NC_GEO_DEPTH) {
-		struct nc_node *node = nc_geo_node(nodes, c->node[first & (NC_GEO_DEPTH - 1)]);
+		__u32 index = c->node[first & (NC_GEO_DEPTH - 1)];
+		struct nc_node *node = nc_geo_node(nodes, index);
 
 		if (node) {
 			native += nc_geo_rr(out->sections, g, ttl, node);
 			out->ancount = 1;
+			s->geo_node = index;
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) { /* bound: two passes */
@@ -396,6 +398,8 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 				continue;
 			native += nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
 			out->ancount = n + 1;
+			if (n == 0)
+				s->geo_node = c->node[i];
 		}
 	}
 	nc_barrier();

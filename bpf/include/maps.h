@@ -59,4 +59,22 @@ struct {
 	__type(value, struct nc_stats);
 } nc_stats SEC(".maps");
 
+/*
+ * What the answers went to: by zone, by the geo node put first (nearcast_abi.h, "What XDP's
+ * answers went to"; by type, in nc_stats). Per-CPU, as nc_stats.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NC_NEGATIVES_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} nc_by_zone SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NC_GEO_GENERATIONS * NC_NODES_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} nc_by_node SEC(".maps");
+
 #endif /* NC_MAPS_H */

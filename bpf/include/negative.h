@@ -157,6 +157,7 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 
 	if (!ref || !*ref || nc_find_answer((__u32)*ref, NC_FIND_NEGATIVE) != 1 + NC_KIND_NEGATIVE)
 		return 0;
+	s->negative = index; /* the answer's zone (tally.h), not the negative answer's own record's 0 */
 	return nc_nx_build(s, nodata);
 }
 

@@ -16,4 +16,20 @@ static __always_inline int nc_exit(enum nc_reason reason, int action)
 	return action;
 }
 
+/*
+ * The exit of a reply sent (XDP_TX): its verdict, and, when `answer` (1; 0 for a TC=1 reply),
+ * its question's type at `type_slot` (tally.h) in the same per-CPU value: no second lookup.
+ */
+static __always_inline int nc_exit_sent(enum nc_reason reason, __u32 answer, __u32 type_slot)
+{
+	__u32 zero = 0;
+	struct nc_stats *stats = bpf_map_lookup_elem(&nc_stats, &zero);
+
+	if (stats && reason < NC_REASON_MAX) {
+		((nc_u64a *)stats)[reason] += 1;
+		stats->answered_by_type[type_slot & (NC_TYPE_TALLY - 1)] += answer;
+	}
+	return XDP_TX;
+}
+
 #endif /* NC_STATS_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // Maps for BPFKit's tests, of the kinds BPFKit handles but nearcast's program may not use: a
-// hash map (batch updates, key listing, deletes), a sizeable array and a per-CPU array. Not part
+// hash map (batch updates, key listing, deletes), a sizeable array and per-CPU arrays. Not part
 // of nearcast.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -31,6 +31,13 @@ struct {
 	__type(value, __u64[13]);
 } kit_percpu SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 10000);
+	__type(key, __u32);
+	__type(value, __u64);
+} kit_counters SEC(".maps");
+
 SEC("xdp")
 int kit_maps(struct xdp_md *ctx)
 {
@@ -38,7 +45,8 @@ int kit_maps(struct xdp_md *ctx)
 	__u32 zero = 0;
 
 	/* Referenced, so the maps are part of the object. */
-	if (bpf_map_lookup_elem(&kit_hash, &key) || bpf_map_lookup_elem(&kit_percpu, &zero))
+	if (bpf_map_lookup_elem(&kit_hash, &key) || bpf_map_lookup_elem(&kit_percpu, &zero) ||
+	    bpf_map_lookup_elem(&kit_counters, &zero))
 		return XDP_PASS;
 	return bpf_map_lookup_elem(&kit_array, &zero) ? XDP_PASS : XDP_DROP;
 }

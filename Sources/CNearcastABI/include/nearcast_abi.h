@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 22
+#define NC_ABI_VERSION 23
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -34,6 +34,8 @@
 #define NC_MAP_COOKIE "nc_cookie"
 #define NC_MAP_NEGATIVES "nc_negatives"
 #define NC_MAP_LOCAL "nc_local"
+#define NC_MAP_BY_ZONE "nc_by_zone"
+#define NC_MAP_BY_NODE "nc_by_node"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -392,8 +394,21 @@ enum nc_reason {
 };
 
 /*
+ * What XDP's answers went to, counted as each answer is sent (not the TC=1 replies of the pass
+ * budget or rate limiting), per CPU: the question's type, in nc_stats after the verdicts
+ * (answered_by_type: type t at t, every type from NC_TYPE_TALLY - 1 up there); the zone, by the index of
+ * the negative answer of the name's record (nc_by_zone, NC_NEGATIVES_MAX counters: the control
+ * plane knows each index's zone; index 0, a record with none); and the node a geo answer puts
+ * first (nc_by_node, generation * NC_NODES_MAX + its index in that generation's nodes map). The
+ * control plane reads them summed over CPUs and names what each index stood for (ARCHITECTURE §16).
+ */
+#define NC_TYPE_TALLY 512 /* a power of two: the program masks the index */
+#define NC_TALLY_NO_NODE 0xffff /* the answer puts no node first (struct nc_scratch.geo_node) */
+
+/*
  * Verdict counters, one per reason, in the order of enum nc_reason (the program indexes them by
- * reason). The stats map holds one of these per CPU; with BTF, `bpftool map dump` names each field.
+ * reason), then the answers by type. The stats map holds one of these per CPU; with BTF, `bpftool
+ * map dump` names each field.
  */
 struct nc_stats {
 	__u64 answered;
@@ -415,6 +430,7 @@ struct nc_stats {
 	__u64 answered_nxdomain;
 	__u64 pass_cookie;
 	__u64 pass_not_ours;
+	__u64 answered_by_type[NC_TYPE_TALLY]; /* not a verdict: XDP's answers by question type (above) */
 };
 
 /*

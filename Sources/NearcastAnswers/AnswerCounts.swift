@@ -1,0 +1,98 @@
+import DNSWire
+import Synchronization
+
+/// What the slow path's answers went to (ARCHITECTURE §16): by zone, and by the node a geo
+/// answer puts first. One counter per zone or node served since the start, kept here; a
+/// responder holds a `View` of those of its zones and nodes, made when the set of them changes
+/// (not at each record change), so an answer costs a lookup in a table no one changes and an
+/// atomic add.
+public final class AnswerCounts: Sendable {
+    public final class Counter: Sendable {
+        private let value = Atomic<UInt64>(0)
+
+        public func add() { value.add(1, ordering: .relaxed) }
+
+        public var total: UInt64 { value.load(ordering: .relaxed) }
+    }
+
+    private let counters = Mutex<(zones: [DNSName: Counter], nodes: [String: Counter])>(([:], [:]))
+
+    public init() {}
+
+    /// The counters of `zones` (their origins) and `nodes` (their ids), made for those not counted yet.
+    public func view(zones: [DNSName], nodes: [String]) -> View {
+        counters.withLock { c in
+            var byOrigin: [UInt64: [(origin: [UInt8], counter: Counter)]] = [:]
+            for origin in zones {
+                let o = origin.lowercased()
+                let counter = c.zones[o] ?? Counter()
+                c.zones[o] = counter
+                byOrigin[View.hash(o.wire[...]), default: []].append((o.wire, counter))
+            }
+            var byNode: [String: Counter] = [:]
+            for id in nodes {
+                let counter = c.nodes[id] ?? Counter()
+                c.nodes[id] = counter
+                byNode[id] = counter
+            }
+            return View(zones: byOrigin, nodes: byNode)
+        }
+    }
+
+    /// Every counter's total: the zones' by origin (lower-cased), the nodes' by id.
+    public func totals() -> (zones: [DNSName: UInt64], nodes: [String: UInt64]) {
+        counters.withLock { c in (c.zones.mapValues(\.total), c.nodes.mapValues(\.total)) }
+    }
+
+    /// The counters of one responder's zones and nodes.
+    public struct View: Sendable {
+        /// By the hash of the origin's lower-cased wire name (`hash`), with the name to compare.
+        let zones: [UInt64: [(origin: [UInt8], counter: Counter)]]
+        let nodes: [String: Counter]
+
+        /// Counts a reply from the zone of its question's name (the zone whose origin is the
+        /// longest suffix of it), when it is an answer from the zone's data: NOERROR or NXDOMAIN.
+        /// Read from the reply's bytes, so a reply from the cache counts as one computed.
+        public func countAnswer(_ reply: [UInt8]) {
+            guard !zones.isEmpty, reply.count > 12, reply[4] == 0, reply[5] == 1 else { return }
+            let rcode = reply[3] & 0x0F
+            guard rcode == 0 || rcode == 3 else { return }
+            // The question's name (never compressed: it comes first): each label's start, then the
+            // suffixes from the longest.
+            var starts: [Int] = []
+            starts.reserveCapacity(8)
+            var i = 12
+            while i < reply.count, reply[i] != 0 {
+                guard reply[i] & 0xC0 == 0 else { return }
+                starts.append(i)
+                i += Int(reply[i]) + 1
+            }
+            guard i < reply.count else { return }
+            for start in starts + [i] {
+                let suffix = reply[start...i]
+                guard let candidates = zones[Self.hash(suffix)] else { continue }
+                for c in candidates where Self.equalFolded(suffix, c.origin) {
+                    c.counter.add()
+                    return
+                }
+            }
+        }
+
+        /// Counts a geo answer that puts `node` first.
+        func countNode(_ node: String) { nodes[node]?.add() }
+
+        /// FNV-1a of a wire name's bytes with ASCII letters lower-cased.
+        static func hash(_ name: ArraySlice<UInt8>) -> UInt64 {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in name {
+                h = (h ^ UInt64(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)) &* 0x100_0000_01b3
+            }
+            return h
+        }
+
+        static func equalFolded(_ a: ArraySlice<UInt8>, _ lowered: [UInt8]) -> Bool {
+            a.count == lowered.count
+                && zip(a, lowered).allSatisfy { x, y in (x >= 0x41 && x <= 0x5A ? x | 0x20 : x) == y }
+        }
+    }
+}
