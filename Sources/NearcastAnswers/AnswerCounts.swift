@@ -57,24 +57,25 @@ public final class AnswerCounts: Sendable {
             guard !zones.isEmpty, reply.count > 12, reply[4] == 0, reply[5] == 1 else { return }
             let rcode = reply[3] & 0x0F
             guard rcode == 0 || rcode == 3 else { return }
-            // The question's name (never compressed: it comes first): each label's start, then the
-            // suffixes from the longest.
-            var starts: [Int] = []
-            starts.reserveCapacity(8)
-            var i = 12
-            while i < reply.count, reply[i] != 0 {
-                guard reply[i] & 0xC0 == 0 else { return }
-                starts.append(i)
-                i += Int(reply[i]) + 1
+            // The question's name (never compressed: it comes first) to its root label, then its
+            // suffixes from the longest, each label's start found as the walk goes (no array made
+            // per reply).
+            var end = 12
+            while end < reply.count, reply[end] != 0 {
+                guard reply[end] & 0xC0 == 0 else { return }
+                end += Int(reply[end]) + 1
             }
-            guard i < reply.count else { return }
-            for start in starts + [i] {
-                let suffix = reply[start...i]
-                guard let candidates = zones[Self.hash(suffix)] else { continue }
-                for c in candidates where Self.equalFolded(suffix, c.origin) {
-                    c.counter.add()
-                    return
+            guard end < reply.count else { return }
+            var start = 12
+            while start <= end {
+                let suffix = reply[start...end]
+                if let candidates = zones[Self.hash(suffix)] {
+                    for c in candidates where Self.equalFolded(suffix, c.origin) {
+                        c.counter.add()
+                        return
+                    }
                 }
+                start += Int(reply[start]) + 1
             }
         }
 
