@@ -69,15 +69,22 @@ final class AnswerTally: Sendable {
         let zones = try byZone.counterSums(count: zoneCount)
         let half = generation * Int(NC_NODES_MAX)
         let nodes = meaning.nodes.isEmpty ? [] : try byNode.counterSums(count: half + Int(NC_NODES_MAX))
+        // The sums were read outside the lock: another read may have brought a base past them
+        // since, and only what is above a base is new.
+        func take(_ now: UInt64, _ base: inout UInt64) -> UInt64 {
+            guard now > base else { return 0 }
+            defer { base = now }
+            return now - base
+        }
         counted.withLock { c in
             for (i, zone) in meaning.zones where Int(i) < zones.count {
-                c.tallies.byZone[zone, default: 0] &+= zones[Int(i)] &- c.zoneBase[Int(i)]
+                c.tallies.byZone[zone, default: 0] += take(zones[Int(i)], &c.zoneBase[Int(i)])
             }
-            for i in 0..<zones.count { c.zoneBase[i] = zones[i] }
+            for i in 0..<zones.count { _ = take(zones[i], &c.zoneBase[i]) }
             for (id, i) in meaning.nodes where half + Int(i) < nodes.count {
-                c.tallies.byNode[id, default: 0] &+= nodes[half + Int(i)] &- c.nodeBase[half + Int(i)]
+                c.tallies.byNode[id, default: 0] += take(nodes[half + Int(i)], &c.nodeBase[half + Int(i)])
             }
-            for i in half..<max(half, nodes.count) { c.nodeBase[i] = nodes[i] }
+            for i in half..<max(half, nodes.count) { _ = take(nodes[i], &c.nodeBase[i]) }
         }
     }
 
@@ -87,7 +94,7 @@ final class AnswerTally: Sendable {
         let types = try typeSums()
         return counted.withLock { c in
             var out = c.tallies
-            for (t, n) in types.enumerated() where n != c.typeBase[t] { out.byType[UInt16(t)] = n &- c.typeBase[t] }
+            for (t, n) in types.enumerated() where n > c.typeBase[t] { out.byType[UInt16(t)] = n - c.typeBase[t] }
             return out
         }
     }

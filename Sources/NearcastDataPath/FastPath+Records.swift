@@ -134,7 +134,7 @@ extension FastPath {
     }
 
     /// The record of `n`: its answers (the geo ones added), the index of its negative answer, and
-    /// its flags (none without a negative answer); NODATA only while every type the name has is
+    /// its flags (none without a negative answer; the index is there whatever the flags); NODATA only while every type the name has is
     /// answered in it. Its second value counts the answers the record could not hold.
     static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) -> (
         NamesTable.Entry, Int
@@ -168,12 +168,12 @@ extension FastPath {
         func flags() -> UInt8 {
             UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0)
         }
-        let index = nodata || nxdomain ? negative : 0
-        var (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: index, answers: answers)
+        // The index even where no flag uses it: it also says the record's zone (what XDP's
+        // answers from it are counted under, ARCHITECTURE §16).
+        var (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: negative, answers: answers)
         if !complete && nodata {
             nodata = false
-            (entry, complete) = NamesTable.record(
-                name: name, flags: flags(), negative: nxdomain ? negative : 0, answers: answers)
+            (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: negative, answers: answers)
         }
         let kept = Int(entry.bytes[2])
         return (entry, answers.count - kept)

@@ -99,7 +99,10 @@ struct DaemonParts: Sendable {
                     health: health.map { _ in healthWrites.report },
                     maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status,
                     zones: await served.zoneList().map { $0.origin.lowercased() },
-                    xdpAnswers: try deployment.map { try MetricsSnapshot.AnswerBreakdown($0.fastPath.tallies()) })
+                    // (Counters that cannot be read leave the rest of the scrape as it is.)
+                    xdpAnswers: deployment.flatMap { d in
+                        (try? d.fastPath.tallies()).map(MetricsSnapshot.AnswerBreakdown.init)
+                    })
                 return metrics.render(snapshot)
             },
             zones: { await served.zoneList() },

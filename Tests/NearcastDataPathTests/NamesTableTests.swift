@@ -304,4 +304,18 @@ import Testing
         let none = FastPath.negativeAnswers([a], index: full)
         #expect(none.leftOut == 1 && none.records.isEmpty && none.index.isEmpty)
     }
+
+    /// Every record names its zone's negative answer, with its flags or without: XDP counts the
+    /// answers from a name by it (ARCHITECTURE §16), whether NODATA or NXDOMAIN apply there or not.
+    @Test func aRecordNamesItsNegativeAnswerWhateverItsFlags() {
+        var n = AnswerImage.Name(name: [1, 0x77, 0])
+        for (nodata, nxdomain) in [(false, false), (true, false), (false, true), (true, true)] {
+            n.nodata = nodata
+            let (entry, _) = FastPath.record(n, geo: [], negative: 9, nxdomain: nxdomain)
+            let negative = UInt16(entry.bytes[4]) | UInt16(entry.bytes[5]) << 8
+            let flags = entry.bytes[3]
+            #expect(negative == 9, "nodata \(nodata), nxdomain \(nxdomain)")
+            #expect(flags == UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0))
+        }
+    }
 }
