@@ -44,6 +44,18 @@ public final class AnswerCounts: Sendable {
         counters.withLock { c in (c.zones.mapValues(\.total), c.nodes.mapValues(\.total)) }
     }
 
+    /// Where the one question of a message's name ends (the offset of its root label), read from
+    /// its bytes (a question's name is never compressed: it comes first); nil without one.
+    public static func questionNameEnd(_ m: [UInt8]) -> Int? {
+        guard m.count > 12, m[4] == 0, m[5] == 1 else { return nil }
+        var i = 12
+        while i < m.count, m[i] != 0 {
+            guard m[i] & 0xC0 == 0 else { return nil }
+            i += Int(m[i]) + 1
+        }
+        return i < m.count ? i : nil
+    }
+
     /// The counters of one responder's zones and nodes.
     public struct View: Sendable {
         /// By the hash of the origin's lower-cased wire name (`hash`), with the name to compare.
@@ -54,18 +66,17 @@ public final class AnswerCounts: Sendable {
         /// longest suffix of it), when it is an answer from the zone's data: NOERROR or NXDOMAIN.
         /// Read from the reply's bytes, so a reply from the cache counts as one computed.
         public func countAnswer(_ reply: [UInt8]) {
-            guard !zones.isEmpty, reply.count > 12, reply[4] == 0, reply[5] == 1 else { return }
+            if let end = AnswerCounts.questionNameEnd(reply) { countAnswer(reply, nameEnd: end) }
+        }
+
+        /// `countAnswer(_:)` of a reply whose question's name ends (its root label) at `nameEnd`
+        /// (`AnswerCounts.questionNameEnd`), for a caller that has read that already.
+        public func countAnswer(_ reply: [UInt8], nameEnd end: Int) {
+            guard !zones.isEmpty, end < reply.count else { return }
             let rcode = reply[3] & 0x0F
             guard rcode == 0 || rcode == 3 else { return }
-            // The question's name (never compressed: it comes first) to its root label, then its
-            // suffixes from the longest, each label's start found as the walk goes (no array made
-            // per reply).
-            var end = 12
-            while end < reply.count, reply[end] != 0 {
-                guard reply[end] & 0xC0 == 0 else { return }
-                end += Int(reply[end]) + 1
-            }
-            guard end < reply.count else { return }
+            // Its suffixes from the longest, each label's start found as the walk goes (no array
+            // made per reply).
             var start = 12
             while start <= end {
                 let suffix = reply[start...end]

@@ -38,11 +38,12 @@ final class AnswerTally: Sendable {
         var tallies = XDPTallies()
     }
 
-    /// What one generation's indexes stand for: its zones by negative answer index, its nodes by
-    /// index in its half of the nodes maps.
+    /// What the indexes stand for: the zones by negative answer index (the same in both
+    /// generations), and each generation's nodes by index in its half of the nodes maps (a
+    /// generation without geo maps has none).
     struct Meaning {
         var zones: [UInt16: [UInt8]]
-        var nodes: [String: UInt32]
+        var nodes: [(generation: Int, index: [String: UInt32])]
     }
 
     /// The counts so far are taken as the start (a pinned map keeps an earlier instance's).
@@ -62,13 +63,13 @@ final class AnswerTally: Sendable {
         }
     }
 
-    /// Attributes what was counted since the last read: the zones by `meaning.zones`, and the
-    /// nodes of generation `generation` by `meaning.nodes`.
-    func attribute(generation: Int, _ meaning: Meaning) throws(BPFError) {
+    /// Attributes what was counted since the last read, as `meaning` says.
+    func attribute(_ meaning: Meaning) throws(BPFError) {
         let zoneCount = Int(meaning.zones.keys.max() ?? 0) + 1
         let zones = try byZone.counterSums(count: zoneCount)
-        let half = generation * Int(NC_NODES_MAX)
-        let nodes = meaning.nodes.isEmpty ? [] : try byNode.counterSums(count: half + Int(NC_NODES_MAX))
+        let halves = meaning.nodes.filter { !$0.index.isEmpty }
+        let last = halves.map(\.generation).max().map { ($0 + 1) * Int(NC_NODES_MAX) } ?? 0
+        let nodes = last == 0 ? [] : try byNode.counterSums(count: last)
         // The sums were read outside the lock: another read may have brought a base past them
         // since, and only what is above a base is new.
         func take(_ now: UInt64, _ base: inout UInt64) -> UInt64 {
@@ -81,16 +82,19 @@ final class AnswerTally: Sendable {
                 c.tallies.byZone[zone, default: 0] += take(zones[Int(i)], &c.zoneBase[Int(i)])
             }
             for i in 0..<zones.count { _ = take(zones[i], &c.zoneBase[i]) }
-            for (id, i) in meaning.nodes where half + Int(i) < nodes.count {
-                c.tallies.byNode[id, default: 0] += take(nodes[half + Int(i)], &c.nodeBase[half + Int(i)])
+            for (generation, index) in halves {
+                let half = generation * Int(NC_NODES_MAX)
+                for (id, i) in index where half + Int(i) < nodes.count {
+                    c.tallies.byNode[id, default: 0] += take(nodes[half + Int(i)], &c.nodeBase[half + Int(i)])
+                }
+                for i in half..<min(half + Int(NC_NODES_MAX), nodes.count) { _ = take(nodes[i], &c.nodeBase[i]) }
             }
-            for i in half..<max(half, nodes.count) { _ = take(nodes[i], &c.nodeBase[i]) }
         }
     }
 
-    /// Everything counted so far, with what `meaning` says of the live generation `generation`.
-    func read(generation: Int, _ meaning: Meaning) throws(BPFError) -> XDPTallies {
-        try attribute(generation: generation, meaning)
+    /// Everything counted so far, what is new attributed as `meaning` says.
+    func read(_ meaning: Meaning) throws(BPFError) -> XDPTallies {
+        try attribute(meaning)
         let types = try typeSums()
         return counted.withLock { c in
             var out = c.tallies

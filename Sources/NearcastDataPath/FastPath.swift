@@ -638,10 +638,11 @@ public final class FastPath: Sendable {
         // What each generation counted so far, by the geo maps it answered with: the new one's
         // (from when it was last live) before it answers with others. A counter that cannot be
         // read is no reason to keep the old generation.
-        let meanings = state.withLock { s in
-            (0..<2).map { AnswerTally.Meaning(zones: s.negativeZones, nodes: s.geoCounted[$0]?.nodeIndex ?? [:]) }
+        let meaning = state.withLock { s in
+            AnswerTally.Meaning(
+                zones: s.negativeZones, nodes: (0..<2).map { ($0, s.geoCounted[$0]?.nodeIndex ?? [:]) })
         }
-        for g in 0..<2 { try? tally.attribute(generation: g, meanings[g]) }
+        try? tally.attribute(meaning)
         try state.withLock { (s: inout State) throws(BPFError) in
             let (nodeValues, poolCaps) = try writeGeoHealth(p.generation, p.maps, p.geo)
             var next = s.settings
@@ -698,11 +699,11 @@ public final class FastPath: Sendable {
 
     /// What the answers went to since this process started (ARCHITECTURE §16).
     public func tallies() throws(BPFError) -> XDPTallies {
-        let (generation, meaning) = state.withLock { s in
+        let meaning = state.withLock { s in
             let g = Int(s.settings.generation & 1)
-            return (g, AnswerTally.Meaning(zones: s.negativeZones, nodes: s.geoCounted[g]?.nodeIndex ?? [:]))
+            return AnswerTally.Meaning(zones: s.negativeZones, nodes: [(g, s.geoCounted[g]?.nodeIndex ?? [:])])
         }
-        return try tally.read(generation: generation, meaning)
+        return try tally.read(meaning)
     }
 
     /// The verdict counters, summed over CPUs.

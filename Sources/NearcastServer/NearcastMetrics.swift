@@ -68,25 +68,14 @@ public final class NearcastMetrics: Sendable {
     /// Counts one slow-path reply (its rcode is the low four bits of byte 3), its question's type,
     /// and its zone in `counts` (those of the responder that made it).
     public func countReply(_ reply: [UInt8], transport: Transport, counts: AnswerCounts.View? = nil) {
-        counts?.countAnswer(reply)
         guard reply.count >= 4 else { return }
         tallies[(transport == .udp ? 0 : 16) + Int(reply[3] & 0x0F)].value.add(1, ordering: .relaxed)
-        let type = Self.questionType(reply).map(Int.init) ?? Int.max
+        // The question's name walked once, for its zone and its type (just past it).
+        let end = AnswerCounts.questionNameEnd(reply)
+        if let end { counts?.countAnswer(reply, nameEnd: end) }
+        let type = end.flatMap { $0 + 2 < reply.count ? Int(reply[$0 + 1]) << 8 | Int(reply[$0 + 2]) : nil } ?? Int.max
         byType[type < Self.qtypeSlot.count ? Self.qtypeSlot[type] : Self.qtypeNames.count].value.add(
             1, ordering: .relaxed)
-    }
-
-    /// The type of a message's one question, read past its name (a question's name is never
-    /// compressed: it comes first); nil without one.
-    static func questionType(_ m: [UInt8]) -> UInt16? {
-        guard m.count >= 12, m[4] == 0, m[5] == 1 else { return nil }
-        var i = 12
-        while i < m.count, m[i] != 0 {
-            guard m[i] & 0xC0 == 0 else { return nil }
-            i += Int(m[i]) + 1
-        }
-        guard i + 2 < m.count else { return nil }
-        return UInt16(m[i + 1]) << 8 | UInt16(m[i + 2])
     }
 
     /// Counts a reply over the response rate limit: slipped (sent as TC=1) or dropped.

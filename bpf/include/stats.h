@@ -5,7 +5,8 @@
 
 #include "maps.h"
 
-static __always_inline int nc_exit(enum nc_reason reason, int action)
+/* Counts a verdict; the counters, for more to be counted in them. */
+static __always_inline struct nc_stats *nc_count(enum nc_reason reason)
 {
 	__u32 zero = 0;
 	struct nc_stats *stats = bpf_map_lookup_elem(&nc_stats, &zero);
@@ -13,6 +14,12 @@ static __always_inline int nc_exit(enum nc_reason reason, int action)
 	/* The counters are laid out in reason order (asserted in abi.c). */
 	if (stats && reason < NC_REASON_MAX)
 		((nc_u64a *)stats)[reason] += 1;
+	return stats;
+}
+
+static __always_inline int nc_exit(enum nc_reason reason, int action)
+{
+	nc_count(reason);
 	return action;
 }
 
@@ -22,13 +29,10 @@ static __always_inline int nc_exit(enum nc_reason reason, int action)
  */
 static __always_inline int nc_exit_sent(enum nc_reason reason, __u32 answer, __u32 type_slot)
 {
-	__u32 zero = 0;
-	struct nc_stats *stats = bpf_map_lookup_elem(&nc_stats, &zero);
+	struct nc_stats *stats = nc_count(reason);
 
-	if (stats && reason < NC_REASON_MAX) {
-		((nc_u64a *)stats)[reason] += 1;
+	if (stats)
 		stats->answered_by_type[type_slot & (NC_TYPE_TALLY - 1)] += answer;
-	}
 	return XDP_TX;
 }
 
