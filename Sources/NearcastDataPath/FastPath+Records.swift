@@ -74,7 +74,10 @@ extension FastPath {
         _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], negatives: [[UInt8]: UInt16],
         table: NamesTable, leaveOut: Set<Int> = []
     ) -> Layout {
-        let placement = table.place(names.map { NamesTable.hash(name: $0.name) }, skip: leaveOut)
+        let hashes = ParallelWork.map(names, parts: ProcessInfo.processInfo.activeProcessorCount) { part in
+            part.map { NamesTable.hash(name: $0.name) }
+        }.flatMap { $0 }
+        let placement = table.place(hashes, skip: leaveOut)
         let slots = placement.slots
         var out = Layout()
         out.kept = placement.kept
@@ -116,7 +119,7 @@ extension FastPath {
                     negative = last.index
                 }
                 let (entry, tooBig) = record(
-                    n, geo: geo.isEmpty ? [] : geo[i] ?? [], negative: negative,
+                    n, hash: hashes[i], geo: geo.isEmpty ? [] : geo[i] ?? [], negative: negative,
                     nxdomain: n.nxdomain && (unflagged.isEmpty || !unflagged.contains(i)))
                 return (slot, entry, i, tooBig)
             }
@@ -136,9 +139,9 @@ extension FastPath {
     /// The record of `n`: its answers (the geo ones added), the index of its negative answer, and
     /// its flags (none without a negative answer; the index is there whatever the flags); NODATA only while every type the name has is
     /// answered in it. Its second value counts the answers the record could not hold.
-    static func record(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) -> (
-        NamesTable.Entry, Int
-    ) {
+    static func record(
+        _ n: AnswerImage.Name, hash: UInt64? = nil, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool
+    ) -> (NamesTable.Entry, Int) {
         // The image's answers as the table's, without an array of them made (but beside geo answers).
         let own = n.answers.lazy.map {
             NamesTable.Answer(
@@ -150,18 +153,18 @@ extension FastPath {
         }
         if !geo.isEmpty {
             return record(
-                name: n.name, nodata: n.nodata, geoTypes: n.geoTypes, Array(own) + geo, geo: geo,
+                name: n.name, hash: hash, nodata: n.nodata, geoTypes: n.geoTypes, Array(own) + geo, geo: geo,
                 negative: negative, nxdomain: nxdomain)
         }
         return record(
-            name: n.name, nodata: n.nodata, geoTypes: n.geoTypes, own, geo: geo, negative: negative,
+            name: n.name, hash: hash, nodata: n.nodata, geoTypes: n.geoTypes, own, geo: geo, negative: negative,
             nxdomain: nxdomain)
     }
 
     /// `record(_:geo:negative:nxdomain:)` of a name's `answers`, the geo ones among them.
     private static func record<Answers: RandomAccessCollection<NamesTable.Answer>>(
-        name: [UInt8], nodata: Bool, geoTypes: [UInt16], _ answers: Answers, geo: [NamesTable.Answer],
-        negative: UInt16, nxdomain: Bool
+        name: [UInt8], hash: UInt64?, nodata: Bool, geoTypes: [UInt16], _ answers: Answers,
+        geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool
     ) -> (NamesTable.Entry, Int) {
         var nodata = negative != 0 && nodata && geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
         let nxdomain = negative != 0 && nxdomain
@@ -170,10 +173,12 @@ extension FastPath {
         }
         // The index even where no flag uses it: it also says the record's zone (what XDP's
         // answers from it are counted under, ARCHITECTURE §16).
-        var (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: negative, answers: answers)
+        var (entry, complete) = NamesTable.record(
+            name: name, hash: hash, flags: flags(), negative: negative, answers: answers)
         if !complete && nodata {
             nodata = false
-            (entry, complete) = NamesTable.record(name: name, flags: flags(), negative: negative, answers: answers)
+            (entry, complete) = NamesTable.record(
+                name: name, hash: hash, flags: flags(), negative: negative, answers: answers)
         }
         let kept = Int(entry.bytes[2])
         return (entry, answers.count - kept)
