@@ -43,6 +43,12 @@ public final class BPFMappedArray: @unchecked Sendable {
         (base + offset).copyMemory(from: from, byteCount: bytes.count)
     }
 
+    /// The whole mapping, for a writer that fills many ranges at once (from several threads,
+    /// each its own ranges). No BPF program may be reading the ranges written.
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeMutableRawBufferPointer(start: base, count: count))
+    }
+
     /// `length` bytes from `offset`.
     public func read(at offset: Int, length: Int) -> [UInt8] {
         precondition(offset >= 0 && length >= 0 && offset + length <= count, "\(map.name): read past the map")

@@ -95,7 +95,7 @@ public struct AnswerImage: Sendable {
             // gained nothing.)
             let shares = max(1, min(parts, total / 1024))
             let records = [Name](unsafeUninitializedCapacity: total) { buffer, initialized in
-                let out = Slots(base: buffer.baseAddress!)
+                let out = ParallelWork.Disjoint(buffer.baseAddress!)
                 let counts = ParallelWork.map(Array(0..<shares), parts: shares, smallest: 1) { mine in
                     let k = mine.first!
                     var tooBig = 0
@@ -120,13 +120,6 @@ public struct AnswerImage: Sendable {
             if names.isEmpty { names = records } else { names += records }
         }
         return AnswerImage(names: names, tooBig: tooBig)
-    }
-
-    /// Where the image's records are put in place, each thread at the indices of its own slice of
-    /// the names (ParallelWork's slices do not overlap, and the caller waits for them all): no
-    /// two threads write one element, and none is read before all are written.
-    private struct Slots: @unchecked Sendable {
-        let base: UnsafeMutablePointer<Name>
     }
 
     /// What the records of a zone's names need beside the zone: its anchors and their negative

@@ -34,6 +34,14 @@ public enum ParallelWork {
         return results.all
     }
 
+    /// Memory the threads of one `map` write, each only at the places its own slice names
+    /// (slices do not overlap, and `map` returns only once every thread is done): no two threads
+    /// write one place, and nothing is read before all are written, so it is shared unlocked.
+    public struct Disjoint<Base>: @unchecked Sendable {
+        public let base: Base
+        public init(_ base: Base) { self.base = base }
+    }
+
     /// The slices' results, each set once by its own thread before the caller reads them all.
     private final class Results<R: Sendable>: @unchecked Sendable {
         private var values: [R?]

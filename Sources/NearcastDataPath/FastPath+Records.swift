@@ -27,6 +27,9 @@ extension FastPath {
         var tooBig = 0
         /// Names whose records have NXDOMAIN cleared: the closest enclosers of names left out.
         var unflagged: Set<Int> = []
+        /// Each name's hash, and its slot (nil: left out).
+        var hashes: [UInt64] = []
+        var slots: [Int?] = []
 
         /// The names left out, with those of the records at `records` (indexes of `placed`).
         func leftOut(_ records: [Int]) -> Set<Int> { leftOut.union(records.map { index[$0] }) }
@@ -66,61 +69,21 @@ extension FastPath {
         return out
     }
 
-    /// Lays `names` out in `table`, leaving out those at `leaveOut`. Every name that exists must
-    /// have a record, or a walk would pass over it to an encloser that answers NXDOMAIN: so a name
-    /// left out clears NC_NAME_NXDOMAIN on the closest encloser that has one (nearcast_abi.h),
-    /// unless it is left out behind a name of its tag, whose record makes the program pass it.
+    /// Lays `names` out in `table` (`slotting`) and makes their records, on every core (a third
+    /// of a whole write at 1M names), placed in order.
     static func layout(
         _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], negatives: [[UInt8]: UInt16],
         table: NamesTable, leaveOut: Set<Int> = []
     ) -> Layout {
-        let hashes = ParallelWork.map(names, parts: ProcessInfo.processInfo.activeProcessorCount) { part in
-            part.map { NamesTable.hash(name: $0.name) }
-        }.flatMap { $0 }
-        let placement = table.place(hashes, skip: leaveOut)
-        let slots = placement.slots
-        var out = Layout()
-        out.kept = placement.kept
-        out.leftOut = Set(slots.indices.filter { slots[$0] == nil })
-        out.full = placement.full + leaveOut.count
-        out.noRoom = leaveOut.count
-        out.collisions = out.leftOut.count - out.full
-        var noNXDOMAIN: Set<Int> = []
-        if !out.leftOut.isEmpty {
-            var index: [[UInt8]: Int] = [:]
-            for (i, n) in names.enumerated() { index[n.name] = i }
-            for i in out.leftOut where !placement.shadowed.contains(i) {
-                var n = names[i].name
-                while n.count > 1 {
-                    n = Array(n[(Int(n[0]) + 1)...])
-                    if let j = index[n], slots[j] != nil {
-                        noNXDOMAIN.insert(j)
-                        break
-                    }
-                }
-            }
-        }
-        out.unflagged = noNXDOMAIN
-        // The records made on every core (a third of a whole write at 1M names), placed in order.
-        let unflagged = noNXDOMAIN
+        var out = slotting(names, table: table, leaveOut: leaveOut)
+        let sources = RecordSources(names: names, geo: geo, negatives: negatives, unflagged: out.unflagged)
+        let (slots, hashes) = (out.slots, out.hashes)
         let made = ParallelWork.map(Array(names.indices), parts: ProcessInfo.processInfo.activeProcessorCount) {
             part in
-            // The index of the last anchor met, kept for the names after it: nearly every name of a
-            // zone has its apex's (a dictionary lookup of each name's anchor, its bytes hashed one
-            // by one, was a tenth of this).
-            var last: (anchor: ArraySlice<UInt8>, index: UInt16) = ([], 0)
+            var last = RecordSources.LastAnchor()
             return part.compactMap { i -> (slot: Int, entry: NamesTable.Entry, index: Int, tooBig: Int)? in
                 guard let slot = slots[i] else { return nil }
-                let n = names[i]
-                var negative: UInt16 = 0
-                if n.apexLength > 0 {
-                    let anchor = n.name.suffix(n.apexLength)
-                    if !anchor.elementsEqual(last.anchor) { last = (anchor, negatives[Array(anchor)] ?? 0) }
-                    negative = last.index
-                }
-                let (entry, tooBig) = record(
-                    n, hash: hashes[i], geo: geo.isEmpty ? [] : geo[i] ?? [], negative: negative,
-                    nxdomain: n.nxdomain && (unflagged.isEmpty || !unflagged.contains(i)))
+                let (entry, tooBig) = record(sources.source(i, last: &last), hash: hashes[i])
                 return (slot, entry, i, tooBig)
             }
         }
@@ -136,52 +99,171 @@ extension FastPath {
         return out
     }
 
-    /// The record of `n`: its answers (the geo ones added), the index of its negative answer, and
-    /// its flags (none without a negative answer; the index is there whatever the flags); NODATA only while every type the name has is
-    /// answered in it. Its second value counts the answers the record could not hold.
+    /// `names`' slots in `table`, leaving out those at `leaveOut`: a layout without its records.
+    /// Every name that exists must have a record, or a walk would pass over it to an encloser
+    /// that answers NXDOMAIN: so a name left out clears NC_NAME_NXDOMAIN on the closest encloser
+    /// that has one (nearcast_abi.h), unless it is left out behind a name of its tag, whose record
+    /// makes the program pass it.
+    static func slotting(_ names: [AnswerImage.Name], table: NamesTable, leaveOut: Set<Int> = []) -> Layout {
+        let hashes = ParallelWork.map(names, parts: ProcessInfo.processInfo.activeProcessorCount) { part in
+            part.map { NamesTable.hash(name: $0.name) }
+        }.flatMap { $0 }
+        let placement = table.place(hashes, skip: leaveOut)
+        let slots = placement.slots
+        var out = Layout()
+        out.hashes = hashes
+        out.slots = slots
+        out.kept = placement.kept
+        out.leftOut = Set(slots.indices.filter { slots[$0] == nil })
+        out.full = placement.full + leaveOut.count
+        out.noRoom = leaveOut.count
+        out.collisions = out.leftOut.count - out.full
+        if !out.leftOut.isEmpty {
+            var index: [[UInt8]: Int] = [:]
+            for (i, n) in names.enumerated() { index[n.name] = i }
+            for i in out.leftOut where !placement.shadowed.contains(i) {
+                var n = names[i].name
+                while n.count > 1 {
+                    n = Array(n[(Int(n[0]) + 1)...])
+                    if let j = index[n], slots[j] != nil {
+                        out.unflagged.insert(j)
+                        break
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// A first generation's plan (NamesTable.freshPlan) for `names` in `layout` (`slotting`'s,
+    /// its records not made): the records made on every core, each thread's one after another in
+    /// an array of its own, then copied to their places in the arena. nil when they do not all
+    /// fit (`prepare` then makes them as any generation's, and leaves out what finds no room).
+    func freshPlan(
+        _ sources: RecordSources, negatives: [NamesTable.Entry], layout: inout Layout
+    ) -> NamesTable.Plan? {
+        let (slots, hashes) = (layout.slots, layout.hashes)
+        let made = ParallelWork.map(Array(sources.names.indices), parts: ProcessInfo.processInfo.activeProcessorCount) {
+            part in
+            var last = RecordSources.LastAnchor()
+            var out = NamesTable.MadeRecords()
+            var tooBig = 0
+            for i in part {
+                guard let slot = slots[i] else { continue }
+                let source = sources.source(i, last: &last)
+                out.append(slot: slot, hash: hashes[i], length: source.length) { source.write(into: $0) }
+                tooBig += source.tooBig
+            }
+            return (out, tooBig)
+        }
+        layout.tooBig = made.reduce(0) { $0 + $1.1 }
+        return arena.withUnsafeMutableBytes { arena in
+            table.freshPlan(unslotted: negatives, made.map(\.0), kept: layout.kept, arena: arena)
+        }
+    }
+
+    /// What the names' records are made from: the image's names, their geo answers (by index),
+    /// the negative answers' indexes (by anchor), and the names whose NXDOMAIN is cleared
+    /// (`Layout.unflagged`).
+    struct RecordSources: Sendable {
+        let names: [AnswerImage.Name]
+        let geo: [Int: [NamesTable.Answer]]
+        let negatives: [[UInt8]: UInt16]
+        let unflagged: Set<Int>
+
+        /// The index of the last anchor met, kept for the names after it: nearly every name of
+        /// a zone has its apex's (a dictionary lookup of each name's anchor, its bytes hashed
+        /// one by one, was a tenth of the records' making).
+        struct LastAnchor {
+            var anchor: ArraySlice<UInt8> = []
+            var index: UInt16 = 0
+        }
+
+        /// The record of the name at `i`.
+        func source(_ i: Int, last: inout LastAnchor) -> RecordSource {
+            let n = names[i]
+            if n.apexLength > 0 {
+                let anchor = n.name.suffix(n.apexLength)
+                if !anchor.elementsEqual(last.anchor) {
+                    last = .init(anchor: anchor, index: negatives[Array(anchor)] ?? 0)
+                }
+            }
+            return RecordSource(
+                n, geo: geo.isEmpty ? [] : geo[i] ?? [], negative: n.apexLength > 0 ? last.index : 0,
+                nxdomain: n.nxdomain && (unflagged.isEmpty || !unflagged.contains(i)))
+        }
+    }
+
+    /// The record of `n` (`RecordSource`), with `hash` its name's when known. Its second value
+    /// counts the answers the record could not hold.
     static func record(
         _ n: AnswerImage.Name, hash: UInt64? = nil, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool
     ) -> (NamesTable.Entry, Int) {
-        // The image's answers as the table's, without an array of them made (but beside geo answers).
-        let own = n.answers.lazy.map {
-            NamesTable.Answer(
-                qtype: $0.qtype,
-                head: .init(
-                    flags: $0.flags, ancount: $0.ancount, nscount: $0.nscount, arcount: $0.arcount,
-                    checksum: $0.checksum),
-                sections: $0.sections)
-        }
-        if !geo.isEmpty {
-            return record(
-                name: n.name, hash: hash, nodata: n.nodata, geoTypes: n.geoTypes, Array(own) + geo, geo: geo,
-                negative: negative, nxdomain: nxdomain)
-        }
-        return record(
-            name: n.name, hash: hash, nodata: n.nodata, geoTypes: n.geoTypes, own, geo: geo, negative: negative,
-            nxdomain: nxdomain)
+        record(RecordSource(n, geo: geo, negative: negative, nxdomain: nxdomain), hash: hash)
     }
 
-    /// `record(_:geo:negative:nxdomain:)` of a name's `answers`, the geo ones among them.
-    private static func record<Answers: RandomAccessCollection<NamesTable.Answer>>(
-        name: [UInt8], hash: UInt64?, nodata: Bool, geoTypes: [UInt16], _ answers: Answers,
-        geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool
-    ) -> (NamesTable.Entry, Int) {
-        var nodata = negative != 0 && nodata && geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
-        let nxdomain = negative != 0 && nxdomain
-        func flags() -> UInt8 {
-            UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(nxdomain ? NC_NAME_NXDOMAIN : 0)
+    /// The record `source` says, in an array of its own.
+    static func record(_ source: RecordSource, hash: UInt64? = nil) -> (NamesTable.Entry, Int) {
+        let bytes = [UInt8](unsafeUninitializedCapacity: source.length) { buffer, initialized in
+            source.write(into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = source.length
         }
-        // The index even where no flag uses it: it also says the record's zone (what XDP's
-        // answers from it are counted under, ARCHITECTURE §16).
-        var (entry, complete) = NamesTable.record(
-            name: name, hash: hash, flags: flags(), negative: negative, answers: answers)
-        if !complete && nodata {
-            nodata = false
-            (entry, complete) = NamesTable.record(
-                name: name, hash: hash, flags: flags(), negative: negative, answers: answers)
+        return (NamesTable.Entry(hash: hash ?? NamesTable.hash(name: source.name), bytes: bytes), source.tooBig)
+    }
+
+    /// What the record of a name says, measured before it is written (to an array of its own,
+    /// or straight to its place in the arena): its answers (the geo ones added), the index of its
+    /// negative answer, and its flags (none without a negative answer; the index is there
+    /// whatever the flags: it also says the record's zone, which XDP's answers from it are
+    /// counted under, ARCHITECTURE §16). NODATA only while every type the name has is answered
+    /// in it.
+    struct RecordSource {
+        let name: [UInt8]
+        let flags: UInt8
+        let negative: UInt16
+        let answers: RecordAnswers
+        /// The bytes it takes.
+        let length: Int
+        /// Answers it cannot hold.
+        let tooBig: Int
+
+        init(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) {
+            name = n.name
+            self.negative = negative
+            answers = RecordAnswers(own: n.answers, geo: geo)
+            let (length, kept) = NamesTable.encodeRecord(
+                name: name, flags: 0, negative: negative, answers: answers, into: nil)
+            let nodata =
+                negative != 0 && n.nodata && kept == answers.count
+                && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
+            flags = UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(negative != 0 && nxdomain ? NC_NAME_NXDOMAIN : 0)
+            self.length = length
+            tooBig = answers.count - kept
         }
-        let kept = Int(entry.bytes[2])
-        return (entry, answers.count - kept)
+
+        /// Writes the record to the start of `out`, which has `length` bytes of room.
+        func write(into out: UnsafeMutableRawBufferPointer) {
+            NamesTable.encodeRecord(name: name, flags: flags, negative: negative, answers: answers, into: out)
+        }
+    }
+
+    /// A name's answers as its record's: the image's, then the geo ones, seen as one collection
+    /// without an array of them made (a million names' records made one each).
+    struct RecordAnswers: RandomAccessCollection {
+        let own: [AnswerImage.Answer]
+        let geo: [NamesTable.Answer]
+        var startIndex: Int { 0 }
+        var endIndex: Int { own.count + geo.count }
+
+        subscript(i: Int) -> NamesTable.Answer {
+            guard i < own.count else { return geo[i - own.count] }
+            let a = own[i]
+            return NamesTable.Answer(
+                qtype: a.qtype,
+                head: .init(
+                    flags: a.flags, ancount: a.ancount, nscount: a.nscount, arcount: a.arcount, checksum: a.checksum),
+                sections: a.sections)
+        }
     }
 
     /// The negative answers of `names` (those of the anchors among them) as records of their own,

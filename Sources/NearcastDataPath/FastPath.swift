@@ -583,7 +583,13 @@ public final class FastPath: Sendable {
             geoAnswers = Self.geoAnswers(geo, names: &names)
         }
         let negatives = Self.negativeAnswers(names, index: negativeIndex)
-        var layout = Self.layout(names, geo: geoAnswers, negatives: negatives.index, table: table)
+        // A first generation is written as it is made, each record where it goes (`freshPlan`).
+        var layout = Self.slotting(names, table: table)
+        let sources = RecordSources(
+            names: names, geo: geoAnswers, negatives: negatives.index, unflagged: layout.unflagged)
+        let fresh =
+            live.count == 0 ? freshPlan(sources, negatives: negatives.records.map(\.entry), layout: &layout) : nil
+        if fresh == nil { layout = Self.layout(names, geo: geoAnswers, negatives: negatives.index, table: table) }
 
         // The other generation, which no query reads until the switch: the records it adds (in
         // arena space the live one does not use), its slots, its negative answers' places, its geo
@@ -593,7 +599,7 @@ public final class FastPath: Sendable {
                 unslotted: negatives.records.map(\.entry), layout.placed, kept: layout.kept, live: live, holds: holds,
                 parts: ProcessInfo.processInfo.activeProcessorCount)
         }
-        var plan = makePlan()
+        var plan = fresh ?? makePlan()
         while !plan.noRoom.isEmpty {
             // Out of arena: those names are left out too, and the flags around them cleared.
             let records = plan.noRoom.filter { $0 >= negatives.records.count }.map { $0 - negatives.records.count }
@@ -670,7 +676,7 @@ public final class FastPath: Sendable {
         try setGeoSlots(p.previous, p.maps)
         if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
         return TableWrite(
-            entries: p.plan.names, written: p.plan.writes.count, full: p.plan.full,
+            entries: p.plan.names, written: p.plan.writes.count + p.plan.writtenInPlace, full: p.plan.full,
             collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut,
             noRoom: p.plan.noRoomLeftOut)
     }

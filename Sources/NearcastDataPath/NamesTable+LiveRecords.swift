@@ -36,12 +36,22 @@ extension NamesTable {
             noting records: [(entry: Entry, ref: UInt32)], parts: Int,
             digest: @escaping @Sendable ([UInt8]) -> UInt64 = LiveRecords.digest
         ) {
-            self.init(digest: digest, shards: parts)
             let places = ParallelWork.map(records, parts: parts) { slice in
                 slice.map { (digest: digest($0.entry.bytes), place: Self.place($0.ref, $0.entry.bytes.count)) }
             }
+            self.init(digested: places, parts: parts, digest: digest)
+        }
+
+        /// Records noted by their digests (made with `digest`) and places, in lists of any
+        /// number: each of `parts` threads notes those of its shard.
+        init(
+            digested places: [[(digest: UInt64, place: UInt64)]], parts: Int,
+            digest: @escaping @Sendable ([UInt8]) -> UInt64 = LiveRecords.digest
+        ) {
+            self.init(digest: digest, shards: parts)
             let shardCount = shards.count
-            let perShard = records.count / shardCount + 1
+            let count = places.reduce(0) { $0 + $1.count }
+            let perShard = count / shardCount + 1
             shards = ParallelWork.map(Array(0..<shardCount), parts: shardCount, smallest: 1) { mine in
                 var shard = Shard()
                 shard.first.reserveCapacity(perShard + perShard / 8)
@@ -52,7 +62,7 @@ extension NamesTable {
                 }
                 return shard
             }
-            count = records.count
+            self.count = count
         }
 
         /// The names' word hash from a seed of this process's own: a record's bytes are a whole
@@ -60,9 +70,12 @@ extension NamesTable {
         /// four times as long: a third of noting a generation of a million records).
         static func digest(_ bytes: [UInt8]) -> UInt64 { NamesTable.wordHash(bytes, seed: digestSeed) }
 
+        /// `digest` of a record where it is (in the arena).
+        static func digest(_ bytes: UnsafeRawBufferPointer) -> UInt64 { NamesTable.wordHash(bytes, seed: digestSeed) }
+
         private static let digestSeed = UInt64.random(in: .min ... .max)
 
-        private static func place(_ ref: UInt32, _ length: Int) -> UInt64 { UInt64(length) << 32 | UInt64(ref) }
+        static func place(_ ref: UInt32, _ length: Int) -> UInt64 { UInt64(length) << 32 | UInt64(ref) }
 
         /// The shard of a digest: its top bits, which the dictionaries' own hashing does not
         /// depend on.

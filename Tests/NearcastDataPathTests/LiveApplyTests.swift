@@ -286,6 +286,36 @@ import XDPFuzz
         try Self.check(fp, third, names: Array(names.prefix(300)), expect: names.map { ($0, .a) })
     }
 
+    /// A first generation is written as it is made, each record straight to its place. One whose
+    /// records do not all fit in the arena (a table configured smaller than the zone) is written
+    /// as any generation is: what fits is answered as the slow path answers, the rest is passed.
+    @Test func aFirstGenerationLargerThanItsArenaWritesWhatFitsAndPassesTheRest() throws {
+        var text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\n"
+        text += "ns1 A 192.0.2.53\n"
+        for i in 0..<3000 { text += "n\(i) A 198.51.100.\(i % 250)\n" }
+        let zone = try Zone.build(
+            origin: XDPProgramTests.origin,
+            records: try ZoneFileParser.parse(text: text, fileName: "z", origin: XDPProgramTests.origin),
+            sourceName: "z")
+        let responder = Responder(authority: Authority(zones: [zone]))
+        let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
+        let fp = try FastPath(
+            objectPath: XDPProgramTests.objectPath, capacity: 4000,
+            arenaBytes: FastPath.needs(image, geo: nil).recordBytes / 2)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
+        let written = try fp.write(image)
+        #expect(written.noRoom > 0 && written.entries + written.noRoom == image.names.count, "\(written)")
+        let names = (0..<3000).map { "n\($0).example.test." }
+        let answered = names.filter {
+            (try? fp.program.testRun(Packet(payload: XDPProgramTests.query($0, .a)).bytes).returnValue)
+                == XDPProgramTests.XDP_TX
+        }
+        #expect(answered.count > 1000 && answered.count < 3000, "\(answered.count) answered")
+        try Self.check(
+            fp, responder, names: Array(names.prefix(200)) + ["example.test.", "nx.example.test."], expect: [])
+    }
+
     /// A stream of changes written into the live generation outlasts the arena's free room: a
     /// change writes its records beside those it replaces, and once the room past the last runs
     /// out, the room of the records replaced is taken again (after a grace period) rather than a

@@ -232,6 +232,55 @@ import Testing
         #expect(offset(fourth, d) == 56)
     }
 
+    /// A first generation is written as it is made (each thread's records copied from one array
+    /// of its own straight to their places): the same bytes at the same places, the same slots
+    /// and the same records noted as `plan` gives, page boundaries and kept slots included.
+    @Test func aFirstGenerationWrittenAsItIsMadeIsTheOnePlanWrites() throws {
+        let t = NamesTable(capacity: 300, pages: 3)
+        let unslotted = [entry(7 << 32 | 7, 9, length: 40)]
+        let lengths = [16, 64, NamesTable.recordMax]
+        var entries: [NamesTable.Entry] = (0..<240).map { (i: Int) in
+            let hash = UInt64(i % 200 + 1) << 32 | UInt64(i * 7)
+            return entry(hash, UInt8(i % 200), length: lengths[i % 3])
+        }
+        // Two of one hash, the second kept out behind the first (its slot kept), and one past them.
+        entries += [entry(0xAAAA_0000_0000_0003, 1), entry(0xAAAA_0000_0000_0003, 2), entry(0xCCCC_0000_0000_0003)]
+        let placement = t.place(entries.map(\.hash))
+        #expect(!placement.kept.isEmpty, "tags that collide keep slots")
+        let placed = entries.indices.compactMap { i in placement.slots[i].map { ($0, entries[i]) } }
+        let planned = t.plan(unslotted: unslotted, placed, kept: placement.kept, live: .init(), holds: arena.holds)
+        #expect(planned.noRoom.isEmpty)
+        var written = [UInt8](repeating: 0, count: t.arenaBytes)
+        for (offset, e) in planned.writes { written.replaceSubrange(offset..<(offset + e.bytes.count), with: e.bytes) }
+        // Made in three parts, as three threads would.
+        var made = [NamesTable.MadeRecords](repeating: .init(), count: 3)
+        for (k, (s, e)) in placed.enumerated() {
+            made[k * 3 / placed.count].append(slot: s, hash: e.hash, length: e.bytes.count) { out in
+                e.bytes.withUnsafeBytes { out.copyMemory(from: $0) }
+            }
+        }
+        var memory = [UInt8](repeating: 0, count: t.arenaBytes)
+        let fresh = try #require(
+            memory.withUnsafeMutableBytes { t.freshPlan(unslotted: unslotted, made, kept: placement.kept, arena: $0) })
+        #expect(memory == written && fresh.slots == planned.slots)
+        #expect(fresh.places.elementsEqual(planned.places) { $0 == $1 })
+        #expect(fresh.names == planned.names && fresh.recordBytes == planned.recordBytes)
+        #expect(fresh.writes.isEmpty && fresh.writtenInPlace == planned.writes.count)
+        let holds: NamesTable.LiveRecords.Holds = { ref, b in
+            Array(memory[(Int(ref - 1) * 8)..<(Int(ref - 1) * 8 + b.count)]) == b
+        }
+        for e in unslotted + placed.map(\.1) {
+            let ref = fresh.live.ref(of: e, holds: holds)
+            #expect(ref != nil && ref == planned.live.ref(of: e, holds: holds))
+        }
+        // Records that do not all fit: no plan, and nothing written (`plan` leaves some out).
+        var small = [UInt8](repeating: 0, count: NamesTable.pageBytes)
+        let none = small.withUnsafeMutableBytes {
+            NamesTable(capacity: 300, pages: 1).freshPlan(unslotted: unslotted, made, kept: [], arena: $0)
+        }
+        #expect(none == nil && small.allSatisfy { $0 == 0 })
+    }
+
     @Test func noRecordStartsWhereTheLongestCouldOverrunItsPage() {
         let t = NamesTable(capacity: 200, pages: 2)
         let perPage = (NamesTable.pageBytes - NamesTable.recordMax) / NamesTable.recordMax + 1
