@@ -254,7 +254,7 @@ def nearcast(work, zone, n):
     try:
         wait_answer(port, f"n{n - 1}.{ORIGIN}")
         load = time.monotonic() - t0
-        rss = rss_mib(p.pid)
+        rss, anon = rss_mib(p.pid), rss_mib(p.pid, "RssAnon")
         wait_api(aport)
         reload_s = timed_reload(p, port, zone, n)
         times = timed_changes(port, aport)
@@ -264,8 +264,9 @@ def nearcast(work, zone, n):
         many_s = time.monotonic() - t
         settled(f"{work}/nc.log", port)
         return {
-            "load": load, "rss": rss, "reload": reload_s, "times": times, "rss_before_many": rss_before_many,
-            "rss_after_many": rss_mib(p.pid), "many_per_s": MANY / many_s,
+            "load": load, "rss": rss, "anon": anon, "reload": reload_s, "times": times,
+            "rss_before_many": rss_before_many, "rss_after_many": rss_mib(p.pid),
+            "anon_after_many": rss_mib(p.pid, "RssAnon"), "many_per_s": MANY / many_s,
         }
     finally:
         p.terminate()
@@ -606,16 +607,16 @@ def main():
         c, k, d = r["nearcast"], r["knot"], r["nsd"]
         lines += [
             f"| {n:,} | start to first answer (s) | {c['load']:.2f} | {k['load']:.2f} | {d['load']:.2f} |",
-            f"| | RSS after load (MiB) | {c['rss']:.0f} | {k['rss']:.0f} | {d['rss']:.0f} |",
+            f"| | RSS after load (MiB; the daemon's own, anonymous, in brackets) | {c['rss']:.0f} ({c['anon']:.0f}) | {k['rss']:.0f} | {d['rss']:.0f} |",
             f"| | reload, {RELOADED} records changed, to answered (s) | {c['reload']:.2f} | {k['reload']:.2f} | - |",
         ]
         for kind in ("add", "change", "delete"):
             lines.append(
                 f"| | record {kind}, to answered: p50 / p99 (ms) | {ms(c, kind)} | {ms(k, kind, largest=False)} | - |"
             )
-        grown = c["rss_after_many"] - c["rss"]
+        grown, anon = c["rss_after_many"] - c["rss"], c["anon_after_many"] - c["anon"]
         lines.append(
-            f"| | RSS after the reload and {CHANGES * 4 + MANY:,} more changes (MiB; {c['many_per_s']:.0f} changes/s) | {c['rss_after_many']:.0f} ({grown:+.0f}, {grown / c['rss'] * 100:+.1f} % of after load) | | |"
+            f"| | RSS after the reload and {CHANGES * 4 + MANY:,} more changes (MiB; {c['many_per_s']:.0f} changes/s) | {c['rss_after_many']:.0f} ({grown:+.0f}, {grown / c['rss'] * 100:+.1f} % of after load; anonymous {anon:+.1f}) | | |"
         )
     lines.append("<!-- bench-scale:end -->")
     table = "\n".join(lines)
