@@ -24,16 +24,16 @@ public enum FreedMemory {
     /// goes back only when a large block freed there leaves more than the trim threshold free:
     /// below the 16 MiB of `trimHeapsAsTheyGo`, a transient of a few MiB on a thread of its own (a
     /// zone file written back, its journal trimmed) stayed resident for good: +5 MiB after
-    /// 10,000 changes to a zone of 10k names. So, once, with the threshold lowered for the
-    /// moment: a block freed here is the free top's, and glibc trims that heap down to it.
-    /// Called on the thread that had the transient, right after it.
+    /// 10,000 changes to a zone of 10k names. So a block of the threshold's size is taken from the
+    /// top and freed: the top is then over the threshold, and glibc trims the heap down to what
+    /// it holds (the block's pages are never touched, and `mallopt` is not called while other
+    /// threads allocate, which glibc does not allow). Called on the thread that had the
+    /// transient, right after it.
     private static func trimOwnHeapTop() {
         // (malloc and free looked up, not called by name: the compiler drops a block allocated
         // and freed unused.)
-        guard let mallopt, let allocate, let release, thresholdSet.load(ordering: .acquiring) else { return }
-        _ = mallopt(Self.trimThreshold, 256 << 10)
-        release(allocate(256 << 10))
-        _ = mallopt(Self.trimThreshold, Self.threshold)
+        guard let allocate, let release, thresholdSet.load(ordering: .acquiring) else { return }
+        release(allocate(Int(Self.threshold)))
     }
 
     /// Whether `trimHeapsAsTheyGo` set the threshold (not left to the operator's tunables).
