@@ -26,8 +26,8 @@ public enum FreedMemory {
     /// zone file written back, its journal trimmed) stayed resident for good: +5 MiB after
     /// 10,000 changes to a zone of 10k names. So a block of the threshold's size is taken from the
     /// top and freed: the top is then over the threshold, and glibc trims the heap down to what
-    /// it holds (the block's pages are never touched, and `mallopt` is not called while other
-    /// threads allocate, which glibc does not allow). Called on the thread that had the
+    /// it holds (of the block's pages, only those of glibc's headers at its ends are written; and
+    /// `mallopt` is not called while other threads allocate, which glibc does not allow). Called on the thread that had the
     /// transient, right after it.
     private static func trimOwnHeapTop() {
         // (malloc and free looked up, not called by name: the compiler drops a block allocated
