@@ -75,8 +75,15 @@ extension FastPath {
         _ names: [AnswerImage.Name], geo: [Int: [NamesTable.Answer]], negatives: [[UInt8]: UInt16],
         table: NamesTable, leaveOut: Set<Int> = []
     ) -> Layout {
-        var out = slotting(names, table: table, leaveOut: leaveOut)
-        let sources = RecordSources(names: names, geo: geo, negatives: negatives, unflagged: out.unflagged)
+        let slotted = slotting(names, table: table, leaveOut: leaveOut)
+        return withRecords(
+            slotted, RecordSources(names: names, geo: geo, negatives: negatives, unflagged: slotted.unflagged))
+    }
+
+    /// `layout`, a `slotting`'s records made from `sources`.
+    static func withRecords(_ slotted: Layout, _ sources: RecordSources) -> Layout {
+        var out = slotted
+        let names = sources.names
         let (slots, hashes) = (out.slots, out.hashes)
         let made = ParallelWork.map(Array(names.indices), parts: ProcessInfo.processInfo.activeProcessorCount) {
             part in
@@ -156,10 +163,13 @@ extension FastPath {
             }
             return (out, tooBig)
         }
-        layout.tooBig = made.reduce(0) { $0 + $1.1 }
-        return arena.withUnsafeMutableBytes { arena in
-            table.freshPlan(unslotted: negatives, made.map(\.0), kept: layout.kept, arena: arena)
+        let kept = layout.kept
+        let plan = arena.withUnsafeMutableBytes { arena in
+            table.freshPlan(unslotted: negatives, made.map(\.0), kept: kept, arena: arena)
         }
+        // Counted only with a plan: without one, the records are made again (`withRecords`).
+        if plan != nil { layout.tooBig = made.reduce(0) { $0 + $1.1 } }
+        return plan
     }
 
     /// What the names' records are made from: the image's names, their geo answers (by index),

@@ -589,7 +589,7 @@ public final class FastPath: Sendable {
             names: names, geo: geoAnswers, negatives: negatives.index, unflagged: layout.unflagged)
         let fresh =
             live.count == 0 ? freshPlan(sources, negatives: negatives.records.map(\.entry), layout: &layout) : nil
-        if fresh == nil { layout = Self.layout(names, geo: geoAnswers, negatives: negatives.index, table: table) }
+        if fresh == nil { layout = Self.withRecords(layout, sources) }
 
         // The other generation, which no query reads until the switch: the records it adds (in
         // arena space the live one does not use), its slots, its negative answers' places, its geo
