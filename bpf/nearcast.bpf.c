@@ -112,11 +112,11 @@ int nearcast_xdp(struct xdp_md *ctx)
 	enum nc_reason reason = nc_read_query(dns, pkt->dns_len, data_end, &scratch->key, &scratch->q);
 	const struct nc_answer *ans = NULL;
 	int question_read = reason == NC_ANSWERED;
-	int geo = 0;
 
 	if (reason == NC_DROP_MALFORMED)
 		return nc_exit(reason, XDP_DROP);
 	scratch->nx = 0;
+	scratch->geo = 0;
 	scratch->geo_node = NC_TALLY_NO_NODE;
 	/* A COOKIE: checked, and the reply's made (cookie.h); one the slow path answers with an error passes. */
 	if (question_read && scratch->q.cookie_in != NC_COOKIE_NONE)
@@ -132,7 +132,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 
 		if (found == 1 + NC_KIND_GEO) {
 			/* A geo name: the answer for this client, built in the scratch map. */
-			geo = 1;
+			scratch->geo = 1;
 			reason = nc_geo_answer(data, data_end, pkt, &scratch->q, scratch);
 			ans = reason == NC_ANSWERED ? &scratch->answer : NULL;
 		} else if (found == 1 + NC_KIND_STATIC) {
@@ -184,7 +184,7 @@ int nearcast_xdp(struct xdp_md *ctx)
 		nc_tally(scratch->negative, scratch->geo_node, scratch->gen);
 	if (reason == NC_ANSWERED)
 		return nc_exit_sent(truncated ? (scratch->slipped ? NC_RRL_SLIPPED : NC_LIMIT_TRUNCATED)
-				    : geo	  ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
+				    : scratch->geo ? (scratch->geo_all_down ? NC_ANSWERED_GEO_ALL_DOWN : NC_ANSWERED_GEO)
 				    : scratch->nx ? NC_ANSWERED_NXDOMAIN
 						  : NC_ANSWERED,
 				    truncated ^ 1, nc_type_slot(scratch->key.qtype));

@@ -96,6 +96,9 @@ struct nc_scratch {
 	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
 	__u32 spill_weight[4];
 	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
+	__u32 geo_first;    /* the candidate spill-over puts first, and the answers wanted: read back at */
+	__u32 geo_want;	    /* each candidate, so the verifier checks a step once (geo.h, nc_geo_answer) */
+	__u32 geo;	    /* the answer is a geo name's: kept here, as `nx` is, so the paths after it are verified once */
 	__u32 geo_node;	    /* the index of the node the geo answer puts first; NC_TALLY_NO_NODE: none (tally.h) */
 	__u32 gen; /* the generation this packet reads (names table and geo maps), read once from nc_config */
 	__u32 slipped; /* the answer is over the response rate limit: the TC=1 reply goes instead (rrl.h) */

@@ -363,12 +363,16 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	/* The records' sum in native order, as each is written: the answer's checksum. */
 	__u64 native = 0;
 	/*
-	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count
-	 * lives in the scratch map and is read back each step, so the verifier checks a step once
-	 * rather than once per count.
+	 * First the candidates that are up; with none, under fail-open, the top ones anyway. The count,
+	 * the answers wanted and the candidate spill-over put first live in the scratch map and are
+	 * read back each step, so the verifier checks a step once rather than once per value (held in
+	 * registers, their ranges narrowed by each step's comparisons split the paths: this function,
+	 * verified alone, took 206,000 instructions, against 39,000).
 	 */
 	out->ancount = 0;
 	s->geo_all_down = 0;
+	s->geo_first = first;
+	s->geo_want = want;
 	if (first < NC_GEO_DEPTH) {
 		__u32 index = c->node[first & (NC_GEO_DEPTH - 1)];
 		struct nc_node *node = nc_geo_node(nodes, index);
@@ -390,11 +394,11 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 			nc_barrier();
 			__u32 n = out->ancount;
 
-			if (i >= c->count || n >= want)
+			if (i >= c->count || n >= s->geo_want)
 				break;
 			struct nc_node *node = nc_geo_node(nodes, c->node[i]);
 
-			if (!node || (pass == 0 && (!node->up || i == first)))
+			if (!node || (pass == 0 && (!node->up || i == s->geo_first)))
 				continue;
 			native += nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
 			out->ancount = n + 1;
