@@ -170,18 +170,25 @@ public struct BPFMap: Sendable {
         return (0..<slots).map { Array(out[($0 * slotSize)..<($0 * slotSize + valueSize)]) }
     }
 
-    /// The first `count` entries of a per-CPU ARRAY of 64-bit counters, each summed over the
-    /// CPUs: read in one BPF_MAP_LOOKUP_BATCH call a chunk (kernel 5.6+), entry by entry where
-    /// the kernel has no batch lookup.
+    /// The first `count` counters of a per-CPU ARRAY whose values are 64-bit counters (one an
+    /// entry, or a block of them: counter i is entry i / block's counter i % block), each summed
+    /// over the CPUs: read in one BPF_MAP_LOOKUP_BATCH call a chunk of entries (kernel 5.6+),
+    /// entry by entry where the kernel has no batch lookup.
     public func counterSums(count: Int, chunk: Int = 8192) throws(BPFError) -> [UInt64] {
-        precondition(perCPU && keySize == 4 && valueSize == 8, "\(name): not a per-CPU array of counters")
+        precondition(
+            perCPU && keySize == 4 && valueSize > 0 && valueSize % 8 == 0, "\(name): not a per-CPU array of counters")
         let cpus = try Self.possibleCPUs()
-        let wanted = min(count, maxEntries)
+        let block = valueSize / 8
+        let wanted = min(count, maxEntries * block)
+        let entries = (wanted + block - 1) / block
         var sums = [UInt64](repeating: 0, count: wanted)
+        func add(entry: Int, _ counters: UnsafeBufferPointer<UInt64>) {
+            for j in 0..<block where entry * block + j < wanted { sums[entry * block + j] &+= counters[j] }
+        }
         var start = 0
-        while start < wanted {
-            let n = min(chunk, wanted - start)
-            var values = [UInt64](repeating: 0, count: n * cpus)
+        while start < entries {
+            let n = min(chunk, entries - start)
+            var values = [UInt64](repeating: 0, count: n * cpus * block)
             var keys = [UInt32](repeating: 0, count: n)
             // The batch goes on after the key given (the last one read): none for the first.
             var inKey = UInt32(truncatingIfNeeded: start - 1)
@@ -202,17 +209,21 @@ public struct BPFMap: Sendable {
                 guard errno == EINVAL || errno == ENOTSUP || errno == 524 else {
                     throw BPFError("read counters", name, errno: errno)
                 }
-                for i in start..<wanted {
-                    sums[i] = (try lookup(key: withUnsafeBytes(of: UInt32(i)) { Array($0) }) ?? []).reduce(0) {
-                        $0 &+ $1.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                for i in start..<entries {
+                    for cpu in try lookup(key: withUnsafeBytes(of: UInt32(i)) { Array($0) }) ?? [] {
+                        cpu.withUnsafeBytes { raw in
+                            raw.withMemoryRebound(to: UInt64.self) { add(entry: i, $0) }
+                        }
                     }
                 }
                 return sums
             }
-            for i in 0..<Int(got) where Int(keys[i]) < wanted {
-                var sum: UInt64 = 0
-                for c in 0..<cpus { sum &+= values[i * cpus + c] }
-                sums[Int(keys[i])] = sum
+            values.withUnsafeBufferPointer { v in
+                for i in 0..<Int(got) where Int(keys[i]) < entries {
+                    for c in 0..<cpus {
+                        add(entry: Int(keys[i]), UnsafeBufferPointer(rebasing: v[((i * cpus + c) * block)...]))
+                    }
+                }
             }
             guard got > 0 else { break }
             start = Int(keys[Int(got) - 1]) + 1

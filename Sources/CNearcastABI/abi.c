@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 _Static_assert(sizeof(struct nc_name_key) == 264, "nc_name_key layout");
+_Static_assert(NC_NEGATIVES_MAX % NC_TALLY_BLOCK == 0 && NC_NODES_MAX % NC_TALLY_BLOCK == 0,
+	       "the tallies' counters fill whole blocks");
 _Static_assert(offsetof(struct nc_name_key, name) == 8, "nc_name_key.name is 8-aligned: compared a word at a time");
 _Static_assert(sizeof(struct nc_record_head) == 8, "nc_record_head layout: the name follows 8-aligned");
 _Static_assert(sizeof(struct nc_type_ref) == 4, "nc_type_ref layout");

@@ -49,12 +49,12 @@ final class AnswerTally: Sendable {
     /// The counts so far are taken as the start (a pinned map keeps an earlier instance's).
     init(object: BPFObject) throws(BPFError) {
         counters = try object.map(NC_MAP_STATS, keySize: 4, valueSize: MemoryLayout<nc_stats>.size)
-        byZone = try object.map(NC_MAP_BY_ZONE, keySize: 4, valueSize: 8)
-        byNode = try object.map(NC_MAP_BY_NODE, keySize: 4, valueSize: 8)
+        byZone = try object.map(NC_MAP_BY_ZONE, keySize: 4, valueSize: MemoryLayout<nc_tally_block>.size)
+        byNode = try object.map(NC_MAP_BY_NODE, keySize: 4, valueSize: MemoryLayout<nc_tally_block>.size)
         counted = Mutex(Counted(typeBase: [], zoneBase: [], nodeBase: []))
         let (types, zones, nodes) = (
-            try typeSums(), try byZone.counterSums(count: byZone.maxEntries),
-            try byNode.counterSums(count: byNode.maxEntries)
+            try typeSums(), try byZone.counterSums(count: Int(NC_NEGATIVES_MAX)),
+            try byNode.counterSums(count: Int(NC_GEO_GENERATIONS * NC_NODES_MAX))
         )
         counted.withLock {
             $0.typeBase = types

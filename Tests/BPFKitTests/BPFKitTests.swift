@@ -115,4 +115,16 @@ import Testing
         #expect(sums.enumerated().filter { $0.element != 0 }.map(\.offset) == [0, 4095, 4096, 9000])
         #expect(try map.counterSums(count: 20000).count == 10000, "at most the map's entries")
     }
+
+    /// Counters kept in blocks (an entry's value holds several) are read as one run of counters:
+    /// counter i is entry i / block's counter i % block, summed over the CPUs.
+    @Test func perCPUCountersInBlocksAreReadAsOneRun() throws {
+        let object = try BPFObject(path: Self.mapsObject)
+        let map = try object.map("kit_percpu", keySize: 4, valueSize: 104)
+        let cpus = UInt64(try BPFMap.possibleCPUs())
+        let block = (0..<13).map { UInt64($0 * 10 + 1) }
+        try map.update(key: [0, 0, 0, 0], value: block.withUnsafeBytes { Array($0) })
+        #expect(try map.counterSums(count: 5) == block.prefix(5).map { $0 * cpus })
+        #expect(try map.counterSums(count: 40) == block.map { $0 * cpus }, "at most the map's counters")
+    }
 }

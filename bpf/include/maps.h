@@ -65,16 +65,16 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NC_NEGATIVES_MAX);
+	__uint(max_entries, NC_NEGATIVES_MAX / NC_TALLY_BLOCK);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct nc_tally_block);
 } nc_by_zone SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NC_GEO_GENERATIONS * NC_NODES_MAX);
+	__uint(max_entries, NC_GEO_GENERATIONS * NC_NODES_MAX / NC_TALLY_BLOCK);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct nc_tally_block);
 } nc_by_node SEC(".maps");
 
 #endif /* NC_MAPS_H */

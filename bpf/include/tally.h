@@ -14,16 +14,18 @@
 
 __attribute__((noinline)) int nc_tally(__u32 zone, __u32 node, __u32 gen)
 {
-	__u64 *by_zone = bpf_map_lookup_elem(&nc_by_zone, &zone);
+	__u32 block = zone / NC_TALLY_BLOCK;
+	struct nc_tally_block *by_zone = bpf_map_lookup_elem(&nc_by_zone, &block);
 
 	if (by_zone)
-		*by_zone += 1;
+		by_zone->count[zone % NC_TALLY_BLOCK] += 1;
 	if (node < NC_NODES_MAX) {
-		__u32 key = (gen & 1) * NC_NODES_MAX + node;
-		__u64 *by_node = bpf_map_lookup_elem(&nc_by_node, &key);
+		__u32 at = (gen & 1) * NC_NODES_MAX + node;
+		__u32 key = at / NC_TALLY_BLOCK;
+		struct nc_tally_block *by_node = bpf_map_lookup_elem(&nc_by_node, &key);
 
 		if (by_node)
-			*by_node += 1;
+			by_node->count[at % NC_TALLY_BLOCK] += 1;
 	}
 	return 0;
 }
