@@ -120,7 +120,8 @@ extension FastPath {
     func setGeoSlots(_ gen: UInt32, _ maps: GeoMaps?) throws(BPFError) {
         let serial = maps?.serial ?? 0
         if spansWritten.withLock({ $0[Int(gen)] }) != serial {
-            try geo4Spans.writeArray(maps?.spans ?? IPv4PrefixArray.noSpans, startingAt: Int(gen) * Int(NC_GEO4_SPANS))
+            geo4SpanWords.write(
+                maps?.spans ?? IPv4PrefixArray.noSpans, at: Int(gen) * Int(NC_GEO4_SPANS) * IPv4PrefixArray.spanSize)
             spansWritten.withLock { $0[Int(gen)] = serial }
         }
         let list = maps?.aliases ?? []

@@ -44,8 +44,9 @@ public final class FastPath: Sendable {
     let geo4Inner: BPFMapTemplate
     /// The /16 spans over each generation's IPv4 prefixes, a half per generation, and the compile
     /// (`GeoTable.serial`, 0 for none) each half was last written for: nil until this process
-    /// writes it (a pinned map may hold a previous instance's).
+    /// writes it (a pinned map may hold a previous instance's). Written through the mapping.
     let geo4Spans: BPFMap
+    let geo4SpanWords: BPFMappedArray
     let spansWritten = Mutex<[UInt64?]>([nil, nil])
     let geo6Inner: BPFMapTemplate
     let candsInner: BPFMapTemplate
@@ -175,6 +176,7 @@ public final class FastPath: Sendable {
         cands = try object.map(NC_MAP_CANDS, keySize: 4, valueSize: 4)
         geo4Inner = try object.innerMapTemplate(NC_MAP_GEO4, keySize: 4, valueSize: IPv4PrefixArray.prefixSize)
         geo4Spans = try object.map(NC_MAP_GEO4_SPANS, keySize: 4, valueSize: IPv4PrefixArray.spanSize)
+        geo4SpanWords = try BPFMappedArray(geo4Spans)
         geo6Inner = try object.innerMapTemplate(
             NC_MAP_GEO6, keySize: MemoryLayout<nc_geo6_key>.size, valueSize: MemoryLayout<nc_geo_class>.size)
         candsInner = try object.innerMapTemplate(NC_MAP_CANDS, keySize: 4, valueSize: MemoryLayout<nc_cands>.size)
@@ -497,30 +499,48 @@ public final class FastPath: Sendable {
     public static func tableSize(for image: AnswerImage, geo: GeoTable?, capacity: Int? = nil) -> (
         capacity: Int, arenaBytes: Int
     ) {
-        let needs = needs(image, geo: geo)
+        tableSize(for: needs(image, geo: geo), capacity: capacity)
+    }
+
+    /// The names table for what `needs` counted, as `tableSize(for:geo:capacity:)` sizes it.
+    public static func tableSize(for needs: TableNeeds, capacity: Int? = nil) -> (capacity: Int, arenaBytes: Int) {
         let capacity = capacity ?? max(defaultCapacity, needs.names + needs.names / 4)
         let perName = needs.names == 0 ? defaultBytesPerName : max(64, needs.recordBytes / needs.names + 8)
         return (capacity, capacity * perName + capacity * perName / 4)
     }
 
-    /// What a names table must hold for `image` and `geo`'s names: its names (records), and the
-    /// bytes their records take. Summed on every core: on one, 50 ms of a start at 1M names, with
-    /// the other core idle.
-    public static func needs(_ image: AnswerImage, geo: GeoTable?) -> (names: Int, recordBytes: Int) {
+    /// What a names table must hold for an image: its names (records), their answers, and the
+    /// bytes their records take.
+    public struct TableNeeds: Sendable {
+        public var names = 0
+        public var answers = 0
+        public var recordBytes = 0
+    }
+
+    /// What a names table must hold for `image` and `geo`'s names. Counted on every core: on one,
+    /// 50 ms of a start at 1M names, with the other core idle.
+    public static func needs(_ image: AnswerImage, geo: GeoTable?) -> TableNeeds {
         @Sendable func padded(_ n: Int) -> Int { (n + 7) & ~7 }
         let parts = ParallelWork.map(image.names, parts: ProcessInfo.processInfo.activeProcessorCount, smallest: 65536)
         {
             names in
-            var bytes = 0
+            var part = TableNeeds(names: names.count)
             for n in names {
-                bytes += 8 + padded(n.name.count) + padded(4 * (n.answers.count + n.geoTypes.count + 1))
-                bytes += n.answers.reduce(0) { $0 + 16 + padded($1.sections.count) }
-                bytes += n.geoTypes.count * (16 + MemoryLayout<nc_geo_name>.size)
-                if let neg = n.negative { bytes += 16 + MemoryLayout<nc_nx_head>.size + padded(neg.sections.count) }
+                part.answers += n.answers.count
+                part.recordBytes += 8 + padded(n.name.count) + padded(4 * (n.answers.count + n.geoTypes.count + 1))
+                part.recordBytes += n.answers.reduce(0) { $0 + 16 + padded($1.sections.count) }
+                part.recordBytes += n.geoTypes.count * (16 + MemoryLayout<nc_geo_name>.size)
+                if let neg = n.negative {
+                    part.recordBytes += 16 + MemoryLayout<nc_nx_head>.size + padded(neg.sections.count)
+                }
             }
-            return bytes
+            return part
         }
-        return (image.names.count, parts.reduce(0, +))
+        return parts.reduce(into: TableNeeds()) {
+            $0.names += $1.names
+            $0.answers += $1.answers
+            $0.recordBytes += $1.recordBytes
+        }
     }
 
     /// Makes the names table and the geo maps hold `image` and `geo`, atomically (ARCHITECTURE

@@ -56,7 +56,8 @@ public final class XDPDeployment: Sendable {
         var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
         // The names table sized from what it is to hold, unless configured.
-        let size = FastPath.tableSize(for: image, geo: geo, capacity: settings.namesCapacity)
+        let needs = FastPath.needs(image, geo: geo)
+        let size = FastPath.tableSize(for: needs, capacity: settings.namesCapacity)
         let began = ContinuousClock.now
         let fp = try FastPath(
             objectPath: objectPath, pinDirectory: pinDirectory, capacity: size.capacity, arenaBytes: size.arenaBytes,
@@ -152,7 +153,7 @@ public final class XDPDeployment: Sendable {
         logger.info(
             "fast path ready",
             metadata: [
-                "names": "\(table.entries)", "answers": "\(image.names.reduce(0) { $0 + $1.answers.count })",
+                "names": "\(table.entries)", "answers": "\(needs.answers)",
                 "written": "\(table.written)", "too-big": "\(image.tooBig + table.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.tableBytes >> 20)",
