@@ -117,14 +117,21 @@ import Testing
     }
 
     /// Counters kept in blocks (an entry's value holds several) are read as one run of counters:
-    /// counter i is entry i / block's counter i % block, summed over the CPUs.
+    /// counter i is entry i / block's counter i % block, summed over the CPUs, across batches.
     @Test func perCPUCountersInBlocksAreReadAsOneRun() throws {
         let object = try BPFObject(path: Self.mapsObject)
-        let map = try object.map("kit_percpu", keySize: 4, valueSize: 104)
+        let map = try object.map("kit_counter_blocks", keySize: 4, valueSize: 32)
         let cpus = UInt64(try BPFMap.possibleCPUs())
-        let block = (0..<13).map { UInt64($0 * 10 + 1) }
-        try map.update(key: [0, 0, 0, 0], value: block.withUnsafeBytes { Array($0) })
-        #expect(try map.counterSums(count: 5) == block.prefix(5).map { $0 * cpus })
-        #expect(try map.counterSums(count: 40) == block.map { $0 * cpus }, "at most the map's counters")
+        // Entry e holds counters 4e..4e+3; counter i is set to i + 1 in the entries written.
+        for e in [0, 1, 127, 128, 299] {
+            let block = (0..<4).map { UInt64(e * 4 + $0 + 1) }
+            try map.update(
+                key: withUnsafeBytes(of: UInt32(e)) { Array($0) }, value: block.withUnsafeBytes { Array($0) })
+        }
+        let sums = try map.counterSums(count: 1198, chunk: 128)
+        #expect(sums.count == 1198, "a count that ends inside a block")
+        let set = Set([0, 1, 127, 128, 299].flatMap { e in (e * 4)..<(e * 4 + 4) }).filter { $0 < 1198 }
+        #expect(sums.indices.allSatisfy { sums[$0] == (set.contains($0) ? UInt64($0 + 1) * cpus : 0) })
+        #expect(try map.counterSums(count: 5000).count == 1200, "at most the map's counters")
     }
 }

@@ -38,6 +38,13 @@ struct {
 	__type(value, __u64);
 } kit_counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 300);
+	__type(key, __u32);
+	__type(value, __u64[4]);
+} kit_counter_blocks SEC(".maps");
+
 SEC("xdp")
 int kit_maps(struct xdp_md *ctx)
 {
@@ -46,7 +53,7 @@ int kit_maps(struct xdp_md *ctx)
 
 	/* Referenced, so the maps are part of the object. */
 	if (bpf_map_lookup_elem(&kit_hash, &key) || bpf_map_lookup_elem(&kit_percpu, &zero) ||
-	    bpf_map_lookup_elem(&kit_counters, &zero))
+	    bpf_map_lookup_elem(&kit_counters, &zero) || bpf_map_lookup_elem(&kit_counter_blocks, &zero))
 		return XDP_PASS;
 	return bpf_map_lookup_elem(&kit_array, &zero) ? XDP_PASS : XDP_DROP;
 }
