@@ -155,7 +155,8 @@ extension FastPath {
             var last = RecordSources.LastAnchor()
             var out = NamesTable.MadeRecords()
             var tooBig = 0
-            for i in part {
+            for (k, i) in part.enumerated() {
+                if k == 1024 { out.expect(part.count) }
                 guard let slot = slots[i] else { continue }
                 let source = sources.source(i, last: &last)
                 out.append(slot: slot, hash: hashes[i], length: source.length) { source.write(into: $0) }

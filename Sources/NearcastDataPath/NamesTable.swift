@@ -381,6 +381,15 @@ struct NamesTable: Equatable {
         var bytes: [UInt8] = []
         var records: [(slot: Int, hash: UInt64, length: Int)] = []
 
+        /// Makes room for `count` records in all, their bytes at the mean length of those made so
+        /// far, and an eighth more: a part's bytes grown by doubling were copied, and their new
+        /// pages zeroed by the kernel, about twice over (at 1M names, a tenth of the write).
+        mutating func expect(_ count: Int) {
+            records.reserveCapacity(count)
+            guard !records.isEmpty else { return }
+            bytes.reserveCapacity(bytes.count / records.count * count * 9 / 8)
+        }
+
         /// Appends a record of `length` bytes (a multiple of 8) that `write` writes into the
         /// room given (zeroed).
         mutating func append(
