@@ -297,7 +297,11 @@ def nearcast_xdp(work, zone, n):
         f.write(f"write {TOKEN}\n")
     a, b = f"ncsc{os.getpid() % 10000}a", f"ncsc{os.getpid() % 10000}b"
     ns = f"ncsc{os.getpid() % 10000}c"
-    pins = f"/sys/fs/bpf/nearcast-scale-{os.getpid()}"
+    # A bpffs of its own: the host's /sys/fs/bpf may be none (a fresh machine mounts none there).
+    bpffs = f"{work}/bpffs"
+    os.makedirs(bpffs, exist_ok=True)
+    subprocess.run(["mount", "-t", "bpf", "bpf", bpffs], check=True)
+    pins = f"{bpffs}/pins"
     subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
     try:
         # The client end in a namespace of its own, so that queries to the server end's address
@@ -366,6 +370,7 @@ def nearcast_xdp(work, zone, n):
         subprocess.run(["ip", "link", "del", a], check=False)
         subprocess.run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(pins, ignore_errors=True)
+        subprocess.run(["umount", bpffs], check=False)
 
 
 def xdp_counters(pins):
