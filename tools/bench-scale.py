@@ -154,6 +154,12 @@ def settled(log_path, port, deadline_s=120):
     time.sleep(2)
 
 
+def write_back_deadline(n):
+    """Seconds a zone file of N names may take to be written back (at a lower priority than the
+    changes): 120, and 60 a million names past that (at 10M, 120 s was too few on a slow hour)."""
+    return 120 + 60 * n // 1_000_000
+
+
 def rss_mib(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -262,7 +268,7 @@ def nearcast(work, zone, n):
         t = time.monotonic()
         many_changes(aport)
         many_s = time.monotonic() - t
-        settled(f"{work}/nc.log", port)
+        settled(f"{work}/nc.log", port, write_back_deadline(n))
         return {
             "load": load, "rss": rss, "anon": anon, "reload": reload_s, "times": times,
             "rss_before_many": rss_before_many, "rss_after_many": rss_mib(p.pid),
@@ -353,7 +359,7 @@ def nearcast_xdp(work, zone, n):
             # them: to answered by the slow path (XDP's maps were written before it switched).
             times = timed_changes(port, aport)
             many_changes(aport)
-            settled(f"{work}/ncx.log", port)
+            settled(f"{work}/ncx.log", port, write_back_deadline(n))
             return {
                 "load": load, "ready": ready, "rss": rss, "peak": peak, "maps": maps, "times": times,
                 "reload": reload_s, "reload_written": reload_written, "mix": mix,
