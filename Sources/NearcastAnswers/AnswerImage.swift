@@ -68,49 +68,19 @@ public struct AnswerImage: Sendable {
     public static func build(responder: Responder, maxSections: Int, parts: Int = 1) -> AnswerImage {
         var names: [Name] = []
         var tooBig = 0
-        for zone in responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }) {
-            let c = ZoneContext(zone, responder: responder, maxSections: maxSections)
-            // The anchors and geo names the zone does not hold (a set of those alone: one of
-            // every name would cost a tenth of the build at 1M names).
-            var beside = Set(c.anchors.names.filter { !zone.exists($0) })
-            if let geo = responder.geo {
-                beside.formUnion(geo.existingNames.filter { !zone.exists($0) && c.inZone($0) })
-            }
-            // The zone's own names read from its trie as it is walked, each thread a part of the
-            // trie's order (`Zone.forEachName`): no list of them made on one thread, and no lookup
-            // of each (sorted, each name's lookup missed the cache all the way down: a third of
-            // the image at 1M names; walked, a quarter). The others asked by name: those beside,
-            // or every name where another zone lies below this one (then a name may be that
-            // zone's, and is left to it).
-            let walked = c.nested ? 0 : zone.nameCount
-            let named = c.nested ? (zone.existingNamesUnordered + beside).filter(c.inZone) : Array(beside)
-            let total = walked + named.count
+        for walk in walks(responder: responder, maxSections: maxSections) {
+            let total = walk.total
             guard total > 0 else { continue }
             // Each thread puts its names' records in place in the image's array: gathered from
             // arrays of their own, the million records' copies (a retain and a release of each of
             // their arrays) took 0.3 s at 1M names, on one thread.
-            // A share a thread. (Four a thread made the image of 1M names 0.13 s faster, but
-            // each thread's allocations take a malloc arena of its own, which keeps what is freed
-            // there: 120 MiB more resident after the start; four taken in turn by two threads
-            // gained nothing.)
-            let shares = max(1, min(parts, total / 1024))
+            let shares = walk.shares(parts)
             let records = [Name](unsafeUninitializedCapacity: total) { buffer, initialized in
                 let out = ParallelWork.Disjoint(buffer.baseAddress!)
                 let counts = ParallelWork.map(Array(0..<shares), parts: shares, smallest: 1) { mine in
-                    let k = mine.first!
                     var tooBig = 0
-                    var i = walked * k / shares
-                    zone.forEachName(from: i, to: walked * (k + 1) / shares) { name, node in
-                        (out.base + i).initialize(
-                            to: record(
-                                of: name, node, c, responder: responder, maxSections: maxSections, tooBig: &tooBig))
-                        i += 1
-                    }
-                    for j in (named.count * k / shares)..<(named.count * (k + 1) / shares) {
-                        (out.base + walked + j).initialize(
-                            to: record(
-                                of: named[j], zone.node(at: named[j]), c, responder: responder,
-                                maxSections: maxSections, tooBig: &tooBig))
+                    walk.make(share: mine.first!, of: shares, responder: responder, tooBig: &tooBig) { i, name in
+                        (out.base + i).initialize(to: name)
                     }
                     return tooBig
                 }
@@ -120,6 +90,71 @@ public struct AnswerImage: Sendable {
             if names.isEmpty { names = records } else { names += records }
         }
         return AnswerImage(names: names, tooBig: tooBig)
+    }
+
+    /// The image's zones in its order (by origin), each with what its names' records need.
+    static func walks(responder: Responder, maxSections: Int) -> [Walk] {
+        responder.authority.zones.values.sorted(by: { $0.origin < $1.origin }).map {
+            Walk($0, responder: responder, maxSections: maxSections)
+        }
+    }
+
+    /// A zone's names as the image makes them: those of its trie, walked, and those asked by name.
+    struct Walk: Sendable {
+        let zone: Zone
+        let context: ZoneContext
+        let maxSections: Int
+        /// The zone's own names read from its trie as it is walked, each thread a part of the
+        /// trie's order (`Zone.forEachName`): no list of them made on one thread, and no lookup
+        /// of each (sorted, each name's lookup missed the cache all the way down: a third of
+        /// the image at 1M names; walked, a quarter). The others asked by name (`named`): those
+        /// beside, or every name where another zone lies below this one (then a name may be
+        /// that zone's, and is left to it).
+        let walked: Int
+        let named: [DNSName]
+        var total: Int { walked + named.count }
+
+        init(_ zone: Zone, responder: Responder, maxSections: Int) {
+            let c = ZoneContext(zone, responder: responder, maxSections: maxSections)
+            // The anchors and geo names the zone does not hold (a set of those alone: one of
+            // every name would cost a tenth of the build at 1M names).
+            var beside = Set(c.anchors.names.filter { !zone.exists($0) })
+            if let geo = responder.geo {
+                beside.formUnion(geo.existingNames.filter { !zone.exists($0) && c.inZone($0) })
+            }
+            self.zone = zone
+            context = c
+            self.maxSections = maxSections
+            walked = c.nested ? 0 : zone.nameCount
+            named = c.nested ? (zone.existingNamesUnordered + beside).filter(c.inZone) : Array(beside)
+        }
+
+        /// The shares its names are made in on `parts` threads, a thread each. (Four a thread
+        /// made the image of 1M names 0.13 s faster, but each thread's allocations take a malloc
+        /// arena of its own, which keeps what is freed there: 120 MiB more resident after the
+        /// start; four taken in turn by two threads gained nothing.)
+        func shares(_ parts: Int) -> Int { max(1, min(parts, total / 1024)) }
+
+        /// Makes the names of share `k` of `shares`, in order, each handed to `body` with its
+        /// index among the zone's names.
+        func make(
+            share k: Int, of shares: Int, responder: Responder, tooBig: inout Int, _ body: (Int, Name) -> Void
+        ) {
+            var i = walked * k / shares
+            zone.forEachName(from: i, to: walked * (k + 1) / shares) { name, node in
+                body(
+                    i,
+                    record(of: name, node, context, responder: responder, maxSections: maxSections, tooBig: &tooBig))
+                i += 1
+            }
+            for j in (named.count * k / shares)..<(named.count * (k + 1) / shares) {
+                body(
+                    walked + j,
+                    record(
+                        of: named[j], zone.node(at: named[j]), context, responder: responder,
+                        maxSections: maxSections, tooBig: &tooBig))
+            }
+        }
     }
 
     /// What the records of a zone's names need beside the zone: its anchors and their negative

@@ -281,15 +281,25 @@ extension FastPath {
     /// each with its index in nc_negatives: the index an anchor had in `index` (the live
     /// generation's), else the lowest free one. Anchors past the indexes there are have none, and
     /// their names' negatives are the slow path's.
-    static func negativeAnswers(_ names: [AnswerImage.Name], index: [[UInt8]: UInt16]) -> (
+    static func negativeAnswers(_ names: [AnswerImage.Name], index: [[UInt8]: UInt16]) -> NegativeAnswers {
+        negativeAnswers(anchors: names.compactMap { n in n.negative.map { (n.name, $0) } }, index: index)
+    }
+
+    /// The negative answers of a generation: their records, each with its index in nc_negatives,
+    /// the index of each anchor, the zone of each index, and how many found no index.
+    typealias NegativeAnswers = (
         records: [(index: UInt16, entry: NamesTable.Entry)], index: [[UInt8]: UInt16], zones: [UInt16: [UInt8]],
         leftOut: Int
-    ) {
+    )
+
+    /// `negativeAnswers` of the anchors (lower-cased wire names) and their negative answers.
+    static func negativeAnswers(anchors: [(name: [UInt8], negative: AnswerImage.Negative)], index: [[UInt8]: UInt16])
+        -> NegativeAnswers
+    {
         var out: [[UInt8]: UInt16] = [:]
         var zones: [UInt16: [UInt8]] = [:]
         var records: [(index: UInt16, entry: NamesTable.Entry)] = []
         var leftOut = 0
-        let anchors = names.compactMap { n in n.negative.map { (n.name, $0) } }
         let taken = Set(index.values)
         var free = (1..<negativesMax).lazy.filter { !taken.contains(UInt16($0)) }.makeIterator()
         for (name, negative) in anchors {

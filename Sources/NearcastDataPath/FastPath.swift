@@ -638,6 +638,19 @@ public final class FastPath: Sendable {
         plan.full = layout.full
         plan.collisions = layout.collisions
         plan.tooBig = layout.tooBig
+        return try prepared(
+            plan, negatives: negatives, noRoom: layout.noRoom, settings: settings, maps: maps, liveMaps: liveGeo,
+            geo: geo, nxdomainCleared: Set(layout.unflagged.map { names[$0].name }))
+    }
+
+    /// The generation after the live one, its records in `plan`: written (the records the plan
+    /// did not write in place, its slots, its negative answers' places, its geo slots), not yet
+    /// switched to.
+    func prepared(
+        _ plan: NamesTable.Plan, negatives: NegativeAnswers, noRoom: Int, settings: nc_config, maps: GeoMaps?,
+        liveMaps: GeoMaps?, geo: GeoTable?, nxdomainCleared: Set<[UInt8]>
+    ) throws(BPFError) -> Prepared {
+        var plan = plan
         // Straight into the mapped arena: no query reads these bytes until the slots below point there.
         for (offset, entry) in plan.writes { arena.write(entry.bytes, at: offset) }
         let nextGeneration: UInt32 = settings.generation == 0 ? 1 : 0
@@ -647,14 +660,13 @@ public final class FastPath: Sendable {
         let negativeRefs = negatives.records.map { plan.live.ref(of: $0.entry, holds: holds) }
         for (r, ref) in zip(negatives.records, negativeRefs) { refs[Int(r.index)] = UInt64(ref ?? 0) }
         plan.negativesLeftOut = negatives.leftOut + negativeRefs.filter { $0 == nil }.count
-        plan.noRoomLeftOut = layout.noRoom + negativeRefs.filter { $0 == nil }.count
+        plan.noRoomLeftOut = noRoom + negativeRefs.filter { $0 == nil }.count
         negativeWords.write(refs.withUnsafeBytes { Array($0) }, at: Int(nextGeneration) * Self.negativesMax * 8)
         try setGeoSlots(nextGeneration, maps)
         return Prepared(
-            generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveGeo, geo: geo,
+            generation: nextGeneration, previous: settings.generation, maps: maps, liveMaps: liveMaps, geo: geo,
             plan: plan, negativeIndex: negatives.index, negativeZones: negatives.zones,
-            space: NamesTable.ArenaSpace(table: table, places: plan.places),
-            nxdomainCleared: Set(layout.unflagged.map { names[$0].name }))
+            space: NamesTable.ArenaSpace(table: table, places: plan.places), nxdomainCleared: nxdomainCleared)
     }
 
     /// Switches to a prepared generation: its nodes and pools are written as the health board

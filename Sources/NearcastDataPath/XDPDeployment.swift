@@ -32,7 +32,7 @@ public final class XDPDeployment: Sendable {
 
     /// Loads, fills and attaches the fast path, which answers queries to `answering` on `dnsPort`.
     public init(
-        settings: XDPSettings, image: AnswerImage, geo: GeoTable? = nil, dnsPort: UInt16,
+        settings: XDPSettings, image stream: AnswerImage.Stream, geo: GeoTable? = nil, dnsPort: UInt16,
         answering: AnsweredAddresses, udpPayload: UInt16, rateLimit: RateLimit? = nil,
         cookies: ServerCookies.Secrets? = nil, logger: Logger
     ) throws {
@@ -55,8 +55,17 @@ public final class XDPDeployment: Sendable {
         // A start that fails before the new set is switched in drops it with its pins.
         var staged = replacing != nil
         defer { if staged { PinRoot.remove(pinDirectory) } }
-        // The names table sized from what it is to hold, unless configured.
-        let needs = FastPath.needs(image, geo: geo)
+        // The first generation's records made as the image's names are, on every core (nothing
+        // else of the daemon's runs yet), and the names table sized from them, unless configured.
+        let making = ContinuousClock.now
+        let records = FastPath.records(stream, geo: geo, parts: ProcessInfo.processInfo.activeProcessorCount)
+        let (needs, imageTooBig) = (records.needs, records.imageTooBig)
+        logger.info(
+            "answer image made",
+            metadata: [
+                "names": "\(needs.names)", "record-mib": "\(needs.recordBytes >> 20)",
+                "seconds": "\((ContinuousClock.now - making).seconds)",
+            ])
         let size = FastPath.tableSize(for: needs, capacity: settings.namesCapacity)
         let began = ContinuousClock.now
         let fp = try FastPath(
@@ -93,7 +102,11 @@ public final class XDPDeployment: Sendable {
         try fp.configureRateLimit(rateLimit)
         try fp.configureCookies(cookies)
         let loaded = ContinuousClock.now
-        let table = try fp.write(image, geo: geo)
+        // From the image when the records do not all fit (pinned maps of another size, or names
+        // left out): `write` leaves out what does not fit.
+        let table =
+            try fp.writeFirst(records, geo: geo)
+            ?? fp.write(stream.image(parts: ProcessInfo.processInfo.activeProcessorCount), geo: geo)
         let written = ContinuousClock.now
         try fp.programLoaded()
         let verified = ContinuousClock.now
@@ -154,7 +167,7 @@ public final class XDPDeployment: Sendable {
             "fast path ready",
             metadata: [
                 "names": "\(table.entries)", "answers": "\(needs.answers)",
-                "written": "\(table.written)", "too-big": "\(image.tooBig + table.tooBig)",
+                "written": "\(table.written)", "too-big": "\(imageTooBig + table.tooBig)",
                 "table-full": "\(table.full)", "hash-collisions": "\(table.collisions)", "capacity": "\(fp.capacity)",
                 "table-mib": "\(fp.tableBytes >> 20)",
                 "verifier-insns": "\(fp.verifiedInstructions.map(String.init) ?? "?")",

@@ -243,22 +243,14 @@ struct Nearcastd: AsyncParsableCommand {
                         exempt: rrl.exempt.map { ($0.address, $0.length) })
                 fastPath = try await onOwnThread {
                     let deployment = try {
-                        // On every core: nothing else of the daemon's runs yet.
-                        let began = ContinuousClock.now
-                        let image = AnswerImage.build(
-                            responder: responders.current.responder, maxSections: FastPath.sectionsCapacity,
-                            parts: ProcessInfo.processInfo.activeProcessorCount)
-                        logger.info(
-                            "answer image made",
-                            metadata: [
-                                "names": "\(image.names.count)", "seconds": "\((ContinuousClock.now - began).seconds)",
-                            ])
+                        let image = AnswerImage.Stream(
+                            responder: responders.current.responder, maxSections: FastPath.sectionsCapacity)
                         return try XDPDeployment(
                             settings: settings, image: image, geo: geo, dnsPort: port, answering: answering,
                             udpPayload: payload,
                             rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
                     }()
-                    // The image of a large zone (GiBs at 1M names) is let go: its pages given back.
+                    // The first generation's records (and an image, when one was made) let go: their pages given back.
                     FreedMemory.giveBack()
                     return deployment
                 }

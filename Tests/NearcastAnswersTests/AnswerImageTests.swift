@@ -60,6 +60,43 @@ import Glibc
         #expect(one.names == three.names && one.tooBig == three.tooBig)
     }
 
+    /// The image's stream hands on every name the image holds, once, each as the image has it,
+    /// whatever the threads: a zone large enough to share is cut between them, small zones are
+    /// taken in turn; its negative answers are those the image's anchors hold.
+    @Test func theStreamHandsOnEveryNameOfTheImageOnce() async throws {
+        var zones = [try Self.zone()]
+        for k in 0..<5 {
+            let origin = try DNSName("small\(k).test.")
+            let text = """
+                $ORIGIN small\(k).test.
+                @ 300 SOA ns hostmaster 1 3600 600 1209600 60
+                @ 300 NS ns
+                ns 300 A 192.0.2.\(k)
+
+                """
+            zones.append(
+                try Zone.build(
+                    origin: origin, records: try ZoneFileParser.parse(text: text, fileName: "s.zone", origin: origin),
+                    sourceName: "s.zone"))
+        }
+        let responder = Responder(authority: Authority(zones: zones))
+        let image = try await TestSupport.blocking { AnswerImage.build(responder: responder, maxSections: 512) }
+        for parts in [1, 2, 3] {
+            let stream = AnswerImage.Stream(responder: responder, maxSections: 512)
+            let (sinks, tooBig) = try await TestSupport.blocking {
+                stream.run(parts: parts, sink: { _ in [AnswerImage.Name]() }) { $0.append($1) }
+            }
+            #expect(sinks.count == parts && stream.count == image.names.count && tooBig == image.tooBig)
+            let byName = { (names: [AnswerImage.Name]) in names.sorted { $0.name.lexicographicallyPrecedes($1.name) } }
+            #expect(byName(sinks.flatMap { $0 }) == byName(image.names), "\(parts) threads")
+            if parts > 1 { #expect(sinks.allSatisfy { !$0.isEmpty }, "every thread makes names") }
+            let anchors = Dictionary(
+                uniqueKeysWithValues: image.names.compactMap { n in n.negative.map { (n.name, $0) } })
+            let streamed = Dictionary(uniqueKeysWithValues: stream.negatives.map { ($0.name, $0.negative) })
+            #expect(anchors.count >= 6 && streamed == anchors)
+        }
+    }
+
     /// The image asks its questions of the zone directly (`Responder.plainReply`), without a query
     /// written and parsed: each reply is the one the query would get, for every name and type
     /// of a zone of every kind of name, names below them and types they lack included.

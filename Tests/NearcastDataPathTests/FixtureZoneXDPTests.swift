@@ -49,4 +49,41 @@ import XDPFuzz
         #expect(answered > 300 && passed > 300, "answered \(answered), passed \(passed)")
         #expect(answeredDNAME > 0, "a DNAME at its owner is answered from XDP")
     }
+
+    /// The daemon writes its first generation from the image's stream, each record made as its
+    /// name is (`FastPath.records`, `writeFirst`); a generation written from the whole image is
+    /// what every later one is. Both answer every question of the fixture's zone and geo names,
+    /// names below them, from clients in several places and over both IP versions, with the
+    /// same bytes (the fuzz tests hold the stream's to the slow path).
+    @Test func aFirstGenerationFromTheStreamAnswersAsOneFromTheImage() throws {
+        let streamed = try FuzzTarget.fixture()
+        let responder = streamed.responder
+        let fromImage = try FastPath(objectPath: Repository.program)
+        try fromImage.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fromImage.answer(queriesTo: Packet.servers)
+        try fromImage.configureCookies(ServerCookies.Secrets(current: Array(0..<16), previous: Array(16..<32)))
+        try fromImage.write(
+            AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: responder.geo)
+        #expect(streamed.fastPath.liveNames == fromImage.liveNames && fromImage.liveNames > 20)
+
+        var answered = 0
+        var id: UInt16 = 0
+        let clients: [[UInt8]] = [Packet.client4, [2, 125, 160, 216], [89, 160, 20, 112], [175, 16, 199, 1]]
+        for name in streamed.names + streamed.names.filter { $0 != "." }.map { "below." + $0 } {
+            for type in [RRType.a, .aaaa, .mx, .txt, .ns, .soa, .cname, .https, .srv, .caa] {
+                for (k, client) in clients.enumerated() {
+                    id &+= 1
+                    var frame = Packet(ipv6: k == 3, payload: RawClient.query(name, type, id: id))
+                    frame.source4 = client
+                    let (a, b) = (
+                        try streamed.fastPath.program.testRun(frame.bytes),
+                        try fromImage.program.testRun(frame.bytes)
+                    )
+                    #expect(a.returnValue == b.returnValue && a.data == b.data, "\(name) \(type) from \(client)")
+                    if a.returnValue == 3 { answered += 1 }
+                }
+            }
+        }
+        #expect(answered > 1000, "answered \(answered)")
+    }
 }

@@ -43,7 +43,8 @@ public struct FuzzTarget: Sendable {
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try fastPath.answer(queriesTo: Packet.servers)
         try fastPath.configureCookies(cookies.secrets)
-        try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity), geo: table)
+        // The first generation as the daemon writes it, from the image's stream.
+        try fastPath.writeStreamed(responder, geo: table)
         let names =
             zone.names.map(\.description) + table.allNames.map(\.config.name.description)
             + table.targetNames.map(\.description)
@@ -65,21 +66,39 @@ extension FuzzTarget {
         let zone = try Zone.load(path: path, origin: origin)
         let cookies = ServerCookies(.init(current: Array(0..<16), previous: Array(16..<32)))
         let responder = Responder(authority: Authority(zones: [zone]), cookies: cookies)
-        let image = AnswerImage.build(
-            responder: responder, maxSections: FastPath.sectionsCapacity,
+        let records = FastPath.records(
+            AnswerImage.Stream(responder: responder, maxSections: FastPath.sectionsCapacity), geo: nil,
             parts: ProcessInfo.processInfo.activeProcessorCount)
-        let size = FastPath.tableSize(for: image, geo: nil)
+        let size = FastPath.tableSize(for: records.needs)
         let fastPath = try FastPath(objectPath: objectPath, capacity: size.capacity, arenaBytes: size.arenaBytes)
         try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
         try fastPath.answer(queriesTo: Packet.servers)
         try fastPath.configureCookies(cookies.secrets)
-        try fastPath.write(image)
+        // The first generation as the daemon writes it, from the image's stream.
+        guard try fastPath.writeFirst(records) != nil else { throw FuzzSetupError("the zone's records do not fit") }
         // In an order of their own, so that a seed asks the same names in every run (the trie's
         // order is its hash's, seeded anew in each process).
         let names = zone.owners.sorted(by: DNSName.wireOrder).map(\.description)
         return FuzzTarget(
             fastPath: fastPath, responder: responder,
             names: names + names.prefix(names.count / 10).map { "nx-" + $0 } + [origin.description])
+    }
+}
+
+/// A fuzz target that could not be set up.
+struct FuzzSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension FastPath {
+    /// Writes the first generation of `responder`'s zones and `geo` as the daemon does, from
+    /// the image's stream (`records`, `writeFirst`), on every core.
+    public func writeStreamed(_ responder: Responder, geo: GeoTable?) throws {
+        let records = FastPath.records(
+            AnswerImage.Stream(responder: responder, maxSections: FastPath.sectionsCapacity), geo: geo,
+            parts: ProcessInfo.processInfo.activeProcessorCount)
+        guard try writeFirst(records, geo: geo) != nil else { throw FuzzSetupError("the zone's records do not fit") }
     }
 }
 
