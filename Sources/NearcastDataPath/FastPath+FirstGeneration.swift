@@ -22,8 +22,6 @@ extension FastPath {
         /// Answers the image left out as too big for the fast path, and those a record could not hold.
         public let imageTooBig: Int
         let recordTooBig: Int
-        /// The stream they were made from: a table that cannot take them all is written from its image.
-        public let stream: AnswerImage.Stream
     }
 
     /// What one thread of `records` makes: its records, with what the needs count.
@@ -92,7 +90,7 @@ extension FastPath {
                 + negatives.records.reduce(0) { $0 + $1.entry.bytes.count })
         return FirstRecords(
             made: all.map(\.made), negatives: negatives, needs: needs, imageTooBig: imageTooBig,
-            recordTooBig: all.reduce(0) { $0 + $1.tooBig }, stream: stream)
+            recordTooBig: all.reduce(0) { $0 + $1.tooBig })
     }
 
     /// Writes `records` as the first generation and switches to it, as `write` writes an image's;
