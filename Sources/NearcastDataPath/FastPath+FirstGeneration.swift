@@ -43,13 +43,7 @@ extension FastPath {
         mutating func take(_ n: AnswerImage.Name) {
             let own = geo.isEmpty ? [] : geo[n.name] ?? []
             if !own.isEmpty { geoMet.insert(n.name) }
-            if n.apexLength > 0 {
-                let anchor = n.name.suffix(n.apexLength)
-                if !anchor.elementsEqual(last.anchor) {
-                    last = .init(anchor: anchor, index: negatives[Array(anchor)] ?? 0)
-                }
-            }
-            let source = RecordSource(n, geo: own, negative: n.apexLength > 0 ? last.index : 0, nxdomain: n.nxdomain)
+            let source = RecordSource(n, geo: own, negative: last.negative(of: n, in: negatives), nxdomain: n.nxdomain)
             if made.records.count == 1024 { made.expect(expected) }
             made.append(slot: 0, hash: NamesTable.hash(name: n.name), length: source.length) { source.write(into: $0) }
             answers += n.answers.count
@@ -74,15 +68,8 @@ extension FastPath {
             take: { $0.take($1) })
         // Geo names no zone holds: records of their own, with no flags (as `geoAnswers` adds them).
         let met = makers.reduce(into: Set<[UInt8]>()) { $0.formUnion($1.geoMet) }
-        var beside = RecordMaker(expected: 0, geo: [:], negatives: [:])
-        for name in geoOrder where !met.contains(name) {
-            let source = RecordSource(
-                AnswerImage.Name(name: name), geo: geoAnswers[name]!, negative: 0, nxdomain: false)
-            beside.made.append(slot: 0, hash: NamesTable.hash(name: name), length: source.length) {
-                source.write(into: $0)
-            }
-            beside.tooBig += source.tooBig
-        }
+        var beside = RecordMaker(expected: 0, geo: geoAnswers, negatives: [:])
+        for name in geoOrder where !met.contains(name) { beside.take(AnswerImage.Name(name: name)) }
         let all = makers + (beside.made.records.isEmpty ? [] : [beside])
         let needs = TableNeeds(
             names: all.reduce(0) { $0 + $1.made.records.count }, answers: all.reduce(0) { $0 + $1.answers },

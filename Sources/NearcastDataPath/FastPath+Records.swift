@@ -188,19 +188,23 @@ extension FastPath {
         struct LastAnchor {
             var anchor: ArraySlice<UInt8> = []
             var index: UInt16 = 0
+
+            /// The index of `n`'s negative answer in `negatives` (by anchor), 0 for none.
+            mutating func negative(of n: AnswerImage.Name, in negatives: [[UInt8]: UInt16]) -> UInt16 {
+                guard n.apexLength > 0 else { return 0 }
+                let anchor = n.name.suffix(n.apexLength)
+                if !anchor.elementsEqual(self.anchor) {
+                    self = .init(anchor: anchor, index: negatives[Array(anchor)] ?? 0)
+                }
+                return index
+            }
         }
 
         /// The record of the name at `i`.
         func source(_ i: Int, last: inout LastAnchor) -> RecordSource {
             let n = names[i]
-            if n.apexLength > 0 {
-                let anchor = n.name.suffix(n.apexLength)
-                if !anchor.elementsEqual(last.anchor) {
-                    last = .init(anchor: anchor, index: negatives[Array(anchor)] ?? 0)
-                }
-            }
             return RecordSource(
-                n, geo: geo.isEmpty ? [] : geo[i] ?? [], negative: n.apexLength > 0 ? last.index : 0,
+                n, geo: geo.isEmpty ? [] : geo[i] ?? [], negative: last.negative(of: n, in: negatives),
                 nxdomain: n.nxdomain && (unflagged.isEmpty || !unflagged.contains(i)))
         }
     }

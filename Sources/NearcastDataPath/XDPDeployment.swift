@@ -32,7 +32,7 @@ public final class XDPDeployment: Sendable {
 
     /// Loads, fills and attaches the fast path, which answers queries to `answering` on `dnsPort`.
     public init(
-        settings: XDPSettings, image stream: AnswerImage.Stream, geo: GeoTable? = nil, dnsPort: UInt16,
+        settings: XDPSettings, stream: AnswerImage.Stream, geo: GeoTable? = nil, dnsPort: UInt16,
         answering: AnsweredAddresses, udpPayload: UInt16, rateLimit: RateLimit? = nil,
         cookies: ServerCookies.Secrets? = nil, logger: Logger
     ) throws {

@@ -243,10 +243,10 @@ struct Nearcastd: AsyncParsableCommand {
                         exempt: rrl.exempt.map { ($0.address, $0.length) })
                 fastPath = try await onOwnThread {
                     let deployment = try {
-                        let image = AnswerImage.Stream(
+                        let stream = AnswerImage.Stream(
                             responder: responders.current.responder, maxSections: FastPath.sectionsCapacity)
                         return try XDPDeployment(
-                            settings: settings, image: image, geo: geo, dnsPort: port, answering: answering,
+                            settings: settings, stream: stream, geo: geo, dnsPort: port, answering: answering,
                             udpPayload: payload,
                             rateLimit: rateLimit, cookies: cookies?.secrets, logger: logger)
                     }()
