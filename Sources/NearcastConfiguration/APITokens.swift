@@ -131,7 +131,7 @@ public struct APITokens: Sendable {
 
     /// A token's SHA-256 in hex: how a fleet's store keeps it.
     public static func digest(_ token: some StringProtocol) -> String {
-        SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.lowercase(SHA256.hash(data: Array(token.utf8)))
     }
 
     /// The tokens as a fleet's store keeps them: SHA-256 (hex) -> `ROLE[:NODE][;pools=…][;nets=…] SOURCE`

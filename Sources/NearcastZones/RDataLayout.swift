@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 
 /// The presentation form of the types nearcast serves as they are, without reading them: their
 /// RDATA is kept as wire bytes (`RData.unknown`), and each type's fields say how its text and its
@@ -234,7 +235,7 @@ enum RDataLayout {
                 }
             case .hex:
                 guard i < bytes.count else { return nil }
-                parts.append(bytes[i...].map { ZoneText.hex($0).uppercased() }.joined())
+                parts.append(Hex.uppercase(bytes[i...]))
                 i = bytes.count
             case .base64:
                 guard i < bytes.count else { return nil }
@@ -242,7 +243,7 @@ enum RDataLayout {
                 i = bytes.count
             case .salt:
                 guard let n = take(1), let s = take(Int(n.first!)) else { return nil }
-                parts.append(s.isEmpty ? "-" : s.map { ZoneText.hex($0).uppercased() }.joined())
+                parts.append(s.isEmpty ? "-" : Hex.uppercase(s))
             case .text:
                 parts.append(ZoneText.quoted(Array(bytes[i...])))
                 i = bytes.count

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 
 /// Records back into master-file text (RFC 1035 §5; each type's presentation form; RFC 3597 for
 /// the others), such that ZoneFileParser reads the same records back: how a zone changed through
@@ -156,7 +157,7 @@ public enum ZoneText {
             return "\(flags) \(String(decoding: tag, as: UTF8.self)) \(quoted(value))"
         case .unknown(let bytes):
             if let text = RDataLayout.render(type: type, bytes: bytes) { return text }
-            return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + bytes.map { hex($0) }.joined())
+            return "\\# \(bytes.count)" + (bytes.isEmpty ? "" : " " + Hex.lowercase(bytes))
         }
     }
 
@@ -173,8 +174,4 @@ public enum ZoneText {
         return s + "\""
     }
 
-    static func hex(_ b: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(b >> 4)], digits[Int(b & 0xF)]])
-    }
 }

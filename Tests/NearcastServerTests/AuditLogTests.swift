@@ -46,4 +46,20 @@ import Testing
         #expect(AuditLog.digest(ofFiles: [a, b, gone]) == AuditLog.digest(whole))
         #expect(AuditLog.digest(ofFiles: [b, a]) != AuditLog.digest(ofFiles: [a, b]))
     }
+
+    /// What a reader of the log (a person, `jq`, a SIEM) relies on: the time in RFC 3339, UTC,
+    /// with milliseconds, and the digests as SHA-256 in lowercase hex.
+    @Test func anEntryIsStampedInUTCWithMillisecondsAndItsDigestsAreLowercaseHex() throws {
+        let before = Date()
+        let entry = AuditLog.entry(
+            who: "w", action: "record", target: "t.", detail: "d", before: "", after: "")
+        let after = Date()
+        #expect(entry.time.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil, "\(entry.time)")
+        let stamped = try Date(entry.time, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        #expect(stamped >= before.addingTimeInterval(-0.001) && stamped <= after)
+        #expect(AuditLog.digest([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            AuditLog.digest(Array("abc".utf8))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
 }
