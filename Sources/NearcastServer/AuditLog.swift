@@ -45,7 +45,7 @@ public final class AuditLog: Sendable {
 
     /// The SHA-256 of `bytes`, in hex: what `before` and `after` hold.
     public static func digest(_ bytes: some Sequence<UInt8>) -> String {
-        hex(SHA256.hash(data: Array(bytes)))
+        Hex.lowercase(SHA256.hash(data: Array(bytes)))
     }
 
     /// The SHA-256, in hex, of `paths` one after another, each as its path, a zero octet, its
@@ -63,11 +63,7 @@ public final class AuditLog: Sendable {
             }
             hash.update(data: [0])
         }
-        return hex(hash.finalize())
-    }
-
-    private static func hex(_ digest: SHA256.Digest) -> String {
-        Hex.lowercase(digest)
+        return Hex.lowercase(hash.finalize())
     }
 
     /// Appends `entry` and waits for it to reach the disk.

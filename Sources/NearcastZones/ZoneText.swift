@@ -173,5 +173,4 @@ public enum ZoneText {
         }
         return s + "\""
     }
-
 }
