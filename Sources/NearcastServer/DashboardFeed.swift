@@ -9,6 +9,11 @@ import NearcastBasics
 /// `nodes`, `pools` and `audit` (the audit log's last entries) when they connect and whenever they
 /// change: nodes and pools as soon as the health monitor reports a change, the rest at the next
 /// sample. The owner of the history and of the open streams.
+///
+/// The history is kept whether or not a page is open; nodes, pools and the audit entries are read
+/// only while one is (a page that opens has them read at once). Read with no one to send them to,
+/// they cost each second a thread and a read of the audit log (in a fleet, a range of the store)
+/// after every record change, and the JSON of every node.
 actor DashboardFeed {
     /// Samples kept: an hour at one a second.
     static let historyLength = 3600
@@ -62,12 +67,18 @@ actor DashboardFeed {
         }
         let id = nextID
         nextID += 1
+        let first = subscribers.isEmpty
         subscribers[id] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(id) } }
         continuation.yield(Self.frame("history", Self.json(history)))
-        if let nodes { continuation.yield(Self.frame("nodes", nodes)) }
-        if let pools { continuation.yield(Self.frame("pools", pools)) }
-        if let audit { continuation.yield(Self.frame("audit", audit)) }
+        if first {
+            // Nothing was followed while no page was open: read now, sent as they come.
+            Task { await self.followed() }
+        } else {
+            if let nodes { continuation.yield(Self.frame("nodes", nodes)) }
+            if let pools { continuation.yield(Self.frame("pools", pools)) }
+            if let audit { continuation.yield(Self.frame("audit", audit)) }
+        }
         return stream
     }
 
@@ -82,11 +93,15 @@ actor DashboardFeed {
         subscribers = [:]
     }
 
-    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+    private func unsubscribe(_ id: Int) {
+        subscribers[id] = nil
+        // No longer followed: what a page opened later is sent is read anew then.
+        if subscribers.isEmpty { (nodes, pools, audit, auditVersion) = (nil, nil, nil, -1) }
+    }
 
     /// A node's state or a pool's TTL changed: the pages hear of it now, not at the next sample.
     func healthChanged() async {
-        guard !closed else { return }
+        guard !closed, !subscribers.isEmpty else { return }
         guard !healthPending else {
             healthAgain = true
             return
@@ -109,6 +124,12 @@ actor DashboardFeed {
         history.append(sample)
         if history.count > Self.historyLength { history.removeFirst(history.count - Self.historyLength) }
         broadcast("sample", Self.json(sample))
+        await followed()
+    }
+
+    /// Reads the nodes, the pools and the audit entries while a page is open, and sends what changed.
+    private func followed() async {
+        guard !subscribers.isEmpty else { return }
         await sampleHealth()
         // The source's version (a stat of the log; in a fleet, also the store's revision of its
         // last audit line) says whether an entry was added: only then are the entries read.

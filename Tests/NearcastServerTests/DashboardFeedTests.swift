@@ -48,4 +48,42 @@ import Testing
         #expect(changed != nil, "the change reached the stream before the next sample (an hour away)")
         await feed.close()
     }
+
+    /// With no page open the feed keeps its history and reads nothing else: the nodes (the JSON
+    /// of each), the pools and the audit entries (a read of the log, or of the store, after each
+    /// record change) are read when a page opens, and sent to it then.
+    @Test func withNoPageOpenTheNodesAndTheAuditAreNotRead() async throws {
+        let reads = Mutex((nodes: 0, audit: 0))
+        let entry = AuditEntry(
+            time: "2026-11-27T00:00:00.000Z", who: "ops", action: "record", target: "example.net.",
+            detail: "add www", before: "", after: "", outcome: "ok")
+        let sources = ManagementAPI.Sources(
+            stats: { StatsReport(uptime: 0, xdp: nil) },
+            nodes: {
+                reads.withLock { $0.nodes += 1 }
+                return [NodeStatus(id: "n1", state: "up")]
+            },
+            audit: AuditSource(
+                last: { _ in
+                    reads.withLock { $0.audit += 1 }
+                    return [entry]
+                }, version: { 7 }))
+        let feed = DashboardFeed(sources: sources, interval: .seconds(3600))
+        await feed.sample()
+        await feed.healthChanged()
+        #expect(reads.withLock { $0.nodes } == 0, "no page open: the nodes are not read")
+        #expect(reads.withLock { $0.audit } == 0, "no page open: the audit log is not read")
+
+        let stream = await feed.subscribe()
+        var events = stream.makeAsyncIterator()
+        let closer = Task {
+            try await Task.sleep(for: .seconds(60))
+            await feed.close()
+        }
+        defer { closer.cancel() }
+        #expect(await Self.next("nodes", containing: #""state":"up""#, on: &events) != nil, "read when the page opened")
+        #expect(await Self.next("audit", containing: "add www", on: &events) != nil, "read when the page opened")
+        #expect(reads.withLock { $0.audit } == 1)
+        await feed.close()
+    }
 }
