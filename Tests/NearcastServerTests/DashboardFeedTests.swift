@@ -18,6 +18,15 @@ import Testing
         return nil
     }
 
+    /// Ends the feed's streams (and so every wait on them) after a minute, whatever happens: a
+    /// busy machine may run the feed late, never make a test hang.
+    static func closeWithinAMinute(_ feed: DashboardFeed) -> Task<Void, any Error> {
+        Task {
+            try await Task.sleep(for: .seconds(60))
+            await feed.close()
+        }
+    }
+
     /// A node's change reaches the open streams when the monitor reports it, not at the next
     /// sample: here the next sample is an hour away, so the change can only come by the push.
     @Test func aHealthChangeReachesThePagesAtOnceNotAtTheNextSample() async throws {
@@ -30,12 +39,7 @@ import Testing
         let feed = DashboardFeed(sources: sources, interval: .seconds(3600))
         let stream = await feed.subscribe()
         var events = stream.makeAsyncIterator()
-        // The streams end (and so every wait below) after a minute, whatever happens: a busy
-        // machine may run the feed late, never make the test hang.
-        let closer = Task {
-            try await Task.sleep(for: .seconds(60))
-            await feed.close()
-        }
+        let closer = Self.closeWithinAMinute(feed)
         defer { closer.cancel() }
         await feed.start()
         let first = await Self.next("nodes", containing: #""state":"up""#, on: &events)
@@ -76,10 +80,7 @@ import Testing
 
         let stream = await feed.subscribe()
         var events = stream.makeAsyncIterator()
-        let closer = Task {
-            try await Task.sleep(for: .seconds(60))
-            await feed.close()
-        }
+        let closer = Self.closeWithinAMinute(feed)
         defer { closer.cancel() }
         #expect(await Self.next("nodes", containing: #""state":"up""#, on: &events) != nil, "read when the page opened")
         #expect(await Self.next("audit", containing: "add www", on: &events) != nil, "read when the page opened")
