@@ -271,7 +271,7 @@ let package = Package(
             name: "NearcastControlTests",
             dependencies: [
                 "NearcastControl", "NearcastConfiguration", "NearcastZones", "NearcastAnswers", "NearcastGeo",
-                "NearcastServer", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire",
+                "NearcastServer", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire", "EtcdClient",
                 "NearcastTestSupport",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
             ]),
