@@ -33,16 +33,29 @@ public final class EtcdClient: Sendable {
     // MARK: Keys
 
     /// Every key that starts with `prefix`, in key order, and the store's revision they were read at
-    /// (as of `revision`, when given: several reads of one moment).
-    public func range(prefix: [UInt8], revision: Int64? = nil) async throws(EtcdError) -> (
+    /// (as of `revision`, when given: several reads of one moment). Read in pages of `pageSize`
+    /// keys, each at the revision of the first: one answer of a zone's million keys would be
+    /// hundreds of MB of JSON, held at once on both sides.
+    public func range(prefix: [UInt8], revision: Int64? = nil, pageSize: Int = 5_000) async throws(EtcdError) -> (
         revision: Int64, kvs: [KeyValue]
     ) {
-        let r: RangeResponse = try await call(
-            "/v3/kv/range",
-            RangeRequest(
-                key: Self.b64(prefix), range_end: Self.b64(Self.prefixEnd(prefix)), revision: revision.map(String.init))
-        )
-        return (r.header.revisionValue, (r.kvs ?? []).map(KeyValue.init))
+        var at = revision
+        var start = prefix
+        var kvs: [KeyValue] = []
+        while true {
+            let r: RangeResponse = try await call(
+                "/v3/kv/range",
+                RangeRequest(
+                    key: Self.b64(start), range_end: Self.b64(Self.prefixEnd(prefix)), revision: at.map(String.init),
+                    limit: String(pageSize)))
+            let page = (r.kvs ?? []).map(KeyValue.init)
+            kvs += page
+            // Every page at the first one's revision: the pages are one moment.
+            if at == nil { at = r.header.revisionValue }
+            guard r.more == true, let last = page.last else { break }
+            start = last.key + [0]  // the next key after the last one read
+        }
+        return (at ?? 0, kvs)
     }
 
     /// The last `count` keys that start with `prefix`, last first (a log kept under keys that

@@ -36,9 +36,16 @@ public enum EtcdCompare: Sendable {
     case modRevision([UInt8], equals: Int64)
     /// The key's value is this.
     case value([UInt8], equals: [UInt8])
+    /// Every key under the prefix was last changed before this revision (none was created or
+    /// changed since a read at the revision before it); holds when there is no key.
+    case unchangedSince(prefix: [UInt8], before: Int64)
 
     var wire: WireCompare {
         switch self {
+        case .unchangedSince(let prefix, let rev):
+            WireCompare(
+                key: EtcdClient.b64(prefix), target: "MOD", result: "LESS", mod_revision: String(rev), value: nil,
+                range_end: EtcdClient.b64(EtcdClient.prefixEnd(prefix)))
         case .modRevision(let key, let rev):
             WireCompare(
                 key: EtcdClient.b64(key), target: "MOD", result: "EQUAL", mod_revision: String(rev), value: nil)

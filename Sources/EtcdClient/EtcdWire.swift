@@ -32,6 +32,8 @@ struct RangeRequest: Codable {
 struct RangeResponse: Decodable {
     var header: Header
     var kvs: [WireKeyValue]?
+    /// More keys lie in the range than `limit` let through.
+    var more: Bool?
 }
 
 struct PutRequest: Codable {
@@ -46,6 +48,9 @@ struct WireCompare: Encodable {
     var result: String
     var mod_revision: String?
     var value: String?
+    /// The comparison holds for every key from `key` to this (and for none, as for a key that
+    /// does not exist: its revisions are 0).
+    var range_end: String? = nil
 }
 
 struct WireOperation: Encodable {

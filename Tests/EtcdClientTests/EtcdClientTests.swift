@@ -37,6 +37,39 @@ import Testing
         }
     }
 
+    /// A range larger than a page is read in pages, all at the first one's revision: a write
+    /// between two pages is not in what they return.
+    @Test func aLargeRangeIsReadInPagesAtOneRevision() async throws {
+        try await Self.withEtcd { etcd, _ in
+            for i in 0..<10 { try await etcd.put(Self.b("/nc/rr/\(i)"), Self.b("v\(i)")) }
+            let (rev, kvs) = try await etcd.range(prefix: Self.b("/nc/rr/"), pageSize: 3)
+            #expect(kvs.map(\.keyString) == (0..<10).map { "/nc/rr/\($0)" })
+            try await etcd.put(Self.b("/nc/rr/5"), Self.b("changed"))
+            try await etcd.put(Self.b("/nc/rr/99"), Self.b("added"))
+            let then = try await etcd.range(prefix: Self.b("/nc/rr/"), revision: rev, pageSize: 4)
+            #expect(then.revision == rev && then.kvs == kvs, "as of the revision asked, whatever came after")
+            #expect(try await etcd.range(prefix: Self.b("/nc/rr/"), pageSize: 4).kvs.count == 11)
+        }
+    }
+
+    /// A condition on a whole prefix: no key under it changed or appeared since a read.
+    @Test func aTransactionCanRequireAPrefixUnchanged() async throws {
+        try await Self.withEtcd { etcd, _ in
+            let owner = Self.b("/nc/rr/www ")
+            try await etcd.put(Self.b("/nc/rr/www A"), [1])
+            let read = try await etcd.put(Self.b("/nc/rr/wwx A"), [1])  // another owner's
+            let kept = try await etcd.txn(
+                [.unchangedSince(prefix: owner, before: read + 1)], success: [.put(Self.b("/nc/rr/www CNAME"), [2])])
+            #expect(kept.succeeded)
+            let stale = try await etcd.txn(
+                [.unchangedSince(prefix: owner, before: read + 1)], success: [.put(Self.b("/nc/rr/www TXT"), [3])])
+            #expect(!stale.succeeded, "the CNAME written after the read")
+            let none = try await etcd.txn(
+                [.unchangedSince(prefix: Self.b("/nc/rr/nobody "), before: 1)], success: [.put(Self.b("/nc/x"), [4])])
+            #expect(none.succeeded, "no key under the prefix: nothing changed")
+        }
+    }
+
     /// The last keys of a prefix, last first: a log whose keys sort by time, read from its end.
     @Test func theLastKeysOfAPrefixComeLastFirst() async throws {
         try await Self.withEtcd { etcd, _ in
