@@ -62,6 +62,14 @@ public enum EtcdOperation: Sendable {
     case delete([UInt8])
     case deletePrefix([UInt8])
 
+    /// The bytes of its key and value (what counts toward etcd's request limit).
+    public var byteCount: Int {
+        switch self {
+        case .put(let k, let v, _): k.count + v.count
+        case .delete(let k), .deletePrefix(let k): k.count
+        }
+    }
+
     var wire: WireOperation {
         switch self {
         case .put(let k, let v, let lease):

@@ -9,6 +9,7 @@ import NearcastDataPath
 import NearcastGeo
 import NearcastHealth
 import NearcastServer
+import NearcastStore
 import NearcastZones
 
 /// The config and zones served now, and the one place they change: reloads of the config and zone
@@ -432,54 +433,66 @@ package actor ServedConfig {
         return change
     }
 
-    /// A record change in a fleet's store: the zone as the store holds it now, changed and checked
-    /// as a file edit is, written back in one transaction conditioned on the zone's revision (a
-    /// change another server made meanwhile refuses this one, and says so), with its audit line.
-    /// The turn is held for the check and the write only: the store's change comes back through
-    /// the watch and is served like any other, which this waits for.
+    /// A record change in a fleet's store (layout 2, docs/ARCHITECTURE.md §13): the owner's
+    /// RRsets as the store holds them now put in the zone served, the change made and checked
+    /// there as a file edit is, and the one RRset it changes written back in one transaction
+    /// conditioned on what it was made from (`StoredZone.Owner.conditions`: a change to the same
+    /// RRset meanwhile refuses this one, and says so; changes to other RRsets do not), with its
+    /// audit line. The turn is held for the check and the write only: the store's change comes
+    /// back through the watch and is served like any other, which this waits for.
     func editShared(
         _ shared: any SharedZones, _ origin: DNSName, index i: Int, _ edit: ZoneEditor.Edit, by: String,
         started: ContinuousClock.Instant
     ) async throws(ZoneEditError) -> RecordChange {
         let written: Int64
-        let change: RecordChange
+        var change: RecordChange
         do {
             defer { endTurn() }
-            let current: (text: String, modRevision: Int64)?
-            do { current = try await shared.zoneText(origin) } catch {
+            let (owner, type) = try ZoneEditor.target(of: edit, origin: origin)
+            let stored: StoredZone.Owner
+            do { stored = try await shared.owner(origin, owner) } catch {
                 throw .unavailable("the store cannot be read (\(error)): nothing was changed")
             }
-            guard let current else { throw .notFound("the store holds no zone \(origin)") }
-            // The store keeps a zone as one text (issue 31 makes it a key per RRset): read whole.
-            let stored: Zone
-            do {
-                let records = try ZoneFileParser.parse(
-                    text: current.text, fileName: "store \(origin)", origin: origin)
-                stored = try Zone.build(origin: origin, records: records, sourceName: "store \(origin)")
+            guard stored.meta?.state == .ready else {
+                throw stored.meta == nil
+                    ? .notFound("the store holds no zone \(origin)")
+                    : .conflict(
+                        "zone \(origin) is being imported into the store: nothing was changed; retry once it is")
+            }
+            // The zone served, its owner's RRsets as the store holds them now (the SOA's serial is
+            // derived, not stored: the served one stays, unless the SOA is what changes).
+            let base: Zone
+            do throws(DiagnosticsError) {
+                var sets: [(name: DNSName, type: RRType, set: RRSet?)] = []
+                let types = Set(zones[i].types(at: owner)).union(stored.values.keys)
+                for t in types where t != .soa || type == .soa { sets.append((owner, t, try stored.rrset(t))) }
+                base = try zones[i].changing(sets, source: "store \(origin)")
             } catch { throw .zone(error) }
-            let (zone, c, _) = try ZoneEditor.apply(edit, to: stored, fileName: "store \(origin) as changed")
-            let text = ZoneText.render(zone)
+            let (zone, c, _) = try ZoneEditor.apply(edit, to: base, fileName: "store \(origin) as changed")
             var next = zones
             next[i] = zone
             do { try running.geo.check(against: next) } catch { throw .zone(error) }
+            let before = stored.values[type]?.value ?? []
+            let after = zone.rrset(owner, type).map(StoredZone.value) ?? []
             let entry = AuditLog.entry(
                 who: by, action: "record", target: origin.description, detail: Self.describe(edit),
-                before: AuditLog.digest(Array(current.text.utf8)), after: AuditLog.digest(Array(text.utf8)))
+                before: AuditLog.digest(before), after: AuditLog.digest(after))
             let revision: Int64?
-            do {
-                revision = try await shared.replaceZone(origin, text: text, ifAt: current.modRevision, audit: entry)
-            } catch {
+            do { revision = try await shared.writeRRset(type, value: after, from: stored, audit: entry) } catch {
                 throw .unavailable("the store cannot be written (\(error)): nothing was changed")
             }
             guard let revision else {
-                // What changed under it: the zone, at the revision it is at now.
-                let now = (try? await shared.zoneText(origin))?.map { "revision \($0.modRevision)" } ?? "its removal"
+                // What changed under it: the RRset (or, for a CNAME, the owner) at the revision it is at now.
+                let now =
+                    (try? await shared.owner(origin, owner)).map { "revision \($0.revision)" } ?? "a later revision"
                 throw .conflict(
-                    "zone \(origin) changed in the store while this change was made (it was read at revision \(current.modRevision), another change made it \(now)): nothing was changed; read it again and retry"
+                    "the \(type) records at \(owner) changed in the store while this change was made (read at revision \(stored.revision), read again at \(now)): nothing was changed; read them again and retry"
                 )
             }
             try? audit?.record(entry)
-            (written, change) = (revision, c)
+            change = c
+            change.serial = stored.serial(at: revision)
+            written = revision
         }
         if !(await shared.waitServed(written, timeout: .seconds(5))) {
             logger.warning("a change written to the store is not served here yet", metadata: ["revision": "\(written)"])
@@ -540,12 +553,13 @@ extension AnswerCounts {
 /// Where a fleet's zones are kept and changed (the store's follower): what `ServedConfig.edit`
 /// writes through instead of a zone file.
 package protocol SharedZones: Sendable {
-    /// The zone's master file as the store holds it, with the revision it was last changed at;
-    /// nil when the store holds no such zone.
-    func zoneText(_ origin: DNSName) async throws -> (text: String, modRevision: Int64)?
-    /// Writes `text` as the zone, with `audit`, if the zone is still at `ifAt`; the store's new
-    /// revision, or nil when another change came first.
-    func replaceZone(_ origin: DNSName, text: String, ifAt: Int64, audit: AuditLog.Entry) async throws -> Int64?
+    /// `owner`'s RRsets in zone `origin` as the store holds them now, with the zone's meta.
+    func owner(_ origin: DNSName, _ owner: DNSName) async throws -> StoredZone.Owner
+    /// Writes `value` (empty: none) as the RRset of `type` at the owner `read` is of, with
+    /// `audit`, if nothing it was made from changed since (`StoredZone.Owner.conditions`); the
+    /// store's new revision, or nil when another change came first.
+    func writeRRset(_ type: RRType, value: [UInt8], from read: StoredZone.Owner, audit: AuditLog.Entry) async throws
+        -> Int64?
     /// Waits until what is served comes from `revision` or later; false after `timeout`.
     func waitServed(_ revision: Int64, timeout: Duration) async -> Bool
 }

@@ -103,7 +103,19 @@ package actor StoreFollower {
         await connection.close()
     }
 
-    func read() async throws -> (Int64, FleetFiles) { try await connection.served() }
+    /// What the store serves now; a zone it does not hold whole (an import under way, or keys
+    /// that do not sum to their import's checksum) as the snapshot kept it (none, if it never held it).
+    func read() async throws -> (Int64, FleetFiles) {
+        var (rev, files) = try await connection.served()
+        for (origin, why) in files.unready.sorted(by: { $0.key < $1.key }) {
+            let kept = snapshot.directory + "/" + FleetFiles.zoneFile(origin)
+            files.zones[origin] = try? await onOwnThread { try String(contentsOfFile: kept, encoding: .utf8) }
+            logger.warning(
+                "a zone of the store is not served as the store holds it: the last one read goes on being served",
+                metadata: ["zone": "\(origin)", "why": "\(why)", "revision": "\(rev)"])
+        }
+        return (rev, files)
+    }
 
     func follow(_ served: ServedConfig) async {
         var pause = Duration.milliseconds(200)
@@ -146,7 +158,7 @@ package actor StoreFollower {
         let (rev, files) = try await read()
         useTokens(files.tokens)  // not part of what a reload checks: they apply as read
         let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
-        try await onOwnThread { try candidate.writeInPlace(files, revision: rev) }
+        try await onOwnThread { [files, rev] in try candidate.writeInPlace(files, revision: rev) }
         source.use(candidate)
         do {
             _ = try await served.reload(by: "store@\(rev)")
@@ -218,17 +230,19 @@ package struct StoreFollowerError: Error, CustomStringConvertible {
 }
 
 extension StoreFollower: SharedZones {
-    package func zoneText(_ origin: DNSName) async throws -> (text: String, modRevision: Int64)? {
-        let (_, kv) = try await connection.etcd.get(Array(connection.layout.zone(origin).utf8))
-        return kv.map { (String(decoding: $0.value, as: UTF8.self), $0.modRevision) }
+    package func owner(_ origin: DNSName, _ owner: DNSName) async throws -> StoredZone.Owner {
+        let l = connection.layout
+        let (rev, kvs) = try await connection.etcd.range(prefix: Array(StoredZone.ownerPrefix(l, origin, owner).utf8))
+        let (_, meta) = try await connection.etcd.get(Array(StoredZone.metaKey(l, origin).utf8), revision: rev)
+        return StoredZone.Owner(origin: origin, owner: owner, revision: rev, kvs: kvs, meta: meta, layout: l)
     }
 
-    package func replaceZone(_ origin: DNSName, text: String, ifAt: Int64, audit: AuditLog.Entry) async throws
-        -> Int64?
+    package func writeRRset(_ type: RRType, value: [UInt8], from read: StoredZone.Owner, audit: AuditLog.Entry)
+        async throws -> Int64?
     {
-        let key = Array(connection.layout.zone(origin).utf8)
+        let key = Array(StoredZone.rrsetKey(connection.layout, read.origin, read.owner, type).utf8)
         let r = try await connection.etcd.txn(
-            [.modRevision(key, equals: ifAt)], success: [.put(key, Array(text.utf8)), try auditWrite(audit)])
+            read.conditions(writing: type, connection.layout), success: [.put(key, value), try auditWrite(audit)])
         return r.succeeded ? r.revision : nil
     }
 

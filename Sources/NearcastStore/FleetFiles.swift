@@ -21,6 +21,9 @@ public struct FleetFiles: Equatable, Sendable {
     /// Imported from the config's tokens file; a server's snapshot keeps them, `store export` does
     /// not (a digest is no token).
     public var tokens: [String: String] = [:]
+    /// Zones the store holds that are not to be served as they are, and why: an import under
+    /// way, or keys that do not sum to the checksum their import wrote.
+    public var unready: [DNSName: String] = [:]
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
@@ -56,45 +59,26 @@ public struct FleetFiles: Equatable, Sendable {
         return out
     }
 
-    /// The writes that make the store hold exactly these files: the layout's version, every zone,
-    /// the geo section, the tokens; zones, a geo section and tokens the files do not have are
-    /// deleted (`current`: the store's zones and tokens).
-    public func operations(_ layout: StoreLayout, replacing current: [KeyValue]) -> [EtcdOperation] {
-        var ops: [EtcdOperation] = [.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8))]
-        let wanted = Set(zones.keys.map { layout.zone($0) })
-        for kv in current where kv.keyString.hasPrefix(layout.zones) && !wanted.contains(kv.keyString) {
-            ops.append(.delete(kv.key))
-        }
-        for (origin, text) in zones.sorted(by: { $0.key < $1.key }) {
-            ops.append(.put(Array(layout.zone(origin).utf8), Array(text.utf8)))
-        }
-        if let geo {
-            ops.append(.put(Array(layout.geo.utf8), Array(geo.utf8)))
-        } else {
-            ops.append(.delete(Array(layout.geo.utf8)))
-        }
-        for kv in current where kv.keyString.hasPrefix(layout.tokens) {
-            if tokens[String(kv.keyString.dropFirst(layout.tokens.count))] == nil { ops.append(.delete(kv.key)) }
-        }
-        for (digest, entry) in tokens.sorted(by: { $0.key < $1.key }) {
-            ops.append(.put(Array((layout.tokens + digest).utf8), Array(entry.utf8)))
-        }
-        return ops
-    }
-
-    /// The files the store holds under `layout`'s prefix (from a range of it).
+    /// The files the store holds under `layout`'s prefix (from a range of it, at one revision).
+    /// A zone whose import is under way, or whose keys do not sum to the checksum its import
+    /// wrote, is not among `zones` but in `unready`: the server goes on serving what it had.
     public init(_ kvs: [KeyValue], layout: StoreLayout) throws(DiagnosticsError) {
         self.init()
         var diags: [Diagnostic] = []
+        var zoneKeys: [DNSName: [KeyValue]] = [:]
         for kv in kvs {
             let key = kv.keyString
             if key.hasPrefix(layout.zones) {
-                let name = String(key.dropFirst(layout.zones.count))
-                guard let origin = try? DNSName(name) else {
-                    diags.append(Diagnostic(file: key, line: 0, message: "'\(name)' is not a zone origin"))
+                guard let origin = StoredZone.origin(ofKey: key, layout) else {
+                    diags.append(
+                        Diagnostic(
+                            file: key, line: 0,
+                            message:
+                                "not a key of store layout \(StoreLayout.version) (a zone of layout 1? run nearcast store migrate)"
+                        ))
                     continue
                 }
-                zones[origin] = String(decoding: kv.value, as: UTF8.self)
+                zoneKeys[origin, default: []].append(kv)
             } else if key == layout.geo {
                 geo = String(decoding: kv.value, as: UTF8.self)
             } else if key.hasPrefix(layout.tokens) {
@@ -107,7 +91,34 @@ public struct FleetFiles: Equatable, Sendable {
                 registered[r.id] = r
             }
         }
+        for (origin, keys) in zoneKeys {
+            let read = StoredZone.Read(origin: origin, kvs: keys, layout: layout)
+            guard read.isReady else {
+                unready[origin] = "its import is under way"
+                continue
+            }
+            do {
+                let text = try read.text()
+                if let why = Self.checksumProblem(read, text) {
+                    unready[origin] = why
+                } else {
+                    zones[origin] = text
+                }
+            } catch { diags += error.diagnostics }
+        }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
+    }
+
+    /// Why a zone read right after its import (nothing written since) is not what the import
+    /// wrote: its records' checksum is not the one the import stored; nil when it is, or when
+    /// the zone has changed since (the checksum then says nothing).
+    static func checksumProblem(_ read: StoredZone.Read, _ text: String) -> String? {
+        guard read.revision == read.metaRevision, let stored = read.meta?.checksum else { return nil }
+        guard let records = try? ZoneFileParser.parse(text: text, fileName: "store", origin: read.origin) else {
+            return "its keys are not a zone"
+        }
+        let sum = Zone.checksum(of: records.lazy.map(\.record))
+        return sum == stored ? nil : "its keys sum to checksum \(sum), its import wrote \(stored)"
     }
 
     /// Writes the files into `directory`: `zones/ORIGINzone` for each zone and a `nearcast.yaml`
@@ -124,7 +135,7 @@ public struct FleetFiles: Equatable, Sendable {
 
             """
         for (origin, text) in zones.sorted(by: { $0.key < $1.key }) {
-            let file = "zones/\(origin.lowercased())zone"
+            let file = Self.zoneFile(origin)
             try text.write(toFile: directory + "/" + file, atomically: true, encoding: .utf8)
             config += "  - { origin: \(origin.lowercased()), file: \(file) }\n"
         }
@@ -139,6 +150,9 @@ public struct FleetFiles: Equatable, Sendable {
             try lines.write(toFile: directory + "/" + Self.tokensFile, atomically: true, encoding: .utf8)
         }
     }
+
+    /// Where `write` puts zone `origin`, under its directory.
+    public static func zoneFile(_ origin: DNSName) -> String { "zones/\(origin.lowercased())zone" }
 
     /// Where a server's snapshot keeps the store's tokens: `SHA256 ROLE[:NODE] SOURCE` lines.
     public static let tokensFile = "tokens.sha256"

@@ -1,9 +1,11 @@
 import AsyncHTTPClient
+import DNSWire
 import EtcdClient
 import Foundation
 import NIOSSL
 import NearcastBasics
 import NearcastConfiguration
+import NearcastZones
 
 /// A connection to a fleet's etcd, as its `store` settings describe it.
 public final class FleetStoreConnection: Sendable {
@@ -33,30 +35,134 @@ public final class FleetStoreConnection: Sendable {
     /// Closes the connection.
     public func close() async { try? await http.shutdown() }
 
-    /// Makes the store hold `files`: every write in transactions of at most 100 operations
-    /// (etcd's default limit is 128), the first one conditioned on the layout key not having
-    /// changed since the store was read. Returns the store's revision after the last.
+    /// Makes the store hold `files` (in layout 2: ARCHITECTURE §13): each zone as `importZone`
+    /// writes it, zones the files do not have deleted, then the geo section, the tokens and the
+    /// layout's version in one transaction. A store of layout 1 is refused (`migrate` first).
+    /// Returns the store's revision after the last write.
     public func importFiles(_ files: FleetFiles) async throws -> Int64 {
-        let (revision0, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
-        let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision0)
-        let current = zones + tokens
-        let (_, layoutKV) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision0)
+        let (revision0, layoutKV) = try await etcd.get(Array(layout.layoutKey.utf8))
         if let v = layoutKV?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
             throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
         }
-        let ops = files.operations(layout, replacing: current)
-        var revision: Int64 = 0
-        var first = true
-        for start in stride(from: 0, to: ops.count, by: 100) {
-            let chunk = Array(ops[start..<min(start + 100, ops.count)])
-            let compares: [EtcdCompare] =
-                first ? [.modRevision(Array(layout.layoutKey.utf8), equals: layoutKV?.modRevision ?? 0)] : []
-            let r = try await etcd.txn(compares, success: chunk)
+        var revision = revision0
+        for (origin, text) in files.zones.sorted(by: { $0.key < $1.key }) {
+            revision = try await importZone(origin, text: text)
+        }
+        let (_, stored) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
+        let storedOrigins = Set(stored.compactMap { StoredZone.origin(ofKey: $0.keyString, layout) })
+        var ops: [EtcdOperation] = [.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8))]
+        for origin in storedOrigins where files.zones[origin] == nil {
+            ops.append(.deletePrefix(Array(StoredZone.prefix(layout, origin).utf8)))
+        }
+        ops.append(files.geo.map { .put(Array(layout.geo.utf8), Array($0.utf8)) } ?? .delete(Array(layout.geo.utf8)))
+        let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8))
+        for kv in tokens where files.tokens[String(kv.keyString.dropFirst(layout.tokens.count))] == nil {
+            ops.append(.delete(kv.key))
+        }
+        for (digest, entry) in files.tokens.sorted(by: { $0.key < $1.key }) {
+            ops.append(.put(Array((layout.tokens + digest).utf8), Array(entry.utf8)))
+        }
+        for chunk in Self.chunks(ops) {
+            // The layout's version as read: a migration or another version's import meanwhile stops this one.
+            let r = try await etcd.txn(
+                [.modRevision(Array(layout.layoutKey.utf8), equals: layoutKV?.modRevision ?? 0)], success: chunk)
             guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
             revision = r.revision
-            first = false
         }
         return revision
+    }
+
+    /// Makes the store hold zone `origin` as master-file `text` says (checked as the daemon
+    /// loads a zone file), a key per RRset (`StoredZone`): `meta` marked `importing`, then the
+    /// keys whose value differs from the text's written and those it has not deleted, in
+    /// transactions within etcd's limits (`chunks`), each conditioned on the meta as this import
+    /// wrote it (another import meanwhile stops this one), then `meta` marked `ready` with the
+    /// zone's checksum and its SOA serial as the serial's base. Run again after an interruption,
+    /// it writes only what is still missing. Returns the revision of the last write.
+    public func importZone(_ origin: DNSName, text: String) async throws -> Int64 {
+        let zone: Zone
+        do {
+            let records = try ZoneFileParser.parse(text: text, fileName: "zone \(origin)", origin: origin)
+            zone = try Zone.build(origin: origin, records: records, sourceName: "zone \(origin)")
+        } catch { throw FleetStoreError.zone(origin, "\(error)") }
+        let metaKey = Array(StoredZone.metaKey(layout, origin).utf8)
+        let (_, current) = try await etcd.range(prefix: Array(StoredZone.prefix(layout, origin).utf8))
+        let metaRevision = current.first { $0.key == metaKey }?.modRevision ?? 0
+        let importing = StoredZone.Meta(serialBase: zone.serial, state: .importing)
+        let begun = try await etcd.txn(
+            [.modRevision(metaKey, equals: metaRevision)], success: [.put(metaKey, importing.json)])
+        guard begun.succeeded else { throw FleetStoreError.changedMeanwhile }
+        var held = [String: [UInt8]](minimumCapacity: current.count)
+        for kv in current where kv.key != metaKey { held[kv.keyString] = kv.value }
+        var ops: [EtcdOperation] = []
+        let entries = StoredZone.entries(of: zone, layout)
+        var wanted = Set<String>(minimumCapacity: entries.count)
+        for e in entries {
+            wanted.insert(e.key)
+            if held[e.key] != e.value { ops.append(.put(Array(e.key.utf8), e.value)) }
+        }
+        for key in held.keys where !wanted.contains(key) { ops.append(.delete(Array(key.utf8))) }
+        for chunk in Self.chunks(ops) {
+            let r = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: chunk)
+            guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
+        }
+        let ready = StoredZone.Meta(
+            serialBase: zone.serial, state: .ready, checksum: zone.checksum, rrsets: entries.count)
+        let done = try await etcd.txn(
+            [.modRevision(metaKey, equals: begun.revision)], success: [.put(metaKey, ready.json)])
+        guard done.succeeded else { throw FleetStoreError.changedMeanwhile }
+        return done.revision
+    }
+
+    /// `ops` cut into transactions etcd takes: at most 100 operations (its default limit is 128)
+    /// and about 1 MiB of keys and values (its request limit is 1.5 MiB, and the JSON gateway
+    /// carries them in base64, a third more).
+    static func chunks(_ ops: [EtcdOperation]) -> [[EtcdOperation]] {
+        var out: [[EtcdOperation]] = []
+        var chunk: [EtcdOperation] = []
+        var bytes = 0
+        for op in ops {
+            let size = op.byteCount
+            if !chunk.isEmpty && (chunk.count == 100 || bytes + size > 768 << 10) {
+                out.append(chunk)
+                (chunk, bytes) = ([], 0)
+            }
+            chunk.append(op)
+            bytes += size
+        }
+        if !chunk.isEmpty { out.append(chunk) }
+        return out
+    }
+
+    /// Turns a store of layout 1 (each zone one master file under `zones/ORIGIN`) into layout 2:
+    /// each zone imported as `importZone` writes it, then the old keys deleted and the layout's
+    /// version set in one transaction conditioned on the version as read (two migrations at once:
+    /// one wins). Servers of layout 1 go on serving what they hold until they run a nearcast that
+    /// reads layout 2. Returns the zones migrated (none when the store is of layout 2 already).
+    public func migrate() async throws -> [DNSName] {
+        let (revision, layoutKV) = try await etcd.get(Array(layout.layoutKey.utf8))
+        let version = layoutKV.map { String(decoding: $0.value, as: UTF8.self) }
+        if version == StoreLayout.version { return [] }
+        guard version == "1" || version == nil else { throw FleetStoreError.layout(version ?? "") }
+        let (_, kvs) = try await etcd.range(prefix: Array(layout.zones.utf8), revision: revision)
+        var old: [(DNSName, KeyValue)] = []
+        for kv in kvs {
+            let name = String(kv.keyString.dropFirst(layout.zones.count))
+            guard !name.contains("/") else { continue }  // a zone of layout 2 an earlier run wrote
+            guard let origin = try? DNSName(name) else {
+                throw FleetStoreError.zone(nil, "'\(name)' is not a zone origin")
+            }
+            old.append((origin, kv))
+        }
+        for (origin, kv) in old { _ = try await importZone(origin, text: String(decoding: kv.value, as: UTF8.self)) }
+        var ops: [EtcdOperation] = old.map { .delete($0.1.key) }
+        ops.append(.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8)))
+        for chunk in Self.chunks(ops) {
+            let r = try await etcd.txn(
+                [.modRevision(Array(layout.layoutKey.utf8), equals: layoutKV?.modRevision ?? 0)], success: chunk)
+            guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
+        }
+        return old.map(\.0)
     }
 
     /// The zones and geo section the store holds now (not its tokens: a digest is no token).
@@ -70,7 +176,7 @@ public final class FleetStoreConnection: Sendable {
     /// zones, the geo section, the registered nodes and the API's tokens. Not the rest (health
     /// views, audit lines, overrides), which grow with the fleet and are read by those who need them.
     public func served() async throws -> (revision: Int64, files: FleetFiles) {
-        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
+        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
         let (_, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: revision)
         let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision)
         let (_, geo) = try await etcd.get(Array(layout.geo.utf8), revision: revision)
@@ -86,11 +192,16 @@ public final class FleetStoreConnection: Sendable {
 public enum FleetStoreError: Error, CustomStringConvertible {
     case layout(String)
     case changedMeanwhile
+    case zone(DNSName?, String)
 
     public var description: String {
         switch self {
+        case .layout("1"):
+            "the store holds layout version 1; this nearcast reads and writes version \(StoreLayout.version): run nearcast store migrate"
         case .layout(let v): "the store holds layout version \(v); this nearcast writes version \(StoreLayout.version)"
-        case .changedMeanwhile: "the store changed while it was being written; nothing was changed, run it again"
+        case .changedMeanwhile:
+            "the store changed while it was being written (another import or migration?); run it again: it writes what is still missing"
+        case .zone(let origin, let why): "zone \(origin.map { "\($0)" } ?? ""): \(why)"
         }
     }
 }

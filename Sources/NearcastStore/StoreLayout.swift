@@ -5,8 +5,9 @@ import DNSWire
 ///
 /// | key | value |
 /// |---|---|
-/// | `P layout` | the layout's version, `1` |
-/// | `P zones/ORIGIN` | the zone as a master file (ORIGIN lower-case, with its final dot) |
+/// | `P layout` | the layout's version, `2` |
+/// | `P zones/ORIGIN/meta` | the zone's import: its state, checksum and serial's base (`StoredZone`) |
+/// | `P zones/ORIGIN/rr/OWNER TYPE` | an RRset as master-file lines (`StoredZone`) |
 /// | `P geo` | the geo section as YAML (nodes, pools, names, strategy settings) |
 /// | `P overrides/NODE` | an operator's drain or force of NODE, with its expiry (JSON) |
 /// | `P audit/TIME-SERVER-SEQ` | one audit line, never rewritten |
@@ -16,7 +17,7 @@ import DNSWire
 /// | `P health/SERVER/NODE` | SERVER's view of NODE (under SERVER's lease) |
 public struct StoreLayout: Hashable, Sendable {
     /// The layout this build writes and reads.
-    public static let version = "1"
+    public static let version = "2"
 
     public let prefix: String
 
@@ -24,7 +25,6 @@ public struct StoreLayout: Hashable, Sendable {
 
     public var layoutKey: String { prefix + "layout" }
     public var zones: String { prefix + "zones/" }
-    public func zone(_ origin: DNSName) -> String { zones + origin.lowercased().description }
     public var geo: String { prefix + "geo" }
     public var overrides: String { prefix + "overrides/" }
     public var audit: String { prefix + "audit/" }

@@ -126,6 +126,68 @@ public enum StoredZone {
         return out
     }
 
+    /// One owner's RRsets as the store holds them (a range of `ownerPrefix` and the zone's meta,
+    /// at one revision): what a change through the API is made from and conditioned on.
+    public struct Owner: Sendable {
+        public var origin: DNSName
+        public var owner: DNSName
+        /// The revision they were read at.
+        public var revision: Int64
+        public var meta: Meta?
+        public var metaRevision: Int64
+        /// Each type's value (empty: a tombstone) and modification revision.
+        public var values: [RRType: (value: [UInt8], modRevision: Int64)]
+
+        public init(
+            origin: DNSName, owner: DNSName, revision: Int64, kvs: [KeyValue], meta: KeyValue?, layout: StoreLayout
+        ) {
+            (self.origin, self.owner, self.revision) = (origin, owner, revision)
+            self.meta = meta.flatMap { Meta(json: $0.value) }
+            metaRevision = meta?.modRevision ?? 0
+            values = [:]
+            for kv in kvs {
+                guard let (_, type) = StoredZone.rrset(ofKey: kv.keyString, layout, origin) else { continue }
+                values[type] = (kv.value, kv.modRevision)
+            }
+        }
+
+        /// The RRset of `type` as stored; nil when there is none (or a tombstone).
+        public func rrset(_ type: RRType) throws(DiagnosticsError) -> RRSet? {
+            guard let v = values[type]?.value, !v.isEmpty else { return nil }
+            let file = "store \(owner) \(type)"
+            let records = try ZoneFileParser.parse(
+                text: String(decoding: v, as: UTF8.self), fileName: file, origin: origin)
+            guard let first = records.first?.record else { return nil }
+            return RRSet(name: owner, type: type, ttl: first.ttl, rdatas: records.map(\.record.rdata))
+        }
+
+        /// The conditions of a write of the RRset of `type` made from this read: the zone's import
+        /// as read (a new import, or one under way, refuses it), the RRset as read (of two writes
+        /// to one RRset, one wins), and RFC 1034's CNAME rule, which is the owner's: a CNAME only
+        /// if nothing at the owner changed or appeared since the read; anything else only if no
+        /// CNAME did. Writes to other owners, and to other RRsets of this one, never conflict.
+        public func conditions(writing type: RRType, _ layout: StoreLayout) -> [EtcdCompare] {
+            let key = { (t: RRType) in Array(StoredZone.rrsetKey(layout, origin, owner, t).utf8) }
+            var out: [EtcdCompare] = [
+                .modRevision(Array(StoredZone.metaKey(layout, origin).utf8), equals: metaRevision),
+                .modRevision(key(type), equals: values[type]?.modRevision ?? 0),
+            ]
+            if type == .cname {
+                out.append(
+                    .unchangedSince(
+                        prefix: Array(StoredZone.ownerPrefix(layout, origin, owner).utf8), before: revision + 1))
+            } else {
+                out.append(.modRevision(key(.cname), equals: values[.cname]?.modRevision ?? 0))
+            }
+            return out
+        }
+
+        /// The serial served once the zone's keys are at `revision` (as `Read.serial`).
+        public func serial(at revision: Int64) -> UInt32 {
+            (meta?.serialBase ?? 0) &+ UInt32(truncatingIfNeeded: revision - metaRevision)
+        }
+    }
+
     /// A zone read from the store: its keys (`kvs`, a range of `prefix`, at one revision).
     public struct Read: Sendable {
         public var origin: DNSName

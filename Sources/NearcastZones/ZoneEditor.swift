@@ -102,6 +102,21 @@ public enum ZoneEditor {
         case replace(name: String, type: String, RRSetInput)
     }
 
+    /// The owner and type of the RRset `edit` changes, or why the edit names none.
+    public static func target(of edit: Edit, origin: DNSName) throws(ZoneEditError) -> (owner: DNSName, type: RRType) {
+        switch edit {
+        case .add(let input):
+            let r = try record(input, origin: origin)
+            return (r.name, r.type)
+        case .delete(let name, let typeText, _), .replace(let name, let typeText, _):
+            let owner = try ownerName(name, origin: origin)
+            guard let type = RRType(mnemonic: typeText) else {
+                throw .invalid(field: "type", "'\(typeText)' is not a record type")
+            }
+            return (owner, type)
+        }
+    }
+
     /// The zone after `edit`, the change as the API reports it, and as the journal keeps it.
     public static func apply(_ edit: Edit, to zone: Zone, fileName: String) throws(ZoneEditError)
         -> (zone: Zone, change: RecordChange, changeset: ZoneChangeset)

@@ -8,7 +8,7 @@ import NearcastStore
 struct Store: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A fleet's shared store in etcd: seed it from files, or write it back as files.",
-        subcommands: [Import.self, Export.self])
+        subcommands: [Import.self, Export.self, Migrate.self])
 
     /// The etcd settings of the config at `path`, or a clear refusal.
     static func settings(_ path: String) throws -> EtcdSettings {
@@ -60,6 +60,32 @@ struct Store: AsyncParsableCommand {
             try await Store.connected(settings, "import") { store in
                 let revision = try await store.importFiles(files)
                 print("imported \(Store.contents(files)) into \(settings.prefix) (revision \(revision))")
+            }
+        }
+    }
+
+    /// `nearcast store migrate --config nearcast.yaml`: a store of layout 1 made layout 2.
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn a store of layout 1 (a zone one value) into layout 2 (a key per RRset).",
+            discussion: """
+                Each zone is written a key per RRset, then the old keys are deleted and the layout's \
+                version set at once. Servers of an older nearcast keep serving what they hold; run it \
+                again after an interruption: it writes only what is still missing.
+                """)
+
+        @Option(name: .long, help: "The config whose store section names etcd.")
+        var config: String
+
+        func run() async throws {
+            let settings = try Store.settings(config)
+            try await Store.connected(settings, "migrate") { store in
+                let zones = try await store.migrate()
+                print(
+                    zones.isEmpty
+                        ? "the store at \(settings.prefix) is of layout \(StoreLayout.version) already"
+                        : "migrated \(counted(zones.count, "zone")) of \(settings.prefix) to layout \(StoreLayout.version)"
+                )
             }
         }
     }

@@ -11,14 +11,24 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct StoreTests {
     static let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
 
+    /// A real etcd and a directory of the test's own; `finish` stops and removes them.
+    static func etcdAndDirectory() throws -> (EtcdServer, URL) {
+        let etcd = try EtcdServer()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return (etcd, dir)
+    }
+
+    static func finish(_ etcd: EtcdServer, _ dir: URL) {
+        etcd.stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
     /// Import then export gives back the same zones (record for record) and an equivalent geo
     /// section; exporting what an export imports gives the same files byte for byte.
     @Test func importThenExportGivesBackTheSameZonesAndGeoSection() throws {
-        let etcd = try EtcdServer()
-        defer { etcd.stop() }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let (etcd, dir) = try Self.etcdAndDirectory()
+        defer { Self.finish(etcd, dir) }
         let store = """
             store:
               etcd: { endpoints: ["\(etcd.endpoint)"], prefix: /fleet-a/ }
@@ -78,6 +88,94 @@ import Testing
         try "listen: [\"127.0.0.1:53\"]\n".write(to: plain, atomically: true, encoding: .utf8)
         let refused = try TestSupport.run(cli, ["store", "import", plain.path])
         #expect(refused.status != 0 && refused.stderr.contains("has no store section"), "\(refused.stderr)")
+    }
+
+    /// `nearcast ARGS` with `config` for a store under `prefix` of `etcd`, written into `dir`.
+    static func storeConfig(_ dir: URL, _ etcd: EtcdServer, prefix: String, zone: String) throws -> String {
+        let config = dir.appendingPathComponent("\(prefix.replacingOccurrences(of: "/", with: "")).yaml")
+        try """
+        zones:
+          - { origin: example.test., file: \(zone) }
+        store:
+          etcd: { endpoints: ["\(etcd.endpoint)"], prefix: \(prefix) }
+        """.write(to: config, atomically: true, encoding: .utf8)
+        return config.path
+    }
+
+    static func etcdctl(_ etcd: EtcdServer, _ args: [String]) throws -> TestSupport.Output {
+        try TestSupport.run(
+            try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint] + args, environment: ["ETCDCTL_API": "3"])
+    }
+
+    /// A zone larger than etcd takes in one request (1.5 MiB; as one value, 100k names could not
+    /// be imported at all) goes in as a key per RRset, in transactions within etcd's limits, and
+    /// comes back out record for record with its serial; imported again unchanged, it writes no
+    /// RRset (an interrupted import, run again, writes only what is missing).
+    @Test func aZoneLargerThanARequestIsImportedAKeyPerRRset() throws {
+        let (etcd, dir) = try Self.etcdAndDirectory()
+        defer { Self.finish(etcd, dir) }
+        var text = "$TTL 300\n@ IN SOA ns1 hostmaster 2026112707 3600 900 604800 60\n@ IN NS ns1\nns1 IN A 192.0.2.53\n"
+        let names = 8_000
+        let filler = String(repeating: "a text of some length, so that the zone is larger. ", count: 4)
+        for i in 0..<names {
+            text += "n\(i) IN A 10.\(i >> 16).\((i >> 8) & 255).\(i & 255)\n"
+            text += "n\(i) IN TXT \"\(filler)\(i)\"\n"
+        }
+        let zonePath = dir.appendingPathComponent("big.zone").path
+        try text.write(toFile: zonePath, atomically: true, encoding: .utf8)
+        #expect(text.utf8.count > 3 << 19, "larger than etcd's request limit, 1.5 MiB")
+        let config = try Self.storeConfig(dir, etcd, prefix: "/big/", zone: zonePath)
+        let cli = try TestSupport.product("nearcast")
+        let imported = try TestSupport.run(cli, ["store", "import", config])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let keys = try Self.etcdctl(etcd, ["get", "--prefix", "--keys-only", "/big/zones/"])
+        let rrsets = 3 + 2 * names
+        #expect(keys.stdout.split(separator: "\n").count == rrsets + 1, "a key per RRset and the meta")
+
+        let out = dir.appendingPathComponent("export")
+        #expect(try TestSupport.run(cli, ["store", "export", out.path, "--config", config]).status == 0)
+        let origin = try DNSName("example.test.")
+        let original = try Zone.load(path: zonePath, origin: origin)
+        let back = try Zone.load(path: out.path + "/zones/example.test.zone", origin: origin)
+        #expect(back.checksum == original.checksum && back.recordCount == original.recordCount)
+        #expect(back.serial == 2_026_112_707, "nothing changed since the import: its serial")
+
+        func revision(_ o: TestSupport.Output) -> Int? {
+            o.stdout.split(separator: "(revision ").last.flatMap { Int($0.prefix { $0.isNumber }) }
+        }
+        let again = try TestSupport.run(cli, ["store", "import", config])
+        let (r1, r2) = (try #require(revision(imported)), try #require(revision(again)))
+        #expect(r2 - r1 == 3, "the meta marked importing and ready, and the layout, geo and tokens: no RRset")
+    }
+
+    /// A store of layout 1 (each zone one value) is refused by an import, which says to migrate;
+    /// `nearcast store migrate` makes it layout 2, the same records with the same serial, once.
+    @Test func aStoreOfLayoutOneIsMigrated() throws {
+        let (etcd, dir) = try Self.etcdAndDirectory()
+        defer { Self.finish(etcd, dir) }
+        let text = try String(contentsOfFile: Self.zone, encoding: .utf8)
+        #expect(try Self.etcdctl(etcd, ["put", "/old/layout", "1"]).status == 0)
+        #expect(try Self.etcdctl(etcd, ["put", "/old/zones/example.test.", text]).status == 0)
+        let config = try Self.storeConfig(dir, etcd, prefix: "/old/", zone: Self.zone)
+        let cli = try TestSupport.product("nearcast")
+        let refused = try TestSupport.run(cli, ["store", "import", config])
+        #expect(refused.status != 0 && refused.stderr.contains("run nearcast store migrate"), "\(refused.stderr)")
+
+        let migrated = try TestSupport.run(cli, ["store", "migrate", "--config", config])
+        #expect(migrated.stdout == "migrated 1 zone of /old/ to layout 2\n", "\(migrated.stdout)\(migrated.stderr)")
+        let keys = try Self.etcdctl(etcd, ["get", "--prefix", "--keys-only", "/old/"]).stdout
+        #expect(!keys.split(separator: "\n").contains("/old/zones/example.test."), "the old key is gone: \(keys)")
+        #expect(keys.contains("/old/zones/example.test./meta") && keys.contains("/old/zones/example.test./rr/"))
+        #expect(try Self.etcdctl(etcd, ["get", "--print-value-only", "/old/layout"]).stdout == "2\n")
+
+        let out = dir.appendingPathComponent("export")
+        #expect(try TestSupport.run(cli, ["store", "export", out.path, "--config", config]).status == 0)
+        let origin = try DNSName("example.test.")
+        let original = try Zone.load(path: Self.zone, origin: origin)
+        let back = try Zone.load(path: out.path + "/zones/example.test.zone", origin: origin)
+        #expect(back.checksum == original.checksum && back.serial == original.serial)
+        let twice = try TestSupport.run(cli, ["store", "migrate", "--config", config])
+        #expect(twice.stdout == "the store at /old/ is of layout 2 already\n", "\(twice.stdout)\(twice.stderr)")
     }
 
     /// A bad store section is refused with its line, as every config error is.
