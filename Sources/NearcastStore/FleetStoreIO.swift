@@ -50,7 +50,7 @@ public final class FleetStoreConnection: Sendable {
         }
         let (_, stored) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
         let storedOrigins = Set(stored.compactMap { StoredZone.origin(ofKey: $0.keyString, layout) })
-        var ops: [EtcdOperation] = [.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8))]
+        var ops: [EtcdOperation] = []
         for origin in storedOrigins where files.zones[origin] == nil {
             ops.append(.deletePrefix(Array(StoredZone.prefix(layout, origin).utf8)))
         }
@@ -62,6 +62,8 @@ public final class FleetStoreConnection: Sendable {
         for (digest, entry) in files.tokens.sorted(by: { $0.key < $1.key }) {
             ops.append(.put(Array((layout.tokens + digest).utf8), Array(entry.utf8)))
         }
+        // Last: every transaction before it finds the layout key as read.
+        ops.append(.put(Array(layout.layoutKey.utf8), Array(StoreLayout.version.utf8)))
         for chunk in Self.chunks(ops) {
             // The layout's version as read: a migration or another version's import meanwhile stops this one.
             let r = try await etcd.txn(
@@ -77,7 +79,7 @@ public final class FleetStoreConnection: Sendable {
     /// keys whose value differs from the text's written and those it has not deleted, in
     /// transactions within etcd's limits (`chunks`), each conditioned on the meta as this import
     /// wrote it (another import meanwhile stops this one), then `meta` marked `ready` with the
-    /// zone's checksum and its SOA serial as the serial's base. Run again after an interruption,
+    /// zone's checksum and the serial's base (`serialBase`). Run again after an interruption,
     /// it writes only what is still missing. Returns the revision of the last write.
     public func importZone(_ origin: DNSName, text: String) async throws -> Int64 {
         let zone: Zone
@@ -88,10 +90,6 @@ public final class FleetStoreConnection: Sendable {
         let metaKey = Array(StoredZone.metaKey(layout, origin).utf8)
         let (_, current) = try await etcd.range(prefix: Array(StoredZone.prefix(layout, origin).utf8))
         let metaRevision = current.first { $0.key == metaKey }?.modRevision ?? 0
-        let importing = StoredZone.Meta(serialBase: zone.serial, state: .importing)
-        let begun = try await etcd.txn(
-            [.modRevision(metaKey, equals: metaRevision)], success: [.put(metaKey, importing.json)])
-        guard begun.succeeded else { throw FleetStoreError.changedMeanwhile }
         var held = [String: [UInt8]](minimumCapacity: current.count)
         for kv in current where kv.key != metaKey { held[kv.keyString] = kv.value }
         var ops: [EtcdOperation] = []
@@ -102,16 +100,31 @@ public final class FleetStoreConnection: Sendable {
             if held[e.key] != e.value { ops.append(.put(Array(e.key.utf8), e.value)) }
         }
         for key in held.keys where !wanted.contains(key) { ops.append(.delete(Array(key.utf8))) }
+        let serial = Self.serialBase(
+            file: zone.serial, served: StoredZone.Read(origin: origin, kvs: current, layout: layout),
+            changes: !ops.isEmpty)
+        let importing = StoredZone.Meta(serialBase: serial, state: .importing)
+        let begun = try await etcd.txn(
+            [.modRevision(metaKey, equals: metaRevision)], success: [.put(metaKey, importing.json)])
+        guard begun.succeeded else { throw FleetStoreError.changedMeanwhile }
         for chunk in Self.chunks(ops) {
             let r = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: chunk)
             guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
         }
-        let ready = StoredZone.Meta(
-            serialBase: zone.serial, state: .ready, checksum: zone.checksum, rrsets: entries.count)
+        let ready = StoredZone.Meta(serialBase: serial, state: .ready, checksum: zone.checksum, rrsets: entries.count)
         let done = try await etcd.txn(
             [.modRevision(metaKey, equals: begun.revision)], success: [.put(metaKey, ready.json)])
         guard done.succeeded else { throw FleetStoreError.changedMeanwhile }
         return done.revision
+    }
+
+    /// The serial an import starts the zone at: the file's, unless the zone is served at a serial
+    /// the file's is not above (RFC 1982; the zone changed since the file was written): then the
+    /// one after it if the import changes any RRset, or the same if it changes none. The serial
+    /// never goes back, and an import of what is served leaves it as it is.
+    static func serialBase(file: UInt32, served: StoredZone.Read, changes: Bool) -> UInt32 {
+        guard served.isReady, Int32(bitPattern: file &- served.serial) <= 0 else { return file }
+        return changes ? served.serial &+ 1 : served.serial
     }
 
     /// `ops` cut into transactions etcd takes: at most 100 operations (its default limit is 128)
