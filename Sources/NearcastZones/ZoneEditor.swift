@@ -38,12 +38,16 @@ public struct ZoneSummary: Codable, Equatable, Sendable {
     public var file: String
     public var serial: UInt32
     public var records: Int
+    /// `Zone.checksum`, where it was asked for (the status): servers holding the same records
+    /// show the same.
+    public var checksum: String?
 
-    public init(origin: String, file: String, serial: UInt32, records: Int) {
+    public init(origin: String, file: String, serial: UInt32, records: Int, checksum: String? = nil) {
         self.origin = origin
         self.file = file
         self.serial = serial
         self.records = records
+        self.checksum = checksum
     }
 }
 

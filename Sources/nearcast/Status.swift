@@ -23,7 +23,10 @@ struct Status: AsyncParsableCommand {
             "zones:     "
             + (s.zones.isEmpty
                 ? "none"
-                : s.zones.map { "\($0.origin) (serial \($0.serial), \($0.records) records)" }.joined(separator: ", "))
+                : s.zones.map {
+                    "\($0.origin) (serial \($0.serial), \($0.records) records"
+                        + ($0.checksum.map { ", checksum \($0)" } ?? "") + ")"
+                }.joined(separator: ", "))
             + "\n"
         out +=
             "fast path: "

@@ -115,7 +115,7 @@ struct DaemonParts: Sendable {
                 let nodes = await health?.statuses() ?? []
                 return StatusReport(
                     version: Nearcastd.version, uptime: uptime.seconds,
-                    zones: await served.zoneList(), xdpInterfaces: deployment?.interfaceNames ?? [],
+                    zones: await served.zoneListWithChecksums(), xdpInterfaces: deployment?.interfaceNames ?? [],
                     fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries,
                     geoNames: live.current?.table.allNames.count ?? 0,
                     nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),

@@ -138,6 +138,14 @@ import Testing
                 try s.waitUntilReady(timeout: 5) { !Self.addresses("\(name).example.test.", port: s.dnsPort).isEmpty }
             }
         }
+        // Both servers serve the same zone: the same serial and checksum in their status.
+        func zones(_ s: Daemon) -> String? {
+            (try? fleet.api(["status"], via: s))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
+                .map(String.init)
+        }
+        try servers[0].waitUntilReady(timeout: 10) { zones(servers[0]) == zones(servers[1]) }
+        let line = try #require(zones(servers[0]))
+        #expect(line.contains("example.test. (serial ") && line.contains(", checksum "), "\(line)")
         let audit = try TestSupport.run(
             try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
             environment: ["ETCDCTL_API": "3"])
