@@ -197,7 +197,11 @@ public final class FleetStoreConnection: Sendable {
         if let v = version?.value, String(decoding: v, as: UTF8.self) != StoreLayout.version {
             throw FleetStoreError.layout(String(decoding: v, as: UTF8.self))
         }
-        return (revision, try FleetFiles(zones + nodes + tokens + [geo].compactMap { $0 }, layout: layout))
+        // Each zone's text made from its keys (and, right after an import, read back for its
+        // checksum): seconds at a million names, so on a thread of its own, not Swift's pool.
+        let kvs = zones + nodes + tokens + [geo].compactMap { $0 }
+        let layout = layout
+        return (revision, try await onOwnThread { try FleetFiles(kvs, layout: layout) })
     }
 }
 
