@@ -61,12 +61,19 @@ struct APIClient {
         try await call("PUT", Self.withQuery(path, query), body: try JSONEncoder().encode(body), as: type)
     }
 
-    /// Runs `body` with the shared client, or with one that trusts `caFile` alone (shut down after).
+    /// Runs `body` with a client of its own (shut down after): one that trusts `caFile` alone if
+    /// given, and that does not try a failed connection again. A CLI makes one request and should
+    /// say at once that the daemon is not there or not trusted; AsyncHTTPClient's default retries
+    /// the connection until the request's deadline, ten seconds of silence before the same error.
     func withClient<T>(_ body: (HTTPClient) async throws -> T) async throws -> T {
-        guard let caFile else { return try await body(HTTPClient.shared) }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .file(caFile)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(caFile)
+            configuration.tlsConfiguration = tls
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             let result = try await body(client)
             try await client.shutdown()

@@ -3,7 +3,7 @@ import NearcastServer
 import Testing
 
 /// The audit log read back from its end (`GET /v1/audit`, the dashboard's last changes).
-@Suite(.timeLimit(.minutes(1))) struct AuditLogTests {
+@Suite(.timeLimit(.minutes(2))) struct AuditLogTests {
     @Test func theLastEntriesAreReadFromTheEndOldestFirstAndATornLineIsLeftOut() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-audit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

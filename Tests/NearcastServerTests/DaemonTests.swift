@@ -229,7 +229,7 @@ import Glibc
 }
 
 /// `nearcast check-config`: every error as file:line: message, exit status 1 when there is one.
-@Suite(.timeLimit(.minutes(1))) struct CheckConfigTests {
+@Suite(.timeLimit(.minutes(2))) struct CheckConfigTests {
     @Test func goodConfigIsOK() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -6,7 +6,7 @@ import Testing
 @testable import NearcastServer
 
 /// What a scoped agent token's registration is checked against is what is registered (issue 30).
-@Suite(.timeLimit(.minutes(1))) struct RegistrationScopeTests {
+@Suite(.timeLimit(.minutes(2))) struct RegistrationScopeTests {
     static let scoped = APITokens.Entry(
         role: .agent, token: "", source: "tokens:1", node: "edge9", pools: ["web"],
         networks: [AddressPrefix("192.0.2.64/28")!])
