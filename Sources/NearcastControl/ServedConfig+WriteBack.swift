@@ -61,7 +61,11 @@ extension ServedConfig {
         }
         await takeTurn()
         defer { endTurn() }
-        guard reloads == reloadsBefore, fileStamps[path] == nil || FileStamp(path) == fileStamps[path] else {
+        // A zone file moved meanwhile (a store's candidate snapshot renamed into place) is not
+        // the one to write.
+        guard reloads == reloadsBefore, running.zones.contains(where: { $0.path == path }),
+            fileStamps[path] == nil || FileStamp(path) == fileStamps[path]
+        else {
             unlink(tmp)
             if reloads != reloadsBefore, ZoneJournal.hasChanges(ZoneJournal.path(forZoneFile: path)) {
                 scheduleWriteBack(path)

@@ -410,6 +410,27 @@ package actor ServedConfig {
                     who: by, action: "record", target: source.origin.description, detail: action,
                     before: "serial \(changeset.serialBefore)", after: AuditLog.digest(Array(block.utf8))))
         } catch { throw .failed("the audit log cannot be written (\(error)): nothing was changed") }
+        try await commit(i, changed, changeset, started: started)
+        logger.notice(
+            "zone changed",
+            metadata: [
+                "zone": "\(source.origin)", "by": "\(by)", "change": "\(action)", "serial": "\(change.serial)",
+                "ms": "\((ContinuousClock.now - started).seconds * 1000)",
+            ])
+        return change
+    }
+
+    /// Serves zone `i` as `changed`, made from the zone served by `changeset`: the changeset
+    /// appended to the zone file's journal and synced (durable from then on), then served, the
+    /// fast path written the records it reaches, and the file written back later. A failure
+    /// leaves the journal and what is served as they were. The caller holds the turn.
+    func commit(_ i: Int, _ changed: Zone, _ changeset: ZoneChangeset, started: ContinuousClock.Instant)
+        async throws(ZoneEditError)
+    {
+        let source = running.zones[i]
+        let zone = zones[i]
+        var next = zones
+        next[i] = changed
         let journal = ZoneJournal.path(forZoneFile: source.path)
         if !journalsMadeWhole.contains(journal) {
             do { try ZoneJournal.dropCutShortTail(journal, origin: source.origin) } catch {
@@ -434,13 +455,48 @@ package actor ServedConfig {
             throw .failed("\(error)")
         }
         scheduleWriteBack(source.path)
-        logger.notice(
-            "zone changed",
+    }
+
+    /// Serves the change of zone `origin` that a fleet's store brought (its watch, at
+    /// `revision`): each of `sets` the whole RRset of its name and type now (nil: none), and the
+    /// zone's serial `serial` (derived: docs/ARCHITECTURE.md §13). Checked where it reaches, as a
+    /// change through the API is, journaled beside the store's snapshot of the zone (what a
+    /// restart with etcd out of reach serves), and served: it costs what it changes, not a
+    /// reread of the store. Not audited here: the server that wrote it audited it in the store.
+    package func applyFromStore(
+        _ origin: DNSName, _ sets: [(name: DNSName, type: RRType, set: RRSet?)], serial: UInt32, revision: Int64
+    ) async throws(ZoneEditError) {
+        await takeTurn()
+        defer { endTurn() }
+        let started = ContinuousClock.now
+        guard let i = zones.firstIndex(where: { $0.origin == origin }) else {
+            throw .notFound("no zone \(origin) is served here")
+        }
+        let changed: Zone
+        let changeset: ZoneChangeset
+        do {
+            (changed, changeset) = try zones[i].replacing(sets, serial: serial, source: "store@\(revision) \(origin)")
+        } catch { throw .zone(error) }
+        guard !changeset.removed.isEmpty || !changeset.added.isEmpty else { return }
+        var next = zones
+        next[i] = changed
+        do { try running.geo.check(against: next) } catch { throw .zone(error) }
+        try await commit(i, changed, changeset, started: started)
+        logger.info(
+            "zone changed from the store",
             metadata: [
-                "zone": "\(source.origin)", "by": "\(by)", "change": "\(action)", "serial": "\(change.serial)",
+                "zone": "\(origin)", "revision": "\(revision)", "serial": "\(serial)", "rrsets": "\(sets.count)",
                 "ms": "\((ContinuousClock.now - started).seconds * 1000)",
             ])
-        return change
+    }
+
+    /// The zone files now at `to` that were at `from` (a directory renamed: the store's
+    /// candidate snapshot, once served, becomes the snapshot): what is served reads from there.
+    package func zoneFilesMoved(from: String, to: String) {
+        func moved(_ path: String) -> String { path.hasPrefix(from + "/") ? to + path.dropFirst(from.count) : path }
+        for i in running.zones.indices { running.zones[i].path = moved(running.zones[i].path) }
+        fileStamps = Dictionary(fileStamps.map { (moved($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
+        journalsMadeWhole = Set(journalsMadeWhole.map(moved))
     }
 
     /// A record change in a fleet's store (layout 2, docs/ARCHITECTURE.md §13): the owner's

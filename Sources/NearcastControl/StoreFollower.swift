@@ -7,6 +7,7 @@ import NearcastBasics
 import NearcastConfiguration
 import NearcastServer
 import NearcastStore
+import NearcastZones
 import Synchronization
 
 /// Which copy of the store a reload reads: the last good snapshot, or, while a change from the
@@ -18,9 +19,12 @@ package final class SnapshotSource: Sendable {
     func use(_ s: StoreSnapshot) { current.withLock { $0 = s } }
 }
 
-/// Follows a fleet's store (ARCHITECTURE §13): reads it whole, then watches its prefix, and after
-/// each change reads it whole again into a candidate snapshot and has the served config reload
-/// from it, through the same path and the same checks as a reload of files. A candidate that is
+/// Follows a fleet's store (ARCHITECTURE §13): reads it whole, then watches its prefix. A change
+/// of RRsets of zones it serves is applied as a change (`ServedConfig.applyFromStore`: what it
+/// costs grows with the change, not with the zone), journaled beside the snapshot's zone file.
+/// Anything else it serves (the geo section, registered nodes, tokens, a zone's import) makes it
+/// read the store whole again into a candidate snapshot and have the served config reload from
+/// it, through the same path and the same checks as a reload of files. A candidate that is
 /// refused is dropped and the last good snapshot stays, served and on disk; one that is served
 /// becomes the snapshot. When etcd is out of reach the server goes on serving what it has, says
 /// so once, and catches up when etcd is back (a compacted revision means a full read).
@@ -46,6 +50,10 @@ package actor StoreFollower {
     /// Where the store's API tokens go, and the tokens last read (or kept in the snapshot).
     var tokens: LiveTokens?
     var storeTokens: [String: String] = [:]
+    /// Where the serial of each zone served as the store holds it counts from (as last read
+    /// whole): the zones whose RRsets' changes are applied as changes. Empty after a read whose
+    /// state was refused: every change is then a read of the whole store again.
+    var serialBases: [DNSName: StoredZone.SerialBase] = [:]
 
     package init(connection: FleetStoreConnection, serverName: String, stateDirectory: String, logger: Logger) {
         self.connection = connection
@@ -63,6 +71,7 @@ package actor StoreFollower {
             try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
             revision = rev
             storeTokens = files.tokens
+            serialBases = files.serialBases
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
             guard let kept = snapshot.revision else {
@@ -135,7 +144,12 @@ package actor StoreFollower {
                     // Only what is served is reloaded for: zones, the geo section, registered
                     // nodes, tokens, the layout (not overrides, audit lines or health views).
                     guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
-                    try await apply(served)
+                    if let changes = rrsetChanges(batch), await applyChanges(changes, served, revision: batch.revision)
+                    {
+                        revision = batch.revision
+                    } else {
+                        try await apply(served)
+                    }
                     pause = .milliseconds(200)
                 }
             } catch EtcdError.compacted(let r) {
@@ -163,12 +177,15 @@ package actor StoreFollower {
         do {
             _ = try await served.reload(by: "store@\(rev)")
             try await onOwnThread { [snapshot] in try snapshot.replace(with: candidate) }  // renamed, not written again
+            await served.zoneFilesMoved(from: candidate.directory, to: snapshot.directory)
             source.use(snapshot)
             revision = rev
+            serialBases = files.serialBases
         } catch {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
             source.use(snapshot)
             revision = rev
+            serialBases = [:]
             logger.error(
                 "the store's state is not valid: the last good one goes on being served",
                 metadata: ["revision": "\(rev)", "error": "\(error)"])
@@ -178,6 +195,54 @@ package actor StoreFollower {
             logger.notice("store followed again", metadata: ["revision": "\(rev)", "was": "\(was)"])
             degraded = nil
         }
+    }
+
+    /// A zone's RRsets changed in the store (each whole, nil: none), and the latest revision among them.
+    struct StoredChange {
+        var sets: [(name: DNSName, type: RRType, set: RRSet?)] = []
+        var at: Int64 = 0
+    }
+
+    /// The RRsets a watch's batch changes, by zone, each with the latest revision among them;
+    /// nil when it changes anything else that is served (a zone's meta: an import; the geo
+    /// section, nodes, tokens, the layout) or a zone not followed as a change (not served as
+    /// the store holds it), or holds an RRset that does not read: those are a read of the whole.
+    func rrsetChanges(_ batch: WatchBatch) -> [DNSName: StoredChange]? {
+        let layout = connection.layout
+        var out: [DNSName: StoredChange] = [:]
+        for e in batch.events where affectsServing(e.kv.keyString) {
+            let key = e.kv.keyString
+            guard let origin = StoredZone.origin(ofKey: key, layout), serialBases[origin] != nil,
+                let (owner, type) = StoredZone.rrset(ofKey: key, layout, origin),
+                let set = try? StoredZone.rrset(
+                    e.kind == .put ? e.kv.value : [], owner: owner, type: type, origin: origin)
+            else { return nil }
+            out[origin, default: StoredChange()].sets.append((owner, type, set))
+            out[origin]!.at = max(out[origin]!.at, e.kv.modRevision)
+        }
+        return out
+    }
+
+    /// Serves `changes` (`rrsetChanges`), each zone's serial derived from its latest revision;
+    /// false when one is refused (the rest of the batch is then not applied: the caller reads
+    /// the store whole, which serves its state or keeps the last good one).
+    func applyChanges(
+        _ changes: [DNSName: StoredChange], _ served: ServedConfig,
+        revision: Int64
+    ) async -> Bool {
+        for (origin, change) in changes {
+            guard let base = serialBases[origin] else { return false }
+            do {
+                try await served.applyFromStore(
+                    origin, change.sets, serial: base.serial(at: change.at), revision: revision)
+            } catch {
+                logger.warning(
+                    "a change from the store is not served as a change: reading the store whole",
+                    metadata: ["zone": "\(origin)", "revision": "\(revision)", "why": "\(error)"])
+                return false
+            }
+        }
+        return true
     }
 
     /// Every override the store holds, handed to `changes` (at start, and after an outage).

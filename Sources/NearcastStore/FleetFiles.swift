@@ -24,6 +24,9 @@ public struct FleetFiles: Equatable, Sendable {
     /// Zones the store holds that are not to be served as they are, and why: an import under
     /// way, or keys that do not sum to the checksum their import wrote.
     public var unready: [DNSName: String] = [:]
+    /// Where each zone's served serial counts from (of `zones` read from a store): what a
+    /// follower derives the serial from as the zone's keys change after the read.
+    public var serialBases: [DNSName: StoredZone.SerialBase] = [:]
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
@@ -103,6 +106,7 @@ public struct FleetFiles: Equatable, Sendable {
                     unready[origin] = why
                 } else {
                     zones[origin] = text
+                    serialBases[origin] = read.serialBase
                 }
             } catch { diags += error.diagnostics }
         }

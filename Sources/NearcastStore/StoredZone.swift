@@ -64,6 +64,25 @@ public enum StoredZone {
         }
     }
 
+    /// Where a zone's served serial starts and counts from: the import's serial and the meta's
+    /// modification revision. The one formula of the derived serial (see above).
+    public struct SerialBase: Equatable, Sendable {
+        public var base: UInt32
+        /// The meta key's modification revision (0: none).
+        public var metaRevision: Int64
+
+        public init(_ meta: Meta?, metaRevision: Int64) {
+            base = meta?.serialBase ?? 0
+            self.metaRevision = metaRevision
+        }
+
+        /// The serial served once the latest modification revision among the zone's keys is
+        /// `revision`: the base plus the revisions since the import, modulo 2^32 (RFC 1982).
+        public func serial(at revision: Int64) -> UInt32 {
+            base &+ UInt32(truncatingIfNeeded: revision - metaRevision)
+        }
+    }
+
     /// `P zones/ORIGIN/`: every key of the zone.
     public static func prefix(_ layout: StoreLayout, _ origin: DNSName) -> String {
         layout.zones + origin.lowercased().description + "/"
@@ -113,6 +132,24 @@ public enum StoredZone {
         return out
     }
 
+    /// The RRset a key's `value` holds (nil: a tombstone), read as a master file is; an error
+    /// when its records are not all of `owner` and `type`.
+    public static func rrset(_ value: [UInt8], owner: DNSName, type: RRType, origin: DNSName)
+        throws(DiagnosticsError) -> RRSet?
+    {
+        guard !value.isEmpty else { return nil }
+        let file = "store \(owner) \(type)"
+        let records = try ZoneFileParser.parse(
+            text: String(decoding: value, as: UTF8.self), fileName: file, origin: origin)
+        guard let first = records.first?.record else { return nil }
+        guard records.allSatisfy({ $0.record.name == owner && $0.record.type == type }) else {
+            throw DiagnosticsError([
+                Diagnostic(file: file, line: 0, message: "the key's records are not all \(owner) \(type)")
+            ])
+        }
+        return RRSet(name: owner, type: type, ttl: first.ttl, rdatas: records.map(\.record.rdata))
+    }
+
     /// Every RRset of `zone` as its key and value.
     public static func entries(of zone: Zone, _ layout: StoreLayout) -> [(key: String, value: [UInt8])] {
         var out: [(key: String, value: [UInt8])] = []
@@ -153,12 +190,7 @@ public enum StoredZone {
 
         /// The RRset of `type` as stored; nil when there is none (or a tombstone).
         public func rrset(_ type: RRType) throws(DiagnosticsError) -> RRSet? {
-            guard let v = values[type]?.value, !v.isEmpty else { return nil }
-            let file = "store \(owner) \(type)"
-            let records = try ZoneFileParser.parse(
-                text: String(decoding: v, as: UTF8.self), fileName: file, origin: origin)
-            guard let first = records.first?.record else { return nil }
-            return RRSet(name: owner, type: type, ttl: first.ttl, rdatas: records.map(\.record.rdata))
+            try StoredZone.rrset(values[type]?.value ?? [], owner: owner, type: type, origin: origin)
         }
 
         /// The conditions of a write of the RRset of `type` made from this read: the zone's import
@@ -182,9 +214,9 @@ public enum StoredZone {
             return out
         }
 
-        /// The serial served once the zone's keys are at `revision` (as `Read.serial`).
+        /// The serial served once the zone's keys are at `revision`.
         public func serial(at revision: Int64) -> UInt32 {
-            (meta?.serialBase ?? 0) &+ UInt32(truncatingIfNeeded: revision - metaRevision)
+            SerialBase(meta, metaRevision: metaRevision).serial(at: revision)
         }
     }
 
@@ -217,10 +249,11 @@ public enum StoredZone {
         /// Whether an import has written the whole zone (`ready`).
         public var isReady: Bool { meta?.state == .ready }
 
+        /// Where the serial served counts from.
+        public var serialBase: SerialBase { SerialBase(meta, metaRevision: metaRevision) }
+
         /// The serial served: `serialBase` plus the revisions since the import (RFC 1982).
-        public var serial: UInt32 {
-            (meta?.serialBase ?? 0) &+ UInt32(truncatingIfNeeded: revision - metaRevision)
-        }
+        public var serial: UInt32 { serialBase.serial(at: revision) }
 
         /// The zone as master-file text, its SOA's serial the one served. Throws what the SOA's
         /// value says wrong (none, or not one SOA record).

@@ -49,6 +49,56 @@ extension Zone {
         return next
     }
 
+    /// The zone with each of `sets` as its whole RRset of that name and type (nil or no records:
+    /// none), checked as `changing` checks, and its SOA's serial `serial` (an SOA among `sets`
+    /// gives the SOA's other fields; its own serial is not used): what a follower of a fleet's
+    /// store applies, whose serial is derived, not stored (docs/ARCHITECTURE.md §13). With it,
+    /// the changeset that makes it, as the zone's journal keeps it (RRsets that are the same
+    /// octet for octet are not in it).
+    public func replacing(_ sets: [(name: DNSName, type: RRType, set: RRSet?)], serial: UInt32, source: String)
+        throws(DiagnosticsError) -> (zone: Zone, changeset: ZoneChangeset)
+    {
+        var changes: [(name: DNSName, type: RRType, set: RRSet?)] = []
+        var removed: [ResourceRecord] = []
+        var added: [ResourceRecord] = []
+        func note(_ old: RRSet?, _ new: RRSet?) {
+            removed += old?.records() ?? []
+            added += new?.records() ?? []
+        }
+        var soaFields = soa
+        for c in sets {
+            if c.type == .soa && c.name == origin {
+                guard let given = c.set else {
+                    throw DiagnosticsError([
+                        Diagnostic(file: source, line: 0, message: "the zone would have no SOA record")
+                    ])
+                }
+                soaFields = given
+                continue
+            }
+            let new = c.set.flatMap { $0.rdatas.isEmpty ? nil : $0 }
+            let old = rrset(c.name, c.type)
+            if let old, let new, old.isIdentical(to: new) { continue }
+            if old == nil && new == nil { continue }
+            note(old, new)
+            changes.append((c.name, c.type, new))
+        }
+        guard soaFields.rdatas.count == 1, case .soa(var fields) = soaFields.rdatas[0] else {
+            throw DiagnosticsError([
+                Diagnostic(file: source, line: 0, message: "the zone's SOA RRset must be one SOA record")
+            ])
+        }
+        fields.serial = serial
+        var newSOA = soaFields
+        newSOA.rdatas = [.soa(fields)]
+        if !newSOA.isIdentical(to: soa) {
+            note(soa, newSOA)
+            changes.append((origin, .soa, newSOA))
+        }
+        let next = try changing(changes, source: source)
+        return (next, ZoneChangeset(serialBefore: self.serial, serialAfter: serial, removed: removed, added: added))
+    }
+
     /// The zone after `changeset` (its records removed, then added, the SOA as it says), checked as
     /// `changing` checks. Removing a record that is not there, or adding one that is, is an error:
     /// the changeset was made for another state of the zone.

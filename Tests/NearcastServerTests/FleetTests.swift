@@ -119,7 +119,9 @@ import Testing
 
         // Record changes through either server's API at once, each to a name of its own: each is
         // one transaction on the RRset it writes (store layout 2), so none conflicts with another
-        // and none is refused. Every change is served by both servers.
+        // and none is refused. Every change is served by both servers, as a change: no server
+        // reads the store whole again for one.
+        let reloadsBefore = servers.map { $0.log.components(separatedBy: "by=store@").count }
         let running = servers
         let results = try [0, 1].map { i in
             (0..<4).map { k in (i, k) }
@@ -137,6 +139,14 @@ import Testing
             for name in acknowledged {
                 try s.waitUntilReady(timeout: 5) { !Self.addresses("\(name).example.test.", port: s.dnsPort).isEmpty }
             }
+        }
+        #expect(servers.map { $0.log.components(separatedBy: "by=store@").count } == reloadsBefore)
+        #expect(servers.allSatisfy { $0.log.contains("zone changed from the store") })
+        // A reload (SIGHUP) reads the store's snapshot: the changes are in it (its zone's journal).
+        kill(servers[1].pid, SIGHUP)
+        try servers[1].waitUntilReady(timeout: 10) { servers[1].log.contains("by=SIGHUP") }
+        for name in acknowledged {
+            #expect(!Self.addresses("\(name).example.test.", port: servers[1].dnsPort).isEmpty, "\(name)")
         }
         // Both servers serve the same zone: the same serial and checksum in their status.
         func zones(_ s: Daemon) -> String? {
@@ -186,6 +196,9 @@ import Testing
         #expect(status == 0, "a server stops cleanly while etcd is gone")
         servers[0] = try fleet.startServer(0)
         #expect(Self.addresses("fleet.example.test.", port: servers[0].dnsPort) == ["192.0.2.77"])
+        for name in acknowledged {
+            #expect(!Self.addresses("\(name).example.test.", port: servers[0].dnsPort).isEmpty, "\(name) kept")
+        }
         #expect(servers[0].log.contains("store out of reach: serving the snapshot kept at its revision"))
         let refused = try fleet.api(["record", "add", "example.test.", "outage", "A", "192.0.2.99"], via: servers[1])
         #expect(refused.status != 0 && refused.stderr.contains("503"), "\(refused.stderr)")

@@ -60,6 +60,38 @@ import Testing
         #expect(!ZoneJournal.hasChanges(path) && access(path, F_OK) != 0)
     }
 
+    /// What a follower of a fleet's store applies: RRsets replaced whole and the serial given
+    /// (the store's is derived), and the changeset that makes it, which the journal replays onto
+    /// the zone it was made from. RRsets that are the same are not in it; an SOA given keeps its
+    /// fields but takes the serial given.
+    @Test func rrsetsReplacedWholeMakeAChangesetThatReplaysToTheSameZone() throws {
+        let o = Self.origin
+        let www = try DNSName("www.example.test.")
+        let mail = try DNSName("mail.example.test.")
+        let sameAAAA = try #require(Self.zone.rrset(www, .aaaa))
+        let a = RRSet(name: www, type: .a, ttl: 60, rdatas: [.a(IPv4Address(192, 0, 2, 9))])
+        var soa = try #require(Self.zone.rrset(o, .soa))
+        guard case .soa(var fields) = soa.rdatas[0] else { throw TestFailure("no SOA") }
+        fields.minimum = 30
+        fields.serial = 1  // not used
+        soa.rdatas = [.soa(fields)]
+        let (zone, changeset) = try Self.zone.replacing(
+            [(www, .a, a), (www, .aaaa, sameAAAA), (mail, .aaaa, nil), (o, .soa, soa)],
+            serial: 2_026_112_299, source: "store")
+        #expect(zone.serial == 2_026_112_299 && changeset.serialBefore == Self.zone.serial)
+        guard case .soa(let served)? = zone.soa.rdatas.first else { throw TestFailure("no SOA") }
+        #expect(served.minimum == 30)
+        #expect(zone.rrset(www, .a) == a && zone.rrset(mail, .aaaa) == nil)
+        #expect(
+            !changeset.added.contains { $0.type == .aaaa }
+                && !changeset.removed.contains { $0.name == www && $0.type == .aaaa })
+        let replayed = try Self.zone.applying(changeset, source: "journal")
+        #expect(Set(replayed.records) == Set(zone.records) && replayed.serial == zone.serial)
+        // Nothing different but the serial: a changeset of the SOA alone.
+        let (_, serialOnly) = try Self.zone.replacing([(www, .aaaa, sameAAAA)], serial: 7, source: "store")
+        #expect(serialOnly.added.map(\.type) == [.soa] && serialOnly.removed.map(\.type) == [.soa])
+    }
+
     @Test func aBlockCutShortByACrashIsDroppedWithWhatFollows() throws {
         let path = try temporary()
         let steps = try changes()
