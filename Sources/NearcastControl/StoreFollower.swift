@@ -54,6 +54,9 @@ package actor StoreFollower {
     /// whole): the zones whose RRsets' changes are applied as changes. Empty after a read whose
     /// state was refused: every change is then a read of the whole store again.
     var serialBases: [DNSName: StoredZone.SerialBase] = [:]
+    /// The zones the snapshot holds (as last read whole); nil when not known (the snapshot a
+    /// previous run kept): a change of the geo section, nodes or tokens then reads the whole store.
+    var snapshotZones: [DNSName]?
 
     package init(connection: FleetStoreConnection, serverName: String, stateDirectory: String, logger: Logger) {
         self.connection = connection
@@ -72,6 +75,7 @@ package actor StoreFollower {
             revision = rev
             storeTokens = files.tokens
             serialBases = files.serialBases
+            snapshotZones = Array(files.zones.keys)
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
             guard let kept = snapshot.revision else {
@@ -144,12 +148,7 @@ package actor StoreFollower {
                     // Only what is served is reloaded for: zones, the geo section, registered
                     // nodes, tokens, the layout (not overrides, audit lines or health views).
                     guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
-                    if let changes = rrsetChanges(batch), await applyChanges(changes, served, revision: batch.revision)
-                    {
-                        revision = batch.revision
-                    } else {
-                        try await apply(served)
-                    }
+                    try await serve(batch, served)
                     pause = .milliseconds(200)
                 }
             } catch EtcdError.compacted(let r) {
@@ -181,6 +180,7 @@ package actor StoreFollower {
             source.use(snapshot)
             revision = rev
             serialBases = files.serialBases
+            snapshotZones = Array(files.zones.keys)
         } catch {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
             source.use(snapshot)
@@ -203,14 +203,56 @@ package actor StoreFollower {
         var at: Int64 = 0
     }
 
-    /// The RRsets a watch's batch changes, by zone, each with the latest revision among them;
-    /// nil when it changes anything else that is served (a zone's meta: an import; the geo
-    /// section, nodes, tokens, the layout) or a zone not followed as a change (not served as
-    /// the store holds it), or holds an RRset that does not read: those are a read of the whole.
-    func rrsetChanges(_ batch: WatchBatch) -> [DNSName: StoredChange]? {
+    /// Serves what a watch's batch changed of what is served: the RRsets of zones as changes,
+    /// then, if it changed them, the geo section, nodes and tokens without the zones; anything
+    /// else (or a change refused) by reading the whole store again.
+    func serve(_ batch: WatchBatch, _ served: ServedConfig) async throws {
+        let serving = batch.events.filter { affectsServing($0.kv.keyString) }
+        let shared = serving.filter { isShared($0.kv.keyString) }
+        if let changes = rrsetChanges(serving.filter { !isShared($0.kv.keyString) }),
+            shared.isEmpty || snapshotZones != nil,
+            await applyChanges(changes, served, revision: batch.revision)
+        {
+            if !shared.isEmpty { try await applyShared(served, at: batch.revision) }
+            revision = batch.revision
+        } else {
+            try await apply(served)
+        }
+    }
+
+    /// Keys that change what is served but no zone: the geo section, registered nodes, tokens.
+    func isShared(_ key: String) -> Bool {
+        let l = connection.layout
+        return key == l.geo || key.hasPrefix(l.nodes) || key.hasPrefix(l.tokens)
+    }
+
+    /// Reads the geo section, the registered nodes and the tokens (not the zones) at `revision`
+    /// into the snapshot and reloads from it with the zones served (`zonesUnchanged`): a node
+    /// that registers costs a read of the nodes, not of a million names. Refused, the snapshot's
+    /// files are put back and the last good state goes on being served.
+    func applyShared(_ served: ServedConfig, at revision: Int64) async throws {
+        let (rev, files) = try await connection.served(zones: false, at: revision)
+        useTokens(files.tokens)
+        let zones = snapshotZones ?? []
+        let kept = try await onOwnThread { [snapshot] in try snapshot.replaceShared(files, zones: zones) }
+        do {
+            _ = try await served.reload(by: "store@\(rev)", zonesUnchanged: true)
+        } catch {
+            try? await onOwnThread { [snapshot] in try snapshot.restore(kept) }
+            logger.error(
+                "the store's state is not valid: the last good one goes on being served",
+                metadata: ["revision": "\(rev)", "error": "\(error)"])
+        }
+    }
+
+    /// The RRsets that `events` change, by zone, each with the latest revision among them; nil
+    /// when they change anything else (a zone's meta: an import; the layout) or a zone not
+    /// followed as a change (not served as the store holds it), or hold an RRset that does not
+    /// read: those are a read of the whole.
+    func rrsetChanges(_ events: [WatchEvent]) -> [DNSName: StoredChange]? {
         let layout = connection.layout
         var out: [DNSName: StoredChange] = [:]
-        for e in batch.events where affectsServing(e.kv.keyString) {
+        for e in events {
             let key = e.kv.keyString
             guard let origin = StoredZone.origin(ofKey: key, layout), serialBases[origin] != nil,
                 let (owner, type) = StoredZone.rrset(ofKey: key, layout, origin),

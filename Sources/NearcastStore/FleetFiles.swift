@@ -127,23 +127,30 @@ public struct FleetFiles: Equatable, Sendable {
 
     /// Writes the files into `directory`: `zones/ORIGINzone` for each zone and a `nearcast.yaml`
     /// that names them (relative to it) and holds the geo section (`served`: with the registered
-    /// nodes in it, as a server serves it). Each file is written whole (temporary file, then a
-    /// rename).
+    /// nodes in it, as a server serves it, and the tokens beside). Each file is written whole
+    /// (temporary file, then a rename).
     public func write(to directory: String, served: Bool = false) throws {
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: directory + "/zones", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/zones", withIntermediateDirectories: true)
+        for (origin, text) in zones {
+            try text.write(toFile: directory + "/" + Self.zoneFile(origin), atomically: true, encoding: .utf8)
+        }
+        try writeShared(to: directory, zones: Array(zones.keys), served: served)
+    }
+
+    /// Writes into `directory` the `nearcast.yaml` that names the files of `zones` (written
+    /// already, or kept) and holds the geo section, and (`served`) the tokens: what changes when
+    /// the geo section, the registered nodes or the tokens change and no zone does.
+    public func writeShared(to directory: String, zones origins: [DNSName], served: Bool) throws {
         var config = """
             # Written by `nearcast store export`: the zones and the geo section of a fleet's store.
             # Listen addresses, the API, XDP and the state directory are each server's own: add them.
             zones:
 
             """
-        for (origin, text) in zones.sorted(by: { $0.key < $1.key }) {
-            let file = Self.zoneFile(origin)
-            try text.write(toFile: directory + "/" + file, atomically: true, encoding: .utf8)
-            config += "  - { origin: \(origin.lowercased()), file: \(file) }\n"
+        for origin in origins.sorted() {
+            config += "  - { origin: \(origin.lowercased()), file: \(Self.zoneFile(origin)) }\n"
         }
-        if zones.isEmpty { config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n") }
+        if origins.isEmpty { config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n") }
         if let geo = served ? servedGeo : geo {
             let body = geo.trimmingCharacters(in: .newlines)
             config += "geo:\n" + body.split(separator: "\n").map { "  " + $0 + "\n" }.joined()

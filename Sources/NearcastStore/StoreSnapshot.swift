@@ -1,3 +1,4 @@
+import DNSWire
 import Foundation
 import NearcastBasics
 import NearcastConfiguration
@@ -46,6 +47,32 @@ public struct StoreSnapshot: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
         try files.write(to: directory, served: true)
         try "\(revision)\n".write(toFile: directory + "/revision", atomically: true, encoding: .utf8)
+    }
+
+    /// The snapshot's files that are not zones (its config, with the geo section, and its tokens),
+    /// as they were before `replaceShared`.
+    public struct Shared: Sendable {
+        var config: Data?
+        var tokens: Data?
+    }
+
+    /// Replaces the snapshot's geo section, registered nodes and tokens with `files`' (whose
+    /// zones are not read), naming the zone files it keeps (`zones`); what they were, for `restore`.
+    public func replaceShared(_ files: FleetFiles, zones: [DNSName]) throws -> Shared {
+        let fm = FileManager.default
+        let kept = Shared(
+            config: fm.contents(atPath: configPath),
+            tokens: fm.contents(atPath: directory + "/" + FleetFiles.tokensFile))
+        try files.writeShared(to: directory, zones: zones, served: true)
+        return kept
+    }
+
+    /// Puts back what `replaceShared` replaced (its change was refused).
+    public func restore(_ kept: Shared) throws {
+        if let c = kept.config { try c.write(to: URL(fileURLWithPath: configPath), options: .atomic) }
+        if let t = kept.tokens {
+            try t.write(to: URL(fileURLWithPath: directory + "/" + FleetFiles.tokensFile), options: .atomic)
+        }
     }
 
     /// `local` (this server's own settings) serving the snapshot's zones and geo section. Paths

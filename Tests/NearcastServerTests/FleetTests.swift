@@ -307,6 +307,8 @@ extension FleetTests {
             }
             #expect(targets.contains("edge7.nodes.example.test.:7946"), "\(srv.answers)")
             #expect(Self.addresses("edge7.nodes.example.test.", port: s.dnsPort) == ["192.0.2.70"])
+            // A node's registration reads the nodes, not the zones, which stay as served.
+            #expect(s.log.contains("zones not read: the same files, unchanged"), "\(s.log.suffix(3000))")
         }
 
         // Refused, with why: another node's id with edge7's agent token; a pool the geo section
