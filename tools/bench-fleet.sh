@@ -9,12 +9,16 @@
 #      at rest over REST seconds, and per change during part 1;
 #   4. queries lost by server 0 (XDP) under kxdpgun at RATE q/s for DURATION s while etcd is stopped
 #      and started again (target: 0).
+# ZONE_NAMES=N: the test zone with N generated names more (tools/scale-zone.py's: an A at each, an
+# AAAA at every fourth, MX and TXT at every tenth), to measure the same at a zone's real size; its
+# import is timed and etcd's database size given.
 # Writes BENCHMARKS.md between the bench-fleet markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 
 CHANGES=${CHANGES:-200}
+ZONE_NAMES=${ZONE_NAMES:-0}
 FAILURES=${FAILURES:-20}
 REST=${REST:-30}
 RATE=${RATE:-20000}
@@ -56,8 +60,14 @@ start_etcd
 
 # The shared state: the test zone, four nodes (fra1 checked on 127.0.0.1:CHECK_PORT, which is each
 # namespace's own loopback), one geo name that answers every node that is up.
+zone=$PWD/Tests/Fixtures/example.test.zone
+if [ "$ZONE_NAMES" -gt 0 ]; then
+	python3 tools/scale-zone.py "$ZONE_NAMES" "$work/generated.zone"
+	{ cat "$zone"; echo "\$ORIGIN example.test."; tail -n +6 "$work/generated.zone"; } >"$work/example.test.zone"
+	zone=$work/example.test.zone
+fi
 cat >"$work/seed.yaml" <<C
-zones: [{ origin: example.test., file: $PWD/Tests/Fixtures/example.test.zone }]
+zones: [{ origin: example.test., file: $zone }]
 geo:
   database: $PWD/.build/geo/test-city.mmdb
   nodes:
@@ -70,7 +80,11 @@ geo:
   names: [{ name: geo.example.test, type: A, pool: web, answers: 4, ttl: 20 }]
 store: { etcd: { endpoints: ["http://127.0.0.1:$EP"] } }
 C
+t0=$(date +%s.%N)
 .build/release/nearcast store import "$work/seed.yaml" >/dev/null
+IMPORT_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+DB_MB=$(curl -s "http://127.0.0.1:$EP/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes/ {printf "%.0f", $2 / 1048576}')
+echo "import: $IMPORT_S s, etcd database $DB_MB MB"
 echo "write $TOKEN" >"$work/tokens"
 servers=""
 for i in $(seq 0 $((N - 1))); do
@@ -90,12 +104,14 @@ C
 	servers+="${servers:+,}198.19.$i.2"
 done
 for i in $(seq 0 $((N - 1))); do
-	for _ in $(seq 300); do grep -q "nearcastd: ready" "$work/s$i.out" && break; sleep 0.05; done
+	for _ in $(seq 12000); do grep -q "nearcastd: ready" "$work/s$i.out" && break; sleep 0.05; done
 	grep -q "nearcastd: ready" "$work/s$i.out" || { cat "$work/s$i.log" >&2; exit 1; }
 done
 
-# etcd's count of the gRPC calls it has started (unary calls and streams; the JSON gateway's too).
+# etcd's count of the gRPC calls it has started (unary calls and streams; the JSON gateway's too),
+# and of the bytes it has sent to clients.
 etcd_calls() { curl -s "http://127.0.0.1:$EP/metrics" | awk '/^grpc_server_started_total/ {n += $2} END {printf "%d", n}'; }
+etcd_sent() { curl -s "http://127.0.0.1:$EP/metrics" | awk '/^etcd_network_client_grpc_sent_bytes_total/ {printf "%d", $2}'; }
 
 # 2 first (it starts the check's targets; fra1 is down until then), then 3 at rest.
 failures=$(python3 tools/fleet-latency.py failures "$servers" "$FAILURES" "$P" "$CHECK_PORT")
@@ -109,10 +125,13 @@ echo "at rest: $REST_RATE etcd calls/s per server"
 
 # 1, with 3 per change.
 c0=$(etcd_calls)
+b0=$(etcd_sent)
 changes=$(python3 tools/fleet-latency.py changes "$servers" "$TOKEN" "$CHANGES")
 c1=$(etcd_calls)
+b1=$(etcd_sent)
 echo "changes: $changes"
 PER_CHANGE=$(awk -v a="$c0" -v b="$c1" -v c="$CHANGES" 'BEGIN { printf "%.1f", (b - a) / c }')
+BYTES_PER_CHANGE=$(awk -v a="$b0" -v b="$b1" -v c="$CHANGES" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / c / n }')
 
 # 4: kxdpgun on the host end of server 0's veth (its own XDP program replaces the pass-through one).
 ip link set dev "$P-h0" xdpdrv off
@@ -146,7 +165,8 @@ block=$(
 	cat <<T
 <!-- bench-fleet:start (written by tools/bench-fleet.sh; do not edit by hand) -->
 Measured $(date +%F) on $cpu, kernel $kernel, $(nproc) cores. Command: \`make bench-fleet\`
-($N servers in network namespaces, server 0 with XDP, one etcd $(etcd --version | awk '/etcd Version/ {print $3}') on the host).
+($N servers in network namespaces, server 0 with XDP, one etcd $(etcd --version | awk '/etcd Version/ {print $3}') on the host),
+the test zone with $ZONE_NAMES generated names more (\`ZONE_NAMES=$ZONE_NAMES\`): imported in $IMPORT_S s, etcd's database $DB_MB MB.
 
 | | p50 | p99 | max |
 |---|---:|---:|---:|
@@ -155,7 +175,8 @@ Measured $(date +%F) on $cpu, kernel $kernel, $(nproc) cores. Command: \`make be
 | the node back to the last server answering with it (rise 1) | $B50 ms | $B99 ms | $BMAX ms |
 
 etcd requests (gRPC calls etcd started, its JSON gateway's included): $REST_RATE per second per
-server at rest over $REST s; $PER_CHANGE per record change for the whole fleet of $N.
+server at rest over $REST s; $PER_CHANGE per record change for the whole fleet of $N; etcd sent
+$BYTES_PER_CHANGE bytes per record change per server.
 
 kxdpgun at $RATE q/s for $DURATION s at server 0 (XDP) while etcd was stopped for 4 s and started
 again: $SENT sent, $REPLIES replies, $((SENT - REPLIES)) lost; server 0 logged the outage $degraded time(s).

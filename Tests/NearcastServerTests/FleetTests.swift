@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
 import NearcastTestSupport
+import Synchronization
 import Testing
 
 /// Several nearcastd following one store in a real etcd (issue 18): a change put into the store is
@@ -417,6 +418,70 @@ extension FleetTests {
     }
 }
 
+extension FleetTests {
+    /// Eight writers at once, each adding names of its own through two servers in turn, while a
+    /// third server is killed (SIGKILL) and started again: no write is refused (each writes its
+    /// own RRset), every server, the restarted one too, serves every acknowledged write, and the
+    /// three end serving the same zone (serial and checksum in their status).
+    @Test func writersOnTheirOwnNamesWhileAServerIsKilledAndRestarted() async throws {
+        try await TestSupport.blocking { try Self.writersOnTheirOwnNamesWhileAServerIsKilledAndRestartedBody() }
+    }
+
+    static func writersOnTheirOwnNamesWhileAServerIsKilledAndRestartedBody() throws {
+        let fleet = try Fleet()
+        defer { fleet.finish() }
+        let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
+        try fleet.seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        let live = [try fleet.startServer(0), try fleet.startServer(1)]
+        defer { for s in live { s.stop() } }
+        let victim = try fleet.startServer(2)
+        let writers = 8
+        let done = Mutex<[(name: String, output: TestSupport.Output)]>([])
+        let enough = Atomic<Bool>(false)
+        // Each writer adds names until told it is enough: before the kill, while the server is
+        // down, while it starts again, and after.
+        let writing = BackgroundWork {
+            try (0..<writers).map { $0 }.concurrentMap { w in
+                var k = 0
+                while !enough.load(ordering: .relaxed) && k < 200 {
+                    let name = "w\(w)-\(k)"
+                    let out = try fleet.api(
+                        ["record", "add", "example.test.", name, "A", "192.0.2.\(k % 250 + 1)"], via: live[(w + k) % 2])
+                    done.withLock { $0.append((name, out)) }
+                    k += 1
+                }
+            }
+        }
+        let count = { done.withLock { $0.count } }
+        try live[0].waitUntilReady(timeout: 30) { count() >= writers }
+        _ = victim.stop(signal: SIGKILL)
+        let restarted = try fleet.startServer(2)
+        defer { restarted.stop() }
+        let atRestart = count()
+        try live[0].waitUntilReady(timeout: 30) { count() >= atRestart + writers }
+        enough.store(true, ordering: .relaxed)
+        _ = try writing.wait(timeout: 240)
+
+        let results = done.withLock { $0 }
+        let refused = results.filter { $0.output.status != 0 }
+        #expect(refused.isEmpty, "\(refused.map { "\($0.name): \($0.output.stderr)" })")
+        let servers = live + [restarted]
+        for s in servers {
+            for r in results where r.output.status == 0 {
+                try s.waitUntilReady(timeout: 10) {
+                    !Self.addresses("\(r.name).example.test.", port: s.dnsPort).isEmpty
+                }
+            }
+        }
+        func zones(_ s: Daemon) -> String? {
+            (try? fleet.api(["status"], via: s))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
+                .map(String.init)
+        }
+        try live[0].waitUntilReady(timeout: 10) { Set(servers.map(zones)).count == 1 }
+        #expect(zones(restarted)?.contains(", checksum ") == true, "\(zones(restarted) ?? "no status")")
+    }
+}
+
 /// A token's SHA-256 in hex, as the store keeps it (computed here with sha256sum, not the code under test).
 enum APITokensDigest {
     static func sha256(_ token: String) -> String {
@@ -426,15 +491,24 @@ enum APITokensDigest {
 }
 
 extension Array {
-    /// `transform` of every element, each on a thread of its own, all at once (for concurrent CLI calls).
+    /// `transform` of every element, each on a thread of its own, all at once (for concurrent CLI
+    /// calls; DispatchQueue.concurrentPerform would run as many at once as there are cores).
     func concurrentMap<T: Sendable>(_ transform: @Sendable @escaping (Element) throws -> T) throws -> [T]
     where Element: Sendable {
-        let results = UnsafeMutableBufferPointer<Result<T, any Error>?>.allocate(capacity: count)
-        results.initialize(repeating: nil)
-        defer { results.deallocate() }
-        let items = self
-        nonisolated(unsafe) let out = results
-        DispatchQueue.concurrentPerform(iterations: count) { i in out[i] = Result { try transform(items[i]) } }
-        return try results.map { try $0!.get() }
+        let results = Mutex<[Int: Result<T, any Error>]>([:])
+        let group = DispatchGroup()
+        for (i, item) in enumerated() {
+            group.enter()
+            Thread.detachNewThread {
+                let r = Result { try transform(item) }
+                results.withLock { $0[i] = r }
+                group.leave()
+            }
+        }
+        guard group.wait(timeout: .now() + 300) == .success else {
+            throw TestFailure("concurrent calls did not end within 300 s")
+        }
+        let all = results.withLock { $0 }
+        return try (0..<count).map { try all[$0]!.get() }
     }
 }

@@ -120,6 +120,30 @@ extension TestSupport {
     }
 }
 
+/// Work run on a thread of its own while the test goes on, joined with a deadline.
+public final class BackgroundWork<T: Sendable>: Sendable {
+    private let result = Mutex<Result<T, any Error>?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts `body` on a new thread.
+    public init(_ body: @escaping @Sendable () throws -> T) {
+        Thread.detachNewThread { [self] in
+            let r = Result { try body() }
+            result.withLock { $0 = r }
+            finished.signal()
+        }
+    }
+
+    /// What `body` returned or threw; a failure if it has not ended within `timeout` seconds.
+    public func wait(timeout: Double) throws -> T {
+        guard finished.wait(timeout: .now() + timeout) == .success else {
+            throw TestFailure("work in the background did not end within \(timeout) s")
+        }
+        finished.signal()  // a second wait returns at once
+        return try result.withLock { $0! }.get()
+    }
+}
+
 /// A new directory under the temporary directory for one test's files, removed with everything
 /// in it when the value goes away.
 public final class TemporaryDirectory: Sendable {
