@@ -16,11 +16,14 @@ public struct WatchBatch: Hashable, Sendable {
     /// The store's revision when the message was sent.
     public var revision: Int64
     public var events: [WatchEvent]
+    /// etcd's first message, with no events: the watch is set up (the store is reachable).
+    public var created = false
 }
 
 extension EtcdClient {
     /// The changes of every key under `prefix` from `revision` on (the revision a range was read at,
-    /// plus one), until the stream is dropped. A revision etcd has compacted away ends the stream
+    /// plus one), until the stream is dropped; first, a batch with none (`created`) once etcd has
+    /// set the watch up. A revision etcd has compacted away ends the stream
     /// with `EtcdError.compacted`: the caller reads everything again. A lost connection ends it
     /// with `.unreachable`.
     public func watch(prefix: [UInt8], from revision: Int64) -> AsyncThrowingStream<WatchBatch, any Error> {
@@ -92,6 +95,9 @@ extension EtcdClient {
         if let compact = r.compact_revision.flatMap(Int64.init), compact > 0 { throw EtcdError.compacted(compact) }
         if r.canceled == true {
             throw EtcdError.server(status: 0, message: r.cancel_reason ?? "the watch was canceled")
+        }
+        if r.created == true && (r.events ?? []).isEmpty {
+            return WatchBatch(revision: r.header?.revisionValue ?? 0, events: [], created: true)
         }
         guard let events = r.events, !events.isEmpty else { return nil }
         return WatchBatch(

@@ -126,6 +126,7 @@ struct WatchMessage: Decodable {
         var compact_revision: String?
         var canceled: Bool?
         var cancel_reason: String?
+        var created: Bool?
     }
     struct Event: Decodable {
         var type: String?

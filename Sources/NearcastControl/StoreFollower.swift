@@ -27,7 +27,8 @@ package final class SnapshotSource: Sendable {
 /// it, through the same path and the same checks as a reload of files. A candidate that is
 /// refused is dropped and the last good snapshot stays, served and on disk; one that is served
 /// becomes the snapshot. When etcd is out of reach the server goes on serving what it has, says
-/// so once, and catches up when etcd is back (a compacted revision means a full read).
+/// so once, and takes the watch up where it left it when etcd is back (a revision compacted away
+/// meanwhile means a read of the whole).
 package actor StoreFollower {
     package nonisolated let connection: FleetStoreConnection
     let snapshot: StoreSnapshot
@@ -130,30 +131,45 @@ package actor StoreFollower {
         return (rev, files)
     }
 
+    /// Follows the store's watch from the revision served. After an outage it takes the watch up
+    /// where it left it (no change is lost: the watch brings every one since); only a revision
+    /// etcd has compacted away (or none read yet) is a read of the whole store.
     func follow(_ served: ServedConfig) async {
         var pause = Duration.milliseconds(200)
+        var wholeReadDue = false
         while !Task.isCancelled {
             do {
-                if revision == nil || degraded != nil { try await apply(served) }
+                if revision == nil || wholeReadDue {
+                    try await apply(served)
+                    wholeReadDue = false
+                }
                 if !overridesRead { try await readOverrides() }
                 let from = (revision ?? 0) + 1
                 for try await batch in connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from) {
-                    if batch.revision <= (revision ?? 0) { continue }
-                    for e in batch.events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
+                    if batch.created {
+                        followedAgain()
+                        continue
+                    }
+                    // Each event once: a watch taken up again may bring some anew.
+                    let events = batch.events.filter { $0.kv.modRevision > (revision ?? 0) }
+                    guard let latest = events.map(\.kv.modRevision).max() else { continue }
+                    for e in events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
                     }
-                    if batch.events.contains(where: { $0.kv.keyString.hasPrefix(connection.layout.audit) }) {
-                        auditRevision = batch.revision
+                    if events.contains(where: { $0.kv.keyString.hasPrefix(connection.layout.audit) }) {
+                        auditRevision = latest
                     }
                     // Only what is served is reloaded for: zones, the geo section, registered
                     // nodes, tokens, the layout (not overrides, audit lines or health views).
-                    guard batch.events.contains(where: { affectsServing($0.kv.keyString) }) else { continue }
-                    try await serve(batch, served)
+                    if events.contains(where: { affectsServing($0.kv.keyString) }) {
+                        try await serve(events, at: latest, served)
+                    }
+                    revision = max(revision ?? 0, latest)
                     pause = .milliseconds(200)
                 }
             } catch EtcdError.compacted(let r) {
                 logger.notice("store history compacted: reading it whole", metadata: ["compacted": "\(r)"])
-                degraded = degraded ?? "compacted"
+                wholeReadDue = true
             } catch is CancellationError {
                 return
             } catch {
@@ -163,6 +179,13 @@ package actor StoreFollower {
                 pause = min(pause * 2, .seconds(5))
             }
         }
+    }
+
+    /// The store answers again: said once, and no longer degraded.
+    func followedAgain() {
+        guard let was = degraded else { return }
+        logger.notice("store followed again", metadata: ["revision": "\(revision ?? 0)", "was": "\(was)"])
+        degraded = nil
     }
 
     /// Reads the store whole into a candidate beside the snapshot and reloads from it; the
@@ -191,10 +214,7 @@ package actor StoreFollower {
                 metadata: ["revision": "\(rev)", "error": "\(error)"])
         }
         try? FileManager.default.removeItem(atPath: candidate.directory)
-        if let was = degraded {
-            logger.notice("store followed again", metadata: ["revision": "\(rev)", "was": "\(was)"])
-            degraded = nil
-        }
+        followedAgain()
     }
 
     /// A zone's RRsets changed in the store (each whole, nil: none), and the latest revision among them.
@@ -206,15 +226,14 @@ package actor StoreFollower {
     /// Serves what a watch's batch changed of what is served: the RRsets of zones as changes,
     /// then, if it changed them, the geo section, nodes and tokens without the zones; anything
     /// else (or a change refused) by reading the whole store again.
-    func serve(_ batch: WatchBatch, _ served: ServedConfig) async throws {
-        let serving = batch.events.filter { affectsServing($0.kv.keyString) }
+    func serve(_ events: [WatchEvent], at latest: Int64, _ served: ServedConfig) async throws {
+        let serving = events.filter { affectsServing($0.kv.keyString) }
         let shared = serving.filter { isShared($0.kv.keyString) }
         if let changes = rrsetChanges(serving.filter { !isShared($0.kv.keyString) }),
             shared.isEmpty || snapshotZones != nil,
-            await applyChanges(changes, served, revision: batch.revision)
+            await applyChanges(changes, served, revision: latest)
         {
-            if !shared.isEmpty { try await applyShared(served, at: batch.revision) }
-            revision = batch.revision
+            if !shared.isEmpty { try await applyShared(served, at: latest) }
         } else {
             try await apply(served)
         }
