@@ -385,6 +385,27 @@ package actor ServedConfig {
         return out
     }
 
+    /// The version of the RRset of `name` and `type` in zone `origin`, which a change made for it
+    /// names (`edit`'s `ifMatch`; HTTP ETag and If-Match): in a fleet's store, the revision its
+    /// key was last written at (`r` and the number; `r0`: never written); on a server of its own,
+    /// the zone's serial (`s` and the serial: any change of the zone changes it).
+    package func version(_ origin: String, name: String, type: String) async throws(ZoneEditError) -> String {
+        guard let i = zoneIndex(origin) else { throw .notFound("no zone \(origin) is served here") }
+        let zoneOrigin = zones[i].origin
+        guard let shared else { return Self.version(serial: zones[i].serial) }
+        let owner = try ZoneEditor.ownerName(name, origin: zoneOrigin)
+        guard let rrtype = RRType(mnemonic: type) else {
+            throw .invalid(field: "type", "'\(type)' is not a record type")
+        }
+        do {
+            let stored = try await shared.owner(zoneOrigin, owner)
+            return Self.version(revision: stored.values[rrtype]?.modRevision ?? 0)
+        } catch { throw .unavailable("the store cannot be read (\(error))") }
+    }
+
+    static func version(serial: UInt32) -> String { "s\(serial)" }
+    static func version(revision: Int64) -> String { "r\(revision)" }
+
     /// Changes zone `origin` as `edit` says, by `by`: applied to the zone served now and checked
     /// where it reaches (`ZoneEditor`), audited, appended to the zone's journal (synced: durable
     /// from then on), then served. The zone file is written back later, once for all the changes
@@ -392,7 +413,10 @@ package actor ServedConfig {
     /// leaves the journal and the served data as they were. Its cost grows with the change, not
     /// with the zone (docs/ARCHITECTURE.md §15): the fast path is written the records the change
     /// reaches, in its live generation.
-    package func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String) async throws(ZoneEditError) -> RecordChange
+    /// `ifMatch`: the version of the RRset (`version`) the change was made for; another now
+    /// refuses it (`versionChanged`).
+    package func edit(_ origin: String, _ edit: ZoneEditor.Edit, by: String, ifMatch: String? = nil)
+        async throws(ZoneEditError) -> RecordChange
     {
         await takeTurn()
         let started = ContinuousClock.now
@@ -402,10 +426,16 @@ package actor ServedConfig {
         }
         let source = running.zones[i]
         if let shared {  // it ends the turn itself, before it waits for the change to come back
-            return try await editShared(shared, source.origin, index: i, edit, by: by, started: started)
+            return try await editShared(
+                shared, source.origin, index: i, edit, by: by, ifMatch: ifMatch, started: started)
         }
         defer { endTurn() }
         let zone = zones[i]
+        if let ifMatch, ifMatch != Self.version(serial: zone.serial) {
+            throw .versionChanged(
+                "zone \(source.origin) is at version \(Self.version(serial: zone.serial)), the change was made for \(ifMatch): nothing was changed; read the records again"
+            )
+        }
         if zone.fromSeveralFiles {
             throw .conflict("zone \(source.origin) is read from several files ($INCLUDE): change its files and reload")
         }
@@ -520,7 +550,7 @@ package actor ServedConfig {
     /// back through the watch and is served like any other, which this waits for.
     func editShared(
         _ shared: any SharedZones, _ origin: DNSName, index i: Int, _ edit: ZoneEditor.Edit, by: String,
-        started: ContinuousClock.Instant
+        ifMatch: String?, started: ContinuousClock.Instant
     ) async throws(ZoneEditError) -> RecordChange {
         let written: Int64
         var change: RecordChange
@@ -536,6 +566,12 @@ package actor ServedConfig {
                     ? .notFound("the store holds no zone \(origin)")
                     : .conflict(
                         "zone \(origin) is being imported into the store: nothing was changed; retry once it is")
+            }
+            let version = Self.version(revision: stored.values[type]?.modRevision ?? 0)
+            if let ifMatch, ifMatch != version {
+                throw .versionChanged(
+                    "the \(type) records at \(owner) are at version \(version), the change was made for \(ifMatch): nothing was changed; read them again"
+                )
             }
             // The zone served, its owner's RRsets as the store holds them now (the SOA's serial is
             // derived, not stored: the served one stays, unless the SOA is what changes).
@@ -563,6 +599,11 @@ package actor ServedConfig {
                 // What changed under it: the RRset (or, for a CNAME, the owner) at the revision it is at now.
                 let now =
                     (try? await shared.owner(origin, owner)).map { "revision \($0.revision)" } ?? "a later revision"
+                if ifMatch != nil {
+                    throw .versionChanged(
+                        "the \(type) records at \(owner) changed in the store while this change was made for version \(version) (read again at \(now)): nothing was changed; read them again"
+                    )
+                }
                 throw .conflict(
                     "the \(type) records at \(owner) changed in the store while this change was made (read at revision \(stored.revision), read again at \(now)): nothing was changed; read them again and retry"
                 )

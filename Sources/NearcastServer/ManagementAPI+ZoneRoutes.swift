@@ -15,12 +15,20 @@ extension ManagementAPI {
             try context.require(.read)
             guard let records = sources.records else { throw HTTPError(.notFound, message: "no zones") }
             let q = request.uri.queryParameters
+            let origin = context.parameters.get("origin") ?? ""
+            let (name, type) = (q["name"].map(String.init), q["type"].map(String.init))
             let list: [RecordInput]
+            var version: String?
             do throws(ZoneEditError) {
-                list = try await records(
-                    context.parameters.get("origin") ?? "", q["name"].map(String.init), q["type"].map(String.init))
+                list = try await records(origin, name, type)
+                // One RRset asked for: its version, for a change made for it (If-Match).
+                if let name, let type, let rrsetVersion = sources.rrsetVersion {
+                    version = try await rrsetVersion(origin, name, type)
+                }
             } catch { throw Self.httpError(error) }
-            return try jsonResponse(list)
+            var response = try jsonResponse(list)
+            if let version { response.headers[.eTag] = "\"\(version)\"" }
+            return response
         }
         v1.post("zones/:origin/records") { request, context -> Response in
             try context.require(.write)
@@ -30,7 +38,8 @@ extension ManagementAPI {
                 "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}")
             let change: RecordChange
             do throws(ZoneEditError) {
-                change = try await edit(context.parameters.get("origin") ?? "", .add(input), Self.who(context))
+                change = try await edit(
+                    context.parameters.get("origin") ?? "", .add(input), Self.who(context), Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
@@ -47,7 +56,8 @@ extension ManagementAPI {
             do throws(ZoneEditError) {
                 change = try await edit(
                     context.parameters.get("origin") ?? "",
-                    .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context))
+                    .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context),
+                    Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
@@ -64,7 +74,8 @@ extension ManagementAPI {
             let change: RecordChange
             do throws(ZoneEditError) {
                 change = try await edit(
-                    context.parameters.get("origin") ?? "", .replace(name: name, type: type, input), Self.who(context))
+                    context.parameters.get("origin") ?? "", .replace(name: name, type: type, input), Self.who(context),
+                    Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
@@ -83,5 +94,14 @@ extension ManagementAPI {
             }
             return try jsonResponse(report)
         }
+    }
+
+    /// The RRset version a change is made for: the request's If-Match (an entity tag, its quotes
+    /// taken off); nil when there is none, or `*` (any).
+    static func ifMatch(_ request: Request) -> String? {
+        guard let raw = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), raw != "*" else { return nil }
+        var tag = raw.hasPrefix("W/") ? String(raw.dropFirst(2)) : raw
+        if tag.hasPrefix("\""), tag.hasSuffix("\""), tag.count >= 2 { tag = String(tag.dropFirst().dropLast()) }
+        return tag
     }
 }

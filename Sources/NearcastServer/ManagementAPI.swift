@@ -46,9 +46,13 @@ public final class ManagementAPI: Sendable {
         public var zones: (@Sendable () async -> [ZoneSummary])?
         /// A zone's records (zone origin, owner name, type; nil: all).
         public var records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])?
-        /// Changes a zone's records (zone origin, the change, who).
+        /// Changes a zone's records (zone origin, the change, who, the RRset's version it was
+        /// made for: HTTP If-Match, nil: any).
         public var editRecords:
-            (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)?
+            (@Sendable (String, ZoneEditor.Edit, String, String?) async throws(ZoneEditError) -> RecordChange)?
+        /// The version of a zone's RRset (zone origin, owner name, type), which a change made for
+        /// it names (HTTP ETag and If-Match).
+        public var rrsetVersion: (@Sendable (String, String, String) async throws(ZoneEditError) -> String)?
         /// The Prometheus text exposition of the daemon's metrics.
         public var metrics: (@Sendable () async throws -> [UInt8])?
         /// Reloads the config and zone files (the argument says who asked, for the log).
@@ -78,8 +82,10 @@ public final class ManagementAPI: Sendable {
             metrics: (@Sendable () async throws -> [UInt8])? = nil,
             zones: (@Sendable () async -> [ZoneSummary])? = nil,
             records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
-            editRecords: (@Sendable (String, ZoneEditor.Edit, String) async throws(ZoneEditError) -> RecordChange)? =
-                nil,
+            editRecords: (
+                @Sendable (String, ZoneEditor.Edit, String, String?) async throws(ZoneEditError) -> RecordChange
+            )? = nil,
+            rrsetVersion: (@Sendable (String, String, String) async throws(ZoneEditError) -> String)? = nil,
             status: (@Sendable () async throws -> StatusReport)? = nil,
             register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
             deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
@@ -103,6 +109,7 @@ public final class ManagementAPI: Sendable {
             self.zones = zones
             self.records = records
             self.editRecords = editRecords
+            self.rrsetVersion = rrsetVersion
             self.status = status
         }
     }
@@ -248,6 +255,7 @@ public final class ManagementAPI: Sendable {
         case .conflict: return HTTPError(.conflict, message: e.description)
         case .failed: return HTTPError(.internalServerError, message: e.description)
         case .unavailable: return HTTPError(.serviceUnavailable, message: e.description)
+        case .versionChanged: return HTTPError(.preconditionFailed, message: e.description)
         }
     }
 

@@ -81,12 +81,15 @@ public enum ZoneEditError: Error, CustomStringConvertible, Sendable {
     case failed(String)
     /// Where the change must be written cannot be reached now (a fleet's store): try again later.
     case unavailable(String)
+    /// The RRset is not at the version the change was made for (HTTP If-Match): read it again.
+    case versionChanged(String)
 
     public var description: String {
         switch self {
         case .invalid(let field, let why): return "\(field): \(why)"
         case .zone(let d): return "the zone would not be valid, nothing was changed:\n\(d.description)"
-        case .notFound(let why), .conflict(let why), .failed(let why), .unavailable(let why): return why
+        case .notFound(let why), .conflict(let why), .failed(let why), .unavailable(let why), .versionChanged(let why):
+            return why
         }
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import NearcastConfiguration
 
@@ -26,9 +27,11 @@ struct APIClient {
         try await call("GET", Self.withQuery(path, query), as: type)
     }
 
-    /// DELETEs `path` (with `query` parameters) and decodes its JSON.
-    func delete<T: Decodable>(_ path: String, query: [(String, String?)], as type: T.Type) async throws -> T {
-        try await call("DELETE", Self.withQuery(path, query), as: type)
+    /// DELETEs `path` (with `query` parameters; `ifMatch`: see `call`) and decodes its JSON.
+    func delete<T: Decodable>(_ path: String, query: [(String, String?)], ifMatch: String? = nil, as type: T.Type)
+        async throws -> T
+    {
+        try await call("DELETE", Self.withQuery(path, query), ifMatch: ifMatch, as: type)
     }
 
     /// `path?k=v&…` for the parameters that have values, each percent-encoded.
@@ -49,16 +52,30 @@ struct APIClient {
     /// POSTs to `path` (with `body` as JSON, if any) and decodes its JSON; `timeout` for the
     /// whole exchange.
     func post<T: Decodable>(
-        _ path: String, body: (some Encodable)? = Optional<Int>.none, timeout: Duration = Self.timeout, as type: T.Type
+        _ path: String, body: (some Encodable)? = Optional<Int>.none, ifMatch: String? = nil,
+        timeout: Duration = Self.timeout, as type: T.Type
     ) async throws -> T {
-        try await call("POST", path, body: try body.map { try JSONEncoder().encode($0) }, timeout: timeout, as: type)
+        try await call(
+            "POST", path, body: try body.map { try JSONEncoder().encode($0) }, ifMatch: ifMatch, timeout: timeout,
+            as: type)
     }
 
     /// PUTs `body` as JSON to `path` (with `query` parameters) and decodes its JSON.
-    func put<T: Decodable>(_ path: String, query: [(String, String?)], body: some Encodable, as type: T.Type)
-        async throws -> T
-    {
-        try await call("PUT", Self.withQuery(path, query), body: try JSONEncoder().encode(body), as: type)
+    func put<T: Decodable>(
+        _ path: String, query: [(String, String?)], body: some Encodable, ifMatch: String? = nil, as type: T.Type
+    ) async throws -> T {
+        try await call(
+            "PUT", Self.withQuery(path, query), body: try JSONEncoder().encode(body), ifMatch: ifMatch, as: type)
+    }
+
+    /// GETs `path` (with `query` parameters) and decodes its JSON, with the answer's entity tag
+    /// (ETag, its quotes taken off; nil: none).
+    func getTagged<T: Decodable>(_ path: String, query: [(String, String?)], as type: T.Type) async throws -> (
+        T, String?
+    ) {
+        let (value, headers) = try await exchange("GET", Self.withQuery(path, query), as: type)
+        let tag = headers.first(name: "ETag").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        return (value, tag)
     }
 
     /// Runs `body` with a client of its own (shut down after): one that trusts `caFile` alone if
@@ -89,9 +106,20 @@ struct APIClient {
     /// The most bytes of an answer read.
     static let maxAnswer = 64 << 20
 
+    /// Sends a request (with `ifMatch` as If-Match: the version a change is made for) and decodes
+    /// its JSON answer.
     func call<T: Decodable>(
-        _ method: String, _ path: String, body: Data? = nil, timeout: Duration = Self.timeout, as type: T.Type
+        _ method: String, _ path: String, body: Data? = nil, ifMatch: String? = nil, timeout: Duration = Self.timeout,
+        as type: T.Type
     ) async throws -> T {
+        try await exchange(method, path, body: body, ifMatch: ifMatch, timeout: timeout, as: type).0
+    }
+
+    /// `call`, with the answer's headers.
+    func exchange<T: Decodable>(
+        _ method: String, _ path: String, body: Data? = nil, ifMatch: String? = nil, timeout: Duration = Self.timeout,
+        as type: T.Type
+    ) async throws -> (T, HTTPHeaders) {
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         var request = HTTPClientRequest(url: "\(tls ? "https" : "http")://\(host):\(address.port)\(path)")
         request.method = .init(rawValue: method)
@@ -100,14 +128,17 @@ struct APIClient {
             request.headers.add(name: "Content-Type", value: "application/json")
         }
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let ifMatch { request.headers.add(name: "If-Match", value: "\"\(ifMatch)\"") }
         let data: Data
         let status: UInt
+        let headers: HTTPHeaders
         do {
-            (status, data) = try await withClient { client in
+            (status, data, headers) = try await withClient { client in
                 let response = try await client.execute(
                     request, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000))
                 return (
-                    response.status.code, Data(try await response.body.collect(upTo: Self.maxAnswer).readableBytesView)
+                    response.status.code, Data(try await response.body.collect(upTo: Self.maxAnswer).readableBytesView),
+                    response.headers
                 )
             }
         } catch let e as HTTPClientError where e == .deadlineExceeded {
@@ -132,7 +163,7 @@ struct APIClient {
             throw Failure(description: "the management API answered \(status): \(message)")
         }
         do {
-            return try JSONDecoder().decode(T.self, from: data)
+            return (try JSONDecoder().decode(T.self, from: data), headers)
         } catch {
             throw Failure(
                 description: "the management API's answer to \(path) is not what this nearcast reads: \(error)")

@@ -28,9 +28,11 @@ struct Records: AsyncParsableCommand {
 
     func run() async throws {
         try await Nodes.reportingFailures {
-            let list = try await options.client(role: .read).get(
+            let (list, version) = try await options.client(role: .read).getTagged(
                 "/v1/zones/\(APIClient.segment(origin))/records", query: [("name", name), ("type", type)],
                 as: [RecordInput].self)
+            // One RRset: its version first, for `nearcast record ... --if-match`.
+            if let version { print("; version \(version)") }
             for r in list { print("\(r.name) \(r.ttl.map(String.init) ?? "") IN \(r.type) \(r.data)") }
         }
     }
@@ -48,6 +50,8 @@ struct RecordCommand: AsyncParsableCommand {
             nearcast record set example.net. www A 192.0.2.20         # www's A records become this one, in one change
             nearcast record delete example.net. www A 192.0.2.10      # one record
             nearcast record delete example.net. old A                  # the whole RRset
+            nearcast records example.net. --name www --type A          # prints "; version V" first
+            nearcast record set example.net. www A 192.0.2.30 --if-match V   # only if unchanged since
             The zone's file is rewritten in canonical form (comments are not kept) and its SOA serial goes up by one.
             """)
 
@@ -60,6 +64,12 @@ struct RecordCommand: AsyncParsableCommand {
     @Argument(help: "The record's type, e.g. A, MX, TXT.") var type: String
     @Argument(help: "The record's data as in a zone file (delete: optional).") var data: [String] = []
     @Option(help: "TTL in seconds (add, set; default: the RRset's, else the SOA's).") var ttl: UInt32?
+    @Option(
+        name: .customLong("if-match"),
+        help:
+            "Only if the RRset is still at this version (as `nearcast records --name --type` prints it); else refused (412)."
+    )
+    var ifMatch: String?
 
     func validate() throws {
         if action != .delete && data.isEmpty {
@@ -77,15 +87,16 @@ struct RecordCommand: AsyncParsableCommand {
             switch action {
             case .add:
                 change = try await client.post(
-                    path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), as: RecordChange.self)
+                    path, body: RecordInput(name: name, type: type, ttl: ttl, data: text), ifMatch: ifMatch,
+                    as: RecordChange.self)
             case .set:
                 change = try await client.put(
                     path, query: [("name", name), ("type", type)], body: RRSetInput(ttl: ttl, data: [text]),
-                    as: RecordChange.self)
+                    ifMatch: ifMatch, as: RecordChange.self)
             case .delete:
                 change = try await client.delete(
                     path, query: [("name", name), ("type", type), ("data", text.isEmpty ? nil : text)],
-                    as: RecordChange.self)
+                    ifMatch: ifMatch, as: RecordChange.self)
             }
             print(
                 "\(change.zone): \(["add": "added", "set": "set", "delete": "deleted"][action.rawValue]!) \(change.changed), serial \(change.serial), \(change.records) records"

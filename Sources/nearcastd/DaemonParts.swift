@@ -109,7 +109,12 @@ struct DaemonParts: Sendable {
             records: { origin, name, type throws(ZoneEditError) in
                 try await served.records(origin, name: name, type: type)
             },
-            editRecords: { origin, edit, who throws(ZoneEditError) in try await served.edit(origin, edit, by: who) },
+            editRecords: { origin, edit, who, ifMatch throws(ZoneEditError) in
+                try await served.edit(origin, edit, by: who, ifMatch: ifMatch)
+            },
+            rrsetVersion: { origin, name, type throws(ZoneEditError) in
+                try await served.version(origin, name: name, type: type)
+            },
             status: {
                 let uptime = ContinuousClock.now - startedAt
                 let nodes = await health?.statuses() ?? []

@@ -483,6 +483,51 @@ extension FleetTests {
 }
 
 extension FleetTests {
+    /// Eight writers set one RRset at once through three servers, each for the version they read
+    /// (If-Match): in each round exactly one wins and the others are refused (412), and every
+    /// server then serves the winner's record.
+    @Test func writersOnOneRRsetOneWinsEachRound() async throws {
+        try await TestSupport.blocking { try Self.writersOnOneRRsetOneWinsEachRoundBody() }
+    }
+
+    static func writersOnOneRRsetOneWinsEachRoundBody() throws {
+        let fleet = try Fleet()
+        defer { fleet.finish() }
+        let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
+        try fleet.seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        let servers = [try fleet.startServer(0), try fleet.startServer(1), try fleet.startServer(2)]
+        defer { for s in servers { s.stop() } }
+        for round in 0..<4 {
+            let listed = try fleet.api(
+                ["records", "example.test.", "--name", "contested", "--type", "A"], via: servers[0])
+            let version = try #require(
+                listed.stdout.split(separator: "\n").first.flatMap {
+                    $0.hasPrefix("; version ") ? $0.dropFirst(10) : nil
+                },
+                "\(listed.stdout)\(listed.stderr)")
+            let outputs = try (0..<8).map { $0 }.concurrentMap { w in
+                try fleet.api(
+                    [
+                        "record", "set", "example.test.", "contested", "A", "192.0.2.\(100 + 10 * round + w)",
+                        "--if-match", String(version),
+                    ],
+                    via: servers[w % servers.count])
+            }
+            let winners = outputs.indices.filter { outputs[$0].status == 0 }
+            #expect(winners.count == 1, "round \(round): \(outputs.map { $0.stdout + $0.stderr })")
+            let losers = outputs.filter { $0.status != 0 }
+            #expect(losers.allSatisfy { $0.stderr.contains("412") }, "\(losers.map(\.stderr))")
+            guard let w = winners.first else { continue }
+            for s in servers {
+                try s.waitUntilReady(timeout: 10) {
+                    Self.addresses("contested.example.test.", port: s.dnsPort) == ["192.0.2.\(100 + 10 * round + w)"]
+                }
+            }
+        }
+    }
+}
+
+extension FleetTests {
     /// etcd stopped while writers add names through three servers, started again, a change
     /// written straight into it and its history compacted before the servers are back: each
     /// server, its watch's revision gone, reads the store whole again, and all three end at the

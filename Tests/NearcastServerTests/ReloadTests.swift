@@ -183,6 +183,39 @@ import FoundationNetworking
 /// zone's file within `zonefile-sync`, and kept across a restart; refusals say why with the right
 /// status.
 @Suite(.timeLimit(.minutes(2))) struct RecordChangeTests {
+    /// A change made for a version of an RRset (If-Match, as `nearcast records --name --type`
+    /// prints it) is made while the version is the one given, and refused (412) once it moved.
+    /// On a server of its own the version is the zone's serial.
+    @Test func aChangeForAVersionIsRefusedOnceTheVersionMoved() throws {
+        let dir = try TemporaryDirectory("nearcast-ifmatch")
+        let zone = dir.path + "/z.zone"
+        try FileManager.default.copyItem(atPath: DaemonTests.zone, toPath: zone)
+        let writer = "22222222222222222222222222222222"
+        try "write \(writer)\n".write(toFile: dir.path + "/tokens", atomically: true, encoding: .utf8)
+        try """
+        listen: ["127.0.0.1:0"]
+        zones: [{ origin: example.test., file: z.zone }]
+        api: { listen: "127.0.0.1:0", tokens: tokens }
+        """.write(toFile: dir.path + "/c.yaml", atomically: true, encoding: .utf8)
+        let server = try Daemon(["--config", dir.path + "/c.yaml"])
+        defer { server.stop() }
+        func cli(_ args: [String]) throws -> TestSupport.Output {
+            try TestSupport.run(
+                try TestSupport.product("nearcast"), args + ["--api", server.api],
+                environment: ProcessInfo.processInfo.environment.merging(["NEARCAST_TOKEN": writer]) { $1 })
+        }
+        let listed = try cli(["records", "example.test.", "--name", "www", "--type", "A"])
+        #expect(listed.stdout.hasPrefix("; version s2026112201\n"), "\(listed.stdout)\(listed.stderr)")
+        let set = try cli(["record", "set", "example.test.", "www", "A", "192.0.2.31", "--if-match", "s2026112201"])
+        #expect(set.status == 0, "\(set.stderr)")
+        // The same version again: it moved with the change just made.
+        let stale = try cli(["record", "set", "example.test.", "www", "A", "192.0.2.32", "--if-match", "s2026112201"])
+        #expect(stale.status != 0 && stale.stderr.contains("412"), "\(stale.stderr)")
+        #expect(stale.stderr.contains("is at version s2026112202"), "\(stale.stderr)")
+        let after = try cli(["records", "example.test.", "--name", "www", "--type", "A"])
+        #expect(after.stdout == "; version s2026112202\nwww.example.test. 300 IN A 192.0.2.31\n", "\(after.stdout)")
+    }
+
     @Test func recordsAreAddedAndDeletedWhileServed() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-records-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
