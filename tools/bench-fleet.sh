@@ -7,6 +7,8 @@
 #      answering without it, and back, FAILURES times (check: TCP every 0.1 s, fall 1, rise 1);
 #   3. etcd requests (gRPC calls etcd counts, the JSON gateway's included) per second per server
 #      at rest over REST seconds, and per change during part 1;
+#   5. REGISTRATIONS nodes registering over REGISTER_SECONDS s through the agent's API: from each
+#      acknowledgement to every server answering the node's discovery name, and etcd's traffic;
 #   4. queries lost by server 0 (XDP) under kxdpgun at RATE q/s for DURATION s while etcd is stopped
 #      and started again (target: 0).
 # ZONE_NAMES=N: the test zone with N generated names more (tools/scale-zone.py's: an A at each, an
@@ -19,6 +21,8 @@ cd "$(dirname "$0")/.."
 
 CHANGES=${CHANGES:-200}
 ZONE_NAMES=${ZONE_NAMES:-0}
+REGISTRATIONS=${REGISTRATIONS:-5000}
+REGISTER_SECONDS=${REGISTER_SECONDS:-60}
 FAILURES=${FAILURES:-20}
 REST=${REST:-30}
 RATE=${RATE:-20000}
@@ -77,7 +81,9 @@ geo:
     - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01, country: US }
     - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65, country: JP }
   pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-  names: [{ name: geo.example.test, type: A, pool: web, answers: 4, ttl: 20 }]
+  names:
+    - { name: geo.example.test, type: A, pool: web, answers: 4, ttl: 20 }
+    - { name: _join._udp.example.test, type: SRV, pool: web, answers: 8, port: 7946, targets: nodes.example.test }
 store: { etcd: { endpoints: ["http://127.0.0.1:$EP"] } }
 C
 t0=$(date +%s.%N)
@@ -133,6 +139,16 @@ echo "changes: $changes"
 PER_CHANGE=$(awk -v a="$c0" -v b="$c1" -v c="$CHANGES" 'BEGIN { printf "%.1f", (b - a) / c }')
 BYTES_PER_CHANGE=$(awk -v a="$b0" -v b="$b1" -v c="$CHANGES" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / c / n }')
 
+# 5: nodes registering through the agent's API, REGISTRATIONS of them over REGISTER_SECONDS.
+c0=$(etcd_calls)
+b0=$(etcd_sent)
+registrations=$(python3 tools/fleet-latency.py registrations "$servers" "$TOKEN" "$REGISTRATIONS" "$REGISTER_SECONDS")
+c1=$(etcd_calls)
+b1=$(etcd_sent)
+echo "registrations: $registrations"
+REG_CALLS=$(awk -v a="$c0" -v b="$c1" -v c="$REGISTRATIONS" 'BEGIN { printf "%.1f", (b - a) / c }')
+REG_BYTES=$(awk -v a="$b0" -v b="$b1" -v c="$REGISTRATIONS" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / c / n }')
+
 # 4: kxdpgun on the host end of server 0's veth (its own XDP program replaces the pass-through one).
 ip link set dev "$P-h0" xdpdrv off
 printf 'www.example.test A\ngeo.example.test A\n' >"$work/queries"
@@ -156,6 +172,11 @@ CREF=$(field "$changes" '["refused"]')
 F50=$(field "$failures" '["failure_to_last_server"]["p50_ms"]')
 F99=$(field "$failures" '["failure_to_last_server"]["p99_ms"]')
 FMAX=$(field "$failures" '["failure_to_last_server"]["max_ms"]')
+R50=$(field "$registrations" '["registered_to_served_everywhere"]["p50_ms"]')
+R99=$(field "$registrations" '["registered_to_served_everywhere"]["p99_ms"]')
+RMAX=$(field "$registrations" '["registered_to_served_everywhere"]["max_ms"]')
+RREF=$(field "$registrations" '["refused"]')
+RSEC=$(field "$registrations" '["seconds_to_register"]')
 B50=$(field "$failures" '["recovery_to_last_server"]["p50_ms"]')
 B99=$(field "$failures" '["recovery_to_last_server"]["p99_ms"]')
 BMAX=$(field "$failures" '["recovery_to_last_server"]["max_ms"]')
@@ -173,10 +194,12 @@ the test zone with $ZONE_NAMES generated names more (\`ZONE_NAMES=$ZONE_NAMES\`)
 | record change: API acknowledgement to every server answering it ($CN changes, $CREF refused) | $C50 ms | $C99 ms | $CMAX ms |
 | node failure (its check's target stopped everywhere) to the last server answering without it ($FAILURES failures; check every 0.1 s, fall 1) | $F50 ms | $F99 ms | $FMAX ms |
 | the node back to the last server answering with it (rise 1) | $B50 ms | $B99 ms | $BMAX ms |
+| node registration (the agent's API) to every server answering its name ($REGISTRATIONS in $RSEC s, $RREF refused) | $R50 ms | $R99 ms | $RMAX ms |
 
 etcd requests (gRPC calls etcd started, its JSON gateway's included): $REST_RATE per second per
 server at rest over $REST s; $PER_CHANGE per record change for the whole fleet of $N; etcd sent
-$BYTES_PER_CHANGE bytes per record change per server.
+$BYTES_PER_CHANGE bytes per record change per server; per registration, $REG_CALLS requests for
+the fleet and $REG_BYTES bytes per server.
 
 kxdpgun at $RATE q/s for $DURATION s at server 0 (XDP) while etcd was stopped for 4 s and started
 again: $SENT sent, $REPLIES replies, $((SENT - REPLIES)) lost; server 0 logged the outage $degraded time(s).

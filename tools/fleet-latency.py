@@ -11,6 +11,9 @@
       in each namespace PREFIX-i) is stopped everywhere at once; the time until every server's
       answer for geo.example.test A leaves fra1 out; then the targets start again and the time until
       every server answers with it again.
+  fleet-latency.py registrations SERVERS TOKEN COUNT SECONDS
+      COUNT nodes registering over SECONDS through the servers in turn (8 senders at once); for
+      each, the time from its acknowledgement to every server answering ID.nodes.example.test A.
 """
 import json
 import random
@@ -140,10 +143,72 @@ def failures(servers, count, prefix, port):
     return {"failure_to_last_server": percentiles(fail), "recovery_to_last_server": percentiles(back)}
 
 
+def registrations(servers, token, count, seconds, senders=8):
+    """COUNT nodes register through the servers in turn (POST /v1/nodes, the agent's API) over
+    SECONDS, from SENDERS threads at once; each is timed from its acknowledgement to every server
+    answering its discovery name (ID.nodes.example.test. A)."""
+    import threading
+    took, refused, lock = [], [0], threading.Lock()
+    pending = {}  # name -> acknowledgement time
+    done = threading.Event()
+
+    def send(first):
+        for k in range(first, count, senders):
+            due = start + seconds * k / count
+            if time.monotonic() < due:
+                time.sleep(due - time.monotonic())
+            node = f"reg{k}"
+            body = json.dumps({"id": node, "ipv4": f"198.18.{k >> 8 & 255}.{k & 255}", "latitude": 50.0,
+                               "longitude": 8.0, "country": "DE", "pools": ["web"]}).encode()
+            api = servers[k % len(servers)]
+            req = urllib.request.Request(
+                f"http://{api}:8053/v1/nodes", data=body, method="POST",
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(req, timeout=30).read()
+            except Exception as e:
+                with lock:
+                    refused[0] += 1
+                print(f"registration {k}: {e}", file=sys.stderr)
+                continue
+            with lock:
+                pending[f"{node}.nodes.example.test."] = (time.monotonic(), f"198.18.{k >> 8 & 255}.{k & 255}")
+
+    def check():
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        while not done.is_set() or pending:
+            with lock:
+                names = list(pending.items())
+            for name, (acked, address) in names:
+                if all(address in (addresses(s, name, sock) or []) for s in servers):
+                    with lock:
+                        del pending[name]
+                        took.append(time.monotonic() - acked)
+                elif time.monotonic() - acked > 60:
+                    sys.exit(f"{name} never reached every server")
+            time.sleep(0.001)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(senders)]
+    checker = threading.Thread(target=check)
+    checker.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sent = time.monotonic() - start
+    done.set()
+    checker.join()
+    return {"registered_to_served_everywhere": percentiles(took), "refused": refused[0],
+            "seconds_to_register": round(sent, 1)}
+
+
 if __name__ == "__main__":
     mode, servers = sys.argv[1], sys.argv[2].split(",")
     if mode == "changes":
         out = changes(servers, sys.argv[3], int(sys.argv[4]))
+    elif mode == "registrations":
+        out = registrations(servers, sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:
         out = failures(servers, int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
     print(json.dumps(out))

@@ -58,6 +58,9 @@ package actor StoreFollower {
     /// The zones the snapshot holds (as last read whole); nil when not known (the snapshot a
     /// previous run kept): a change of the geo section, nodes or tokens then reads the whole store.
     var snapshotZones: [DNSName]?
+    /// The geo section, registered nodes and tokens as last read, with the watch's changes since
+    /// (no zones); nil when not known (as `snapshotZones`).
+    var followedShared: FleetFiles?
 
     package init(connection: FleetStoreConnection, serverName: String, stateDirectory: String, logger: Logger) {
         self.connection = connection
@@ -76,7 +79,7 @@ package actor StoreFollower {
             revision = rev
             storeTokens = files.tokens
             serialBases = files.serialBases
-            snapshotZones = Array(files.zones.keys)
+            (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
             guard let kept = snapshot.revision else {
@@ -203,7 +206,7 @@ package actor StoreFollower {
             source.use(snapshot)
             revision = rev
             serialBases = files.serialBases
-            snapshotZones = Array(files.zones.keys)
+            (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
         } catch {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
             source.use(snapshot)
@@ -229,11 +232,12 @@ package actor StoreFollower {
     func serve(_ events: [WatchEvent], at latest: Int64, _ served: ServedConfig) async throws {
         let serving = events.filter { affectsServing($0.kv.keyString) }
         let shared = serving.filter { isShared($0.kv.keyString) }
+        let followed = shared.isEmpty ? followedShared : followedShared.flatMap { self.followed($0, shared) }
         if let changes = rrsetChanges(serving.filter { !isShared($0.kv.keyString) }),
-            shared.isEmpty || snapshotZones != nil,
+            shared.isEmpty || (snapshotZones != nil && followed != nil),
             await applyChanges(changes, served, revision: latest)
         {
-            if !shared.isEmpty { try await applyShared(served, at: latest) }
+            if !shared.isEmpty, let followed { try await applyShared(followed, served, at: latest) }
         } else {
             try await apply(served)
         }
@@ -245,12 +249,38 @@ package actor StoreFollower {
         return key == l.geo || key.hasPrefix(l.nodes) || key.hasPrefix(l.tokens)
     }
 
-    /// Reads the geo section, the registered nodes and the tokens (not the zones) at `revision`
-    /// into the snapshot and reloads from it with the zones served (`zonesUnchanged`): a node
-    /// that registers costs a read of the nodes, not of a million names. Refused, the snapshot's
-    /// files are put back and the last good state goes on being served.
-    func applyShared(_ served: ServedConfig, at revision: Int64) async throws {
-        let (rev, files) = try await connection.served(zones: false, at: revision)
+    /// `files` (geo section, nodes, tokens) with the watch's `events` of them applied; nil when one
+    /// does not read (a registration that is not one: a read of the whole says what is wrong).
+    func followed(_ files: FleetFiles, _ events: [WatchEvent]) -> FleetFiles? {
+        let l = connection.layout
+        var out = files
+        for e in events {
+            let key = e.kv.keyString
+            let value = e.kind == .put ? String(decoding: e.kv.value, as: UTF8.self) : nil
+            if key == l.geo {
+                out.geo = value
+            } else if key.hasPrefix(l.nodes) {
+                let id = String(key.dropFirst(l.nodes.count))
+                guard let value else {
+                    out.registered[id] = nil
+                    continue
+                }
+                guard let r = NodeRegistration(stored: value) else { return nil }
+                out.registered[r.id] = r
+            } else if key.hasPrefix(l.tokens) {
+                out.tokens[String(key.dropFirst(l.tokens.count))] = value
+            }
+        }
+        return out
+    }
+
+    /// Serves `files` (the geo section, registered nodes and tokens the watch brought, at
+    /// `revision`) with the zones served: written into the snapshot, which is reloaded with
+    /// `zonesUnchanged` (the zone files are not read again). A node that registers costs what
+    /// its registration is, not a read of every node or of a million names. Refused, the
+    /// snapshot's files are put back and the last good state goes on being served.
+    func applyShared(_ files: FleetFiles, _ served: ServedConfig, at rev: Int64) async throws {
+        followedShared = files
         useTokens(files.tokens)
         let zones = snapshotZones ?? []
         let kept = try await onOwnThread { [snapshot] in try snapshot.replaceShared(files, zones: zones) }

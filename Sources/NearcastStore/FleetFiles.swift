@@ -33,6 +33,13 @@ public struct FleetFiles: Equatable, Sendable {
         self.geo = geo
     }
 
+    /// These files without their zones (the geo section, registered nodes and tokens).
+    public var withoutZones: FleetFiles {
+        var out = self
+        (out.zones, out.unready, out.serialBases) = ([:], [:], [:])
+        return out
+    }
+
     /// The geo section as a server serves it: with the registered nodes in it.
     public var servedGeo: String? {
         geo.map { NodeRegistration.merge(Array(registered.values), into: $0) }

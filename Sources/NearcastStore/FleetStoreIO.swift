@@ -188,16 +188,9 @@ public final class FleetStoreConnection: Sendable {
     /// What a server serves from the store, read at one revision: the layout's version, the
     /// zones, the geo section, the registered nodes and the API's tokens. Not the rest (health
     /// views, audit lines, overrides), which grow with the fleet and are read by those who need them.
-    /// `zones: false`: all but the zones (none among the files), which a change of nodes does
-    /// not need read (a million names are hundreds of MB from etcd). `at`: at that revision (the
-    /// latest: nil).
-    public func served(zones withZones: Bool = true, at: Int64? = nil) async throws -> (
-        revision: Int64, files: FleetFiles
-    ) {
-        let (revision, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: at)
-        let zones =
-            withZones
-            ? try await etcd.range(prefix: Array(layout.zones.utf8), revision: revision, pageSize: 10_000).1 : []
+    public func served() async throws -> (revision: Int64, files: FleetFiles) {
+        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
+        let (_, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: revision)
         let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision)
         let (_, geo) = try await etcd.get(Array(layout.geo.utf8), revision: revision)
         let (_, version) = try await etcd.get(Array(layout.layoutKey.utf8), revision: revision)
