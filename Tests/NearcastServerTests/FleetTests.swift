@@ -78,6 +78,19 @@ import Testing
             return try Daemon(["--config", config.path])
         }
 
+        /// Imports the test zone alone.
+        func seedTestZone() throws {
+            let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
+            try seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        }
+
+        /// The `zones:` line of `server`'s status (each zone's serial and checksum): servers that
+        /// serve the same show the same.
+        func zonesLine(_ server: Daemon) -> String? {
+            (try? api(["status"], via: server))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
+                .map(String.init)
+        }
+
         /// `nearcast ARGS` against `server`'s API with the write token (or `token`).
         func api(_ args: [String], via server: Daemon, token: String? = nil) throws -> TestSupport.Output {
             var env = ProcessInfo.processInfo.environment
@@ -150,12 +163,8 @@ import Testing
             #expect(!Self.addresses("\(name).example.test.", port: servers[1].dnsPort).isEmpty, "\(name)")
         }
         // Both servers serve the same zone: the same serial and checksum in their status.
-        func zones(_ s: Daemon) -> String? {
-            (try? fleet.api(["status"], via: s))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
-                .map(String.init)
-        }
-        try servers[0].waitUntilReady(timeout: 10) { zones(servers[0]) == zones(servers[1]) }
-        let line = try #require(zones(servers[0]))
+        try servers[0].waitUntilReady(timeout: 10) { fleet.zonesLine(servers[0]) == fleet.zonesLine(servers[1]) }
+        let line = try #require(fleet.zonesLine(servers[0]))
         #expect(line.contains("example.test. (serial ") && line.contains(", checksum "), "\(line)")
         let audit = try TestSupport.run(
             try TestSupport.tool("etcdctl"), ["--endpoints", etcd.endpoint, "get", "--prefix", "/nearcast/audit/"],
@@ -430,8 +439,7 @@ extension FleetTests {
     static func writersOnTheirOwnNamesWhileAServerIsKilledAndRestartedBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
-        let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
-        try fleet.seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        try fleet.seedTestZone()
         let live = [try fleet.startServer(0), try fleet.startServer(1)]
         defer { for s in live { s.stop() } }
         let victim = try fleet.startServer(2)
@@ -473,12 +481,9 @@ extension FleetTests {
                 }
             }
         }
-        func zones(_ s: Daemon) -> String? {
-            (try? fleet.api(["status"], via: s))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
-                .map(String.init)
-        }
-        try live[0].waitUntilReady(timeout: 10) { Set(servers.map(zones)).count == 1 }
-        #expect(zones(restarted)?.contains(", checksum ") == true, "\(zones(restarted) ?? "no status")")
+        try live[0].waitUntilReady(timeout: 10) { Set(servers.map(fleet.zonesLine)).count == 1 }
+        #expect(
+            fleet.zonesLine(restarted)?.contains(", checksum ") == true, "\(fleet.zonesLine(restarted) ?? "no status")")
     }
 }
 
@@ -493,8 +498,7 @@ extension FleetTests {
     static func writersOnOneRRsetOneWinsEachRoundBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
-        let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
-        try fleet.seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        try fleet.seedTestZone()
         let servers = [try fleet.startServer(0), try fleet.startServer(1), try fleet.startServer(2)]
         defer { for s in servers { s.stop() } }
         for round in 0..<4 {
@@ -540,8 +544,7 @@ extension FleetTests {
     static func etcdStoppedCompactedAndRestartedDuringWritesBody() throws {
         let fleet = try Fleet()
         defer { fleet.finish() }
-        let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
-        try fleet.seed("zones:\n  - { origin: example.test., file: \(zone) }")
+        try fleet.seedTestZone()
         let servers = [try fleet.startServer(0), try fleet.startServer(1), try fleet.startServer(2)]
         defer { for s in servers { s.stop() } }
         let etcdctl = try TestSupport.tool("etcdctl")
@@ -601,11 +604,7 @@ extension FleetTests {
                 try s.waitUntilReady(timeout: 20) { !Self.addresses("\(name).example.test.", port: s.dnsPort).isEmpty }
             }
         }
-        func zones(_ s: Daemon) -> String? {
-            (try? fleet.api(["status"], via: s))?.stdout.split(separator: "\n").first { $0.hasPrefix("zones:") }
-                .map(String.init)
-        }
-        try servers[0].waitUntilReady(timeout: 10) { Set(servers.map(zones)).count == 1 }
+        try servers[0].waitUntilReady(timeout: 10) { Set(servers.map(fleet.zonesLine)).count == 1 }
         #expect(servers.allSatisfy { $0.log.contains("store history compacted: reading it whole") })
         for s in servers {
             let status = try fleet.api(["status"], via: s).stdout
