@@ -148,13 +148,16 @@ package actor StoreFollower {
                 }
                 if !overridesRead { try await readOverrides() }
                 let from = (revision ?? 0) + 1
-                for try await batch in connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from) {
-                    if batch.created {
-                        followedAgain()
-                        continue
-                    }
+                // The batches that came while the last were served, taken together: a change of
+                // the geo section (a node that registers) costs a reload, and a hundred of them
+                // in a second cost a few, not a hundred.
+                let watch = CoalescedWatch(
+                    connection.etcd.watch(prefix: Array(connection.layout.prefix.utf8), from: from))
+                defer { watch.cancel() }
+                while let batches = try await watch.next() {
+                    if batches.contains(where: \.created) { followedAgain() }
                     // Each event once: a watch taken up again may bring some anew.
-                    let events = batch.events.filter { $0.kv.modRevision > (revision ?? 0) }
+                    let events = batches.flatMap(\.events).filter { $0.kv.modRevision > (revision ?? 0) }
                     guard let latest = events.map(\.kv.modRevision).max() else { continue }
                     for e in events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)

@@ -52,7 +52,8 @@ extension Zone {
     /// The zone with each of `sets` as its whole RRset of that name and type (nil or no records:
     /// none), checked as `changing` checks, and its SOA's serial `serial` (an SOA among `sets`
     /// gives the SOA's other fields; its own serial is not used): what a follower of a fleet's
-    /// store applies, whose serial is derived, not stored (docs/ARCHITECTURE.md §13). With it,
+    /// store applies, whose serial is derived, not stored (docs/ARCHITECTURE.md §13); an RRset
+    /// given more than once is the last one given. With it,
     /// the changeset that makes it, as the zone's journal keeps it (RRsets that are the same
     /// octet for octet are not in it).
     public func replacing(_ sets: [(name: DNSName, type: RRType, set: RRSet?)], serial: UInt32, source: String)
@@ -66,7 +67,10 @@ extension Zone {
             added += new?.records() ?? []
         }
         var soaFields = soa
-        for c in sets {
+        // An RRset given more than once (changes of one key taken together) is its last.
+        var last: [RRKey: Int] = [:]
+        for (i, c) in sets.enumerated() { last[RRKey(name: c.name, type: c.type)] = i }
+        for (i, c) in sets.enumerated() where last[RRKey(name: c.name, type: c.type)] == i {
             if c.type == .soa && c.name == origin {
                 guard let given = c.set else {
                     throw DiagnosticsError([

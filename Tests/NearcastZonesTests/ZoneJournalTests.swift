@@ -63,7 +63,8 @@ import Testing
     /// What a follower of a fleet's store applies: RRsets replaced whole and the serial given
     /// (the store's is derived), and the changeset that makes it, which the journal replays onto
     /// the zone it was made from. RRsets that are the same are not in it; an SOA given keeps its
-    /// fields but takes the serial given.
+    /// fields but takes the serial given; an RRset given twice (two changes of one key taken
+    /// together) is the last one.
     @Test func rrsetsReplacedWholeMakeAChangesetThatReplaysToTheSameZone() throws {
         let o = Self.origin
         let www = try DNSName("www.example.test.")
@@ -75,8 +76,9 @@ import Testing
         fields.minimum = 30
         fields.serial = 1  // not used
         soa.rdatas = [.soa(fields)]
+        let earlier = RRSet(name: www, type: .a, ttl: 60, rdatas: [.a(IPv4Address(192, 0, 2, 8))])
         let (zone, changeset) = try Self.zone.replacing(
-            [(www, .a, a), (www, .aaaa, sameAAAA), (mail, .aaaa, nil), (o, .soa, soa)],
+            [(www, .a, earlier), (www, .a, a), (www, .aaaa, sameAAAA), (mail, .aaaa, nil), (o, .soa, soa)],
             serial: 2_026_112_299, source: "store")
         #expect(zone.serial == 2_026_112_299 && changeset.serialBefore == Self.zone.serial)
         guard case .soa(let served)? = zone.soa.rdatas.first else { throw TestFailure("no SOA") }
