@@ -21,10 +21,11 @@ package final class SnapshotSource: Sendable {
 
 /// Follows a fleet's store (ARCHITECTURE §13): reads it whole, then watches its prefix. A change
 /// of RRsets of zones it serves is applied as a change (`ServedConfig.applyFromStore`: what it
-/// costs grows with the change, not with the zone), journaled beside the snapshot's zone file.
-/// Anything else it serves (the geo section, registered nodes, tokens, a zone's import) makes it
-/// read the store whole again into a candidate snapshot and have the served config reload from
-/// it, through the same path and the same checks as a reload of files. A candidate that is
+/// costs grows with the change, not with the zone), journaled beside the snapshot's zone file; a
+/// change of the geo section, registered nodes or tokens is applied to those as it holds them
+/// and reloaded with the zones served. Anything else it serves (a zone's import, the layout)
+/// makes it read the store whole again into a candidate snapshot and have the served config
+/// reload from it, through the same path and the same checks as a reload of files. A candidate that is
 /// refused is dropped and the last good snapshot stays, served and on disk; one that is served
 /// becomes the snapshot. When etcd is out of reach the server goes on serving what it has, says
 /// so once, and takes the watch up where it left it when etcd is back (a revision compacted away
@@ -53,7 +54,8 @@ package actor StoreFollower {
     var storeTokens: [String: String] = [:]
     /// Where the serial of each zone served as the store holds it counts from (as last read
     /// whole): the zones whose RRsets' changes are applied as changes. Empty after a read whose
-    /// state was refused: every change is then a read of the whole store again.
+    /// state was refused (and the two below nil): every change is then a read of the whole store
+    /// again, until one is served.
     var serialBases: [DNSName: StoredZone.SerialBase] = [:]
     /// The zones the snapshot holds (as last read whole); nil when not known (the snapshot a
     /// previous run kept): a change of the geo section, nodes or tokens then reads the whole store.
@@ -214,7 +216,7 @@ package actor StoreFollower {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
             source.use(snapshot)
             revision = rev
-            serialBases = [:]
+            (serialBases, snapshotZones, followedShared) = ([:], nil, nil)
             logger.error(
                 "the store's state is not valid: the last good one goes on being served",
                 metadata: ["revision": "\(rev)", "error": "\(error)"])
