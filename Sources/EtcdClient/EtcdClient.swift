@@ -35,8 +35,11 @@ public final class EtcdClient: Sendable {
     /// Every key that starts with `prefix`, in key order, and the store's revision they were read at
     /// (as of `revision`, when given: several reads of one moment). Read in pages of `pageSize`
     /// keys, each at the revision of the first: one answer of a zone's million keys would be
-    /// hundreds of MB of JSON, held at once on both sides.
-    public func range(prefix: [UInt8], revision: Int64? = nil, pageSize: Int = 5_000) async throws(EtcdError) -> (
+    /// hundreds of MB of JSON, held at once on both sides. Pages are large because etcd (3.4)
+    /// walks every key from a page's start to the prefix's end to count them, whatever the
+    /// limit: 1.45 million keys in pages of 10,000 kept etcd busy for minutes, in pages of
+    /// 100,000 (about 25 MB of JSON each) for seconds.
+    public func range(prefix: [UInt8], revision: Int64? = nil, pageSize: Int = 100_000) async throws(EtcdError) -> (
         revision: Int64, kvs: [KeyValue]
     ) {
         var at = revision
@@ -47,7 +50,7 @@ public final class EtcdClient: Sendable {
                 "/v3/kv/range",
                 RangeRequest(
                     key: Self.b64(start), range_end: Self.b64(Self.prefixEnd(prefix)), revision: at.map(String.init),
-                    limit: String(pageSize)))
+                    limit: String(pageSize)), timeout: max(timeout, Self.pageTimeout))
             let page = (r.kvs ?? []).map(KeyValue.init)
             kvs += page
             // Every page at the first one's revision: the pages are one moment.
@@ -57,6 +60,10 @@ public final class EtcdClient: Sendable {
         }
         return (at ?? 0, kvs)
     }
+
+    /// How long a page of `range` may take at least: seconds for etcd to walk a million keys
+    /// and send 25 MB, more while other servers read the same.
+    static let pageTimeout = Duration.seconds(120)
 
     /// The last `count` keys that start with `prefix`, last first (a log kept under keys that
     /// sort by time, newest first).
@@ -133,8 +140,10 @@ public final class EtcdClient: Sendable {
 
     // MARK: Calls
 
-    func call<Request: Encodable, Response: Decodable>(_ path: String, _ body: Request) async throws(EtcdError)
-        -> Response
+    /// POSTs `body` to `path` at each endpoint in turn until one answers, within `timeout` (the
+    /// client's, unless given) each.
+    func call<Request: Encodable, Response: Decodable>(_ path: String, _ body: Request, timeout: Duration? = nil)
+        async throws(EtcdError) -> Response
     {
         let payload: Data
         do { payload = try JSONEncoder().encode(body) } catch { throw .malformed("cannot encode \(path): \(error)") }
@@ -142,7 +151,7 @@ public final class EtcdClient: Sendable {
         for endpoint in endpoints {
             for attempt in 0..<2 {
                 do {
-                    let (status, data) = try await exchange(endpoint + path, payload)
+                    let (status, data) = try await exchange(endpoint + path, payload, timeout: timeout ?? self.timeout)
                     if status == 401 || (status == 400 && Self.isAuthError(data)), attempt == 0, credentials != nil {
                         await token.set(nil)  // expired: authenticate again
                         continue
@@ -167,7 +176,7 @@ public final class EtcdClient: Sendable {
     }
 
     /// One POST with the deadline; the status and the body.
-    func exchange(_ url: String, _ payload: Data) async throws -> (Int, Data) {
+    func exchange(_ url: String, _ payload: Data, timeout: Duration) async throws -> (Int, Data) {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")

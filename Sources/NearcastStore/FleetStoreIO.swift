@@ -48,7 +48,7 @@ public final class FleetStoreConnection: Sendable {
         for (origin, text) in files.zones.sorted(by: { $0.key < $1.key }) {
             revision = try await importZone(origin, text: text)
         }
-        let (_, stored) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
+        let (_, stored) = try await etcd.range(prefix: Array(layout.zones.utf8))
         let storedOrigins = Set(stored.compactMap { StoredZone.origin(ofKey: $0.keyString, layout) })
         var ops: [EtcdOperation] = []
         for origin in storedOrigins where files.zones[origin] == nil {
@@ -189,7 +189,7 @@ public final class FleetStoreConnection: Sendable {
     /// zones, the geo section, the registered nodes and the API's tokens. Not the rest (health
     /// views, audit lines, overrides), which grow with the fleet and are read by those who need them.
     public func served() async throws -> (revision: Int64, files: FleetFiles) {
-        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8), pageSize: 10_000)
+        let (revision, zones) = try await etcd.range(prefix: Array(layout.zones.utf8))
         let (_, nodes) = try await etcd.range(prefix: Array(layout.nodes.utf8), revision: revision)
         let (_, tokens) = try await etcd.range(prefix: Array(layout.tokens.utf8), revision: revision)
         let (_, geo) = try await etcd.get(Array(layout.geo.utf8), revision: revision)
