@@ -177,6 +177,7 @@ R99=$(field "$registrations" '["registered_to_served_everywhere"]["p99_ms"]')
 RMAX=$(field "$registrations" '["registered_to_served_everywhere"]["max_ms"]')
 RREF=$(field "$registrations" '["refused"]')
 RSEC=$(field "$registrations" '["seconds_to_register"]')
+RNEVER=$(field "$registrations" '["not_served_within_120_s"]')
 B50=$(field "$failures" '["recovery_to_last_server"]["p50_ms"]')
 B99=$(field "$failures" '["recovery_to_last_server"]["p99_ms"]')
 BMAX=$(field "$failures" '["recovery_to_last_server"]["max_ms"]')
@@ -194,7 +195,7 @@ the test zone with $ZONE_NAMES generated names more (\`ZONE_NAMES=$ZONE_NAMES\`)
 | record change: API acknowledgement to every server answering it ($CN changes, $CREF refused) | $C50 ms | $C99 ms | $CMAX ms |
 | node failure (its check's target stopped everywhere) to the last server answering without it ($FAILURES failures; check every 0.1 s, fall 1) | $F50 ms | $F99 ms | $FMAX ms |
 | the node back to the last server answering with it (rise 1) | $B50 ms | $B99 ms | $BMAX ms |
-| node registration (the agent's API) to every server answering its name ($REGISTRATIONS in $RSEC s, $RREF refused) | $R50 ms | $R99 ms | $RMAX ms |
+| node registration (the agent's API) to every server answering its name ($REGISTRATIONS in $RSEC s, $RREF refused, $RNEVER not served everywhere within 120 s) | $R50 ms | $R99 ms | $RMAX ms |
 
 etcd requests (gRPC calls etcd started, its JSON gateway's included): $REST_RATE per second per
 server at rest over $REST s; $PER_CHANGE per record change for the whole fleet of $N; etcd sent
