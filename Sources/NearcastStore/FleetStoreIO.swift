@@ -25,8 +25,12 @@ public final class FleetStoreConnection: Sendable {
             }
             tls = t
         }
-        http = HTTPClient(
-            eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+        // A connection etcd refuses fails at once: the follower and the API say so and retry
+        // with their own backoff. (AsyncHTTPClient's default tries again until the request's
+        // deadline, which for a page of a large range is minutes.)
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         etcd = EtcdClient(
             endpoints: settings.endpoints, http: http, username: settings.username, password: try settings.password())
         layout = StoreLayout(prefix: settings.prefix)
