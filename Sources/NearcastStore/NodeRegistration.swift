@@ -23,7 +23,7 @@ public struct NodeRegistration: Sendable, Equatable {
         func fail(_ n: Node?, _ m: String) {
             d.append(Diagnostic(file: fileName, line: n?.mark?.line ?? 0, message: m))
         }
-        guard let root = try? Yams.compose(yaml: text), var m = root.mapping else {
+        guard let root = try? Yams.compose(yaml: text, .basic), var m = root.mapping else {
             throw DiagnosticsError([
                 Diagnostic(
                     file: fileName, line: 0,
@@ -39,7 +39,7 @@ public struct NodeRegistration: Sendable, Equatable {
         if poolsNode == nil || pools.isEmpty || pools.count != poolsNode?.sequence?.count {
             fail(poolsNode ?? root, "a registration needs pools: a list of the pool ids the node joins")
         }
-        let shared = geo.flatMap { try? Yams.compose(yaml: $0) }?.mapping
+        let shared = geo.flatMap { try? Yams.compose(yaml: $0, .basic) }?.mapping
         let declaredPools = Set(Self.ids(shared?["pools"]))
         for p in pools where !declaredPools.contains(p) {
             fail(
@@ -57,7 +57,7 @@ public struct NodeRegistration: Sendable, Equatable {
     /// The registration as the store keeps it, read back (not checked against a geo section: the
     /// merge skips what no longer fits).
     public init?(stored json: String) {
-        guard let m = (try? Yams.compose(yaml: json))?.mapping, let id = m["id"]?.string else { return nil }
+        guard let m = (try? Yams.compose(yaml: json, .basic))?.mapping, let id = m["id"]?.string else { return nil }
         self.id = id
         pools = (m["pools"]?.sequence.map(Array.init) ?? []).compactMap(\.string)
         self.json = json
@@ -71,23 +71,29 @@ public struct NodeRegistration: Sendable, Equatable {
 
     /// `geo` (YAML) with `registered` nodes added as it would declare them: each appended to its
     /// nodes and to the members of those of its pools that exist. A registration whose id the
-    /// section declares itself is left out (the section wins).
+    /// section declares itself is left out (the section wins). Linear in the nodes: a fleet
+    /// merges its thousands of registrations at each one that comes (each pool's members are
+    /// appended once, and no scalar is typed by the default resolver's regular expressions).
     public static func merge(_ registered: [NodeRegistration], into geo: String) -> String {
-        guard !registered.isEmpty, let root = try? Yams.compose(yaml: geo), var m = root.mapping else { return geo }
+        guard !registered.isEmpty, let root = try? Yams.compose(yaml: geo, .basic), var m = root.mapping else {
+            return geo
+        }
         let declared = Set(ids(m["nodes"]))
         var nodes = m["nodes"]?.sequence ?? Node.Sequence()
-        var pools = m["pools"]?.sequence ?? Node.Sequence()
+        var joining: [String: [Node]] = [:]
         for r in registered.sorted(by: { $0.id < $1.id }) where !declared.contains(r.id) {
-            guard var entry = (try? Yams.compose(yaml: r.json))?.mapping else { continue }
+            guard var entry = (try? Yams.compose(yaml: r.json, .basic))?.mapping else { continue }
             entry["pools"] = nil
             nodes.append(.mapping(entry))
-            for i in pools.indices {
-                guard var pool = pools[i].mapping, let id = pool["id"]?.string, r.pools.contains(id) else { continue }
-                var members = pool["members"]?.sequence ?? Node.Sequence()
-                members.append(Node(r.id))
-                pool["members"] = .sequence(members)
-                pools[i] = .mapping(pool)
-            }
+            for pool in Set(r.pools) { joining[pool, default: []].append(Node(r.id, Tag(.str, .basic))) }
+        }
+        var pools = m["pools"]?.sequence ?? Node.Sequence()
+        for i in pools.indices {
+            guard var pool = pools[i].mapping, let id = pool["id"]?.string, let more = joining[id] else { continue }
+            var members = pool["members"]?.sequence ?? Node.Sequence()
+            members.append(contentsOf: more)
+            pool["members"] = .sequence(members)
+            pools[i] = .mapping(pool)
         }
         m["nodes"] = .sequence(nodes)
         if !pools.isEmpty { m["pools"] = .sequence(pools) }
