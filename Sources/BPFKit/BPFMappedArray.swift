@@ -79,4 +79,13 @@ public final class BPFMappedArray: @unchecked Sendable {
         precondition(offset >= 0 && length >= 0 && offset + length <= count, "\(map.name): write past the map")
         (base + offset).initializeMemory(as: UInt8.self, repeating: 0, count: length)
     }
+
+    /// Copies `length` bytes from `offset` to `to`, within the mapping (no copy in between). No
+    /// BPF program may be reading the range written.
+    public func copy(from offset: Int, to: Int, length: Int) {
+        precondition(
+            offset >= 0 && to >= 0 && length >= 0 && offset + length <= count && to + length <= count,
+            "\(map.name): copy past the map")
+        (base + to).copyMemory(from: base + offset, byteCount: length)
+    }
 }

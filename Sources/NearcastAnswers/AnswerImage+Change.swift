@@ -16,6 +16,28 @@ extension AnswerImage {
             self.after = after
             self.owners = owners
         }
+
+        /// `changes` (of zones among `zones`, the zones served after them) with `names` added:
+        /// each to the change of the zone it lies in (the deepest of `zones`), or to a change of a
+        /// zone that has none, before and after the same. For what a new geo compile changes
+        /// (`GeoTable.namesChanged`): names in no zone are in no image.
+        public static func adding(_ names: Set<DNSName>, to changes: [Change], zones: [Zone]) -> [Change] {
+            guard !names.isEmpty else { return changes }
+            var out = changes
+            var at: [DNSName: Int] = [:]
+            for (i, c) in changes.enumerated() { at[c.after.origin] = i }
+            let authority = Authority(zones: zones)
+            for name in names {
+                guard let zone = authority.zone(for: name) else { continue }
+                if let i = at[zone.origin] {
+                    out[i].owners.insert(name)
+                } else {
+                    at[zone.origin] = out.count
+                    out.append(Change(before: zone, after: zone, owners: [name]))
+                }
+            }
+            return out
+        }
     }
 
     /// The names of `after` whose records a change of the RRsets of `owners` (in `before`, now

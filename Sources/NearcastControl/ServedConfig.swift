@@ -240,9 +240,13 @@ package actor ServedConfig {
             }
         }
         try beforeSwitch(next, digest)
-        // A new geo compile changes answers everywhere: a whole image then.
+        // A new geo compile changes the records of the names it changes (a node's target, a geo
+        // name's ranking) beside the geo maps it brings: those names are a change of their zones.
         var changes = reloaded.changes
-        if case .to = geo { changes = nil }
+        if case .to(let compiled) = geo, let c = changes {
+            let names = GeoTable.namesChanged(from: live.current?.table, to: compiled?.table)
+            changes = AnswerImage.Change.adding(names, to: c, zones: reloaded.zones)
+        }
         var report = try await switchTo(next, reloaded.zones, geo: geo, started: started, zoneChanges: changes)
         report.rrsetsChanged = reloaded.rrsetsChanged
         reloads += 1

@@ -35,10 +35,18 @@ extension FastPath {
         func leftOut(_ records: [Int]) -> Set<Int> { leftOut.union(records.map { index[$0] }) }
     }
 
+    /// The geo names of type A and AAAA, A first: a name's record is the same bytes from compile to
+    /// compile (the table's own order is its dictionary's, which differs between compiles), so
+    /// that a record a new compile leaves alone is not written again.
+    static func addressNames(_ geo: GeoTable) -> [GeoTable.Name] {
+        geo.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa }
+            .sorted { $0.config.type.rawValue < $1.config.type.rawValue }
+    }
+
     /// The geo names' answers (A and AAAA; a discovery name's SRV is the slow path's) by the
     /// index of their names in `names` (a name the image lacks is added, with no flags).
     static func geoAnswers(_ geo: GeoTable, names: inout [AnswerImage.Name]) -> [Int: [NamesTable.Answer]] {
-        let geoNames = geo.allNames.filter { $0.config.type == .a || $0.config.type == .aaaa }
+        let geoNames = Self.addressNames(geo)
         let wanted = Set(geoNames.map { $0.config.name.lowercased().wire })
         var at: [[UInt8]: Int] = [:]
         for (i, n) in names.enumerated() where wanted.contains(n.name) { at[n.name] = i }
@@ -62,7 +70,7 @@ extension FastPath {
         var at: [[UInt8]: Int] = [:]
         for (i, n) in names.enumerated() where !n.geoTypes.isEmpty { at[n.name] = i }
         var out: [Int: [NamesTable.Answer]] = [:]
-        for g in geo.allNames where g.config.type == .a || g.config.type == .aaaa {
+        for g in Self.addressNames(geo) {
             guard let i = at[g.config.name.lowercased().wire] else { continue }
             out[i, default: []].append(encodeGeo(g, rankings: geo.rankings.count))
         }

@@ -680,6 +680,29 @@ public final class FastPath: Sendable {
     public func switchTo(_ p: Prepared) throws(BPFError) -> TableWrite {
         defer { writing.store(false, ordering: .releasing) }
         precondition(writing.load(ordering: .acquiring), "FastPath.switchTo without prepare")
+        try switchGenerations(to: p.generation, previous: p.previous, maps: p.maps, liveMaps: p.liveMaps, geo: p.geo) {
+            s in
+            s.live = p.plan.live
+            s.negativeIndex = p.negativeIndex
+            s.negativeZones = p.negativeZones
+            s.space = p.space
+            s.nxdomainCleared = p.nxdomainCleared
+        }
+        return TableWrite(
+            entries: p.plan.names, written: p.plan.writes.count + p.plan.writtenInPlace, full: p.plan.full,
+            collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut,
+            noRoom: p.plan.noRoomLeftOut)
+    }
+
+    /// The switch itself, for a generation written whole (`switchTo`) or from the live one
+    /// (`apply` with a new geo compile): `generation`'s nodes and pools written as the health
+    /// board says, one write of the settings, `records` (the new generation's records, under the
+    /// state lock), then a grace period, after which `previous`'s geo slots take `maps` too and
+    /// `liveMaps`, when no generation uses them any more, are kept for `drainRetired`.
+    func switchGenerations(
+        to generation: UInt32, previous: UInt32, maps: GeoMaps?, liveMaps: GeoMaps?, geo: GeoTable?,
+        records: (inout State) -> Void
+    ) throws(BPFError) {
         // What each generation counted so far, by the geo maps it answered with: the new one's
         // (from when it was last live) before it answers with others. A counter that cannot be
         // read is no reason to keep the old generation.
@@ -689,35 +712,27 @@ public final class FastPath: Sendable {
         }
         try? tally.attribute(meaning)
         try state.withLock { (s: inout State) throws(BPFError) in
-            let (nodeValues, poolCaps) = try writeGeoHealth(p.generation, p.maps, p.geo)
+            let (nodeValues, poolCaps) = try writeGeoHealth(generation, maps, geo)
             var next = s.settings
             next.abi_version = Self.abiVersion
             next.slot_mask = UInt32(table.slotCount - 1)
             next.names_capacity = UInt32(table.capacity)
-            next.generation = p.generation
+            next.generation = generation
             try config.update(key: Self.bytes(of: UInt32(0)), value: Self.bytes(of: next))
             s.settings = next
-            s.live = p.plan.live
-            s.negativeIndex = p.negativeIndex
-            s.negativeZones = p.negativeZones
-            s.geoCounted[Int(p.generation & 1)] = p.maps
-            s.space = p.space
-            s.nxdomainCleared = p.nxdomainCleared
-            s.geo = p.maps
+            records(&s)
+            s.geoCounted[Int(generation & 1)] = maps
+            s.geo = maps
             s.nodes = nodeValues
             s.pools = poolCaps
-            s.health = p.geo?.healthView
+            s.health = geo?.healthView
         }
         // The old generation's indexes are reused by the next write: no run may still read them.
         try BPFGracePeriod.wait()
         // Its geo slots now take the live maps too; maps of a compile no generation uses any more
         // are kept for `drainRetired` rather than handed to the kernel whole.
-        try setGeoSlots(p.previous, p.maps)
-        if let old = p.liveMaps, old !== p.maps { retired.withLock { $0.append(old) } }
-        return TableWrite(
-            entries: p.plan.names, written: p.plan.writes.count + p.plan.writtenInPlace, full: p.plan.full,
-            collisions: p.plan.collisions, tooBig: p.plan.tooBig, negativesLeftOut: p.plan.negativesLeftOut,
-            noRoom: p.plan.noRoomLeftOut)
+        try setGeoSlots(previous, maps)
+        if let old = liveMaps, old !== maps { retired.withLock { $0.append(old) } }
     }
 
     /// Every map the control plane fills: its name, the entries written, and its kernel memory.

@@ -67,7 +67,8 @@ public final class GenerationWriter: Sendable {
     /// change through the API, or what a reload found changed): the records the changes reach
     /// (`AnswerImage.reached`, from the zones' indexes), written into the live generation
     /// (`FastPath.apply`) on the writer's thread: a few names, a few milliseconds, no new
-    /// generation. Changes that reach what only a whole image says (a delegation or DNAME made or
+    /// generation; with `geo` of a new compile, into the other generation made from the live one,
+    /// switched to with the compile's maps. Changes that reach what only a whole image says (a delegation or DNAME made or
     /// gone), or that do not fit the live generation, are written as a whole generation (`write`);
     /// so are changes of more than an eighth of the names (a zone renumbered, say), which then
     /// switch all at once rather than name by name, in about the time their records would take.
@@ -92,7 +93,10 @@ public final class GenerationWriter: Sendable {
             guard let a = try fastPath.apply(names, removed: removed, geo: geo) else { return nil }
             return FastPath.TableWrite(entries: fastPath.liveNames, written: a.written + a.removed)
         }
-        if let applied { return applied }
+        if let applied {
+            startDrain()  // the geo maps of a compile it replaced
+            return applied
+        }
         return try await write(responder: responder, geo: geo)
     }
 

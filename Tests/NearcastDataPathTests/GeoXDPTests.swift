@@ -566,6 +566,111 @@ import XDPFuzz
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
     }
 
+    /// What the daemon does with a new compile whose zones are unchanged (ServedConfig.apply): the
+    /// names it changes (`GeoTable.namesChanged`) as changes of their zones, their records written
+    /// by `apply` beside the new compile's maps. Nil when `apply` did not take them.
+    static func applyCompile(_ fp: FastPath, from old: GeoTable, to new: GeoTable) throws -> FastPath.Applied? {
+        let r = responder(new)
+        var names: [AnswerImage.Name] = []
+        var removed: [[UInt8]] = []
+        for c in AnswerImage.Change.adding(GeoTable.namesChanged(from: old, to: new), to: [], zones: [zone]) {
+            let reached = try #require(AnswerImage.reached(by: c))
+            let records = AnswerImage.records(
+                of: reached, in: c.after, responder: r, maxSections: FastPath.sectionsCapacity)
+            names += records.names
+            removed += records.removed
+        }
+        return try fp.apply(names, removed: removed, geo: new)
+    }
+
+    /// Issue 31 (nodes registering in a zone of a million names): a new compile that changes a few
+    /// names (a node added with its discovery target, one gone, one moved to another address) is
+    /// switched in with its maps and those names' records alone, in the other generation made from
+    /// the live one: no image of the zone. XDP then answers geo names, discovery names and targets
+    /// (the new one, the moved one, the one gone) as the new table's slow path, byte for byte, and
+    /// a whole generation of the same image written afterwards finds every record in place.
+    @Test func aNewCompileIsSwitchedInWithTheRecordsOfTheNamesItChanges() throws {
+        let discovery = """
+
+                - { name: _join._udp.example.test, type: SRV, pool: web, answers: 3, port: 7946, targets: nodes.example.test }
+                - { name: _join._udp.example.test, type: A, pool: web, answers: 3 }
+            """
+        func table(_ text: String) throws -> GeoTable {
+            let config = try NearcastConfig.parse(yaml: text + discovery, fileName: "c.yaml", baseDirectory: "")
+            return try GeoTable.build(config.geo, database: MaxMindDatabase(path: Self.databasePath))
+        }
+        let old = try table(Self.configText.replacingOccurrences(of: "DB", with: Self.databasePath))
+        let new = try table(
+            Self.londonInsteadOfNewYork.replacingOccurrences(of: "ipv4: 192.0.2.20,", with: "ipv4: 192.0.2.21,"))
+        let changed = GeoTable.namesChanged(from: old, to: new).map(\.description).sorted()
+        #expect(
+            changed == ["lon1.nodes.example.test.", "nyc1.nodes.example.test.", "par1.nodes.example.test."],
+            "the targets added, gone and moved; the geo names keep their rankings")
+
+        let fp = try Self.fastPath(old)
+        let generation = fp.state.withLock { $0.settings.generation }
+        let maps = try Self.slotIDs(fp.geo4)
+        let applied = try #require(try Self.applyCompile(fp, from: old, to: new))
+        #expect(fp.state.withLock { $0.settings.generation } != generation, "switched with the new maps")
+        let after = try Self.slotIDs(fp.geo4)
+        #expect(after[0] != nil && after[0] == after[1] && after[0] != maps[0], "the new maps in both slots")
+        #expect(applied.written <= 4 && applied.removed == 1, "\(applied)")
+
+        let r = Self.responder(new)
+        for c in Self.clients4 + Self.clients6 {
+            for (name, types) in [
+                ("geo.example.test.", [RRType.a, .aaaa]), ("_join._udp.example.test.", [.a]),
+                ("lon1.nodes.example.test.", [.a, .aaaa]), ("par1.nodes.example.test.", [.a, .aaaa]),
+                ("fra1.nodes.example.test.", [.a, .aaaa]),
+            ] {
+                for type in types {
+                    #expect(try run(fp, r, query(name, type, ecs: nil), client: c) == XDPProgramTests.XDP_TX, "\(name)")
+                }
+            }
+            #expect(
+                try run(fp, r, query("nyc1.nodes.example.test.", .a, ecs: nil), client: c) == XDPProgramTests.XDP_TX)
+        }
+        let gone = Packet(payload: query("nyc1.nodes.example.test.", .a, ecs: nil))
+        let reply = try #require(gone.parseReply(try fp.program.testRun(gone.bytes).data))
+        #expect(try DNSMessage(wire: reply.payload).rcode == .nxDomain)
+        let whole = try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: new)
+        #expect(whole.written == 0, "every record in place: \(whole)")
+    }
+
+    /// A geo section added to a zone served without one, and taken away again, the same way.
+    @Test func geoNamesAddedAndRemovedAreSwitchedInWithTheirRecordsAlone() throws {
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
+        let plain = Responder(authority: Authority(zones: [Self.zone]))
+        try fp.write(AnswerImage.build(responder: plain, maxSections: FastPath.sectionsCapacity))
+        func apply(_ old: GeoTable?, _ new: GeoTable?) throws -> FastPath.Applied? {
+            var names: [AnswerImage.Name] = []
+            var removed: [[UInt8]] = []
+            let r = new.map(Self.responder) ?? plain
+            for c in AnswerImage.Change.adding(GeoTable.namesChanged(from: old, to: new), to: [], zones: [Self.zone]) {
+                let records = AnswerImage.records(
+                    of: try #require(AnswerImage.reached(by: c)), in: c.after, responder: r,
+                    maxSections: FastPath.sectionsCapacity)
+                names += records.names
+                removed += records.removed
+            }
+            return try fp.apply(names, removed: removed, geo: new)
+        }
+        _ = try #require(try apply(nil, Self.table))
+        try expectEveryClientAnswered(fp, Self.responder(Self.table))
+        #expect(try Self.slotIDs(fp.geo4).allSatisfy { $0 != nil })
+
+        let gone = try #require(try apply(Self.table, nil))
+        #expect(gone.removed == 2, "geo and strict: \(gone)")
+        #expect(try Self.slotIDs(fp.geo4) == [nil, nil])
+        for c in Self.clients4 {
+            let verdict = try run(fp, plain, query("geo.example.test.", .a, ecs: nil), client: c)
+            #expect(verdict == XDPProgramTests.XDP_TX, "NXDOMAIN from XDP, as the slow path")
+        }
+        #expect(try fp.write(AnswerImage.build(responder: plain, maxSections: FastPath.sectionsCapacity)).written == 0)
+    }
+
     /// What XDP's answers went to, as an operator reads it in /metrics: each answer by its question's
     /// type and its zone (NXDOMAIN and NODATA too), each geo answer by the node it puts first, the
     /// same node the slow path counts for that client. A new compile numbers the nodes anew (one

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 25
+#define NC_ABI_VERSION 26
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -199,7 +199,7 @@ enum nc_answer_kind {
  */
 #define NC_SPILL 3
 #define NC_GEO_ANSWERS_MAX 8  /* addresses in one geo answer */
-#define NC_NODES_MAX 4096 /* entries of a generation's nodes map */
+#define NC_NODES_MAX 16384 /* entries of a generation's nodes map: a fleet of thousands of registered nodes */
 #define NC_POOLS_MAX 1024 /* pools whose TTL follows health (nc_pools), per generation; a power of two */
 #define NC_GEO6_CAPACITY (2 << 20) /* LPM entries (not preallocated) */
 /*
