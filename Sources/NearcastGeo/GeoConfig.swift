@@ -510,7 +510,10 @@ extension GeoConfig {
         _ fail: (Node?, String) -> Void
     ) -> Double? {
         guard let n = m[key] else { return nil }
-        guard let v = n.float ?? n.int.map(Double.init), range.contains(v) else {
+        // A plain decimal read directly: Yams' own reading (sexagesimal and all) was a tenth of
+        // a fleet's reload of 5,000 registered nodes' coordinates.
+        let plain = n.scalar.flatMap { $0.style == .plain || $0.style == .any ? Double($0.string) : nil }
+        guard let v = plain ?? n.float ?? n.int.map(Double.init), range.contains(v) else {
             fail(n, "\(owner): \(key) must be a number from \(range.lowerBound) to \(range.upperBound)")
             ok = false
             return nil

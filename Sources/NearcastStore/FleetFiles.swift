@@ -40,11 +40,6 @@ public struct FleetFiles: Equatable, Sendable {
         return out
     }
 
-    /// The geo section as a server serves it: with the registered nodes in it.
-    public var servedGeo: String? {
-        geo.map { NodeRegistration.merge(Array(registered.values), into: $0) }
-    }
-
     /// The zones and geo section of the config at `path`, each zone checked as the daemon loads
     /// it and written in one piece ($INCLUDEs resolved).
     public static func read(config path: String) throws(DiagnosticsError) -> FleetFiles {
@@ -133,8 +128,8 @@ public struct FleetFiles: Equatable, Sendable {
     }
 
     /// Writes the files into `directory`: `zones/ORIGINzone` for each zone and a `nearcast.yaml`
-    /// that names them (relative to it) and holds the geo section (`served`: with the registered
-    /// nodes in it, as a server serves it, and the tokens beside). Each file is written whole
+    /// that names them (relative to it) and holds the geo section (`served`: the registered nodes
+    /// and the tokens beside, as a server serves them). Each file is written whole
     /// (temporary file, then a rename).
     public func write(to directory: String, served: Bool = false) throws {
         try FileManager.default.createDirectory(atPath: directory + "/zones", withIntermediateDirectories: true)
@@ -145,7 +140,8 @@ public struct FleetFiles: Equatable, Sendable {
     }
 
     /// Writes into `directory` the `nearcast.yaml` that names the files of `zones` (written
-    /// already, or kept) and holds the geo section, and (`served`) the tokens: what changes when
+    /// already, or kept) and holds the geo section, and (`served`) the registered nodes and the
+    /// tokens: what changes when
     /// the geo section, the registered nodes or the tokens change and no zone does.
     public func writeShared(to directory: String, zones origins: [DNSName], served: Bool) throws {
         var config = """
@@ -158,7 +154,7 @@ public struct FleetFiles: Equatable, Sendable {
             config += "  - { origin: \(origin.lowercased()), file: \(Self.zoneFile(origin)) }\n"
         }
         if origins.isEmpty { config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n") }
-        if let geo = served ? servedGeo : geo {
+        if let geo {
             let body = geo.trimmingCharacters(in: .newlines)
             config += "geo:\n" + body.split(separator: "\n").map { "  " + $0 + "\n" }.joined()
         }
@@ -166,11 +162,19 @@ public struct FleetFiles: Equatable, Sendable {
         if served {
             let lines = tokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
             try lines.write(toFile: directory + "/" + Self.tokensFile, atomically: true, encoding: .utf8)
+            let nodes = registered.values.sorted { $0.id < $1.id }.map(\.json)
+            try JSONEncoder().encode(nodes).write(
+                to: URL(fileURLWithPath: directory + "/" + Self.registeredFile), options: .atomic)
         }
     }
 
     /// Where `write` puts zone `origin`, under its directory.
     public static func zoneFile(_ origin: DNSName) -> String { "zones/\(origin.lowercased())zone" }
+
+    /// Where a server's snapshot keeps the registered nodes: a JSON array of their
+    /// registrations, as the store keeps them (added to the geo section when the snapshot's
+    /// config is read: `StoreSnapshot.config(over:)`).
+    public static let registeredFile = "registered.json"
 
     /// Where a server's snapshot keeps the store's tokens: `SHA256 ROLE[:NODE] SOURCE` lines.
     public static let tokensFile = "tokens.sha256"

@@ -12,6 +12,9 @@ public struct NodeRegistration: Sendable, Equatable {
     public var pools: [String]
     /// The registration as the store keeps it (the JSON it came as).
     public var json: String
+    /// The node as the geo section would declare it (nil: it does not read as one, and is not
+    /// served), parsed once, when the registration is read.
+    public var node: NodeConfig?
 
     /// Reads `text` (JSON) and checks it as the geo section checks a node, and against `geo` (the
     /// section it would join, YAML): its pools exist there, and its id is not a node declared
@@ -50,54 +53,39 @@ public struct NodeRegistration: Sendable, Equatable {
         if let node, Self.ids(shared?["nodes"]).contains(node.id) {
             fail(root, "node \(node.id) is declared in the fleet's geo section: change it there, not by registration")
         }
-        guard let node, d.isEmpty else { throw DiagnosticsError(d) }
-        return NodeRegistration(id: node.id, pools: pools, json: text)
+        guard var node, d.isEmpty else { throw DiagnosticsError(d) }
+        node.declaredAt = Self.declaredAt(node.id)
+        return NodeRegistration(id: node.id, pools: pools, json: text, node: node)
     }
 
     /// The registration as the store keeps it, read back (not checked against a geo section: the
     /// merge skips what no longer fits).
     public init?(stored json: String) {
-        guard let m = (try? Yams.compose(yaml: json, .basic))?.mapping, let id = m["id"]?.string else { return nil }
+        guard var m = (try? Yams.compose(yaml: json, .basic))?.mapping, let id = m["id"]?.string else { return nil }
         self.id = id
         pools = (m["pools"]?.sequence.map(Array.init) ?? []).compactMap(\.string)
         self.json = json
+        m["pools"] = nil
+        var ok = true
+        node = GeoConfig.parseNode(.mapping(m), "", "") { _, _ in ok = false }
+        node?.declaredAt = Self.declaredAt(id)
+        if !ok { node = nil }
     }
 
-    public init(id: String, pools: [String], json: String) {
+    public init(id: String, pools: [String], json: String, node: NodeConfig? = nil) {
         self.id = id
         self.pools = pools
         self.json = json
+        self.node = node
     }
 
-    /// `geo` (YAML) with `registered` nodes added as it would declare them: each appended to its
-    /// nodes and to the members of those of its pools that exist. A registration whose id the
-    /// section declares itself is left out (the section wins). Linear in the nodes: a fleet
-    /// merges its thousands of registrations at each one that comes (each pool's members are
-    /// appended once, and no scalar is typed by the default resolver's regular expressions).
-    public static func merge(_ registered: [NodeRegistration], into geo: String) -> String {
-        guard !registered.isEmpty, let root = try? Yams.compose(yaml: geo, .basic), var m = root.mapping else {
-            return geo
-        }
-        let declared = Set(ids(m["nodes"]))
-        var nodes = m["nodes"]?.sequence ?? Node.Sequence()
-        var joining: [String: [Node]] = [:]
-        for r in registered.sorted(by: { $0.id < $1.id }) where !declared.contains(r.id) {
-            guard var entry = (try? Yams.compose(yaml: r.json, .basic))?.mapping else { continue }
-            entry["pools"] = nil
-            nodes.append(.mapping(entry))
-            for pool in Set(r.pools) { joining[pool, default: []].append(Node(r.id, Tag(.str, .basic))) }
-        }
-        var pools = m["pools"]?.sequence ?? Node.Sequence()
-        for i in pools.indices {
-            guard var pool = pools[i].mapping, let id = pool["id"]?.string, let more = joining[id] else { continue }
-            var members = pool["members"]?.sequence ?? Node.Sequence()
-            members.append(contentsOf: more)
-            pool["members"] = .sequence(members)
-            pools[i] = .mapping(pool)
-        }
-        m["nodes"] = .sequence(nodes)
-        if !pools.isEmpty { m["pools"] = .sequence(pools) }
-        return (try? Yams.serialize(node: .mapping(m))) ?? geo
+    /// Where a registered node is declared, for messages (`NodeConfig.declaredAt`).
+    static func declaredAt(_ id: String) -> String { "registration of \(id)" }
+
+    /// The registrations that read as nodes, as the geo section takes them
+    /// (`GeoConfig.registering`).
+    public static func nodes(_ registered: some Sequence<NodeRegistration>) -> [(node: NodeConfig, pools: [String])] {
+        registered.compactMap { r in r.node.map { ($0, r.pools) } }
     }
 
     /// The ids of a list of mappings (nodes or pools).

@@ -2,6 +2,8 @@ import DNSWire
 import Foundation
 import NearcastBasics
 import NearcastConfiguration
+import NearcastGeo
+import Synchronization
 
 /// The last good contents of a fleet's store, kept in the server's state directory (as
 /// `nearcast store export` writes them, plus the revision), so that a server that restarts while
@@ -54,6 +56,7 @@ public struct StoreSnapshot: Sendable {
     public struct Shared: Sendable {
         var config: Data?
         var tokens: Data?
+        var registered: Data?
     }
 
     /// Replaces the snapshot's geo section, registered nodes and tokens with `files`' (whose
@@ -62,7 +65,8 @@ public struct StoreSnapshot: Sendable {
         let fm = FileManager.default
         let kept = Shared(
             config: fm.contents(atPath: configPath),
-            tokens: fm.contents(atPath: directory + "/" + FleetFiles.tokensFile))
+            tokens: fm.contents(atPath: directory + "/" + FleetFiles.tokensFile),
+            registered: fm.contents(atPath: registeredPath))
         try files.writeShared(to: directory, zones: zones, served: true)
         return kept
     }
@@ -73,6 +77,7 @@ public struct StoreSnapshot: Sendable {
         if let t = kept.tokens {
             try t.write(to: URL(fileURLWithPath: directory + "/" + FleetFiles.tokensFile), options: .atomic)
         }
+        if let r = kept.registered { try r.write(to: URL(fileURLWithPath: registeredPath), options: .atomic) }
     }
 
     /// `local` (this server's own settings) serving the snapshot's zones and geo section. Paths
@@ -92,7 +97,27 @@ public struct StoreSnapshot: Sendable {
         }
         var merged = local
         merged.zones = shared.zones
-        merged.geo = shared.geo
+        merged.geo = shared.geo.registering(NodeRegistration.nodes(registered()))
         return merged
     }
+
+    /// The snapshot's registered nodes file.
+    var registeredPath: String { directory + "/" + FleetFiles.registeredFile }
+
+    /// The registrations the snapshot keeps (none when it has no such file: one written before
+    /// they were kept apart had them in its geo section). Each is parsed once while it stays
+    /// registered (`parsed`): a fleet reads them all at every registration.
+    func registered() -> [NodeRegistration] {
+        guard let data = FileManager.default.contents(atPath: registeredPath),
+            let jsons = try? JSONDecoder().decode([String].self, from: data)
+        else { return [] }
+        let known = Self.parsed.withLock { $0 }
+        var now: [String: NodeRegistration] = [:]
+        for json in jsons { now[json] = known[json] ?? NodeRegistration(stored: json) }
+        Self.parsed.withLock { $0 = now }
+        return jsons.compactMap { now[$0] }
+    }
+
+    /// The registrations read last, by their JSON.
+    private static let parsed = Mutex<[String: NodeRegistration]>([:])
 }

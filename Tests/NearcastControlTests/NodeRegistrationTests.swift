@@ -8,6 +8,7 @@ import NearcastGeo
 import NearcastHealth
 import NearcastServer
 import NearcastStore
+import NearcastTestSupport
 import Testing
 import Yams
 
@@ -61,20 +62,31 @@ import Yams
             .contains("unknown key 'colour' in geo nodes"))
     }
 
+    /// As a server serves them: kept beside the geo section in its snapshot of the store, added
+    /// to the section when the snapshot's config is read, and again after a registration leaves.
     @Test func registeredNodesAreServedAsMembersOfTheirPools() throws {
         let edge = NodeRegistration(
             stored: #"{"id": "edge7", "ipv4": "192.0.2.70", "latitude": 50, "longitude": 8, "pools": ["web", "gone"]}"#)!
         let shadow = NodeRegistration(
             stored: #"{"id": "fra1", "ipv4": "192.0.2.99", "latitude": 0, "longitude": 0, "pools": ["api"]}"#)!
-        let merged = NodeRegistration.merge([edge, shadow], into: Self.geo)
-        let config = try NearcastConfig.parse(
-            yaml: "geo:\n" + merged.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"),
-            fileName: "m.yaml",
-            baseDirectory: "/")
+        let broken = NodeRegistration(stored: #"{"id": "bad1", "latitude": 0, "longitude": 0, "pools": ["api"]}"#)!
+        #expect(edge.node?.ipv4 == [192, 0, 2, 70] && broken.node == nil, "no address: not a node")
+        let dir = try TemporaryDirectory()
+        let snapshot = StoreSnapshot(directory: dir.file("store"))
+        var files = FleetFiles(geo: Self.geo)
+        for r in [edge, shadow, broken] { files.registered[r.id] = r }
+        try snapshot.write(files, revision: 7)
+        var config = try snapshot.config(over: NearcastConfig())
         #expect(config.geo.nodes.map(\.id) == ["fra1", "edge7"])
         #expect(config.geo.nodes[0].ipv4 == [192, 0, 2, 10], "a declared node is never replaced by a registration")
         #expect(config.geo.pools.map(\.members) == [["fra1", "edge7"], ["fra1"]], "joins the pools that exist")
-        #expect(NodeRegistration.merge([], into: Self.geo) == Self.geo)
+        #expect(config.geo.nodes[1].declaredAt == "registration of edge7")
+        #expect(try String(contentsOfFile: snapshot.configPath, encoding: .utf8).contains("edge7") == false)
+
+        files.registered["edge7"] = nil
+        _ = try snapshot.replaceShared(files, zones: [])
+        config = try snapshot.config(over: NearcastConfig())
+        #expect(config.geo.nodes.map(\.id) == ["fra1"] && config.geo.pools.map(\.members) == [["fra1"], ["fra1"]])
     }
 
     /// A stand-in store: the geo section and registrations, with revisions; `raceOnce` makes the
