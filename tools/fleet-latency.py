@@ -12,7 +12,7 @@
       answer for geo.example.test A leaves fra1 out; then the targets start again and the time until
       every server answers with it again.
   fleet-latency.py registrations SERVERS TOKEN COUNT SECONDS
-      COUNT nodes registering over SECONDS through the servers in turn (8 senders at once); for
+      COUNT nodes registering over SECONDS through the servers in turn (64 senders at once); for
       each, the time from its acknowledgement to every server answering ID.nodes.example.test A.
 """
 import json
@@ -143,10 +143,12 @@ def failures(servers, count, prefix, port):
     return {"failure_to_last_server": percentiles(fail), "recovery_to_last_server": percentiles(back)}
 
 
-def registrations(servers, token, count, seconds, senders=8):
+def registrations(servers, token, count, seconds, senders=64):
     """COUNT nodes register through the servers in turn (POST /v1/nodes, the agent's API) over
-    SECONDS, from SENDERS threads at once; each is timed from its acknowledgement to every server
-    answering its discovery name (ID.nodes.example.test. A)."""
+    SECONDS, from SENDERS threads at once (agents are independent: each waits for its own answer,
+    which comes once the server it asked serves it, so few senders would pace the load by the
+    servers' latency rather than offer COUNT / SECONDS a second); each is timed from its
+    acknowledgement to every server answering its discovery name (ID.nodes.example.test. A)."""
     import threading
     took, refused, never, lock = [], [0], [0], threading.Lock()
     pending = {}  # name -> acknowledgement time
