@@ -76,7 +76,7 @@ package struct NodeRegistry: Sendable {
             )
         }
         await served(revision, "node registered", r.id, who)
-        return await monitor.statuses().first { $0.id == r.id }
+        return await monitor.status(of: r.id)
     }
 
     /// Ends node `id`'s registration, by `who`: it is no longer answered or checked.

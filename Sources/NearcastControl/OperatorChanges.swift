@@ -83,7 +83,7 @@ package actor OperatorChanges {
     package func setOverride(_ node: String, kind: String?, seconds: Double?, who: String) async throws -> NodeStatus? {
         guard await monitor.state(of: node) != nil else { return nil }
         let o = kind.flatMap(HealthOverride.Kind.init(rawValue:))
-        let before = await monitor.statuses().first { $0.id == node }
+        let before = await monitor.status(of: node)
         if let shared {
             // Fleet-wide: into the store first (every server applies it from there); a change
             // the store did not take is not made here either.
@@ -127,7 +127,7 @@ package actor OperatorChanges {
         }
         kept = next
         await monitor.setOverride(node, o.map { HealthOverride($0, until: seconds.map { .now + .seconds($0) }) })
-        return await monitor.statuses().first { $0.id == node }
+        return await monitor.status(of: node)
     }
 
     /// An override of the fleet's store, as the store holds it now (nil: none), applied here

@@ -39,7 +39,7 @@ extension ServedConfig {
         }
         guard let i = running.zones.firstIndex(where: { $0.path == path }) else { return }
         let zone = zones[i]
-        let reloadsBefore = reloads
+        let reloadedBefore = zonesReloaded
         guard fileStamps[path] == nil || FileStamp(path) == fileStamps[path] else {
             logger.warning(
                 "zone file changed on disk since it was read: not written back; its journal keeps the changes made through the API",
@@ -63,11 +63,11 @@ extension ServedConfig {
         defer { endTurn() }
         // A zone file moved meanwhile (a store's candidate snapshot renamed into place) is not
         // the one to write.
-        guard reloads == reloadsBefore, running.zones.contains(where: { $0.path == path }),
+        guard zonesReloaded == reloadedBefore, running.zones.contains(where: { $0.path == path }),
             fileStamps[path] == nil || FileStamp(path) == fileStamps[path]
         else {
             unlink(tmp)
-            if reloads != reloadsBefore, ZoneJournal.hasChanges(ZoneJournal.path(forZoneFile: path)) {
+            if zonesReloaded != reloadedBefore, ZoneJournal.hasChanges(ZoneJournal.path(forZoneFile: path)) {
                 scheduleWriteBack(path)
             }
             return

@@ -67,8 +67,9 @@ package actor ServedConfig {
     /// Journals whose tail a crash may have cut short and that have been cut to their last
     /// whole block (`ZoneJournal.dropCutShortTail`): each once, before this daemon first appends.
     var journalsMadeWhole: Set<String> = []
-    /// Reloads served so far: a write-back that a reload overtook is not written.
-    var reloads = 0
+    /// Reloads served so far that changed a zone (one that changed none, such as a fleet's
+    /// registration, serves the zones it served): a write-back that one overtook is not written.
+    var zonesReloaded = 0
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -249,7 +250,7 @@ package actor ServedConfig {
         }
         var report = try await switchTo(next, reloaded.zones, geo: geo, started: started, zoneChanges: changes)
         report.rrsetsChanged = reloaded.rrsetsChanged
-        reloads += 1
+        if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
         switch geo {
         case .none: break

@@ -185,7 +185,7 @@ public actor HealthMonitor {
         record(
             node, c.name, passed,
             "\(c.name): " + (passed ? "reported up" : "reported failing") + (detail.map { " (\($0))" } ?? ""))
-        return .recorded(statuses().first { $0.id == node }!)
+        return .recorded(status(of: node)!)
     }
 
     /// A report check's clock: each `interval` (its stale-after) without a report is a failure.
@@ -220,15 +220,21 @@ public actor HealthMonitor {
     public func statuses() -> [NodeStatus] {
         let now = ContinuousClock.now
         let board = board.snapshot
-        return health.keys.sorted().map { id in
-            let h = health[id]!
-            let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
-            return NodeStatus(
-                id: id, state: (board.nodes[id] ?? h.state(at: now)).rawValue, override: o?.kind.rawValue,
-                overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
-                lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds },
-                observers: observerName == nil ? nil : views(of: id))
-        }
+        return health.keys.sorted().compactMap { status(of: $0, board: board, at: now) }
+    }
+
+    /// One node's status, as `statuses` gives it (a registration answers with its node's: not
+    /// all 5,000 of a fleet's made to find one).
+    public func status(of id: String) -> NodeStatus? { status(of: id, board: board.snapshot, at: .now) }
+
+    private func status(of id: String, board: HealthBoard.Snapshot, at now: ContinuousClock.Instant) -> NodeStatus? {
+        guard let h = health[id] else { return nil }
+        let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
+        return NodeStatus(
+            id: id, state: (board.nodes[id] ?? h.state(at: now)).rawValue, override: o?.kind.rawValue,
+            overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
+            lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds },
+            observers: observerName == nil ? nil : views(of: id))
     }
 
     /// Every pool's TTL state now, by id.

@@ -413,4 +413,50 @@ import FoundationNetworking
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
+
+    /// A write-back is dropped when a reload changes the zone while it is written (the file it
+    /// wrote would take the reload's place), not when reloads that change no zone come meanwhile:
+    /// a fleet reloads for every node that registers, and a zone's write-backs were all dropped
+    /// while they came (its journal grew, and each write was done again and thrown away).
+    @Test func reloadsThatChangeNoZoneDoNotHoldWriteBacksOff() async throws {
+        let dir = try TemporaryDirectory("nearcast-overtaken")
+        var text =
+            "$ORIGIN big.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 1209600 60\n@ NS ns1\nns1 A 192.0.2.53\n"
+        for i in 0..<20_000 { text += "n\(i) A 10.\(i >> 16 & 255).\(i >> 8 & 255).\(i & 255)\n" }
+        let zone = try dir.write(text, to: "z.zone")
+        let writer = String(repeating: "2", count: 32)
+        try dir.write("write \(writer)\n", to: "tokens")
+        try dir.write(
+            """
+            listen: ["127.0.0.1:0"]
+            zones: [{ origin: big.test., file: z.zone }]
+            api: { listen: "127.0.0.1:0", tokens: tokens }
+            state-dir: state
+            zonefile-sync: 0
+            """, to: "c.yaml")
+        let server = try await TestSupport.blocking { try Daemon(["--config", dir.file("c.yaml")], timeout: 120) }
+        defer { server.stop() }
+        let api = try #require(server.apiPort)
+        var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/zones/big.test./records")!)
+        r.httpMethod = "POST"
+        r.httpBody = Data(#"{"name": "added", "type": "A", "ttl": 300, "data": "192.0.2.9"}"#.utf8)
+        r.setValue("Bearer \(writer)", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: r)
+        #expect((response as! HTTPURLResponse).statusCode == 200)
+        // Reloads one after another (each reads and compares the file: longer than a write-back).
+        let hangUps = Task {
+            while !Task.isCancelled {
+                kill(server.pid, SIGHUP)
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        defer { hangUps.cancel() }
+        try await eventually("the change written back while reloads come", timeout: 60) {
+            try String(contentsOfFile: zone, encoding: .utf8).contains("added.big.test. 300 IN A 192.0.2.9\n")
+        }
+        hangUps.cancel()
+        let log = server.log
+        let written = try #require(log.range(of: "zone file written back"))
+        #expect(log[..<written.lowerBound].contains("by=SIGHUP"), "reloads came before it was written")
+    }
 }
