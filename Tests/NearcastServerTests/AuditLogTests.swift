@@ -32,7 +32,7 @@ import Testing
     /// The digest of a config and its zone files, as `before` and `after` of a reload say it: the
     /// files read a piece at a time give the digest of their bytes one after another (a file
     /// larger than a piece, one empty, one that cannot be read).
-    @Test func theDigestOfFilesIsTheirPathsAndContentsOneAfterAnother() throws {
+    @Test func theDigestOfFilesIsTheirPathsAndContentsDigestsOneAfterAnother() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-digest-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -42,9 +42,19 @@ import Testing
         )
         try Data(big).write(to: URL(fileURLWithPath: a))
         try Data().write(to: URL(fileURLWithPath: b))
-        let whole = Array(a.utf8) + [0] + big + [0] + Array(b.utf8) + [0, 0] + Array(gone.utf8) + [0, 0]
+        let empty = Array(AuditLog.digest([UInt8]()).utf8)
+        let whole =
+            Array(a.utf8) + [0] + Array(AuditLog.digest(big).utf8) + [0] + Array(b.utf8) + [0] + empty + [0]
+            + Array(gone.utf8) + [0, 0]
         #expect(AuditLog.digest(ofFiles: [a, b, gone]) == AuditLog.digest(whole))
         #expect(AuditLog.digest(ofFiles: [b, a]) != AuditLog.digest(ofFiles: [a, b]))
+        // Kept while the file is the same; a change of it, even of the same size, is seen.
+        var changed = big
+        changed[0] ^= 1
+        try Data(changed).write(to: URL(fileURLWithPath: a))
+        #expect(
+            AuditLog.digest(ofFiles: [a])
+                == AuditLog.digest(Array(a.utf8) + [0] + Array(AuditLog.digest(changed).utf8) + [0]))
     }
 
     /// What a reader of the log (a person, `jq`, a SIEM) relies on: the time in RFC 3339, UTC,
