@@ -93,25 +93,6 @@ package final class LiveGeo: Sendable {
     }
 }
 
-/// A file's identity and version as stat(2) tells them: device, inode, size and modification time.
-struct FileStamp: Equatable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: Int64
-    var modifiedNanos: Int
-
-    init?(_ path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        device = UInt64(st.st_dev)
-        inode = UInt64(st.st_ino)
-        size = Int64(st.st_size)
-        modified = Int64(st.st_mtim.tv_sec)
-        modifiedNanos = Int(st.st_mtim.tv_nsec)
-    }
-}
-
 extension LiveGeo.Compiled {
     /// Logs what a geo compile made.
     package func log(to logger: Logger) {

@@ -65,43 +65,27 @@ public final class AuditLog: Sendable {
         return Hex.lowercase(hash.finalize())
     }
 
-    /// The SHA-256 of files' contents, kept while stat(2) says a file is the same (device, inode,
-    /// size, modification and change times).
+    /// The SHA-256 of files' contents, kept while stat(2) says a file is the same (`FileStamp`).
     final class FileDigests: Sendable {
         static let shared = FileDigests()
-        struct Stamp: Equatable {
-            var device: UInt64
-            var inode: UInt64
-            var size: Int64
-            var modified: timespec
-            var changed: timespec
-
-            init?(_ path: String) {
-                var st = stat()
-                guard stat(path, &st) == 0 else { return nil }
-                (device, inode, size) = (UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size))
-                (modified, changed) = (st.st_mtim, st.st_ctim)
-            }
-
-            static func == (a: Stamp, b: Stamp) -> Bool {
-                (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
-                    && (a.modified.tv_sec, a.modified.tv_nsec, a.changed.tv_sec, a.changed.tv_nsec)
-                        == (b.modified.tv_sec, b.modified.tv_nsec, b.changed.tv_sec, b.changed.tv_nsec)
-            }
-        }
-        private let known = NIOLockedValueBox<[String: (stamp: Stamp, digest: String)]>([:])
+        private let known = NIOLockedValueBox<[String: (stamp: FileStamp, digest: String)]>([:])
 
         /// The digest of the contents of `path`, in hex; nil when it cannot be read.
         func digest(of path: String) -> String? {
-            guard let before = Stamp(path) else { return nil }
+            guard let before = FileStamp(path) else { return nil }
             if let k = known.withLockedValue({ $0[path] }), k.stamp == before { return k.digest }
             guard let file = FileHandle(forReadingAtPath: path) else { return nil }
             defer { try? file.close() }
             var hash = SHA256()
             while let piece = try? file.read(upToCount: 1 << 20), !piece.isEmpty { hash.update(data: piece) }
             let digest = Hex.lowercase(hash.finalize())
-            // Kept only when the file did not change while it was read.
-            if Stamp(path) == before { known.withLockedValue { $0[path] = (before, digest) } }
+            // Kept only when the file did not change while it was read, and not for a file changed
+            // in the last two seconds: the kernel stamps files with a clock of a few milliseconds'
+            // grain, so a write of the same size may follow in the same stamp (git's rule for its
+            // index, for the same reason).
+            if FileStamp(path) == before, before.modified < Int64(time(nil)) - 2 {
+                known.withLockedValue { $0[path] = (before, digest) }
+            }
             return digest
         }
     }
