@@ -58,8 +58,8 @@ public struct NodeRegistration: Sendable, Equatable {
         return NodeRegistration(id: node.id, pools: pools, json: text, node: node)
     }
 
-    /// The registration as the store keeps it, read back (not checked against a geo section: the
-    /// merge skips what no longer fits).
+    /// The registration as the store keeps it, read back (not checked against a geo section:
+    /// `GeoConfig.registering` skips what no longer fits).
     public init?(stored json: String) {
         guard var m = (try? Yams.compose(yaml: json, .basic))?.mapping, let id = m["id"]?.string else { return nil }
         self.id = id

@@ -97,7 +97,8 @@ public struct StoreSnapshot: Sendable {
         }
         var merged = local
         merged.zones = shared.zones
-        merged.geo = shared.geo.registering(NodeRegistration.nodes(registered()))
+        // (Nodes registered before the geo section was taken away are not served without it.)
+        merged.geo = shared.geo.isEmpty ? shared.geo : shared.geo.registering(NodeRegistration.nodes(registered()))
         return merged
     }
 

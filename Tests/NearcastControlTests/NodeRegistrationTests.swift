@@ -87,6 +87,12 @@ import Yams
         _ = try snapshot.replaceShared(files, zones: [])
         config = try snapshot.config(over: NearcastConfig())
         #expect(config.geo.nodes.map(\.id) == ["fra1"] && config.geo.pools.map(\.members) == [["fra1"], ["fra1"]])
+
+        // Without a geo section, registered nodes are not served (nothing to compile them into).
+        files.geo = nil
+        files.registered["edge7"] = edge
+        _ = try snapshot.replaceShared(files, zones: [])
+        #expect(try snapshot.config(over: NearcastConfig()).geo.isEmpty)
     }
 
     /// A stand-in store: the geo section and registrations, with revisions; `raceOnce` makes the
