@@ -70,6 +70,23 @@ extension AnswerImage {
         return out
     }
 
+    /// The records that `changes` reach in the image of `responder` (each change's `reached(by:)`,
+    /// then its `records(of:in:)`), and the names among them that are names no more; nil when one
+    /// reaches what only a whole image says.
+    public static func records(reachedBy changes: [Change], responder: Responder, maxSections: Int) -> (
+        names: [Name], removed: [[UInt8]]
+    )? {
+        var names: [Name] = []
+        var removed: [[UInt8]] = []
+        for change in changes {
+            guard let reached = reached(by: change) else { return nil }
+            let records = records(of: reached, in: change.after, responder: responder, maxSections: maxSections)
+            names += records.names
+            removed += records.removed
+        }
+        return (names, removed)
+    }
+
     /// The records of `reached` (`reached(by:)`) in the image of `responder`'s zone
     /// `zone`, and the names among them that are names no more (lower-cased wire names).
     public static func records(

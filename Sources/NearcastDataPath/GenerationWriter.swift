@@ -81,15 +81,10 @@ public final class GenerationWriter: Sendable {
             return try await write(responder: responder, geo: geo)
         }
         let applied = try await writer.run { () throws(BPFError) -> FastPath.TableWrite? in
-            var names: [AnswerImage.Name] = []
-            var removed: [[UInt8]] = []
-            for change in changes {
-                guard let reached = AnswerImage.reached(by: change) else { return nil }
-                let records = AnswerImage.records(
-                    of: reached, in: change.after, responder: responder, maxSections: FastPath.sectionsCapacity)
-                names += records.names
-                removed += records.removed
-            }
+            guard
+                let (names, removed) = AnswerImage.records(
+                    reachedBy: changes, responder: responder, maxSections: FastPath.sectionsCapacity)
+            else { return nil }
             guard let a = try fastPath.apply(names, removed: removed, geo: geo) else { return nil }
             return FastPath.TableWrite(entries: fastPath.liveNames, written: a.written + a.removed)
         }

@@ -568,18 +568,14 @@ import XDPFuzz
 
     /// What the daemon does with a new compile whose zones are unchanged (ServedConfig.apply): the
     /// names it changes (`GeoTable.namesChanged`) as changes of their zones, their records written
-    /// by `apply` beside the new compile's maps. Nil when `apply` did not take them.
-    static func applyCompile(_ fp: FastPath, from old: GeoTable, to new: GeoTable) throws -> FastPath.Applied? {
-        let r = responder(new)
-        var names: [AnswerImage.Name] = []
-        var removed: [[UInt8]] = []
-        for c in AnswerImage.Change.adding(GeoTable.namesChanged(from: old, to: new), to: [], zones: [zone]) {
-            let reached = try #require(AnswerImage.reached(by: c))
-            let records = AnswerImage.records(
-                of: reached, in: c.after, responder: r, maxSections: FastPath.sectionsCapacity)
-            names += records.names
-            removed += records.removed
-        }
+    /// by `apply` beside the new compile's maps (nil: no geo names). Nil when `apply` did not take
+    /// them.
+    static func applyCompile(_ fp: FastPath, from old: GeoTable?, to new: GeoTable?) throws -> FastPath.Applied? {
+        let changes = AnswerImage.Change.adding(GeoTable.namesChanged(from: old, to: new), to: [], zones: [zone])
+        let (names, removed) = try #require(
+            AnswerImage.records(
+                reachedBy: changes, responder: new.map(responder) ?? Responder(authority: Authority(zones: [zone])),
+                maxSections: FastPath.sectionsCapacity))
         return try fp.apply(names, removed: removed, geo: new)
     }
 
@@ -644,24 +640,11 @@ import XDPFuzz
         try fp.answer(queriesTo: Packet.servers)
         let plain = Responder(authority: Authority(zones: [Self.zone]))
         try fp.write(AnswerImage.build(responder: plain, maxSections: FastPath.sectionsCapacity))
-        func apply(_ old: GeoTable?, _ new: GeoTable?) throws -> FastPath.Applied? {
-            var names: [AnswerImage.Name] = []
-            var removed: [[UInt8]] = []
-            let r = new.map(Self.responder) ?? plain
-            for c in AnswerImage.Change.adding(GeoTable.namesChanged(from: old, to: new), to: [], zones: [Self.zone]) {
-                let records = AnswerImage.records(
-                    of: try #require(AnswerImage.reached(by: c)), in: c.after, responder: r,
-                    maxSections: FastPath.sectionsCapacity)
-                names += records.names
-                removed += records.removed
-            }
-            return try fp.apply(names, removed: removed, geo: new)
-        }
-        _ = try #require(try apply(nil, Self.table))
+        _ = try #require(try Self.applyCompile(fp, from: nil, to: Self.table))
         try expectEveryClientAnswered(fp, Self.responder(Self.table))
         #expect(try Self.slotIDs(fp.geo4).allSatisfy { $0 != nil })
 
-        let gone = try #require(try apply(Self.table, nil))
+        let gone = try #require(try Self.applyCompile(fp, from: Self.table, to: nil))
         #expect(gone.removed == 2, "geo and strict: \(gone)")
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil])
         for c in Self.clients4 {

@@ -86,9 +86,10 @@ import XDPFuzz
         let (after, _, changeset) = try ZoneEditor.apply(edit, to: zone, fileName: "test")
         let responder = Responder(authority: Authority(zones: [after]))
         let owners = Set((changeset.removed + changeset.added).map(\.name))
-        if let reached = AnswerImage.reached(by: .init(before: zone, after: after, owners: owners)) {
-            let (names, removed) = AnswerImage.records(
-                of: reached, in: after, responder: responder, maxSections: FastPath.sectionsCapacity)
+        if let (names, removed) = AnswerImage.records(
+            reachedBy: [.init(before: zone, after: after, owners: owners)], responder: responder,
+            maxSections: FastPath.sectionsCapacity)
+        {
             if try fp.apply(names, removed: removed, geo: nil) != nil { return (after, responder, true) }
         }
         try fp.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
