@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto deb install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto deb install uninstall clean
 
 all: build
 
@@ -96,7 +96,7 @@ format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-defence bench-ui bench-scale
+bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale
 
 bench-xdp: test-deps build $(GEO_DB)
 	tools/bench-xdp.sh
@@ -122,6 +122,9 @@ bench-ui: test-deps build
 
 bench-fleet: test-deps build
 	tools/bench-fleet.sh
+
+bench-fleet-wide: test-deps build
+	tools/bench-fleet-wide.sh
 
 # Zones of real size (issue 29): 10k, 100k and 1M names beside Knot and NSD serving the same file: load
 # time, memory, record changes to answered, memory after many changes.

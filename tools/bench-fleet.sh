@@ -17,6 +17,7 @@
 # Writes BENCHMARKS.md between the bench-fleet markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/fleet-lib.sh
 [ -n "${MAKELEVEL:-}" ] || make -s build >/dev/null
 
 CHANGES=${CHANGES:-200}
@@ -46,62 +47,17 @@ tools/fleet-netns.sh up "$P" "$N" .build/bpf/xdp_pass.bpf.o
 mkdir -p "$work/bpffs"
 mount -t bpf bpf "$work/bpffs"
 
-# etcd on every host address (each namespace reaches it at 198.19.i.1), its data kept across the
-# outage of part 4.
-EP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-PP=$((EP + 1))
-start_etcd() {
-	etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://0.0.0.0:$EP" \
-		--advertise-client-urls "http://127.0.0.1:$EP" --listen-peer-urls "http://127.0.0.1:$PP" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$PP" --initial-cluster "bench=http://127.0.0.1:$PP" \
-		>>"$work/etcd.log" 2>&1 &
-	etcd_pid=$!
-	for _ in $(seq 200); do curl -sf "http://127.0.0.1:$EP/health" >/dev/null && return 0; sleep 0.05; done
-	echo "etcd did not start" >&2
-	exit 1
-}
 start_etcd
 
 # The shared state: the test zone, four nodes (fra1 checked on 127.0.0.1:CHECK_PORT, which is each
 # namespace's own loopback), one geo name that answers every node that is up.
-zone=$PWD/Tests/Fixtures/example.test.zone
-if [ "$ZONE_NAMES" -gt 0 ]; then
-	python3 tools/scale-zone.py "$ZONE_NAMES" "$work/generated.zone"
-	{ cat "$zone"; echo "\$ORIGIN example.test."; tail -n +6 "$work/generated.zone"; } >"$work/example.test.zone"
-	zone=$work/example.test.zone
-fi
-cat >"$work/seed.yaml" <<C
-zones: [{ origin: example.test., file: $zone }]
-geo:
-  database: $PWD/.build/geo/test-city.mmdb
-  nodes:
-    - { id: fra1, ipv4: 192.0.2.10, latitude: 50.11, longitude: 8.68, country: DE,
-        checks: [{ type: tcp, host: 127.0.0.1, port: $CHECK_PORT, interval: 0.1, timeout: 0.1, rise: 1, fall: 1 }] }
-    - { id: par1, ipv4: 192.0.2.20, latitude: 48.86, longitude: 2.35, country: FR }
-    - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01, country: US }
-    - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65, country: JP }
-  pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-  names:
-    - { name: geo.example.test, type: A, pool: web, answers: 4, ttl: 20 }
-    - { name: _join._udp.example.test, type: SRV, pool: web, answers: 8, port: 7946, targets: nodes.example.test }
-store: { etcd: { endpoints: ["http://127.0.0.1:$EP"] } }
-C
-t0=$(date +%s.%N)
-.build/release/nearcast store import "$work/seed.yaml" >/dev/null
-IMPORT_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-DB_MB=$(curl -s "http://127.0.0.1:$EP/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes/ {printf "%.0f", $2 / 1048576}')
+seed_config "$(test_zone)"
+import_seed
 echo "import: $IMPORT_S s, etcd database $DB_MB MB"
 echo "write $TOKEN" >"$work/tokens"
 servers=""
 for i in $(seq 0 $((N - 1))); do
-	cat >"$work/s$i.yaml" <<C
-listen: ["198.19.$i.2:53"]
-state-dir: $work/state$i
-api: { listen: "198.19.$i.2:8053", tokens: $work/tokens }
-store:
-  etcd: { endpoints: ["http://198.19.$i.1:$EP"] }
-  server: s$i
-C
+	server_config "$i"
 	xdp=()
 	[ "$i" -eq 0 ] && xdp=(--xdp "$P-n0:native" --pin-root "$work/bpffs/nearcast" --bpf-object .build/bpf/nearcast.bpf.o)
 	ip netns exec "$P-$i" .build/release/nearcastd --config "$work/s$i.yaml" --threads 1 "${xdp[@]}" \
@@ -110,14 +66,8 @@ C
 	servers+="${servers:+,}198.19.$i.2"
 done
 for i in $(seq 0 $((N - 1))); do
-	for _ in $(seq 12000); do grep -q "nearcastd: ready" "$work/s$i.out" && break; sleep 0.05; done
-	grep -q "nearcastd: ready" "$work/s$i.out" || { cat "$work/s$i.log" >&2; exit 1; }
+	wait_ready "$i" 600
 done
-
-# etcd's count of the gRPC calls it has started (unary calls and streams; the JSON gateway's too),
-# and of the bytes it has sent to clients.
-etcd_calls() { curl -s "http://127.0.0.1:$EP/metrics" | awk '/^grpc_server_started_total/ {n += $2} END {printf "%d", n}'; }
-etcd_sent() { curl -s "http://127.0.0.1:$EP/metrics" | awk '/^etcd_network_client_grpc_sent_bytes_total/ {printf "%d", $2}'; }
 
 # 2 first (it starts the check's targets; fra1 is down until then), then 3 at rest.
 failures=$(python3 tools/fleet-latency.py failures "$servers" "$FAILURES" "$P" "$CHECK_PORT")
@@ -163,7 +113,6 @@ read -r SENT REPLIES <<<"$(awk '/total queries:/ {s=$3} /total replies:/ {r=$3} 
 echo "kxdpgun with etcd stopped and started: sent $SENT, replies $REPLIES"
 degraded=$(grep -c "store out of reach" "$work/s0.log" || true)
 
-field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d$2)" "$1"; }
 C50=$(field "$changes" '["acknowledged_to_served_everywhere"]["p50_ms"]')
 C99=$(field "$changes" '["acknowledged_to_served_everywhere"]["p99_ms"]')
 CMAX=$(field "$changes" '["acknowledged_to_served_everywhere"]["max_ms"]')
@@ -172,11 +121,11 @@ CREF=$(field "$changes" '["refused"]')
 F50=$(field "$failures" '["failure_to_last_server"]["p50_ms"]')
 F99=$(field "$failures" '["failure_to_last_server"]["p99_ms"]')
 FMAX=$(field "$failures" '["failure_to_last_server"]["max_ms"]')
-R50=$(field "$registrations" '["registered_to_served_everywhere"]["p50_ms"]')
-R99=$(field "$registrations" '["registered_to_served_everywhere"]["p99_ms"]')
-RMAX=$(field "$registrations" '["registered_to_served_everywhere"]["max_ms"]')
+R50=$(field "$registrations" '["to_served_everywhere"]["p50_ms"]')
+R99=$(field "$registrations" '["to_served_everywhere"]["p99_ms"]')
+RMAX=$(field "$registrations" '["to_served_everywhere"]["max_ms"]')
 RREF=$(field "$registrations" '["refused"]')
-RSEC=$(field "$registrations" '["seconds_to_register"]')
+RSEC=$(field "$registrations" '["seconds_to_send"]')
 RNEVER=$(field "$registrations" '["not_served_within_120_s"]')
 B50=$(field "$failures" '["recovery_to_last_server"]["p50_ms"]')
 B99=$(field "$failures" '["recovery_to_last_server"]["p99_ms"]')

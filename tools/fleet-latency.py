@@ -14,6 +14,9 @@
   fleet-latency.py registrations SERVERS TOKEN COUNT SECONDS
       COUNT nodes registering over SECONDS through the servers in turn (64 senders at once); for
       each, the time from its acknowledgement to every server answering ID.nodes.example.test A.
+  fleet-latency.py churn SERVERS TOKEN COUNT SECONDS
+      The same, then the COUNT nodes leaving over SECONDS; for each, the time from its
+      acknowledgement to every server answering without it.
 """
 import json
 import random
@@ -87,11 +90,8 @@ def changes(servers, token, count):
         api = servers[k % len(servers)]
         name = f"fleet{k}-{random.randrange(1 << 30)}"
         body = json.dumps({"name": name, "type": "A", "data": f"192.0.2.{k % 250 + 1}"}).encode()
-        req = urllib.request.Request(
-            f"http://{api}:8053/v1/zones/example.test./records", data=body, method="POST",
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
         try:
-            urllib.request.urlopen(req, timeout=10).read()
+            api_call(api, token, "POST", "/v1/zones/example.test./records", body)
         except Exception:
             refused += 1
             continue
@@ -143,15 +143,23 @@ def failures(servers, count, prefix, port):
     return {"failure_to_last_server": percentiles(fail), "recovery_to_last_server": percentiles(back)}
 
 
-def registrations(servers, token, count, seconds, senders=64):
-    """COUNT nodes register through the servers in turn (POST /v1/nodes, the agent's API) over
-    SECONDS, from SENDERS threads at once (agents are independent: each waits for its own answer,
-    which comes once the server it asked serves it, so few senders would pace the load by the
-    servers' latency rather than offer COUNT / SECONDS a second); each is timed from its
-    acknowledgement to every server answering its discovery name (ID.nodes.example.test. A)."""
+def api_call(api, token, method, path, body=None):
+    req = urllib.request.Request(
+        f"http://{api}:8053{path}", data=body, method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=30).read()
+
+
+def timed_calls(servers, count, seconds, call, served, senders=64):
+    """COUNT API calls (`call(k, api)`, through the servers in turn) over SECONDS, from SENDERS
+    threads at once (agents are independent: each waits for its own answer, which comes once the
+    server it asked serves it, so few senders would pace the load by the servers' latency rather
+    than offer COUNT / SECONDS a second); each is timed from its acknowledgement until every
+    server's answer satisfies `served(k, answer)` (k's name: `call`'s return value; each server
+    asked again only until it does)."""
     import threading
     took, refused, never, lock = [], [0], [0], threading.Lock()
-    pending = {}  # name -> acknowledgement time
+    pending = {}  # k -> (name, acknowledgement time, servers not yet serving it)
     done = threading.Event()
 
     def send(first):
@@ -159,39 +167,34 @@ def registrations(servers, token, count, seconds, senders=64):
             due = start + seconds * k / count
             if time.monotonic() < due:
                 time.sleep(due - time.monotonic())
-            node = f"reg{k}"
-            body = json.dumps({"id": node, "ipv4": f"198.18.{k >> 8 & 255}.{k & 255}", "latitude": 50.0,
-                               "longitude": 8.0, "country": "DE", "pools": ["web"]}).encode()
-            api = servers[k % len(servers)]
-            req = urllib.request.Request(
-                f"http://{api}:8053/v1/nodes", data=body, method="POST",
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
             try:
-                urllib.request.urlopen(req, timeout=30).read()
+                name = call(k, servers[k % len(servers)])
             except Exception as e:
                 with lock:
                     refused[0] += 1
-                print(f"registration {k}: {e}", file=sys.stderr)
+                print(f"call {k}: {e}", file=sys.stderr)
                 continue
             with lock:
-                pending[f"{node}.nodes.example.test."] = (time.monotonic(), f"198.18.{k >> 8 & 255}.{k & 255}")
+                pending[k] = (name, time.monotonic(), list(servers))
 
     def check():
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         while not done.is_set() or pending:
             with lock:
-                names = list(pending.items())
-            for name, (acked, address) in names:
-                if all(address in (addresses(s, name, sock) or []) for s in servers):
-                    with lock:
-                        del pending[name]
+                items = list(pending.items())
+            for k, (name, acked, left) in items:
+                left = [s for s in left if not served(k, addresses(s, name, sock))]
+                with lock:
+                    if not left:
+                        del pending[k]
                         took.append(time.monotonic() - acked)
-                elif time.monotonic() - acked > 120:
-                    # (A thread's sys.exit would end only the checker, leaving the rest unmeasured.)
-                    print(f"{name} did not reach every server within 120 s", file=sys.stderr)
-                    with lock:
-                        del pending[name]
+                    elif time.monotonic() - acked > 120:
+                        # (A thread's sys.exit would end only the checker, leaving the rest unmeasured.)
+                        print(f"{name} not served by {len(left)} server(s) within 120 s", file=sys.stderr)
+                        del pending[k]
                         never[0] += 1
+                    else:
+                        pending[k] = (name, acked, left)
             time.sleep(0.001)
 
     start = time.monotonic()
@@ -205,8 +208,40 @@ def registrations(servers, token, count, seconds, senders=64):
     sent = time.monotonic() - start
     done.set()
     checker.join()
-    return {"registered_to_served_everywhere": percentiles(took) if took else {"n": 0, "p50_ms": 0, "p99_ms": 0, "max_ms": 0},
-            "refused": refused[0], "not_served_within_120_s": never[0], "seconds_to_register": round(sent, 1)}
+    return {"to_served_everywhere": percentiles(took) if took else {"n": 0, "p50_ms": 0, "p99_ms": 0, "max_ms": 0},
+            "refused": refused[0], "not_served_within_120_s": never[0], "seconds_to_send": round(sent, 1)}
+
+
+def node_address(k):
+    return f"198.18.{k >> 8 & 255}.{k & 255}"
+
+
+def register(token):
+    def call(k, api):
+        body = json.dumps({"id": f"reg{k}", "ipv4": node_address(k), "latitude": 50.0, "longitude": 8.0,
+                           "country": "DE", "pools": ["web"]}).encode()
+        api_call(api, token, "POST", "/v1/nodes", body)
+        return f"reg{k}.nodes.example.test."
+    return call
+
+
+def registrations(servers, token, count, seconds):
+    """COUNT nodes register (POST /v1/nodes, the agent's API); each is timed to every server
+    answering its discovery name (regK.nodes.example.test. A) with its address."""
+    return timed_calls(servers, count, seconds, register(token),
+                       lambda k, a: node_address(k) in (a or []))
+
+
+def churn(servers, token, count, seconds):
+    """COUNT nodes register as `registrations` does, then leave (DELETE /v1/nodes/ID) over as
+    long again; each departure is timed to every server answering its name without it."""
+    joined = registrations(servers, token, count, seconds)
+
+    def leave(k, api):
+        api_call(api, token, "DELETE", f"/v1/nodes/reg{k}")
+        return f"reg{k}.nodes.example.test."
+    left = timed_calls(servers, count, seconds, leave, lambda k, a: a is not None and node_address(k) not in a)
+    return {"registered": joined, "left": left}
 
 
 if __name__ == "__main__":
@@ -215,6 +250,8 @@ if __name__ == "__main__":
         out = changes(servers, sys.argv[3], int(sys.argv[4]))
     elif mode == "registrations":
         out = registrations(servers, sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "churn":
+        out = churn(servers, sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:
         out = failures(servers, int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
     print(json.dumps(out))

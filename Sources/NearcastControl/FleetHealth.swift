@@ -101,16 +101,10 @@ package actor FleetHealth {
         }
         try await publishNow()
         let (revision, kvs) = try await connection.etcd.range(prefix: Array(views.utf8))
-        var peers: [String: [String: HealthState]] = [:]
-        for kv in kvs {
-            guard let (server, node) = split(kv.keyString), server != name,
-                let view = HealthState(rawValue: String(decoding: kv.value, as: UTF8.self))
-            else { continue }
-            peers[server, default: [:]][node] = view
-        }
+        let peers = PeerViews(kvs.compactMap { change($0, deleted: false) })
         await monitor.replacePeerViews(peers, reason: "the fleet's views read")
         if !following {
-            logger.notice("judging nodes with the fleet's observers", metadata: ["peers": "\(peers.keys.sorted())"])
+            logger.notice("judging nodes with the fleet's observers", metadata: ["peers": "\(peers.servers)"])
         }
         following = true
         logged = nil
@@ -138,12 +132,17 @@ package actor FleetHealth {
     /// The other servers' views as they change.
     func follow(from revision: Int64) async throws {
         for try await batch in connection.etcd.watch(prefix: Array(views.utf8), from: revision) {
-            for e in batch.events {
-                guard let (server, node) = split(e.kv.keyString), server != name else { continue }
-                let view = e.kind == .put ? HealthState(rawValue: String(decoding: e.kv.value, as: UTF8.self)) : nil
-                await monitor.setPeerView(server, node, view)
-            }
+            let changes = batch.events.compactMap { change($0.kv, deleted: $0.kind != .put) }
+            if !changes.isEmpty { await monitor.setPeerViews(changes) }
         }
+    }
+
+    /// A peer's view as its key says (nil: this server's own, or not a view).
+    nonisolated func change(_ kv: KeyValue, deleted: Bool) -> PeerViews.Change? {
+        guard let (server, node) = split(kv.keyString), server != name else { return nil }
+        return PeerViews.Change(
+            server: server, node: node,
+            view: deleted ? nil : HealthState(rawValue: String(decoding: kv.value, as: UTF8.self)))
     }
 
     /// Cut off: the peers' views are forgotten (this server judges alone until it is back), and
@@ -158,7 +157,7 @@ package actor FleetHealth {
         }
         if following {
             following = false
-            await monitor.replacePeerViews([:], reason: "the fleet's views out of reach")
+            await monitor.replacePeerViews(PeerViews(), reason: "the fleet's views out of reach")
         }
         if let given { try? await connection.etcd.revoke(given) }
     }

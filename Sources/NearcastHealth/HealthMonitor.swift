@@ -55,9 +55,9 @@ public actor HealthMonitor {
     var last: [String: (at: ContinuousClock.Instant, reason: String)] = [:]
     /// Report checks: when each node's next report is due before it counts as a failure.
     var reportDue: [String: ContinuousClock.Instant] = [:]
-    /// A fleet's other servers' views of each node (server -> node -> view), and how they are
-    /// weighed with this server's (ARCHITECTURE §13). Empty: this server judges alone.
-    var peerViews: [String: [String: HealthState]] = [:]
+    /// A fleet's other servers' views of each node, and how they are weighed with this server's
+    /// (ARCHITECTURE §13). Empty: this server judges alone.
+    var peerViews = PeerViews()
     var observers: ObserversConfig
     /// This server's name among a fleet's observers (nil: not in a fleet).
     public nonisolated let observerName: String?
@@ -81,13 +81,12 @@ public actor HealthMonitor {
         self.observerName = observerName
         plan = nodes.mapValues(\.checks)
         let health = nodes.mapValues { n in
-            var h = NodeHealth(
+            NodeHealth(
                 checks: Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a }),
                 initial: n.initial)
-            h.observers = observers
-            return h
         }
         self.health = health
+        // (No peers yet: each node's state is its cold start.)
         poolTTL = PoolTTL(pools: pools, states: health.mapValues { $0.state(at: .now) })
         self.onChange = onChange
         self.onPoolTTL = onPoolTTL
@@ -130,7 +129,6 @@ public actor HealthMonitor {
         observers: ObserversConfig = ObserversConfig()
     ) {
         let now = ContinuousClock.now
-        self.observers = observers
         for id in health.keys where nodes[id] == nil {
             stopChecks(id)
             health[id] = nil
@@ -147,29 +145,29 @@ public actor HealthMonitor {
                 // change that makes (checks removed: always up) is reported like any other.
                 var fresh = NodeHealth(checks: policies, initial: h.checkState.isServing ? .up : .down)
                 fresh.setOverride(h.override)
-                fresh.setPeers(h.peers)
-                fresh.observers = observers
                 health[id] = fresh
                 if let until = h.override?.until { scheduleExpiry(id, at: until) }
-                let (before, after) = (h.state(at: now), fresh.state(at: now))
+                let (before, after) = (judged(id, h, at: now), judged(id, fresh, at: now))
                 if before != after {
                     changed(Change(node: id, from: before, to: after, reason: "checks changed by a reload"))
                 }
             } else {
-                var fresh = NodeHealth(checks: policies, initial: n.initial)
-                fresh.observers = observers
-                fresh.setPeers(peers(of: id))
-                health[id] = fresh
+                health[id] = NodeHealth(checks: policies, initial: n.initial)
             }
             plan[id] = n.checks
             if started { startChecks(id) }
         }
-        rejudge(Array(health.keys), reason: "observers' rule changed by a reload")
+        if observers != self.observers {
+            let rule = self.observers
+            self.observers = observers
+            rejudge(Array(health.keys), before: peerViews, rule) { _ in "observers' rule changed by a reload" }
+        }
         viewListener?()
-        let changes = poolTTL.reconfigure(pools: pools, states: health.mapValues { $0.state(at: now) }, at: now)
+        let states = states(at: now)
+        let changes = poolTTL.reconfigure(pools: pools, states: states, at: now)
         // The board holds exactly the nodes and pools followed now: those gone leave it, new ones
         // join in their cold start.
-        board.replace(HealthBoard.Snapshot(nodes: health.mapValues { $0.state(at: now) }, ttlCaps: poolTTL.caps))
+        board.replace(HealthBoard.Snapshot(nodes: states, ttlCaps: poolTTL.caps))
         for c in changes { onPoolTTL(c) }
         scheduleSettle(after: now)
     }
@@ -211,10 +209,26 @@ public actor HealthMonitor {
     }
 
     /// A node's state now.
-    public func state(of node: String) -> HealthState? { health[node]?.state(at: .now) }
+    public func state(of node: String) -> HealthState? { health[node].map { judged(node, $0, at: .now) } }
 
     /// Every node's state now.
-    public func states() -> [String: HealthState] { health.mapValues { $0.state(at: .now) } }
+    public func states() -> [String: HealthState] { states(at: .now) }
+
+    /// Every node's state at `now`, its peers' views weighed in.
+    func states(at now: ContinuousClock.Instant) -> [String: HealthState] {
+        var out = [String: HealthState](minimumCapacity: health.count)
+        for (id, h) in health { out[id] = judged(id, h, at: now) }
+        return out
+    }
+
+    /// What `h` (node `id`'s health) makes of it at `now` with the peers' views `peers` by the
+    /// observers' rule `rule` (by default, the ones followed now).
+    func judged(
+        _ id: String, _ h: NodeHealth, at now: ContinuousClock.Instant, peers: PeerViews? = nil,
+        _ rule: ObserversConfig? = nil
+    ) -> HealthState {
+        h.state(at: now, peers: Array((peers ?? peerViews).of(id).values), observers: rule ?? observers)
+    }
 
     /// Every node's state (as the board holds it: what answers follow) and override now, by id.
     public func statuses() -> [NodeStatus] {
@@ -231,7 +245,7 @@ public actor HealthMonitor {
         guard let h = health[id] else { return nil }
         let o = h.override.flatMap { o in o.until.map { now < $0 } ?? true ? o : nil }
         return NodeStatus(
-            id: id, state: (board.nodes[id] ?? h.state(at: now)).rawValue, override: o?.kind.rawValue,
+            id: id, state: (board.nodes[id] ?? judged(id, h, at: now)).rawValue, override: o?.kind.rawValue,
             overrideSecondsLeft: o?.until.map { ($0 - now).seconds }, changes: counts[id] ?? 0,
             lastReason: last[id]?.reason, secondsSinceChange: last[id].map { (now - $0.at).seconds },
             observers: observerName == nil ? nil : views(of: id))
@@ -256,7 +270,7 @@ public actor HealthMonitor {
         last[change.node] = (now, change.reason)
         board.set(change.node, change.to)
         onChange(change)
-        for c in poolTTL.nodeChanged(change.node, states: health.mapValues { $0.state(at: now) }, at: now) {
+        for c in poolTTL.nodeChanged(change.node, states: states(at: now), at: now) {
             poolCapChanged(c)
         }
         scheduleSettle(after: now)
@@ -282,7 +296,7 @@ public actor HealthMonitor {
     /// Lets pools whose settle time has passed go back to their normal TTL.
     func settlePools() {
         let now = ContinuousClock.now
-        for c in poolTTL.settle(states: health.mapValues { $0.state(at: now) }, at: now) { poolCapChanged(c) }
+        for c in poolTTL.settle(states: states(at: now), at: now) { poolCapChanged(c) }
         scheduleSettle(after: now)
     }
 
@@ -290,10 +304,11 @@ public actor HealthMonitor {
     @discardableResult
     public func setOverride(_ node: String, _ o: HealthOverride?) -> Change? {
         guard var h = health[node] else { return nil }
-        let before = h.state(at: .now)
+        let now = ContinuousClock.now
+        let before = judged(node, h, at: now)
         h.setOverride(o)
         health[node] = h
-        let after = h.state(at: .now)
+        let after = judged(node, h, at: now)
         guard before != after else { return nil }
         if let until = o?.until { scheduleExpiry(node, at: until) }
         let change = Change(
@@ -316,10 +331,10 @@ public actor HealthMonitor {
         guard var h = health[node] else { return }
         let now = ContinuousClock.now
         // What answers followed until the override ended (state(at:) already ignores it now).
-        let before = h.state(at: (h.override?.until ?? now) - .nanoseconds(1))
+        let before = judged(node, h, at: (h.override?.until ?? now) - .nanoseconds(1))
         guard h.expireOverride(at: now) else { return }
         health[node] = h
-        let after = h.state(at: now)
+        let after = judged(node, h, at: now)
         if before != after { changed(Change(node: node, from: before, to: after, reason: "override expired")) }
     }
 
@@ -339,12 +354,13 @@ public actor HealthMonitor {
     func record(_ node: String, _ check: String, _ passed: Bool, _ reason: String) {
         guard var h = health[node] else { return }
         let now = ContinuousClock.now
-        let before = h.state(at: now)
+        let before = judged(node, h, at: now)
         let ownChanged = h.record(check, success: passed, at: now) != nil  // an expired override is ended by its timer
         health[node] = h
-        let after = h.state(at: now)
+        let after = judged(node, h, at: now)
         if before != after {
-            let observed = h.peers.isEmpty ? "" : " (\(h.ownView) here; \(Self.describe(h.peers)))"
+            let peers = peerViews.of(node)
+            let observed = peers.isEmpty ? "" : " (\(h.ownView) here; \(Self.describe(peers)))"
             changed(Change(node: node, from: before, to: after, reason: reason + observed))
         }
         if ownChanged { viewListener?() }
@@ -354,48 +370,54 @@ public actor HealthMonitor {
 // A fleet's observers (ARCHITECTURE §13): each server publishes its own view of every node, and
 // weighs the live peers' views with it.
 extension HealthMonitor {
-    /// This server's own view of every node (what its checks say, overrides aside).
-    public func ownViews() -> [String: HealthState] { health.mapValues(\.ownView) }
+    /// This server's own view of every node it checks (what its checks say, overrides aside): what a
+    /// fleet server publishes. A node without checks is up wherever it is judged: no view to share.
+    public func ownViews() -> [String: HealthState] { health.filter(\.value.isChecked).mapValues(\.ownView) }
 
     /// `listener` is called each time this server's own view of a node changes.
     public func onOwnViewChange(_ listener: @escaping @Sendable () -> Void) { viewListener = listener }
 
     /// Sets (nil: forgets) `observer`'s view of `node`; reports the change of state it makes.
     public func setPeerView(_ observer: String, _ node: String, _ view: HealthState?) {
-        peerViews[observer, default: [:]][node] = view
-        if peerViews[observer]?.isEmpty == true { peerViews[observer] = nil }
-        rejudge([node], reason: "\(observer) sees it \(view.map(\.rawValue) ?? "no more")")
+        setPeerViews([PeerViews.Change(server: observer, node: node, view: view)])
+    }
+
+    /// Applies peers' changed views (a batch of the store's watch, in order); reports each change of
+    /// state they make, once per node.
+    public func setPeerViews(_ changes: [PeerViews.Change]) {
+        let before = peerViews
+        var why: [String: String] = [:]
+        for c in changes {
+            peerViews.apply(c)
+            why[c.node] = "\(c.server) sees it \(c.view.map(\.rawValue) ?? "no more")"
+        }
+        rejudge(Array(why.keys), before: before, observers) { why[$0] ?? "" }
     }
 
     /// Replaces every peer's views (empty: this server judges alone, e.g. cut off from the store);
     /// reports each change of state it makes.
-    public func replacePeerViews(_ views: [String: [String: HealthState]], reason: String) {
+    public func replacePeerViews(_ views: PeerViews, reason: String) {
+        let before = peerViews
         peerViews = views
-        rejudge(Array(health.keys), reason: reason)
+        rejudge(Array(health.keys), before: before, observers) { _ in reason }
     }
 
-    /// The peers' views of `node`, by server.
-    func peers(of node: String) -> [String: HealthState] {
-        var out: [String: HealthState] = [:]
-        for (observer, views) in peerViews { out[observer] = views[node] }
-        return out
-    }
-
-    /// Weighs `nodes` again with the peers' views and the rule now, reporting each change.
-    func rejudge(_ nodes: [String], reason: String) {
+    /// Weighs `nodes` again with the peers' views and the rule now, reporting each change from what
+    /// the peers' views `before` and the rule `rule` made of them.
+    func rejudge(
+        _ nodes: [String], before: PeerViews, _ rule: ObserversConfig, reason: (String) -> String
+    ) {
         let now = ContinuousClock.now
         for node in nodes {
-            guard var h = health[node] else { continue }
-            let before = h.state(at: now)
-            h.setPeers(peers(of: node))
-            h.observers = observers
-            health[node] = h
-            let after = h.state(at: now)
-            if before != after {
+            guard let h = health[node] else { continue }
+            let (from, to) = (judged(node, h, at: now, peers: before, rule), judged(node, h, at: now))
+            if from != to {
+                let peers = peerViews.of(node)
                 changed(
                     Change(
-                        node: node, from: before, to: after,
-                        reason: "\(reason) (\(h.ownView) here\(h.peers.isEmpty ? "" : "; " + Self.describe(h.peers)))"))
+                        node: node, from: from, to: to,
+                        reason: "\(reason(node)) (\(h.ownView) here\(peers.isEmpty ? "" : "; " + Self.describe(peers)))"
+                    ))
             }
         }
     }
@@ -404,7 +426,9 @@ extension HealthMonitor {
     func views(of node: String) -> [ObserverView] {
         guard let me = observerName, let h = health[node] else { return [] }
         return [ObserverView(server: me, view: h.ownView.rawValue)]
-            + h.peers.sorted { $0.key < $1.key }.map { ObserverView(server: $0.key, view: $0.value.rawValue) }
+            + peerViews.of(node).sorted { $0.key < $1.key }.map {
+                ObserverView(server: $0.key, view: $0.value.rawValue)
+            }
     }
 
     static func describe(_ peers: [String: HealthState]) -> String {

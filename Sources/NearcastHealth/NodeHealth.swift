@@ -46,10 +46,6 @@ public struct NodeHealth: Sendable {
     /// When the checks' combined state last changed, most recent last (at most `flapWindowCount`).
     public private(set) var changes: [ContinuousClock.Instant] = []
     var checkState: HealthState
-    /// Other servers' views of the node, by server (a fleet's live observers, ARCHITECTURE §13).
-    public private(set) var peers: [String: HealthState] = [:]
-    /// How this server's view and its peers' make the node's state.
-    public var observers = ObserversConfig()
 
     /// What this server's own checks say (what it publishes as its view in a fleet).
     public var ownView: HealthState { checkState }
@@ -65,9 +61,16 @@ public struct NodeHealth: Sendable {
         checkState = checks.isEmpty ? .up : (up ? .up : .down)
     }
 
-    /// The state answers follow at `now`: an unexpired override, else what the observers say
-    /// (this server's checks alone when it has no peers).
-    public func state(at now: ContinuousClock.Instant) -> HealthState {
+    /// Whether the node has checks (a node without is up wherever it is judged).
+    public var isChecked: Bool { !checks.isEmpty }
+
+    /// The state answers follow at `now`: an unexpired override, else what this server's checks
+    /// and a fleet's other servers' views of the node (`peers`, ARCHITECTURE §13) make of it by
+    /// `observers`' rule (the checks alone without peers).
+    public func state(
+        at now: ContinuousClock.Instant, peers: [HealthState] = [],
+        observers: ObserversConfig = ObserversConfig()
+    ) -> HealthState {
         if let o = override, o.until.map({ now < $0 }) ?? true {
             switch o.kind {
             case .drain: return .drained
@@ -75,25 +78,8 @@ public struct NodeHealth: Sendable {
             case .forceDown: return .down
             }
         }
-        return judged
+        return observers.judge(own: checkState, peers: peers)
     }
-
-    /// The observers' verdict: down where enough of them see the node down, degraded where enough
-    /// see it down or degraded, else up.
-    var judged: HealthState {
-        guard !peers.isEmpty else { return checkState }
-        let views = [checkState] + peers.values
-        let down = views.filter { $0 == .down }.count
-        if observers.isEnough(down, of: views.count) { return .down }
-        let notUp = views.filter { $0 == .down || $0 == .degraded }.count
-        return observers.isEnough(notUp, of: views.count) ? .degraded : .up
-    }
-
-    /// Sets (nil: forgets) `observer`'s view of the node.
-    public mutating func setPeer(_ observer: String, _ view: HealthState?) { peers[observer] = view }
-
-    /// Replaces every peer's view of the node.
-    public mutating func setPeers(_ views: [String: HealthState]) { peers = views }
 
     /// Whether the checks' state changed `flapWindowCount` times within `window` before `now`.
     public func isFlapping(at now: ContinuousClock.Instant, window: Duration) -> Bool {

@@ -257,10 +257,12 @@ extension HealthMonitorTests {
             timeout: .seconds(1))
         let monitor = HealthMonitor(
             checker: HealthChecker(group: HealthCheckerTests.group),
-            nodes: ["a": ([check], .up), "b": ([check], .down)],
+            nodes: ["a": ([check], .up), "b": ([check], .down), "unchecked": ([], .up)],
             observerName: "s1", onChange: { changes.add($0) })
         await monitor.onOwnViewChange { views.withLock { $0 += 1 } }
-        #expect(await monitor.ownViews() == ["a": .up, "b": .down])
+        #expect(
+            await monitor.ownViews() == ["a": .up, "b": .down],
+            "a node without checks is up everywhere: no view of it is published")
 
         await monitor.setPeerView("s2", "b", .up)
         #expect(await monitor.state(of: "b") == .up, "down here, up at s2: one of two is not a majority")
@@ -279,8 +281,13 @@ extension HealthMonitorTests {
                 ObserverView(server: "s3", view: "up"),
             ])
 
-        await monitor.replacePeerViews([:], reason: "store out of reach")
-        #expect(await monitor.states() == ["a": .up, "b": .down], "alone: its own checks again")
+        await monitor.setPeerViews([
+            .init(server: "s2", node: "a", view: .up), .init(server: "s2", node: "a", view: .down),
+        ])
+        #expect(changes.all.count == 2, "a batch is judged by what it leaves: a is still down")
+
+        await monitor.replacePeerViews(PeerViews(), reason: "store out of reach")
+        #expect(await monitor.states() == ["a": .up, "b": .down, "unchecked": .up], "alone: its own checks again")
         #expect(changes.all.count == 4)
         #expect(views.withLock { $0 } == 0, "peers never change this server's own view")
     }

@@ -77,22 +77,33 @@ import Testing
         var h = NodeHealth(checks: ["tcp": CheckPolicy(rise: 1, fall: 1)])
         h.record("tcp", success: false, at: at(1))
         #expect(h.state(at: at(1)) == .down, "alone: its own checks")
-        h.setPeer("b", .up)
-        h.setPeer("c", .up)
-        #expect(h.state(at: at(1)) == .up, "one of three sees it down: up")
-        h.setPeer("b", .down)
-        #expect(h.state(at: at(1)) == .down, "two of three: down")
-        h.setPeer("c", .degraded)
-        #expect(h.state(at: at(1)) == .down)
-        h.setPeer("b", nil)
-        #expect(h.state(at: at(1)) == .degraded, "one down and one degraded of two: a majority not up")
-        h.setPeers(["b": .up])
-        #expect(h.state(at: at(1)) == .up, "one of two is not a majority")
-        h.observers = ObserversConfig(downWhen: 0.5)
-        #expect(h.state(at: at(1)) == .down, "down-when: 50% takes it out at one of two")
+        #expect(h.state(at: at(1), peers: [.up, .up]) == .up, "one of three sees it down: up")
+        #expect(h.state(at: at(1), peers: [.down, .up]) == .down, "two of three: down")
+        #expect(h.state(at: at(1), peers: [.down, .degraded]) == .down)
+        #expect(
+            h.state(at: at(1), peers: [.degraded]) == .degraded, "one down and one degraded of two: a majority not up")
+        #expect(h.state(at: at(1), peers: [.up]) == .up, "one of two is not a majority")
+        let half = ObserversConfig(downWhen: 0.5)
+        #expect(h.state(at: at(1), peers: [.up], observers: half) == .down, "down-when: 50% takes it out at one of two")
         h.setOverride(HealthOverride(.forceUp))
-        #expect(h.state(at: at(1)) == .up, "an operator's word beats every observer")
+        #expect(h.state(at: at(1), peers: [.down, .down]) == .up, "an operator's word beats every observer")
         #expect(h.ownView == .down, "what this server publishes is its checks' view, overrides aside")
+    }
+
+    /// The peers' views are one value, kept by node: a server's view replaced or forgotten leaves
+    /// the others'.
+    @Test func peersViewsAreKeptByNode() {
+        var views = PeerViews([
+            .init(server: "b", node: "n1", view: .up), .init(server: "c", node: "n1", view: .down),
+            .init(server: "b", node: "n2", view: .degraded),
+        ])
+        #expect(views.of("n1") == ["b": .up, "c": .down] && views.of("n2") == ["b": .degraded])
+        #expect(views.servers == ["b", "c"])
+        views.apply(.init(server: "b", node: "n1", view: nil))
+        views.apply(.init(server: "b", node: "n2", view: nil))
+        #expect(views.of("n1") == ["c": .down] && views.of("n2").isEmpty && views.servers == ["c"])
+        views.apply(.init(server: "c", node: "n1", view: nil))
+        #expect(views.isEmpty && views == PeerViews())
     }
 
     @Test func theShareNeededCountsLiveObservers() {
