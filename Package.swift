@@ -85,6 +85,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // A fleet's parts in a server: the store's follower, health views, registrations (§13).
+        .target(
+            name: "NearcastFleet",
+            dependencies: [
+                "DNSWire", "EtcdClient", "NearcastAPIModel", "NearcastBasics", "NearcastConfiguration", "NearcastGeo",
+                "NearcastHealth", "NearcastServer", "NearcastStore", "NearcastZones",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
@@ -153,7 +162,8 @@ let package = Package(
             dependencies: [
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
                 "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth", "NearcastServer",
-                "NearcastStore", "EtcdClient", "TerminalUI", .product(name: "Logging", package: "swift-log"),
+                "NearcastFleet", "NearcastStore", "EtcdClient", "TerminalUI",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -164,7 +174,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "NearcastStore", "MaxMindDB", "CCapabilities", "DNSWire",
+                "NearcastFleet", "NearcastStore", "MaxMindDB", "CCapabilities", "DNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -272,7 +282,8 @@ let package = Package(
             name: "NearcastControlTests",
             dependencies: [
                 "NearcastControl", "NearcastConfiguration", "NearcastZones", "NearcastAnswers", "NearcastGeo",
-                "NearcastServer", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire", "EtcdClient",
+                "NearcastServer", "NearcastFleet", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire",
+                "EtcdClient",
                 "NearcastTestSupport",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
             ]),

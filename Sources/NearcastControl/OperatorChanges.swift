@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NearcastAPIModel
 import NearcastBasics
+import NearcastFleet
 import NearcastHealth
 import NearcastServer
 
@@ -13,17 +14,9 @@ import NearcastServer
 /// Its methods write and sync files: it runs on a thread of its own (ThreadExecutor), not on the
 /// cooperative pool that health changes and API calls share. Between reading the kept overrides
 /// and replacing them a change does not await, so two changes at once never lose one.
-package actor OperatorChanges {
+package actor OperatorChanges: OverridesFromStore {
     private nonisolated let executor = ThreadExecutor(name: "nc-overrides")
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-    /// An override as kept on disk (and in a fleet's store): its end in wall-clock time (monotonic
-    /// clocks restart with the host).
-    package struct Kept: Codable, Equatable, Sendable {
-        var node: String
-        var kind: String
-        var until: Double?
-    }
 
     let monitor: HealthMonitor
     let audit: AuditLog?
@@ -31,7 +24,7 @@ package actor OperatorChanges {
     /// A fleet's store, when overrides are shared: each is written there first, and the store's
     /// overrides are applied here as they come (`applyShared`).
     let shared: (any SharedOverrides)?
-    var kept: [String: Kept] = [:]
+    var kept: [String: KeptOverride] = [:]
     let logger: Logger
 
     /// Why a change was not made; nothing changed.
@@ -54,8 +47,8 @@ package actor OperatorChanges {
     /// Applies the overrides kept from before a restart that have not run out.
     package func restore() async throws {
         guard let path = storePath, let data = FileManager.default.contents(atPath: path) else { return }
-        let list: [Kept]
-        do { list = try JSONDecoder().decode([Kept].self, from: data) } catch {
+        let list: [KeptOverride]
+        do { list = try JSONDecoder().decode([KeptOverride].self, from: data) } catch {
             throw Refused(
                 description: "\(path) cannot be read (\(error)); move it away to start without the kept overrides")
         }
@@ -93,7 +86,8 @@ package actor OperatorChanges {
                 detail: (kind ?? "no override") + (seconds.map { " for \($0) s" } ?? ""), before: "", after: "")
             do {
                 try await shared.putOverride(
-                    node, o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { wall + $0 }) }, audit: entry)
+                    node, o.map { KeptOverride(node: node, kind: $0.rawValue, until: seconds.map { wall + $0 }) },
+                    audit: entry)
             } catch {
                 throw Refused(description: "the store cannot be written (\(error)): nothing was changed")
             }
@@ -101,7 +95,7 @@ package actor OperatorChanges {
         // From here to `kept = next`, no await: another change cannot come between.
         let now = Date().timeIntervalSince1970
         var next = kept.filter { ($0.value.until ?? .infinity) > now }
-        next[node] = o.map { Kept(node: node, kind: $0.rawValue, until: seconds.map { now + $0 }) }
+        next[node] = o.map { KeptOverride(node: node, kind: $0.rawValue, until: seconds.map { now + $0 }) }
         if let audit {
             let detail =
                 "\(before?.state ?? "?")\(before?.override.map { " (\($0))" } ?? "") -> " + (kind ?? "no override")
@@ -132,7 +126,7 @@ package actor OperatorChanges {
 
     /// An override of the fleet's store, as the store holds it now (nil: none), applied here
     /// unless it is already (this server's own change coming back) or has run out.
-    package func applyShared(_ node: String, _ override: Kept?) async {
+    package func applyShared(_ node: String, _ override: KeptOverride?) async {
         let now = Date().timeIntervalSince1970
         let live = override.flatMap { ($0.until ?? .infinity) > now ? $0 : nil }
         guard kept[node] != live, await monitor.state(of: node) != nil else { return }
@@ -164,17 +158,11 @@ package actor OperatorChanges {
         kept = next
     }
 
-    static func encode(_ kept: [String: Kept]) -> [UInt8] {
+    static func encode(_ kept: [String: KeptOverride]) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         return Array((try? encoder.encode(kept.values.sorted { $0.node < $1.node })) ?? Data("[]".utf8))
     }
 
-    static func digest(_ kept: [String: Kept]) -> String { AuditLog.digest(encode(kept)) }
-}
-
-/// Where a fleet's overrides are kept (the store's follower).
-package protocol SharedOverrides: Sendable {
-    /// Writes `node`'s override (nil: takes it back), with its audit line.
-    func putOverride(_ node: String, _ override: OperatorChanges.Kept?, audit: AuditLog.Entry) async throws
+    static func digest(_ kept: [String: KeptOverride]) -> String { AuditLog.digest(encode(kept)) }
 }

@@ -6,6 +6,7 @@ import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
 import NearcastDataPath
+import NearcastFleet
 import NearcastGeo
 import NearcastHealth
 import NearcastServer
@@ -674,16 +675,8 @@ extension AnswerCounts {
     }
 }
 
-/// Where a fleet's zones are kept and changed (the store's follower): what `ServedConfig.edit`
-/// writes through instead of a zone file.
-package protocol SharedZones: Sendable {
-    /// `owner`'s RRsets in zone `origin` as the store holds them now, with the zone's meta.
-    func owner(_ origin: DNSName, _ owner: DNSName) async throws -> StoredZone.Owner
-    /// Writes `value` (empty: none) as the RRset of `type` at the owner `read` is of, with
-    /// `audit`, if nothing it was made from changed since (`StoredZone.Owner.conditions`); the
-    /// store's new revision, or nil when another change came first.
-    func writeRRset(_ type: RRType, value: [UInt8], from read: StoredZone.Owner, audit: AuditLog.Entry) async throws
-        -> Int64?
-    /// Waits until what is served comes from `revision` or later; false after `timeout`.
-    func waitServed(_ revision: Int64, timeout: Duration) async -> Bool
+extension ServedConfig: ServedFromStore {
+    package func reloadFromStore(by: String, zonesUnchanged: Bool) async throws {
+        _ = try await reload(by: by, zonesUnchanged: zonesUnchanged)
+    }
 }

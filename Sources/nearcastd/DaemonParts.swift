@@ -5,6 +5,7 @@ import NearcastAPIModel
 import NearcastBasics
 import NearcastControl
 import NearcastDataPath
+import NearcastFleet
 import NearcastGeo
 import NearcastHealth
 import NearcastServer

@@ -11,6 +11,7 @@ import NearcastBasics
 import NearcastConfiguration
 import NearcastControl
 import NearcastDataPath
+import NearcastFleet
 import NearcastGeo
 import NearcastHealth
 import NearcastServer

@@ -4,6 +4,7 @@ import NIOPosix
 import NearcastAPIModel
 import NearcastBasics
 import NearcastConfiguration
+import NearcastFleet
 import NearcastGeo
 import NearcastHealth
 import NearcastServer

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NearcastAnswers
 import NearcastConfiguration
+import NearcastFleet
 import NearcastGeo
 import NearcastServer
 import NearcastStore

@@ -20,7 +20,7 @@ package final class SnapshotSource: Sendable {
 }
 
 /// Follows a fleet's store (ARCHITECTURE §13): reads it whole, then watches its prefix. A change
-/// of RRsets of zones it serves is applied as a change (`ServedConfig.applyFromStore`: what it
+/// of RRsets of zones it serves is applied as a change (`ServedFromStore.applyFromStore`: what it
 /// costs grows with the change, not with the zone), journaled beside the snapshot's zone file; a
 /// change of the geo section, registered nodes or tokens is applied to those as it holds them
 /// and reloaded with the zones served. Anything else it serves (a zone's import, the layout)
@@ -48,7 +48,7 @@ package actor StoreFollower {
     package private(set) var auditRevision: Int64 = 0
     var task: Task<Void, Never>?
     /// Where the store's overrides go.
-    var changes: OperatorChanges?
+    var changes: (any OverridesFromStore)?
     /// Where the store's API tokens go, and the tokens last read (or kept in the snapshot).
     var tokens: LiveTokens?
     var storeTokens: [String: String] = [:]
@@ -107,7 +107,7 @@ package actor StoreFollower {
 
     /// Follows the store until `stop`, reloading `served` after each change of what is served and
     /// handing overrides to `changes` and the API's tokens to `tokens`.
-    package func start(_ served: ServedConfig, changes: OperatorChanges?, tokens: LiveTokens?) {
+    package func start(_ served: any ServedFromStore, changes: (any OverridesFromStore)?, tokens: LiveTokens?) {
         self.changes = changes
         self.tokens = tokens
         useTokens(storeTokens)
@@ -139,7 +139,7 @@ package actor StoreFollower {
     /// Follows the store's watch from the revision served. After an outage it takes the watch up
     /// where it left it (no change is lost: the watch brings every one since); only a revision
     /// etcd has compacted away (or none read yet) is a read of the whole store.
-    func follow(_ served: ServedConfig) async {
+    func follow(_ served: any ServedFromStore) async {
         var pause = Duration.milliseconds(200)
         var wholeReadDue = false
         while !Task.isCancelled {
@@ -198,14 +198,14 @@ package actor StoreFollower {
 
     /// Reads the store whole into a candidate beside the snapshot and reloads from it; the
     /// candidate becomes the snapshot when it is served, and is dropped when it is refused.
-    func apply(_ served: ServedConfig) async throws {
+    func apply(_ served: any ServedFromStore) async throws {
         let (rev, files) = try await read()
         useTokens(files.tokens)  // not part of what a reload checks: they apply as read
         let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
         try await onOwnThread { [files, rev] in try candidate.writeInPlace(files, revision: rev) }
         source.use(candidate)
         do {
-            _ = try await served.reload(by: "store@\(rev)")
+            try await served.reloadFromStore(by: "store@\(rev)", zonesUnchanged: false)
             try await onOwnThread { [snapshot] in try snapshot.replace(with: candidate) }  // renamed, not written again
             await served.zoneFilesMoved(from: candidate.directory, to: snapshot.directory)
             source.use(snapshot)
@@ -234,7 +234,7 @@ package actor StoreFollower {
     /// Serves what a watch's batch changed of what is served: the RRsets of zones as changes,
     /// then, if it changed them, the geo section, nodes and tokens without the zones; anything
     /// else (or a change refused) by reading the whole store again.
-    func serve(_ events: [WatchEvent], at latest: Int64, _ served: ServedConfig) async throws {
+    func serve(_ events: [WatchEvent], at latest: Int64, _ served: any ServedFromStore) async throws {
         let serving = events.filter { affectsServing($0.kv.keyString) }
         let shared = serving.filter { isShared($0.kv.keyString) }
         let followed = shared.isEmpty ? followedShared : followedShared.flatMap { self.followed($0, shared) }
@@ -284,13 +284,13 @@ package actor StoreFollower {
     /// `zonesUnchanged` (the zone files are not read again). A node that registers costs what
     /// its registration is, not a read of every node or of a million names. Refused, the
     /// snapshot's files are put back and the last good state goes on being served.
-    func applyShared(_ files: FleetFiles, _ served: ServedConfig, at rev: Int64) async throws {
+    func applyShared(_ files: FleetFiles, _ served: any ServedFromStore, at rev: Int64) async throws {
         followedShared = files
         useTokens(files.tokens)
         let zones = snapshotZones ?? []
         let kept = try await onOwnThread { [snapshot] in try snapshot.replaceShared(files, zones: zones) }
         do {
-            _ = try await served.reload(by: "store@\(rev)", zonesUnchanged: true)
+            try await served.reloadFromStore(by: "store@\(rev)", zonesUnchanged: true)
         } catch {
             try? await onOwnThread { [snapshot] in try snapshot.restore(kept) }
             logger.error(
@@ -323,7 +323,7 @@ package actor StoreFollower {
     /// false when one is refused (the rest of the batch is then not applied: the caller reads
     /// the store whole, which serves its state or keeps the last good one).
     func applyChanges(
-        _ changes: [DNSName: StoredChange], _ served: ServedConfig,
+        _ changes: [DNSName: StoredChange], _ served: any ServedFromStore,
         revision: Int64
     ) async -> Bool {
         for (origin, change) in changes {
@@ -351,7 +351,7 @@ package actor StoreFollower {
     /// One override key as the store holds it (nil: deleted), handed to `changes`.
     func override(_ key: String, _ value: [UInt8]?) async {
         let node = String(key.dropFirst(connection.layout.overrides.count))
-        let kept = value.flatMap { try? JSONDecoder().decode(OperatorChanges.Kept.self, from: Data($0)) }
+        let kept = value.flatMap { try? JSONDecoder().decode(KeptOverride.self, from: Data($0)) }
         await changes?.applyShared(node, kept)
     }
 
@@ -445,7 +445,7 @@ struct StoreAuditLine: Codable {
 }
 
 extension StoreFollower: SharedOverrides {
-    package func putOverride(_ node: String, _ override: OperatorChanges.Kept?, audit: AuditLog.Entry) async throws {
+    package func putOverride(_ node: String, _ override: KeptOverride?, audit: AuditLog.Entry) async throws {
         let key = Array((connection.layout.overrides + node).utf8)
         let write: EtcdOperation = try override.map { .put(key, Array(try JSONEncoder().encode($0))) } ?? .delete(key)
         _ = try await connection.etcd.txn([], success: [write, try auditWrite(audit)])
