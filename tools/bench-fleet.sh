@@ -54,6 +54,15 @@ start_etcd
 seed_config "$(test_zone)"
 import_seed
 echo "import: $IMPORT_S s, etcd database $DB_MB MB"
+# The import's ceiling: etcd's own put rate as etcdctl measures it (1,000 clients putting one key
+# each at a time for 60 s, its xl load; its keys are deleted after).
+PUT_RATE=""
+if [ "$ZONE_NAMES" -gt 0 ]; then
+	rate=$(etcdctl --endpoints "127.0.0.1:$EP" check perf --load=xl --prefix /nearcast-bench-perf/ 2>&1 |
+		grep -oE '[0-9]+ writes/s' | head -1 || true)
+	echo "etcdctl check perf: $rate"
+	PUT_RATE="; etcd's own put rate beside it (\`etcdctl check perf --load=xl\`: 1,000 clients, a key a put): $rate"
+fi
 echo "write $TOKEN" >"$work/tokens"
 servers=""
 for i in $(seq 0 $((N - 1))); do
@@ -137,7 +146,7 @@ block=$(
 <!-- bench-fleet:start (written by tools/bench-fleet.sh; do not edit by hand) -->
 Measured $(date +%F) on $cpu, kernel $kernel, $(nproc) cores. Command: \`make bench-fleet\`
 ($N servers in network namespaces, server 0 with XDP, one etcd $(etcd --version | awk '/etcd Version/ {print $3}') on the host),
-the test zone with $ZONE_NAMES generated names more (\`ZONE_NAMES=$ZONE_NAMES\`): imported in $IMPORT_S s, etcd's database $DB_MB MB.
+the test zone with $ZONE_NAMES generated names more (\`ZONE_NAMES=$ZONE_NAMES\`): imported in $IMPORT_S s, etcd's database $DB_MB MB$PUT_RATE.
 
 | | p50 | p99 | max |
 |---|---:|---:|---:|

@@ -80,10 +80,13 @@ public struct StoreSnapshot: Sendable {
         if let r = kept.registered { try r.write(to: URL(fileURLWithPath: registeredPath), options: .atomic) }
     }
 
-    /// `local` (this server's own settings) serving the snapshot's zones and geo section. Paths
-    /// in the geo section (the database) are taken from the local config's directory, as if the
-    /// section were written there; the zones are the snapshot's files.
-    public func config(over local: NearcastConfig) throws(DiagnosticsError) -> NearcastConfig {
+    /// `local` (this server's own settings) serving the snapshot's zones and geo section, with
+    /// its registered nodes (`registered`: as the caller holds them, the snapshot's file not read
+    /// again). Paths in the geo section (the database) are taken from the local config's
+    /// directory, as if the section were written there; the zones are the snapshot's files.
+    public func config(
+        over local: NearcastConfig, registered: [NodeRegistration]? = nil
+    ) throws(DiagnosticsError) -> NearcastConfig {
         guard let data = FileManager.default.contents(atPath: configPath) else {
             throw DiagnosticsError([
                 Diagnostic(file: configPath, line: 0, message: "the store's snapshot cannot be read")
@@ -98,7 +101,9 @@ public struct StoreSnapshot: Sendable {
         var merged = local
         merged.zones = shared.zones
         // (Nodes registered before the geo section was taken away are not served without it.)
-        merged.geo = shared.geo.isEmpty ? shared.geo : shared.geo.registering(NodeRegistration.nodes(registered()))
+        merged.geo =
+            shared.geo.isEmpty
+            ? shared.geo : shared.geo.registering(NodeRegistration.nodes(registered ?? self.registered()))
         return merged
     }
 

@@ -162,7 +162,7 @@ struct Nearcastd: AsyncParsableCommand {
         // reach, its last snapshot) before anything starts.
         let follower = try await Self.followStore(cfg, logger: logger)
         do {
-            if let follower { cfg = try follower.source.snapshot.config(over: cfg) }
+            if let follower { cfg = try follower.source.config(over: cfg) }
             zones = try cfg.loadZones()
             tokens = try cfg.api.loadTokens()
         } catch {
@@ -307,7 +307,7 @@ struct Nearcastd: AsyncParsableCommand {
             running: cfg, zones: zones,
             load: { () throws(DiagnosticsError) -> NearcastConfig in
                 let local = try command.effectiveConfig()
-                return try storeSource?.snapshot.config(over: local) ?? local
+                return try storeSource?.config(over: local) ?? local
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: monitor,
             changes: changes, metrics: metrics, audit: audit, shared: follower, cookies: cookieRotation,
