@@ -249,7 +249,11 @@ package actor ServedConfig {
             let names = GeoTable.namesChanged(from: live.current?.table, to: compiled?.table)
             changes = AnswerImage.Change.adding(names, to: c, zones: reloaded.zones)
         }
-        var report = try await switchTo(next, reloaded.zones, geo: geo, started: started, zoneChanges: changes)
+        // Zones unchanged (a registration, a geo section changed): what is let go shares them, and
+        // is small; glibc's trim of a heap that holds a million names is not worth a registration.
+        var report = try await switchTo(
+            next, reloaded.zones, geo: geo, started: started, oneChange: reloaded.changes?.isEmpty == true,
+            zoneChanges: changes)
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
@@ -273,8 +277,8 @@ package actor ServedConfig {
     /// `zoneChanges`: what changed of the zones served, each a zone's change (none: nothing did),
     /// whose records the fast path is written in its live generation; nil: the names table and
     /// geo maps as a new generation. `oneChange`: the zones are those served now with a change
-    /// applied, sharing all else; otherwise what they replace is a whole, and the memory it
-    /// held is given back to the system once it is let go.
+    /// applied (or none), sharing all else; otherwise what they replace is a whole, and the
+    /// memory it held is given back to the system once it is let go.
     func switchTo(
         _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
         oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil
