@@ -53,6 +53,7 @@ public struct GeoConfig: Sendable {
     public func check(against zones: [Zone]) throws(DiagnosticsError) {
         var d: [Diagnostic] = []
         let authority = Authority(zones: zones)
+        lazy var discoveryTargets = self.discoveryTargets  // once, not once per discovery name
         for g in names {
             let (file, line) = Self.split(g.declaredAt)
             func fail(_ m: String) {
@@ -196,7 +197,9 @@ public struct GeoNameConfig: Sendable, Equatable {
 
     /// The target name of `node` for this discovery name.
     public func target(of node: String) -> DNSName? {
-        targets.flatMap { try? DNSName(node + "." + $0.description) }
+        // Read relative to the targets, not as text joined to theirs: a fleet's 5,000 nodes made
+        // each compile print and read every target name again.
+        node.hasSuffix(".") ? nil : targets.flatMap { try? DNSName(node, origin: $0) }
     }
 }
 

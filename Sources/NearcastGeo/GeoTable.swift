@@ -138,11 +138,12 @@ public struct GeoTable: Sendable {
         }
         let image = try GeoCompiler.compile(database: database, pools: rankings, progress: progress)
         let owners = Set(names.keys.map(\.name))
+        let targets = config.discoveryTargets
         return GeoTable(
             serial: nextSerial.add(1, ordering: .relaxed).newValue, image: image, rankings: rankings,
             pools: config.pools, names: names, owners: owners,
-            ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes, targets: config.discoveryTargets,
-            existingNames: withAncestors(Array(owners) + Array(config.discoveryTargets.keys)),
+            ownersWire: Set(owners.map { $0.lowercased().wire }), nodes: nodes, targets: targets,
+            existingNames: withAncestors(Array(owners) + Array(targets.keys)),
             board: board, coldStart: ColdStart(config))
     }
 
