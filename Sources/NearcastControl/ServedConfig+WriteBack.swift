@@ -5,7 +5,10 @@ import NearcastZones
 /// Zone files written back from the served zones (docs/ARCHITECTURE.md §15): a change through
 /// the API is durable once its journal block is synced; the zone's file is rewritten
 /// `zonefile-sync` seconds after the first change not in it, once for every change of that time,
-/// and the journal then keeps only the changes the file does not hold.
+/// and the journal then keeps only the changes the file does not hold. Under a stream of changes,
+/// a file that takes long to write is written less often: the next write-back waits at least nine
+/// times what the last one took, so writing a zone back costs at most a tenth of a core whatever
+/// its size (a million names take seconds to write; every 10 s, that was half a core).
 ///
 /// The text is made and written to a temporary file on a background thread, with no turn held, so
 /// changes go on meanwhile; only the journal's mark of the file written (`ZoneJournal.FileMark`),
@@ -17,9 +20,9 @@ extension ServedConfig {
     func scheduleWriteBack(_ path: String) {
         guard !writeBackDue.contains(path) else { return }
         writeBackDue.insert(path)
-        let delay = running.zonefileSync
+        let delay = max(.seconds(running.zonefileSync), (writeBackTook[path] ?? .zero) * 9)
         Task {
-            try? await Task.sleep(for: .seconds(delay))
+            try? await Task.sleep(for: delay)
             await self.writeBack(path)
         }
     }
@@ -47,6 +50,7 @@ extension ServedConfig {
             return
         }
         let tmp: String
+        let writing = ContinuousClock.now
         do {
             tmp = try await onOwnThread(name: "nc-zonefile", background: true) {
                 defer { FreedMemory.giveBack() }
@@ -54,6 +58,7 @@ extension ServedConfig {
                     try ZoneText.write(zone, to: write)
                 }
             }
+            writeBackTook[path] = ContinuousClock.now - writing
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
             scheduleWriteBack(path)

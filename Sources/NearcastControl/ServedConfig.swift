@@ -64,6 +64,8 @@ package actor ServedConfig {
     /// once the one under way is done: two write-backs of one file never overlap).
     var writeBackRunning: Set<String> = []
     var writeBackAgain: Set<String> = []
+    /// What the last write-back of each zone file took (its text made and written).
+    var writeBackTook: [String: Duration] = [:]
     var fileStamps: [String: FileStamp] = [:]
     /// Journals whose tail a crash may have cut short and that have been cut to their last
     /// whole block (`ZoneJournal.dropCutShortTail`): each once, before this daemon first appends.
