@@ -79,16 +79,18 @@ PER_CHANGE=$(awk -v a="$c0" -v b="$c1" -v c="$CHANGES" -v n="$N" 'BEGIN { printf
 BYTES_PER_CHANGE=$(awk -v a="$b0" -v b="$b1" -v c="$CHANGES" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / c / n }')
 
 # 3. Nodes registering and leaving while records change.
-c0=$(etcd_calls) b0=$(etcd_sent)
+c0=$(etcd_calls) b0=$(etcd_sent) k0=$(ticks)
 python3 tools/fleet-latency.py changes "$servers" "$TOKEN" "$CHURN_CHANGES" >"$work/churn-changes.json" &
 changer=$!
 churn=$(python3 tools/fleet-latency.py churn "$servers" "$TOKEN" "$REGISTRATIONS" "$REGISTER_SECONDS")
 wait "$changer"
-c1=$(etcd_calls) b1=$(etcd_sent)
+c1=$(etcd_calls) b1=$(etcd_sent) k1=$(ticks)
 during=$(cat "$work/churn-changes.json")
 echo "churn: $churn"
 echo "changes meanwhile: $during"
 CHURN_CALLS=$(awk -v a="$c0" -v b="$c1" -v c="$REGISTRATIONS" 'BEGIN { printf "%.1f", (b - a) / c / 2 }')
+# What a server spent (CPU) per registration or departure: what it would take on a machine of its own.
+CHURN_CPU=$(awk -v a="$k0" -v b="$k1" -v c="$REGISTRATIONS" -v n="$N" -v hz="$HZ" 'BEGIN { printf "%.0f", (b - a) / hz / n / c / 2 * 1000 }')
 CHURN_BYTES=$(awk -v a="$b0" -v b="$b1" -v c="$REGISTRATIONS" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / c / 2 / n }')
 
 row() { # JSON, path to a latency object, label
@@ -116,7 +118,9 @@ $(row "$during" "$c" "record change meanwhile ($(field "$during" "$c[\"n\"]") ch
 
 etcd requests (gRPC calls etcd started, its JSON gateway's included) and bytes it sent: per record
 change $PER_CHANGE requests and $BYTES_PER_CHANGE bytes per server; per registration or departure,
-$CHURN_CALLS requests for the fleet and $CHURN_BYTES bytes per server.
+$CHURN_CALLS requests for the fleet and $CHURN_BYTES bytes per server. Each server spent $CHURN_CPU ms of
+CPU per registration or departure (the record changes meanwhile included); the $N servers share
+$(nproc) cores here.
 <!-- bench-fleet-wide:end -->
 T
 )
