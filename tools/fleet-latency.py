@@ -172,7 +172,8 @@ def timed_calls(servers, count, seconds, call, served, senders=64):
             except Exception as e:
                 with lock:
                     refused[0] += 1
-                print(f"call {k}: {e}", file=sys.stderr)
+                why = e.read().decode(errors="replace").strip() if hasattr(e, "read") else ""
+                print(f"call {k}: {e} {why}", file=sys.stderr)
                 continue
             with lock:
                 pending[k] = (name, time.monotonic(), list(servers))
