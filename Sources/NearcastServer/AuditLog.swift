@@ -74,16 +74,22 @@ public final class AuditLog: Sendable {
         func digest(of path: String) -> String? {
             guard let before = FileStamp(path) else { return nil }
             if let k = known.withLockedValue({ $0[path] }), k.stamp == before { return k.digest }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let readFrom = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
             guard let file = FileHandle(forReadingAtPath: path) else { return nil }
             defer { try? file.close() }
             var hash = SHA256()
             while let piece = try? file.read(upToCount: 1 << 20), !piece.isEmpty { hash.update(data: piece) }
             let digest = Hex.lowercase(hash.finalize())
-            // Kept only when the file did not change while it was read, and not for a file changed
-            // in the last two seconds: the kernel stamps files with a clock of a few milliseconds'
-            // grain, so a write of the same size may follow in the same stamp (git's rule for its
-            // index, for the same reason).
-            if FileStamp(path) == before, before.modified < Int64(time(nil)) - 2 {
+            // Kept only when the file did not change while it was read, and was last changed well
+            // before it was read (git's rule for its index, for the same reason): the kernel
+            // stamps files with a clock of a few milliseconds' grain, so a write of the same size
+            // could follow a fresh change within the same stamp, but not one 100 ms old. (Two
+            // seconds, as before, made every reload in the two seconds after a zone's write-back
+            // hash its 40 MB again.)
+            let modified = before.modified * 1_000_000_000 + Int64(before.modifiedNanos)
+            if FileStamp(path) == before, modified < readFrom - 100_000_000 {
                 known.withLockedValue { $0[path] = (before, digest) }
             }
             return digest

@@ -1,5 +1,6 @@
 import Foundation
 import NearcastServer
+import NearcastTestSupport
 import Testing
 
 /// The audit log read back from its end (`GET /v1/audit`, the dashboard's last changes).
@@ -55,6 +56,67 @@ import Testing
         #expect(
             AuditLog.digest(ofFiles: [a])
                 == AuditLog.digest(Array(a.utf8) + [0] + Array(AuditLog.digest(changed).utf8) + [0]))
+    }
+
+    /// A file is read again only when stat(2) says it changed, or when it changed so lately that
+    /// a write of the same size could still follow within the same stamp (git's racy rule): a
+    /// reload hashes a 40 MB zone file once, not at every node that registers.
+    @Test func aFileIsHashedAgainWhenItsStampChangesOrItChangedJustNow() throws {
+        let dir = try TemporaryDirectory("nearcast-digest")
+        func stamp(_ path: String) -> timespec {
+            var st = stat()
+            stat(path, &st)
+            return st.st_mtim
+        }
+        func setStamp(_ path: String, _ t: timespec) { _ = utimensat(AT_FDCWD, path, [t, t], 0) }
+        func digest(_ text: String) -> String { AuditLog.digest(Array(text.utf8)) }
+        // In place (the same inode), as an editor that rewrites a file does.
+        func rewrite(_ path: String, _ text: String) throws {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        }
+        let path = try dir.write("one", to: "old")
+        let old = timespec(tv_sec: time(nil) - 10, tv_nsec: 0)
+        setStamp(path, old)
+        #expect(
+            AuditLog.digest(ofFiles: [path])
+                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("one").utf8) + [0]))
+        // The same size under the same stamp is taken for the same file: it is not read again.
+        try rewrite(path, "two")
+        setStamp(path, old)
+        #expect(
+            AuditLog.digest(ofFiles: [path])
+                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("one").utf8) + [0]))
+        // Any other stamp is a change.
+        try rewrite(path, "two")
+        #expect(
+            AuditLog.digest(ofFiles: [path])
+                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("two").utf8) + [0]))
+        // Changed half a second ago: well past the stamp's grain, so kept as well.
+        var clock = timespec()
+        clock_gettime(CLOCK_REALTIME, &clock)
+        let halfASecondAgo = Int(clock.tv_sec) * 1_000_000_000 + Int(clock.tv_nsec) - 500_000_000
+        let recent = timespec(tv_sec: halfASecondAgo / 1_000_000_000, tv_nsec: halfASecondAgo % 1_000_000_000)
+        try rewrite(path, "six")
+        setStamp(path, recent)
+        #expect(
+            AuditLog.digest(ofFiles: [path])
+                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("six").utf8) + [0]))
+        try rewrite(path, "sev")
+        setStamp(path, recent)
+        #expect(
+            AuditLog.digest(ofFiles: [path])
+                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("six").utf8) + [0]))
+        // Changed just now: read each time, even under the same stamp.
+        let fresh = try dir.write("thr", to: "fresh")
+        let now = stamp(fresh)
+        #expect(
+            AuditLog.digest(ofFiles: [fresh])
+                == AuditLog.digest(Array(fresh.utf8) + [0] + Array(digest("thr").utf8) + [0]))
+        try rewrite(fresh, "fou")
+        setStamp(fresh, now)
+        #expect(
+            AuditLog.digest(ofFiles: [fresh])
+                == AuditLog.digest(Array(fresh.utf8) + [0] + Array(digest("fou").utf8) + [0]))
     }
 
     /// What a reader of the log (a person, `jq`, a SIEM) relies on: the time in RFC 3339, UTC,
