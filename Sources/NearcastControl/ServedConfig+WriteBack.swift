@@ -7,8 +7,9 @@ import NearcastZones
 /// `zonefile-sync` seconds after the first change not in it, once for every change of that time,
 /// and the journal then keeps only the changes the file does not hold. Under a stream of changes,
 /// a file that takes long to write is written less often: the next write-back waits at least nine
-/// times what the last one took, so writing a zone back costs at most a tenth of a core whatever
-/// its size (a million names take seconds to write; every 10 s, that was half a core).
+/// times the CPU time the last one took (at most a minute), so writing a zone back costs at most a
+/// tenth of a core whatever its size (a million names take seconds to write; every 10 s, that was
+/// half a core).
 ///
 /// The text is made and written to a temporary file on a background thread, with no turn held, so
 /// changes go on meanwhile; only the journal's mark of the file written (`ZoneJournal.FileMark`),
@@ -20,7 +21,7 @@ extension ServedConfig {
     func scheduleWriteBack(_ path: String) {
         guard !writeBackDue.contains(path) else { return }
         writeBackDue.insert(path)
-        let delay = max(.seconds(running.zonefileSync), (writeBackTook[path] ?? .zero) * 9)
+        let delay = max(.seconds(running.zonefileSync), min((writeBackTook[path] ?? .zero) * 9, .seconds(60)))
         Task {
             try? await Task.sleep(for: delay)
             await self.writeBack(path)
@@ -50,15 +51,19 @@ extension ServedConfig {
             return
         }
         let tmp: String
-        let writing = ContinuousClock.now
         do {
-            tmp = try await onOwnThread(name: "nc-zonefile", background: true) {
+            // What it took is the thread's CPU time: at idle priority, its wall time is the
+            // machine's load as much as the write's cost.
+            let took: Duration
+            (tmp, took) = try await onOwnThread(name: "nc-zonefile", background: true) {
                 defer { FreedMemory.giveBack() }
-                return try DurableFile.prepare(path) { write throws(DurableFile.Failure) in
+                let start = Self.threadCPUTime()
+                let tmp = try DurableFile.prepare(path) { write throws(DurableFile.Failure) in
                     try ZoneText.write(zone, to: write)
                 }
+                return (tmp, Self.threadCPUTime() - start)
             }
-            writeBackTook[path] = ContinuousClock.now - writing
+            writeBackTook[path] = took
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
             scheduleWriteBack(path)
@@ -100,6 +105,13 @@ extension ServedConfig {
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
         }
+    }
+
+    /// The calling thread's CPU time so far.
+    static func threadCPUTime() -> Duration {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return .seconds(t.tv_sec) + .nanoseconds(t.tv_nsec)
     }
 
     /// Notes each zone file's stamp as it is now: after a load of them.
