@@ -7,7 +7,7 @@ import NearcastStore
 
 /// A fleet server's part in judging nodes from many vantage points (ARCHITECTURE §13). Under a
 /// lease of its own it announces itself (`P servers/NAME`) and publishes its own view of every
-/// node (`P health/NAME/NODE`: up, degraded or down, as its checks say); it watches the other
+/// node it checks (`P health/NAME/NODE`: up, degraded or down, as its checks say); it watches the other
 /// servers' views and hands them to the health monitor, which weighs them with its own. A server
 /// that dies stops renewing its lease, and etcd deletes its views with it. A server cut off from
 /// the store forgets its peers' views and judges alone until it is back, then publishes again
