@@ -69,7 +69,10 @@ import Testing
             return st.st_mtim
         }
         func setStamp(_ path: String, _ t: timespec) { _ = utimensat(AT_FDCWD, path, [t, t], 0) }
-        func digest(_ text: String) -> String { AuditLog.digest(Array(text.utf8)) }
+        /// The digest of `path` holding `text`, as `digest(ofFiles:)` gives it.
+        func holding(_ path: String, _ text: String) -> String {
+            AuditLog.digest(Array(path.utf8) + [0] + Array(AuditLog.digest(Array(text.utf8)).utf8) + [0])
+        }
         // In place (the same inode), as an editor that rewrites a file does.
         func rewrite(_ path: String, _ text: String) throws {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -77,20 +80,14 @@ import Testing
         let path = try dir.write("one", to: "old")
         let old = timespec(tv_sec: time(nil) - 10, tv_nsec: 0)
         setStamp(path, old)
-        #expect(
-            AuditLog.digest(ofFiles: [path])
-                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("one").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [path]) == holding(path, "one"))
         // The same size under the same stamp is taken for the same file: it is not read again.
         try rewrite(path, "two")
         setStamp(path, old)
-        #expect(
-            AuditLog.digest(ofFiles: [path])
-                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("one").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [path]) == holding(path, "one"))
         // Any other stamp is a change.
         try rewrite(path, "two")
-        #expect(
-            AuditLog.digest(ofFiles: [path])
-                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("two").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [path]) == holding(path, "two"))
         // Changed half a second ago: well past the stamp's grain, so kept as well.
         var clock = timespec()
         clock_gettime(CLOCK_REALTIME, &clock)
@@ -98,25 +95,17 @@ import Testing
         let recent = timespec(tv_sec: halfASecondAgo / 1_000_000_000, tv_nsec: halfASecondAgo % 1_000_000_000)
         try rewrite(path, "six")
         setStamp(path, recent)
-        #expect(
-            AuditLog.digest(ofFiles: [path])
-                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("six").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [path]) == holding(path, "six"))
         try rewrite(path, "sev")
         setStamp(path, recent)
-        #expect(
-            AuditLog.digest(ofFiles: [path])
-                == AuditLog.digest(Array(path.utf8) + [0] + Array(digest("six").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [path]) == holding(path, "six"))
         // Changed just now: read each time, even under the same stamp.
         let fresh = try dir.write("thr", to: "fresh")
         let now = stamp(fresh)
-        #expect(
-            AuditLog.digest(ofFiles: [fresh])
-                == AuditLog.digest(Array(fresh.utf8) + [0] + Array(digest("thr").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [fresh]) == holding(fresh, "thr"))
         try rewrite(fresh, "fou")
         setStamp(fresh, now)
-        #expect(
-            AuditLog.digest(ofFiles: [fresh])
-                == AuditLog.digest(Array(fresh.utf8) + [0] + Array(digest("fou").utf8) + [0]))
+        #expect(AuditLog.digest(ofFiles: [fresh]) == holding(fresh, "fou"))
     }
 
     /// What a reader of the log (a person, `jq`, a SIEM) relies on: the time in RFC 3339, UTC,
