@@ -33,7 +33,6 @@ public struct EDNSOption: Hashable, Sendable {
     public static let nsidCode: UInt16 = 3
     public static let clientSubnetCode: UInt16 = 8
     public static let cookieCode: UInt16 = 10
-    public static let paddingCode: UInt16 = 12
     public static let extendedErrorCode: UInt16 = 15
 
     /// An Extended DNS Error option (RFC 8914) with an INFO-CODE and, optionally, EXTRA-TEXT.

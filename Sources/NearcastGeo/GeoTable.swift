@@ -156,9 +156,6 @@ public struct GeoTable: Sendable {
     /// The node of this id.
     public func node(_ id: String) -> NodeConfig? { nodes[id] }
 
-    /// Whether a node of this id is in the table.
-    public func hasNode(_ id: String) -> Bool { nodes[id] != nil }
-
     /// The geo name for a question, if it is one.
     public func name(_ qname: DNSName, _ type: RRType) -> Name? {
         names[Key(name: qname, type: type.rawValue)]

@@ -355,7 +355,7 @@ public actor HealthMonitor {
         guard var h = health[node] else { return }
         let now = ContinuousClock.now
         let before = judged(node, h, at: now)
-        let ownChanged = h.record(check, success: passed, at: now) != nil  // an expired override is ended by its timer
+        let ownChanged = h.record(check, success: passed) != nil  // an expired override is ended by its timer
         health[node] = h
         let after = judged(node, h, at: now)
         if before != after {
@@ -376,11 +376,6 @@ extension HealthMonitor {
 
     /// `listener` is called each time this server's own view of a node changes.
     public func onOwnViewChange(_ listener: @escaping @Sendable () -> Void) { viewListener = listener }
-
-    /// Sets (nil: forgets) `observer`'s view of `node`; reports the change of state it makes.
-    public func setPeerView(_ observer: String, _ node: String, _ view: HealthState?) {
-        setPeerViews([PeerViews.Change(server: observer, node: node, view: view)])
-    }
 
     /// Applies peers' changed views (a batch of the store's watch, in order); reports each change of
     /// state they make, once per node.

@@ -29,8 +29,7 @@ public struct HealthOverride: Hashable, Sendable {
     }
 }
 
-/// One node's health: each check's state by rise and fall, the operator's override, and the
-/// recent changes (to tell flapping). A value type, driven by results and time, so the rules are
+/// One node's health: each check's state by rise and fall, and the operator's override. A value type, driven by results and time, so the rules are
 /// tested without a network or a clock.
 public struct NodeHealth: Sendable {
     /// One check's state.
@@ -43,15 +42,10 @@ public struct NodeHealth: Sendable {
 
     var checks: [String: Check] = [:]
     public private(set) var override: HealthOverride?
-    /// When the checks' combined state last changed, most recent last (at most `flapWindowCount`).
-    public private(set) var changes: [ContinuousClock.Instant] = []
     var checkState: HealthState
 
     /// What this server's own checks say (what it publishes as its view in a fleet).
     public var ownView: HealthState { checkState }
-
-    /// A node that changed state this many times within `flapWindow` is flapping.
-    public static let flapWindowCount = 4
 
     /// A node with `checks` (name -> policy), each starting `initial` (`up` or `down`): a cold start
     /// is what the operator configured, not "everything down" until the first results.
@@ -81,15 +75,10 @@ public struct NodeHealth: Sendable {
         return observers.judge(own: checkState, peers: peers)
     }
 
-    /// Whether the checks' state changed `flapWindowCount` times within `window` before `now`.
-    public func isFlapping(at now: ContinuousClock.Instant, window: Duration) -> Bool {
-        changes.count >= Self.flapWindowCount && now - changes[changes.count - Self.flapWindowCount] <= window
-    }
-
-    /// Records one result of check `name` at `now`. Returns the new combined state of the checks
+    /// Records one result of check `name`. Returns the new combined state of the checks
     /// when it changed (what to log, count and write), else nil.
     @discardableResult
-    public mutating func record(_ name: String, success: Bool, at now: ContinuousClock.Instant) -> HealthState? {
+    public mutating func record(_ name: String, success: Bool) -> HealthState? {
         guard var c = checks[name] else { return nil }
         if success {
             c.successes += 1
@@ -105,8 +94,6 @@ public struct NodeHealth: Sendable {
         let combined: HealthState = ups == checks.count ? .up : ups == 0 ? .down : .degraded
         guard combined != checkState else { return nil }
         checkState = combined
-        changes.append(now)
-        if changes.count > Self.flapWindowCount { changes.removeFirst(changes.count - Self.flapWindowCount) }
         return combined
     }
 

@@ -84,9 +84,6 @@ public struct PoolTTL: Sendable {
     /// Every pool's cap now, by id.
     public var caps: [String: UInt32] { pools.mapValues(\.cap) }
 
-    /// Whether pool `id` is settled (its cap is not the low one); nil for an unknown pool.
-    public func isSettled(_ id: String) -> Bool? { pools[id]?.settled }
-
     mutating func reevaluate(states: [String: HealthState], at now: ContinuousClock.Instant, only ids: [String])
         -> [Change]
     {

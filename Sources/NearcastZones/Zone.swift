@@ -261,13 +261,6 @@ public struct Zone: Sendable {
     /// The types that have records at `name`.
     public func types(at name: DNSName) -> [RRType] { tree[name]?.sets.map(\.type) ?? [] }
 
-    /// Every type some name of the zone has.
-    public var typesPresent: Set<RRType> {
-        var out: Set<RRType> = []
-        for (_, node) in tree { for s in node.sets { out.insert(s.type) } }
-        return out
-    }
-
     /// Every record, in no order.
     public var records: [ResourceRecord] {
         var out: [ResourceRecord] = []

@@ -264,13 +264,13 @@ extension HealthMonitorTests {
             await monitor.ownViews() == ["a": .up, "b": .down],
             "a node without checks is up everywhere: no view of it is published")
 
-        await monitor.setPeerView("s2", "b", .up)
+        await monitor.setPeerViews([.init(server: "s2", node: "b", view: .up)])
         #expect(await monitor.state(of: "b") == .up, "down here, up at s2: one of two is not a majority")
-        await monitor.setPeerView("s3", "b", .up)
+        await monitor.setPeerViews([.init(server: "s3", node: "b", view: .up)])
         #expect(await monitor.state(of: "b") == .up)
-        await monitor.setPeerView("s2", "a", .down)
+        await monitor.setPeerViews([.init(server: "s2", node: "a", view: .down)])
         #expect(await monitor.state(of: "a") == .up, "one of two down")
-        await monitor.setPeerView("s3", "a", .down)
+        await monitor.setPeerViews([.init(server: "s3", node: "a", view: .down)])
         #expect(await monitor.state(of: "a") == .down, "two of three down")
         #expect(changes.all.map { "\($0.node) \($0.to)" } == ["b up", "a down"], "one change each")
         #expect(changes.all.last?.reason.contains("s3 sees it down") == true, "\(changes.all.last?.reason ?? "")")

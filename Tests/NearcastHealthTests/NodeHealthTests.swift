@@ -13,39 +13,39 @@ import Testing
     @Test func fallFailuresInARowTakeANodeDownAndRiseSuccessesBringItBack() {
         var h = NodeHealth(checks: ["http": CheckPolicy(rise: 2, fall: 3)])
         #expect(h.state(at: at(0)) == .up, "cold start: the configured initial state")
-        #expect(h.record("http", success: false, at: at(1)) == nil)
-        #expect(h.record("http", success: false, at: at(2)) == nil)
-        #expect(h.record("http", success: true, at: at(3)) == nil, "a success resets the failures")
-        #expect(h.record("http", success: false, at: at(4)) == nil)
-        #expect(h.record("http", success: false, at: at(5)) == nil)
-        #expect(h.record("http", success: false, at: at(6)) == .down, "the third failure in a row")
+        #expect(h.record("http", success: false) == nil)
+        #expect(h.record("http", success: false) == nil)
+        #expect(h.record("http", success: true) == nil, "a success resets the failures")
+        #expect(h.record("http", success: false) == nil)
+        #expect(h.record("http", success: false) == nil)
+        #expect(h.record("http", success: false) == .down, "the third failure in a row")
         #expect(h.state(at: at(6)) == .down && !h.state(at: at(6)).isServing)
-        #expect(h.record("http", success: true, at: at(7)) == nil)
-        #expect(h.record("http", success: true, at: at(8)) == .up, "the second success in a row")
-        #expect(h.record("nosuch", success: false, at: at(9)) == nil)
+        #expect(h.record("http", success: true) == nil)
+        #expect(h.record("http", success: true) == .up, "the second success in a row")
+        #expect(h.record("nosuch", success: false) == nil)
     }
 
     @Test func aColdStartCanBeDownAndWaitsForRise() {
         var h = NodeHealth(checks: ["tcp": CheckPolicy(rise: 1, fall: 1)], initial: .down)
         #expect(h.state(at: at(0)) == .down)
-        #expect(h.record("tcp", success: true, at: at(1)) == .up)
+        #expect(h.record("tcp", success: true) == .up)
         #expect(NodeHealth(checks: [:]).state(at: at(0)) == .up, "no checks: always up")
     }
 
     @Test func someChecksFailingIsDegradedAndStillServed() {
         var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1), "dns": CheckPolicy(rise: 1, fall: 1)])
-        #expect(h.record("dns", success: false, at: at(1)) == .degraded)
+        #expect(h.record("dns", success: false) == .degraded)
         #expect(h.state(at: at(1)).isServing)
-        #expect(h.record("http", success: false, at: at(2)) == .down)
-        #expect(h.record("dns", success: true, at: at(3)) == .degraded)
-        #expect(h.record("http", success: true, at: at(4)) == .up)
+        #expect(h.record("http", success: false) == .down)
+        #expect(h.record("dns", success: true) == .degraded)
+        #expect(h.record("http", success: true) == .up)
     }
 
     @Test func overridesWinUntilTheyExpire() {
         var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
         h.setOverride(HealthOverride(.drain, until: at(600)))
         #expect(h.state(at: at(1)) == .drained)
-        h.record("http", success: false, at: at(2))
+        h.record("http", success: false)
         #expect(h.state(at: at(599)) == .drained, "the checks go on underneath")
         #expect(h.state(at: at(600)) == .down, "expired: what the checks say")
         #expect(!h.expireOverride(at: at(10)) && h.expireOverride(at: at(600)) && h.override == nil)
@@ -54,20 +54,8 @@ import Testing
         h.setOverride(nil)
         #expect(h.state(at: at(10_000)) == .down)
         h.setOverride(HealthOverride(.forceDown))
-        h.record("http", success: true, at: at(10_001))
+        h.record("http", success: true)
         #expect(h.state(at: at(10_001)) == .down)
-    }
-
-    @Test func changesCloseTogetherAreFlapping() {
-        var h = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
-        for i in 0..<4 { h.record("http", success: i % 2 == 1, at: at(i * 10)) }
-        #expect(h.changes.count == 4)
-        #expect(h.isFlapping(at: at(30), window: .seconds(60)))
-        #expect(!h.isFlapping(at: at(30), window: .seconds(20)), "the four changes span 30 s")
-        #expect(!h.isFlapping(at: at(1000), window: .seconds(60)), "calm since")
-        var calm = NodeHealth(checks: ["http": CheckPolicy(rise: 1, fall: 1)])
-        calm.record("http", success: false, at: at(0))
-        #expect(!calm.isFlapping(at: at(1), window: .seconds(60)), "one change is no flapping")
     }
 
     /// A fleet's observers (ARCHITECTURE §13): a node is down where enough live observers see it
@@ -75,7 +63,7 @@ import Testing
     /// keeps a dead one in; alone, a server follows its own checks.
     @Test func aFleetJudgesANodeByItsObserversViews() {
         var h = NodeHealth(checks: ["tcp": CheckPolicy(rise: 1, fall: 1)])
-        h.record("tcp", success: false, at: at(1))
+        h.record("tcp", success: false)
         #expect(h.state(at: at(1)) == .down, "alone: its own checks")
         #expect(h.state(at: at(1), peers: [.up, .up]) == .up, "one of three sees it down: up")
         #expect(h.state(at: at(1), peers: [.down, .up]) == .down, "two of three: down")

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Compiler shims for the BPF side: inlining, branch hints, and the byte-order helpers. */
+/* Compiler shims for the BPF side: inlining, barriers, aliasing word types, byte order. */
 #ifndef NC_COMPILER_H
 #define NC_COMPILER_H
 
@@ -10,8 +10,6 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /*
  * A compiler barrier: values stored to memory before it are loaded again after it. Used so the

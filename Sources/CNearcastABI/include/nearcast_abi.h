@@ -28,7 +28,6 @@
 #define NC_MAP_POOLS "nc_pools"
 #define NC_MAP_ALIASES "nc_geo_alias"
 #define NC_MAP_GEO4_SPANS "nc_geo4_spans"
-#define NC_MAP_RRL "nc_rrl"
 #define NC_MAP_RRL_CONFIG "nc_rrl_cfg"
 #define NC_MAP_RRL_EXEMPT "nc_rrl_exempt"
 #define NC_MAP_COOKIE "nc_cookie"
