@@ -10,6 +10,7 @@
 #define NC_COOKIE_H
 
 #include "dns.h"
+#include "scratch.h"
 #include "maps.h"
 
 struct {

@@ -78,51 +78,6 @@ enum nc_cookie_in {
 #define NC_OPTION_COOKIE 10
 #define NC_COOKIE_OPT_LEN 28 /* a reply's COOKIE option: code, length, 8 + 16 octets */
 
-/*
- * Per-CPU scratch for one packet: the names-table key (264 bytes), the parsed query and where the
- * headers are. Kept here rather than on the stack so that, read back, the offsets and lengths are
- * bounded but not exact: the paths through different header shapes (VLAN tags, IPv4 or IPv6) and
- * name lengths then converge, and the verifier checks the rest of the program once.
- */
-struct nc_scratch {
-	struct nc_name_key key;
-	struct nc_query q;
-	struct nc_packet pkt;
-	/*
-	 * The answer: the names table's, copied out of the arena (lookup.h), then for a geo name the
-	 * answer built for this client (geo.h), for an NXDOMAIN the reply built for this query (negative.h).
-	 */
-	struct nc_answer answer;
-	__u32 spill_at[4]; /* spill-over: candidate positions and weights, NC_SPILL used (geo.h) */
-	__u32 spill_weight[4];
-	__u32 geo_all_down; /* the geo answer is fail-open: every candidate of the class was down */
-	__u32 geo_first;    /* the candidate spill-over puts first, and the answers wanted: read back at */
-	__u32 geo_want;	    /* each candidate, so the verifier checks a step once (geo.h, nc_geo_answer) */
-	__u32 geo;	    /* the answer is a geo name's: kept here, as `nx` is, so the paths after it are verified once */
-	__u32 geo_node;	    /* the index of the node the geo answer puts first; NC_TALLY_NO_NODE: none (tally.h) */
-	__u32 gen; /* the generation this packet reads (names table and geo maps), read once from nc_config */
-	__u32 slipped; /* the answer is over the response rate limit: the TC=1 reply goes instead (rrl.h) */
-	__u32 src_family; /* the packet's source address, for rate limiting: 4 or 6 */
-	__u64 src[2];	  /* as loaded from the packet (IPv4 in the low 4 bytes of src[0]) */
-	__u32 nx;	  /* the answer is an NXDOMAIN (negative.h): kept here, so the paths after it are verified once */
-	__u8 rec_flags;	  /* the flags of the record nc_find_answer found last (lookup.h) */
-	__u8 pad;
-	__u16 negative;	  /* and the index of its negative answer */
-	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting (negative.h) */
-	__u64 clock_jiffies; /* this CPU's last reading of the monotonic clock, and the jiffies then (cookie.h) */
-	__u64 clock_ns;
-	__u64 rrl_limited; /* answers this CPU limited: every slip-th is slipped (rrl.h) */
-	struct nc_name_key below; /* a name the NXDOMAIN walk looks up (negative.h) */
-	struct nc_nx_head nx_head; /* a negative answer's head, its sections in `answer` (lookup.h) */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct nc_scratch);
-} nc_scratch SEC(".maps");
-
 static __always_inline __u8 nc_fold(__u8 b)
 {
 	return (b >= 'A' && b <= 'Z') ? b | 0x20 : b;
@@ -186,7 +141,7 @@ static __always_inline enum nc_reason nc_read_ecs(__u8 *o, __u32 olen, void *dat
 	if (n < 8 || n > NC_ECS_MAX)
 		return NC_PASS_EDNS;
 	nc_u64a *w = (nc_u64a *)q->ecs;
-	__u8 *end8 = o + ((n - 8) & 0x1f);
+	__u8 *end8 = o + ((n - 8) & 0x1f); /* n - 8 <= 16: the mask only tells the verifier */
 
 	if ((void *)(end8 + 8) > data_end)
 		return NC_PASS_SHAPE;
@@ -372,12 +327,13 @@ static __always_inline enum nc_reason nc_read_query(struct nc_dnshdr *hdr, __u32
 	if (len == 0 || len > NC_NAME_MAX - 1)
 		return NC_PASS_SHAPE;
 	if (len & 7) {
-		kw[(len >> 3) & 0x1f] = tail; /* the last word, zero padded: the key compares whole words */
+		/* The last word, zero padded: the key compares whole words (len <= 255: the mask tells the verifier). */
+		kw[(len >> 3) & 0x1f] = tail;
 		h = nc_hash_word(h, tail);
 	}
 
-	/* Type and class. `len` is at most 255: the verifier sees the bound through the mask. */
-	__u8 *tc = name + (len & 0xff);
+	/* Type and class. */
+	__u8 *tc = name + NC_NAME_POS(len);
 
 	if ((void *)(tc + 4) > data_end)
 		return NC_PASS_SHAPE;

@@ -10,6 +10,7 @@
 #define NC_GEO_H
 
 #include "dns.h"
+#include "scratch.h"
 
 #define NC_SPILL_MASK 3 /* NC_SPILL (3) rounded up to a power of two, less one: bounds for the verifier */
 
@@ -149,6 +150,7 @@ static __always_inline struct nc_node *nc_geo_node(void *nodes, __u32 i)
 /* The TTL a geo name answers with: its own, lowered to its pool's cap while the pool is unsettled. */
 static __always_inline __u32 nc_geo_ttl(const struct nc_geo_name *g, __u32 gen)
 {
+	/* A pool index is below NC_POOLS_MAX (the control plane's): the mask keeps it in its half. */
 	__u32 id = (gen & 1) * NC_POOLS_MAX + (g->pool & (NC_POOLS_MAX - 1));
 	struct nc_pool *p = bpf_map_lookup_elem(&nc_pools, &id);
 
@@ -224,14 +226,14 @@ static __always_inline __u32 nc_geo_class(void *data, void *data_end, const stru
 		*(nc_u64a *)&k6.addr[8] = hi;
 		v4 = (__u32)lo;
 	} else if (pkt->ipv6) {
-		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
+		struct ipv6hdr *ip6 = data + NC_OFF(pkt->l3_off);
 
 		if ((void *)(ip6 + 1) > data_end)
 			return 0;
 		__builtin_memcpy(k6.addr, &ip6->saddr, 16);
 		v6 = 1;
 	} else {
-		struct iphdr *ip = data + (pkt->l3_off & 0xff);
+		struct iphdr *ip = data + NC_OFF(pkt->l3_off);
 
 		if ((void *)(ip + 1) > data_end)
 			return 0;
@@ -289,6 +291,7 @@ static __always_inline __u32 nc_spill_first(const struct nc_cands *c, void *node
 			return NC_GEO_DEPTH;
 		__u32 w = node->weight ? node->weight : 1;
 
+		/* seen < NC_SPILL (above): the masks only tell the verifier. */
 		s->spill_at[seen & (NC_SPILL_MASK)] = i;
 		s->spill_weight[seen & (NC_SPILL_MASK)] = w;
 		total += w;
@@ -379,7 +382,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	s->geo_first = first;
 	s->geo_want = want;
 	if (first < NC_GEO_DEPTH) {
-		__u32 index = c->node[first & (NC_GEO_DEPTH - 1)];
+		__u32 index = c->node[first & (NC_GEO_DEPTH - 1)]; /* first < NC_GEO_DEPTH: for the verifier */
 		struct nc_node *node = nc_geo_node(nodes, index);
 
 		if (node) {
@@ -405,6 +408,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 
 			if (!node || (pass == 0 && (!node->up || i == s->geo_first)))
 				continue;
+			/* n < geo_want <= NC_GEO_ANSWERS_MAX (8): the mask only tells the verifier. */
 			native += nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
 			out->ancount = n + 1;
 			if (n == 0)
@@ -412,7 +416,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 		}
 	}
 	nc_barrier();
-	__u32 n = out->ancount & 0xf;
+	__u32 n = out->ancount & 0xf; /* at most NC_GEO_ANSWERS_MAX (8) written: for the verifier */
 
 	out->flags = 0x8400; /* QR, AA; NOERROR */
 	out->nscount = 0;

@@ -7,6 +7,7 @@
 #define NC_LOOKUP_H
 
 #include "dns.h"
+#include "scratch.h"
 #include "maps.h"
 #include "names.h"
 
@@ -54,7 +55,7 @@ __attribute__((noinline)) int nc_find_answer(__u32 ref, __u32 what)
 	s->negative = head->negative;
 	if (what == NC_FIND_BELOW)
 		return NC_FOUND_NAME;
-	/* The directory follows the name, padded to a word. */
+	/* The directory follows the name, padded to a word (a name is at most 256 bytes: the mask). */
 	const struct nc_type_ref *dir = (const struct nc_type_ref *)(r + sizeof(*head) + ((head->len + 7) & 0x1f8));
 	__u32 types = head->types;
 	__u16 want = what == NC_FIND_NEGATIVE ? NC_QTYPE_NEGATIVE : s->key.qtype;

@@ -9,6 +9,13 @@
 
 #include "maps.h"
 
+/*
+ * A position in a name (or its length): below 256, names being at most 255 bytes. Read back from
+ * the scratch map it is any value to the verifier; NC_NAME_POS states the bound (it changes no
+ * value), so a pointer into the name made from it has a known range.
+ */
+#define NC_NAME_POS(pos) ((pos) & 0xff)
+
 static __always_inline __u64 nc_hash_start(__u32 len)
 {
 	return NC_HASH_SEED ^ len;

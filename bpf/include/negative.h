@@ -11,6 +11,7 @@
 #define NC_NEGATIVE_H
 
 #include "dns.h"
+#include "scratch.h"
 #include "maps.h"
 #include "lookup.h"
 #include "names.h"
@@ -31,7 +32,7 @@ static __always_inline int nc_lookup_below(struct nc_scratch *s, const struct nc
 	__u32 slen = len - pos;
 	__u64 h = nc_hash_start(slen);
 	nc_u64a *dst = (nc_u64a *)s->below.name;
-	const __u8 *src = s->key.name + (pos & 0xff);
+	const __u8 *src = s->key.name + NC_NAME_POS(pos);
 
 	for (__u32 j = 0; j < NC_NAME_MAX / 8; j++) { /* bound: the longest name, a word a step */
 		if (j * 8 >= slen)
@@ -77,6 +78,7 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
 
 		if (at + 2 > len)
 			return 0;
+		/* at + 2 <= len <= NC_SECTIONS_MAX: the masks only tell the verifier. */
 		__u8 *p = s->answer.sections + (at & (NC_SECTIONS_MAX - 1));
 		__u8 *p1 = s->answer.sections + ((at + 1) & (NC_SECTIONS_MAX - 1));
 		__s32 to = (__s32)((((__u32)*p & 0x3f) << 8) | *p1) + delta;
@@ -132,7 +134,7 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 
 		for (__u32 step = 0; step < NC_NX_DEPTH - 1; step++) { /* bound: the names looked up */
 			/* The next name up; the root has no encloser. */
-			__u8 b = s->key.name[pos & 0xff];
+			__u8 b = s->key.name[NC_NAME_POS(pos)];
 
 			if (b == 0 || b > 63)
 				return 0;

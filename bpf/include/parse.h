@@ -29,7 +29,14 @@ struct nc_vlan_hdr {
 	__be16 proto;
 };
 
-/* Where the headers are, as offsets from the frame start (pointers do not survive adjust_tail). */
+/*
+ * Where the headers are, as offsets from the frame start (pointers do not survive adjust_tail).
+ * Every offset is below 256: Ethernet, two VLAN tags, IPv6 and UDP end at byte 70. Read back from
+ * the scratch map, an offset is any __u16 to the verifier; NC_OFF states the bound, so a pointer
+ * made from it has a known range (it changes no value).
+ */
+#define NC_OFF(off) ((off) & 0xff)
+
 struct nc_packet {
 	__u16 l3_off;
 	__u16 l4_off;

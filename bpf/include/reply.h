@@ -173,7 +173,8 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
 
-	__u8 *sections = data + (pkt->dns_off & 0xff) + (sections_at & 0x1ff);
+	/* sections_at <= 12 + 255 + 4: the mask only tells the verifier. */
+	__u8 *sections = data + NC_OFF(pkt->dns_off) + (sections_at & 0x1ff);
 
 	if (nc_copy_sections(sections, ans->sections, alen, data_end))
 		return NC_DROP_INTERNAL;
@@ -189,7 +190,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 
 	sum += (q->qname_len & 1) ? nc_csum_swap(ans->csum) : ans->csum;
 	if (q->edns) {
-		__u8 *opt = sections + (alen & (NC_SECTIONS_MAX * 2 - 1));
+		__u8 *opt = sections + (alen & (NC_SECTIONS_MAX * 2 - 1)); /* alen <= NC_SECTIONS_MAX (above) */
 		__u32 cookie_len = q->cookie_out ? NC_COOKIE_OPT_LEN : 0;
 		__u8 o[NC_OPT_LEN + 5] __attribute__((aligned(8))) = {0, 0, 41, cfg->udp_payload >> 8, cfg->udp_payload & 0xff, 0, 0,
 					  q->dnssec_ok ? 0x80 : 0, 0, 0, ecs_len + cookie_len};
@@ -212,7 +213,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 		 */
 		if (ecs_len) {
 			__u8 *ecs = opt + NC_OPT_LEN;
-			__u8 *end8 = ecs + ((ecs_len - 8) & 0x1f);
+			__u8 *end8 = ecs + ((ecs_len - 8) & 0x1f); /* 8 <= ecs_len <= NC_ECS_MAX (24) */
 			const nc_u64a *w = (const nc_u64a *)q->ecs;
 
 			if (ecs_len < 8 || (void *)(end8 + 8) > data_end || (void *)(ecs + 8) > data_end)
@@ -239,7 +240,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 		 * word, the cookie as three, summed as the echo is.
 		 */
 		if (cookie_len) {
-			__u8 *ck = opt + NC_OPT_LEN + (ecs_len & 0x1f);
+			__u8 *ck = opt + NC_OPT_LEN + (ecs_len & 0x1f); /* ecs_len <= NC_ECS_MAX (24) */
 			const __u64 *w = q->cookie;
 
 			if ((void *)(ck + NC_COOKIE_OPT_LEN) > data_end)
@@ -260,7 +261,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 		return NC_DROP_INTERNAL;
 
 	/* DNS header: the entry's flags with the query's RD, the entry's counts, same ID. */
-	struct nc_dnshdr *hdr = data + (pkt->dns_off & 0xff);
+	struct nc_dnshdr *hdr = data + NC_OFF(pkt->dns_off);
 
 	if ((void *)(hdr + 1) > data_end)
 		return NC_DROP_INTERNAL;
@@ -280,7 +281,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	hdr->arcount = bpf_htons(arcount);
 
 	/* UDP: back to the client's port; the checksum covers the pseudo-header added below. */
-	struct udphdr *udp = data + (pkt->l4_off & 0xff);
+	struct udphdr *udp = data + NC_OFF(pkt->l4_off);
 
 	if ((void *)(udp + 1) > data_end)
 		return NC_DROP_INTERNAL;
@@ -301,7 +302,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 	nc_swap_mac(eth);
 
 	if (pkt->ipv6) {
-		struct ipv6hdr *ip6 = data + (pkt->l3_off & 0xff);
+		struct ipv6hdr *ip6 = data + NC_OFF(pkt->l3_off);
 
 		if ((void *)(ip6 + 1) > data_end)
 			return NC_DROP_INTERNAL;
@@ -314,7 +315,7 @@ static __always_inline enum nc_reason nc_write_reply(struct xdp_md *ctx, const s
 		/* The pseudo-header sum does not depend on the order of the addresses. */
 		sum += nc_csum_native_to_net(nc_csum_native(&dst, 4, nc_csum_native(&src, 4, 0)));
 	} else {
-		struct iphdr *ip = data + (pkt->l3_off & 0xff);
+		struct iphdr *ip = data + NC_OFF(pkt->l3_off);
 
 		if ((void *)(ip + 1) > data_end)
 			return NC_DROP_INTERNAL;

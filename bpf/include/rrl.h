@@ -14,6 +14,7 @@
 #include <linux/ipv6.h>
 
 #include "dns.h"
+#include "scratch.h"
 #include "maps.h"
 
 struct {
