@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 import MaxMindDB
+import NearcastAPIModel
 import NearcastBasics
 import NearcastGeo
+import NearcastServer
 import Synchronization
 import TerminalUI
 
@@ -105,5 +107,23 @@ extension LiveGeo.Compiled {
                 "ipv6-prefixes": "\(r.ipv6After)", "uncovered-prefixes": "\(r.uncoveredAfter)",
                 "ipv4-aliases": "\(r.aliases)", "seconds": "\(compileSeconds)",
             ])
+    }
+}
+
+/// The geo data served answers the API's explanations and the dashboard's map.
+extension LiveGeo: GeoDesk {
+    package func explain(name: String, type: String, client: String, ecs: String?) throws -> GeoExplanation {
+        guard let c = current else {
+            throw GeoExplainError(description: "no geo names are configured", notConfigured: true)
+        }
+        return try c.table.explain(name: name, type: type, client: client, ecs: ecs, database: c.database)
+    }
+
+    package func layout() -> [MapNode] {
+        (current?.table.nodePlaces ?? []).map {
+            MapNode(
+                id: $0.id, latitude: $0.latitude, longitude: $0.longitude, country: $0.country, ipv4: $0.ipv4,
+                ipv6: $0.ipv6, pools: $0.pools)
+        }
     }
 }

@@ -686,3 +686,6 @@ extension ServedConfig: ServedFromStore {
         _ = try await reload(by: by, zonesUnchanged: zonesUnchanged)
     }
 }
+
+/// The zones served answer the API's zone routes.
+extension ServedConfig: ZoneDesk {}

@@ -107,3 +107,5 @@ package struct NodeRegistry: Sendable {
         logger.notice(what, metadata: ["node": "\(id)", "by": "\(who)", "revision": "\(revision)"])
     }
 }
+
+extension NodeRegistry: RegistrationDesk {}

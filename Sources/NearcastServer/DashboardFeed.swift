@@ -18,7 +18,7 @@ actor DashboardFeed {
     /// Samples kept: an hour at one a second.
     static let historyLength = 3600
 
-    private let sources: ManagementAPI.Sources
+    private let desks: APIDesks
     private let interval: Duration
     private var history: [DashboardSample] = []
     private var nodes: String?
@@ -33,8 +33,8 @@ actor DashboardFeed {
     private var closed = false
     private var sampler: Task<Void, Never>?
 
-    init(sources: ManagementAPI.Sources, interval: Duration = .seconds(1)) {
-        self.sources = sources
+    init(desks: APIDesks, interval: Duration = .seconds(1)) {
+        self.desks = desks
         self.interval = interval
     }
 
@@ -47,7 +47,7 @@ actor DashboardFeed {
     /// Starts sampling (until `close`), and listens for health changes.
     func start() {
         guard sampler == nil, !closed else { return }
-        sources.onHealthChange? { [weak self] in Task { await self?.healthChanged() } }
+        desks.health?.onChange { [weak self] in Task { await self?.healthChanged() } }
         let interval = interval
         sampler = Task { [weak self] in
             while !Task.isCancelled {
@@ -82,9 +82,6 @@ actor DashboardFeed {
         return stream
     }
 
-    /// Open streams, for tests and the benchmark.
-    var subscriberCount: Int { subscribers.count }
-
     /// Ends every stream and the sampling: the server's graceful shutdown waits for open responses.
     func close() {
         closed = true
@@ -116,7 +113,7 @@ actor DashboardFeed {
 
     /// Reads the figures once and sends what changed.
     func sample() async {
-        let stats = try? sources.stats()
+        let stats = try? desks.daemon.stats()
         func byName(_ c: [StatsReport.Counter]?) -> [String: UInt64]? {
             c.map { Dictionary($0.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }) }
         }
@@ -133,7 +130,7 @@ actor DashboardFeed {
         await sampleHealth()
         // The source's version (a stat of the log; in a fleet, also the store's revision of its
         // last audit line) says whether an entry was added: only then are the entries read.
-        if let source = sources.audit, case let version = await source.version(), version != auditVersion,
+        if let source = desks.audit, case let version = await source.version(), version != auditVersion,
             let entries = try? await source.last(Self.auditEntries)
         {
             auditVersion = version
@@ -144,19 +141,16 @@ actor DashboardFeed {
 
     /// Reads the nodes and the pools, and sends those that changed.
     private func sampleHealth() async {
-        if let read = sources.nodes {
-            let now = Self.json(await read())
-            if now != nodes {
-                nodes = now
-                broadcast("nodes", now)
-            }
+        guard let health = desks.health else { return }
+        let nodesNow = Self.json(await health.nodes())
+        if nodesNow != nodes {
+            nodes = nodesNow
+            broadcast("nodes", nodesNow)
         }
-        if let read = sources.pools {
-            let now = Self.json(await read())
-            if now != pools {
-                pools = now
-                broadcast("pools", now)
-            }
+        let poolsNow = Self.json(await health.pools())
+        if poolsNow != pools {
+            pools = poolsNow
+            broadcast("pools", poolsNow)
         }
     }
 

@@ -6,18 +6,16 @@ import NearcastConfiguration
 extension ManagementAPI {
     /// Nodes and pools: their health and TTL state (read), operators' overrides (write), node
     /// agents' reports (the node's agent, or write).
-    static func addHealthRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
+    static func addHealthRoutes(to v1: RouterGroup<APIRequestContext>, desks: APIDesks) {
         v1.get("nodes") { _, context -> Response in
             try context.require(.read)
-            guard let nodes = sources.nodes else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
-            return try jsonResponse(await nodes())
+            guard let health = desks.health else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+            return try jsonResponse(await health.nodes())
         }
         v1.post("nodes/:id/report") { request, context -> Response in
             let id = context.parameters.get("id") ?? ""
             try context.requireAgent(of: id)
-            guard let record = sources.report else {
-                throw HTTPError(.notFound, message: "no geo nodes are configured")
-            }
+            guard let health = desks.health else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
             let body = try await request.body.collect(upTo: 4096)
             var report = NodeReport()
             if body.readableBytes > 0 {
@@ -29,7 +27,9 @@ extension ManagementAPI {
                     )
                 }
             }
-            switch await record(id, NodeReport(ok: report.ok, detail: report.detail.map { String($0.prefix(200)) })) {
+            switch await health.report(
+                id, NodeReport(ok: report.ok, detail: report.detail.map { String($0.prefix(200)) }))
+            {
             case .recorded(let status): return try jsonResponse(status)
             case .unknownNode: throw HTTPError(.notFound, message: "no node has the id '\(id)'")
             case .notExpected:
@@ -37,18 +37,18 @@ extension ManagementAPI {
                     .conflict, message: "node \(id) has no report check: add { type: report } to its checks")
             }
         }
-        addRegistrationRoutes(to: v1, sources: sources)
+        addRegistrationRoutes(to: v1, desks: desks)
         v1.get("pools") { _, context -> Response in
             try context.require(.read)
-            guard let pools = sources.pools else { throw HTTPError(.notFound, message: "no geo pools are configured") }
-            return try jsonResponse(await pools())
+            guard let health = desks.health else { throw HTTPError(.notFound, message: "no geo pools are configured") }
+            return try jsonResponse(await health.pools())
         }
         for (action, kind) in [
             ("drain", "drain"), ("force-up", "force-up"), ("force-down", "force-down"), ("undrain", nil),
         ] {
             v1.post("nodes/:id/\(action)") { request, context -> Response in
                 try context.require(.write)
-                guard let set = sources.setOverride else {
+                guard let health = desks.health else {
                     throw HTTPError(.notFound, message: "no geo nodes are configured")
                 }
                 let id = context.parameters.get("id") ?? ""
@@ -61,7 +61,7 @@ extension ManagementAPI {
                 }
                 let who = Self.who(context)
                 let result: NodeStatus?
-                do { result = try await set(id, kind, seconds, who) } catch {
+                do { result = try await health.setOverride(id, kind: kind, seconds: seconds, by: who) } catch {
                     throw HTTPError(.internalServerError, message: "\(error)")
                 }
                 guard let status = result else { throw HTTPError(.notFound, message: "no node has the id '\(id)'") }
@@ -97,7 +97,7 @@ extension ManagementAPI {
 
     /// Nodes registering themselves with a fleet (the node's agent, or write): POST /v1/nodes with
     /// the registration, DELETE /v1/nodes/ID.
-    static func addRegistrationRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
+    static func addRegistrationRoutes(to v1: RouterGroup<APIRequestContext>, desks: APIDesks) {
         @Sendable func refusal(_ e: RegistrationError) -> HTTPError {
             switch e {
             case .invalid: HTTPError(.badRequest, message: e.description)
@@ -113,11 +113,11 @@ extension ManagementAPI {
             let id = object?["id"] as? String ?? ""
             try context.requireAgent(of: id)
             let registration = try Self.withinScopes(text, object, context.caller)
-            guard let register = sources.register else {
+            guard let registrations = desks.registrations else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }
             do {
-                let status = try await register(registration, Self.who(context))
+                let status = try await registrations.register(registration, by: Self.who(context))
                 context.logger.notice(
                     "node registered", metadata: ["node": "\(id)", "by": "\(context.caller?.source ?? "?")"])
                 return try jsonResponse(status ?? NodeStatus(id: id, state: "unknown"), status: .created)
@@ -126,10 +126,12 @@ extension ManagementAPI {
         v1.delete("nodes/:id") { _, context -> Response in
             let id = context.parameters.get("id") ?? ""
             try context.requireAgent(of: id)
-            guard let deregister = sources.deregister else {
+            guard let registrations = desks.registrations else {
                 throw HTTPError(.notFound, message: "nodes register with a fleet: this server follows no store")
             }
-            do { try await deregister(id, Self.who(context)) } catch let e as RegistrationError { throw refusal(e) }
+            do { try await registrations.deregister(id, by: Self.who(context)) } catch let e as RegistrationError {
+                throw refusal(e)
+            }
             return try jsonResponse(["deregistered": id])
         }
     }

@@ -5,26 +5,24 @@ import NearcastZones
 
 extension ManagementAPI {
     /// Zones and records (read, and write to change records), and reloads (admin).
-    static func addZoneRoutes(to v1: RouterGroup<APIRequestContext>, sources: Sources) {
+    static func addZoneRoutes(to v1: RouterGroup<APIRequestContext>, desks: APIDesks) {
         v1.get("zones") { _, context -> Response in
             try context.require(.read)
-            guard let zones = sources.zones else { throw HTTPError(.notFound, message: "no zones") }
-            return try jsonResponse(await zones())
+            guard let zones = desks.zones else { throw HTTPError(.notFound, message: "no zones") }
+            return try jsonResponse(await zones.zoneList())
         }
         v1.get("zones/:origin/records") { request, context -> Response in
             try context.require(.read)
-            guard let records = sources.records else { throw HTTPError(.notFound, message: "no zones") }
+            guard let zones = desks.zones else { throw HTTPError(.notFound, message: "no zones") }
             let q = request.uri.queryParameters
             let origin = context.parameters.get("origin") ?? ""
             let (name, type) = (q["name"].map(String.init), q["type"].map(String.init))
             let list: [RecordInput]
             var version: String?
             do throws(ZoneEditError) {
-                list = try await records(origin, name, type)
+                list = try await zones.records(origin, name: name, type: type)
                 // One RRset asked for: its version, for a change made for it (If-Match).
-                if let name, let type, let rrsetVersion = sources.rrsetVersion {
-                    version = try await rrsetVersion(origin, name, type)
-                }
+                if let name, let type { version = try await zones.version(origin, name: name, type: type) }
             } catch { throw Self.httpError(error) }
             var response = try jsonResponse(list)
             if let version { response.headers[.eTag] = "\"\(version)\"" }
@@ -32,20 +30,21 @@ extension ManagementAPI {
         }
         v1.post("zones/:origin/records") { request, context -> Response in
             try context.require(.write)
-            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            guard let zones = desks.zones else { throw HTTPError(.notFound, message: "no zones") }
             let input = try await Self.body(
                 of: request, as: RecordInput.self,
                 "the record must be JSON {\"name\", \"type\", \"ttl\" (optional), \"data\"}")
             let change: RecordChange
             do throws(ZoneEditError) {
-                change = try await edit(
-                    context.parameters.get("origin") ?? "", .add(input), Self.who(context), Self.ifMatch(request))
+                change = try await zones.edit(
+                    context.parameters.get("origin") ?? "", .add(input), by: Self.who(context),
+                    ifMatch: Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
         v1.delete("zones/:origin/records") { request, context -> Response in
             try context.require(.write)
-            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            guard let zones = desks.zones else { throw HTTPError(.notFound, message: "no zones") }
             let q = request.uri.queryParameters
             guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
                 throw HTTPError(
@@ -54,16 +53,16 @@ extension ManagementAPI {
             }
             let change: RecordChange
             do throws(ZoneEditError) {
-                change = try await edit(
+                change = try await zones.edit(
                     context.parameters.get("origin") ?? "",
-                    .delete(name: name, type: type, data: q["data"].map(String.init)), Self.who(context),
-                    Self.ifMatch(request))
+                    .delete(name: name, type: type, data: q["data"].map(String.init)), by: Self.who(context),
+                    ifMatch: Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
         v1.put("zones/:origin/records") { request, context -> Response in
             try context.require(.write)
-            guard let edit = sources.editRecords else { throw HTTPError(.notFound, message: "no zones") }
+            guard let zones = desks.zones else { throw HTTPError(.notFound, message: "no zones") }
             let q = request.uri.queryParameters
             guard let name = q["name"].map(String.init), let type = q["type"].map(String.init) else {
                 throw HTTPError(.badRequest, message: "name and type are required: the RRset to replace")
@@ -73,18 +72,17 @@ extension ManagementAPI {
                 "the records must be JSON {\"ttl\" (optional), \"data\": [each record's data]}")
             let change: RecordChange
             do throws(ZoneEditError) {
-                change = try await edit(
-                    context.parameters.get("origin") ?? "", .replace(name: name, type: type, input), Self.who(context),
-                    Self.ifMatch(request))
+                change = try await zones.edit(
+                    context.parameters.get("origin") ?? "", .replace(name: name, type: type, input),
+                    by: Self.who(context), ifMatch: Self.ifMatch(request))
             } catch { throw Self.httpError(error) }
             return try jsonResponse(change)
         }
         v1.post("reload") { _, context -> Response in
             try context.require(.admin)
-            guard let reload = sources.reload else { throw HTTPError(.notFound, message: "reload is not available") }
             let report: ReloadReport
             do throws(ReloadError) {
-                report = try await reload(Self.who(context))
+                report = try await desks.daemon.reload(by: Self.who(context))
             } catch {
                 switch error {
                 case .invalid: throw HTTPError(.badRequest, message: error.description)

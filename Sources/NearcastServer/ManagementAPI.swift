@@ -25,95 +25,6 @@ import Synchronization
 /// (write), `GET /v1/whoami` (agent), `GET /v1/map`, `GET /v1/audit?last=N`, `GET /v1/events` (read; server-sent events), and the
 /// dashboard's page, `GET /ui/` and its files (no token: the page asks for one).
 public final class ManagementAPI: Sendable {
-    /// Where the daemon's state comes from; each call reads it afresh.
-    public struct Sources: Sendable {
-        public var stats: @Sendable () throws -> StatsReport
-        /// Explains a geo answer (name, type, client, ecs); nil when no geo names are configured.
-        public var explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)?
-        /// The nodes' health; nil without geo names.
-        public var nodes: (@Sendable () async -> [NodeStatus])?
-        /// Records a node agent's report (node id, the report); nil without geo names.
-        public var report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)?
-        /// The pools' TTL state; nil without geo names.
-        public var pools: (@Sendable () async -> [PoolStatus])?
-        /// Sets a node's override (drain, force-up, force-down; nil takes it back) for some seconds
-        /// (nil: until taken back), by a caller (the last argument, for the audit log); returns the
-        /// node's status, nil for an unknown node; throws when the change cannot be made durable.
-        public var setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)?
-        /// The daemon at a glance.
-        public var status: (@Sendable () async throws -> StatusReport)?
-        /// The zones served.
-        public var zones: (@Sendable () async -> [ZoneSummary])?
-        /// A zone's records (zone origin, owner name, type; nil: all).
-        public var records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])?
-        /// Changes a zone's records (zone origin, the change, who, the RRset's version it was
-        /// made for: HTTP If-Match, nil: any).
-        public var editRecords:
-            (@Sendable (String, ZoneEditor.Edit, String, String?) async throws(ZoneEditError) -> RecordChange)?
-        /// The version of a zone's RRset (zone origin, owner name, type), which a change made for
-        /// it names (HTTP ETag and If-Match).
-        public var rrsetVersion: (@Sendable (String, String, String) async throws(ZoneEditError) -> String)?
-        /// The Prometheus text exposition of the daemon's metrics.
-        public var metrics: (@Sendable () async throws -> [UInt8])?
-        /// Reloads the config and zone files (the argument says who asked, for the log).
-        public var reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)?
-        /// Registers a node with the fleet (its registration as JSON, who); its status once
-        /// served. Nil outside a fleet.
-        public var register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)?
-        /// Ends a node's registration (node id, who).
-        public var deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)?
-        /// The geo nodes' places, addresses and pools, for the dashboard's map; nil without geo names.
-        public var layout: (@Sendable () -> [MapNode])?
-        /// The audit entries (`GET /v1/audit`, the dashboard's last changes): this server's log, or
-        /// the fleet's; nil without a state directory.
-        public var audit: AuditSource?
-        /// Registers a call made after every change of a node's state or a pool's TTL (it must not
-        /// block): the dashboard's pages then hear of it at once. Nil without geo names.
-        public var onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
-
-        public init(
-            stats: @escaping @Sendable () throws -> StatsReport,
-            explain: (@Sendable (String, String, String, String?) throws -> GeoExplanation)? = nil,
-            nodes: (@Sendable () async -> [NodeStatus])? = nil,
-            pools: (@Sendable () async -> [PoolStatus])? = nil,
-            report: (@Sendable (String, NodeReport) async -> NodeReportOutcome)? = nil,
-            setOverride: (@Sendable (String, String?, Double?, String) async throws -> NodeStatus?)? = nil,
-            reload: (@Sendable (String) async throws(ReloadError) -> ReloadReport)? = nil,
-            metrics: (@Sendable () async throws -> [UInt8])? = nil,
-            zones: (@Sendable () async -> [ZoneSummary])? = nil,
-            records: (@Sendable (String, String?, String?) async throws(ZoneEditError) -> [RecordInput])? = nil,
-            editRecords: (
-                @Sendable (String, ZoneEditor.Edit, String, String?) async throws(ZoneEditError) -> RecordChange
-            )? = nil,
-            rrsetVersion: (@Sendable (String, String, String) async throws(ZoneEditError) -> String)? = nil,
-            status: (@Sendable () async throws -> StatusReport)? = nil,
-            register: (@Sendable (String, String) async throws(RegistrationError) -> NodeStatus?)? = nil,
-            deregister: (@Sendable (String, String) async throws(RegistrationError) -> Void)? = nil,
-            layout: (@Sendable () -> [MapNode])? = nil,
-            audit: AuditSource? = nil,
-            onHealthChange: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil
-        ) {
-            self.onHealthChange = onHealthChange
-            self.layout = layout
-            self.audit = audit
-            self.register = register
-            self.deregister = deregister
-            self.stats = stats
-            self.explain = explain
-            self.nodes = nodes
-            self.pools = pools
-            self.report = report
-            self.setOverride = setOverride
-            self.reload = reload
-            self.metrics = metrics
-            self.zones = zones
-            self.records = records
-            self.editRecords = editRecords
-            self.rrsetVersion = rrsetVersion
-            self.status = status
-        }
-    }
-
     /// The port it listens on (the one asked for, or the one the kernel chose for port 0).
     public let port: Int
     private let group: ServiceGroup
@@ -131,11 +42,11 @@ public final class ManagementAPI: Sendable {
     /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
     /// With `tls` (certificate chain and key, PEM files), over HTTPS.
     public static func start(
-        on address: ListenAddress, tokens: LiveTokens, sources: Sources, tls: (certificate: String, key: String)? = nil,
+        on address: ListenAddress, tokens: LiveTokens, desks: APIDesks, tls: (certificate: String, key: String)? = nil,
         logger: Logger
     ) async throws -> ManagementAPI {
-        let feed = DashboardFeed(sources: sources)
-        let router = makeRouter(tokens: tokens, sources: sources, logger: logger, feed: feed)
+        let feed = DashboardFeed(desks: desks)
+        let router = makeRouter(tokens: tokens, desks: desks, logger: logger, feed: feed)
         var server = HTTPServerBuilder.http1()
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map {
@@ -181,7 +92,7 @@ public final class ManagementAPI: Sendable {
 
     /// Every route, with its handler (docs/openapi.yaml documents each; a test holds them to it).
     static func makeRouter(
-        tokens: LiveTokens, sources: Sources, logger: Logger, feed: DashboardFeed? = nil
+        tokens: LiveTokens, desks: APIDesks, logger: Logger, feed: DashboardFeed? = nil
     ) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.get("healthz") { _, _ in "ok\n" }
@@ -189,36 +100,30 @@ public final class ManagementAPI: Sendable {
         router.group("metrics").add(middleware: BearerAuth(tokens: tokens, logger: logger)).get {
             _, context -> Response in
             try context.require(.read)
-            guard let metrics = sources.metrics else { throw HTTPError(.notFound, message: "no metrics") }
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: try await metrics())))
+                body: .init(byteBuffer: ByteBuffer(bytes: try await desks.daemon.metrics())))
         }
         let v1 = router.group("v1").add(middleware: BearerAuth(tokens: tokens, logger: logger))
         v1.get("stats") { _, context -> Response in
             try context.require(.read)
-            return try jsonResponse(try sources.stats())
+            return try jsonResponse(try desks.daemon.stats())
         }
-        addHealthRoutes(to: v1, sources: sources)
-        addZoneRoutes(to: v1, sources: sources)
-        addUIRoutes(to: router, v1: v1, feed: feed, audit: sources.audit)
+        addHealthRoutes(to: v1, desks: desks)
+        addZoneRoutes(to: v1, desks: desks)
+        addUIRoutes(to: router, v1: v1, feed: feed, audit: desks.audit)
         v1.get("map") { _, context -> Response in
             try context.require(.read)
-            guard let layout = sources.layout else {
-                throw HTTPError(.notFound, message: "no geo nodes are configured")
-            }
-            return try jsonResponse(layout())
+            guard let geo = desks.geo else { throw HTTPError(.notFound, message: "no geo nodes are configured") }
+            return try jsonResponse(geo.layout())
         }
         v1.get("status") { _, context -> Response in
             try context.require(.read)
-            guard let status = sources.status else { throw HTTPError(.notFound, message: "no status") }
-            return try jsonResponse(try await status())
+            return try jsonResponse(try await desks.daemon.status())
         }
         v1.get("explain") { request, context -> Response in
             try context.require(.read)
-            guard let explain = sources.explain else {
-                throw HTTPError(.notFound, message: "no geo names are configured")
-            }
+            guard let geo = desks.geo else { throw HTTPError(.notFound, message: "no geo names are configured") }
             let q = request.uri.queryParameters
             guard let name = q["name"].map(String.init), let type = q["type"].map(String.init),
                 let client = q["client"].map(String.init)
@@ -226,7 +131,8 @@ public final class ManagementAPI: Sendable {
                 throw HTTPError(.badRequest, message: "name, type and client are required (ecs is optional)")
             }
             do {
-                return try jsonResponse(try explain(name, type, client, q["ecs"].map(String.init)))
+                return try jsonResponse(
+                    try geo.explain(name: name, type: type, client: client, ecs: q["ecs"].map(String.init)))
             } catch let e as GeoExplainError {
                 throw HTTPError(e.notConfigured ? .notFound : .badRequest, message: e.description)
             } catch let e as MaxMindError {

@@ -230,18 +230,7 @@ struct Nearcastd: AsyncParsableCommand {
                 let port = UInt16(dnsPorts[0])
                 let answering = Self.answeredAddresses(boundAddresses, port: Int(port))
                 let payload = cfg.maxUDPPayload
-                let rrl = cfg.rrl
-                // XDP's answers are positive, NODATA or NXDOMAIN: two of the three limits are theirs.
-                let nxdomains = rrl.nxdomainsPerSecond ?? rrl.responsesPerSecond
-                let rateLimit =
-                    rrl.responsesPerSecond == 0 && nxdomains == 0
-                    ? nil
-                    : RateLimit(
-                        rate: UInt32(rrl.responsesPerSecond), nxdomainRate: UInt32(nxdomains),
-                        slip: UInt32(rrl.slip),
-                        ipv4Prefix: UInt32(rrl.ipv4Prefix),
-                        ipv6Prefix: UInt32(rrl.ipv6Prefix), window: UInt32(rrl.window),
-                        exempt: rrl.exempt.map { ($0.address, $0.length) })
+                let rateLimit = RateLimit(cfg.rrl)
                 fastPath = try await onOwnThread {
                     let deployment = try {
                         let stream = AnswerImage.Stream(
@@ -335,11 +324,10 @@ struct Nearcastd: AsyncParsableCommand {
                 monitor: monitor, changes: changes,
                 healthWrites: healthWrites, served: served, reloads: reloads, metrics: metrics, store: follower,
                 audit: audit, logger: logger)
-            let sources = parts.apiSources()
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
                 let running = try await ManagementAPI.start(
-                    on: address, tokens: liveTokens, sources: sources, tls: tls, logger: logger)
+                    on: address, tokens: liveTokens, desks: parts.desks(), tls: tls, logger: logger)
                 await started.add("management API") { await running.stop() }
                 Self.announce("api listening on \(ListenAddress(host: address.host, port: running.port))")
             } catch {
@@ -393,13 +381,10 @@ struct Nearcastd: AsyncParsableCommand {
     /// NXDOMAINs are classed by the zone the responder answers them from.
     static func rateLimiter(_ cfg: NearcastConfig, responders: ResponderSource, logger: Logger) -> ResponseRateLimiter?
     {
-        let r = cfg.rrl
-        guard r.enabled else { return nil }
-        let limits = ResponseRateLimiter.Limits(
-            responses: Double(r.responsesPerSecond), nxdomains: r.nxdomainsPerSecond.map(Double.init),
-            errors: r.errorsPerSecond.map(Double.init), slip: r.slip, ipv4Prefix: r.ipv4Prefix,
-            ipv6Prefix: r.ipv6Prefix, window: Double(r.window), exempt: r.exempt.map { ($0.address, $0.length) })
-        return ResponseRateLimiter(limits) { name in responders.current.1.authority.zone(for: name)?.origin }
+        guard cfg.rrl.enabled else { return nil }
+        return ResponseRateLimiter(ResponseRateLimiter.Limits(cfg.rrl)) { name in
+            responders.current.1.authority.zone(for: name)?.origin
+        }
     }
 
     /// The addresses XDP answers queries to: those bound on its port, every one of a family for a

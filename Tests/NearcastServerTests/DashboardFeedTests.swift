@@ -32,11 +32,12 @@ import Testing
     @Test func aHealthChangeReachesThePagesAtOnceNotAtTheNextSample() async throws {
         let state = Mutex("up")
         let listener = Mutex<(@Sendable () -> Void)?>(nil)
-        let sources = ManagementAPI.Sources(
-            stats: { StatsReport(uptime: 0, xdp: nil) },
-            nodes: { [NodeStatus(id: "n1", state: state.withLock { $0 })] },
-            onHealthChange: { f in listener.withLock { $0 = f } })
-        let feed = DashboardFeed(sources: sources, interval: .seconds(3600))
+        let desks = APIDesks(
+            daemon: IdleDaemonDesk(),
+            health: ReadNodesDesk(
+                read: { [NodeStatus(id: "n1", state: state.withLock { $0 })] },
+                listening: { f in listener.withLock { $0 = f } }))
+        let feed = DashboardFeed(desks: desks, interval: .seconds(3600))
         let stream = await feed.subscribe()
         var events = stream.makeAsyncIterator()
         let closer = Self.closeWithinAMinute(feed)
@@ -61,18 +62,18 @@ import Testing
         let entry = AuditEntry(
             time: "2026-11-27T00:00:00.000Z", who: "ops", action: "record", target: "example.net.",
             detail: "add www", before: "", after: "", outcome: "ok")
-        let sources = ManagementAPI.Sources(
-            stats: { StatsReport(uptime: 0, xdp: nil) },
-            nodes: {
+        let desks = APIDesks(
+            daemon: IdleDaemonDesk(),
+            health: ReadNodesDesk(read: {
                 reads.withLock { $0.nodes += 1 }
                 return [NodeStatus(id: "n1", state: "up")]
-            },
+            }),
             audit: AuditSource(
                 last: { _ in
                     reads.withLock { $0.audit += 1 }
                     return [entry]
                 }, version: { 7 }))
-        let feed = DashboardFeed(sources: sources, interval: .seconds(3600))
+        let feed = DashboardFeed(desks: desks, interval: .seconds(3600))
         await feed.sample()
         await feed.healthChanged()
         #expect(reads.withLock { $0.nodes } == 0, "no page open: the nodes are not read")

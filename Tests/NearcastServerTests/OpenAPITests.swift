@@ -30,7 +30,7 @@ import FoundationNetworking
 
     @Test func theDocumentListsEveryRouteAndNoOther() {
         let router = ManagementAPI.makeRouter(
-            tokens: LiveTokens(APITokens()), sources: .init(stats: { StatsReport(uptime: 0, xdp: nil) }),
+            tokens: LiveTokens(APITokens()), desks: APIDesks(daemon: IdleDaemonDesk()),
             logger: Logger(label: "t")
         )
         let served = Set(
