@@ -35,9 +35,7 @@ import Glibc
                 (try? DNSMessage(wire: $0))?.answers.isEmpty == false
             } ?? false
         }
-        let deadline = Date().addingTimeInterval(10)
-        while !nsdAnswers() && Date() < deadline { usleep(20_000) }
-        #expect(nsdAnswers())
+        try poll("the operator's NSD answers", timeout: 10, interval: 0.02) { nsdAnswers() }
         // Its processes (the main one and its children), by the program they run.
         let main = try #require(
             Int32(
@@ -132,13 +130,10 @@ import Glibc
 
     /// Whether `pid` has ended (gone, or a zombie its new parent has not reaped yet), within 5 s.
     static func gone(_ pid: Int32) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
+        (try? poll("process \(pid) ended", timeout: 5, interval: 0.02) {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-            if stat.split(separator: ")").last?.split(separator: " ").first == "Z" { return true }
-            usleep(20_000)
-        }
-        return false
+            return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        }) != nil
     }
 
     static func script(_ url: URL, _ body: String) throws {
