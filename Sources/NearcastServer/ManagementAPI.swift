@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NearcastAPIModel
+import NearcastBasics
 import NearcastConfiguration
 import NearcastGeo
 import NearcastZones
@@ -24,29 +25,26 @@ import Synchronization
 /// (read), `POST /v1/zones/ORIGIN/records`, `DELETE /v1/zones/ORIGIN/records?name=&type=[&data=]` (write), `POST /v1/nodes/ID/{drain,undrain,force-up,force-down}[?for=SECONDS]`
 /// (write), `GET /v1/whoami` (agent), `GET /v1/map`, `GET /v1/audit?last=N`, `GET /v1/events` (read; server-sent events), and the
 /// dashboard's page, `GET /ui/` and its files (no token: the page asks for one).
-public final class ManagementAPI: Sendable {
-    /// The port it listens on (the one asked for, or the one the kernel chose for port 0).
-    public let port: Int
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+///
+/// A Service (swift-service-lifecycle): `run` listens until the group shuts down gracefully, then
+/// ends the dashboard's event streams and lets the requests in flight finish. The port it bound
+/// is handed on in `bound` (port 0: the kernel's choice), or the error that kept it from binding.
+public final class ManagementAPI: Service {
+    /// The port it listens on, once it does; or why it could not bind.
+    public let bound = Handoff<Int>()
+    private let app: any Service
+    private let logger: Logger
     /// The dashboard's live events.
     let feed: DashboardFeed
 
-    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>, feed: DashboardFeed) {
-        self.port = port
-        self.group = group
-        self.task = task
-        self.feed = feed
-    }
-
-    /// Starts listening on `address`; returns once the socket is bound, or throws why it is not.
-    /// With `tls` (certificate chain and key, PEM files), over HTTPS.
-    public static func start(
+    /// The API for `address`, not listening yet. With `tls` (certificate chain and key, PEM files),
+    /// over HTTPS: a certificate or key that cannot be read throws here.
+    public init(
         on address: ListenAddress, tokens: LiveTokens, desks: APIDesks, tls: (certificate: String, key: String)? = nil,
         logger: Logger
-    ) async throws -> ManagementAPI {
+    ) throws {
         let feed = DashboardFeed(desks: desks)
-        let router = makeRouter(tokens: tokens, desks: desks, logger: logger, feed: feed)
+        let router = Self.makeRouter(tokens: tokens, desks: desks, logger: logger, feed: feed)
         var server = HTTPServerBuilder.http1()
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map {
@@ -58,36 +56,44 @@ public final class ManagementAPI: Sendable {
                     certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
             )
         }
-        let started = StartSignal()
-        let app = Application(
+        let bound = bound
+        app = Application(
             router: router, server: server,
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "nearcast"),
-            onServerRunning: { channel in started.fire(.success(channel.localAddress?.port ?? address.port)) },
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? address.port
+                logger.info(
+                    "management API listening",
+                    metadata: [
+                        "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.current.entries.count)",
+                        "tls": "\(tls != nil)",
+                    ])
+                bound.hand(.success(port))
+            },
             logger: logger)
-        // Its own service group, without signal handling (the daemon has its own): stop() asks it
-        // to shut down gracefully, letting requests in flight finish.
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        let task = Task {
-            do {
-                try await group.run()
-            } catch {
-                started.fire(.failure(error))
-                throw error
-            }
-        }
-        let port: Int
-        do { port = try await started.value } catch {
-            await feed.close()
+        self.feed = feed
+        self.logger = logger
+    }
+
+    /// Listens until the group shuts down gracefully (or the task is cancelled); throws when it
+    /// cannot bind. The event streams are ended as the shutdown begins: they would never finish.
+    public func run() async throws {
+        await feed.start()
+        async let streamsEnded: Void = endStreamsOnShutdown()
+        do { try await app.run() } catch {
+            bound.hand(.failure(error))
             throw error
         }
-        await feed.start()
-        logger.info(
-            "management API listening",
-            metadata: [
-                "address": "\(address.host)", "port": "\(port)", "tokens": "\(tokens.current.entries.count)",
-                "tls": "\(tls != nil)",
-            ])
-        return ManagementAPI(port: port, group: group, task: task, feed: feed)
+        bound.hand(.failure(CancellationError()))  // stopped before it ever listened
+        await streamsEnded
+    }
+
+    private func endStreamsOnShutdown() async {
+        do {
+            try await gracefulShutdown()
+            logger.info("stopping", metadata: ["service": "management API"])
+        } catch {}  // cancelled: the run ended without a shutdown
+        await feed.close()
     }
 
     /// Every route, with its handler (docs/openapi.yaml documents each; a test holds them to it).
@@ -140,14 +146,6 @@ public final class ManagementAPI: Sendable {
             }
         }
         return router
-    }
-
-    /// Stops listening and waits for requests in flight to finish (the dashboard's event streams
-    /// are ended first: they would never finish).
-    public func stop() async {
-        await feed.close()
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
     }
 
     /// Who made a request, for logs and the audit log: the token's role and where it is declared.
@@ -266,32 +264,5 @@ struct BearerAuth: RouterMiddleware {
         var context = context
         context.caller = entry
         return try await next(request, context)
-    }
-}
-
-/// Hands the outcome of start-up (bound, or failed) to the one waiter, once.
-/// `@unchecked Sendable`: its state is guarded by the lock.
-final class StartSignal: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<Int, any Error>?
-    private var waiter: CheckedContinuation<Int, any Error>?
-
-    func fire(_ r: Result<Int, any Error>) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard result == nil else { return }
-        result = r
-        waiter?.resume(with: r)
-        waiter = nil
-    }
-
-    var value: Int {
-        get async throws {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Int, any Error>) in
-                lock.lock()
-                defer { lock.unlock() }
-                if let r = result { c.resume(with: r) } else { waiter = c }
-            }
-        }
     }
 }

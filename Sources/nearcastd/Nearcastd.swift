@@ -313,6 +313,7 @@ struct Nearcastd: AsyncParsableCommand {
             await views.start()
             await started.add("fleet health views") { await views.stop() }
         }
+        var api: (address: ListenAddress, service: ManagementAPI)?
         if let address = cfg.api.listen {
             if tokens.entries.isEmpty && follower == nil {
                 logger.warning(
@@ -326,22 +327,34 @@ struct Nearcastd: AsyncParsableCommand {
                 audit: audit, logger: logger)
             do {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
-                let running = try await ManagementAPI.start(
+                let service = try ManagementAPI(
                     on: address, tokens: liveTokens, desks: parts.desks(), tls: tls, logger: logger)
-                await started.add("management API") { await running.stop() }
-                Self.announce("api listening on \(ListenAddress(host: address.host, port: running.port))")
+                await started.add(service)
+                api = (address, service)
             } catch {
                 try await started.giveUp(
                     "cannot start the management API", ["address": "\(address)", "error": "\(error)"], logger: logger)
             }
         }
-        // Everything that needed privileges is done (the program loaded and attached, its maps
-        // pinned, the ports bound): what is left of them is what serving still needs.
-        Capabilities.narrow(keepingFastPath: fastPath != nil, logger: logger)
         // Under systemd (Type=notify), readiness, reloads and the stop are told to it too.
         let serving = fastPath == nil ? "serving" : "serving, with the XDP fast path"
+        let listening = api
+        let keepsFastPath = fastPath != nil
         try await started.runUntilStopped(
             onReady: {
+                // The API runs in the group: ready once it listens (a port it cannot bind stops the daemon).
+                if let (address, service) = listening {
+                    let port: Int
+                    do { port = try await service.bound.value } catch {
+                        logger.error(
+                            "cannot start the management API", metadata: ["address": "\(address)", "error": "\(error)"])
+                        throw ExitCode(1)
+                    }
+                    Self.announce("api listening on \(ListenAddress(host: address.host, port: port))")
+                }
+                // Everything that needed privileges is done (the program loaded and attached, its
+                // maps pinned, the ports bound): what is left of them is what serving still needs.
+                Capabilities.narrow(keepingFastPath: keepsFastPath, logger: logger)
                 Self.announce("ready")
                 SystemdNotify.ready(status: serving)
             },

@@ -4,16 +4,23 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The daemon's parts in the order they started (ARCHITECTURE §7): each is started by the daemon
-/// in turn, and its stop is remembered here. Start-up that fails half way stops what started, in
+/// in turn, and its stop is remembered here; a part that is a service of its own (the management
+/// API) is kept to run in the group, in its place in the order. Start-up that fails half way stops what started, in
 /// reverse, and exits 1 (nothing is left running or attached). Once everything has started, the
 /// parts run as one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped
 /// gracefully in the reverse order of its start (the API first, the DNS listeners and event loops
 /// last, so queries in flight are answered), and SIGHUP asks for a reload meanwhile.
 actor StartedServices {
     private var stops: [(name: String, stop: @Sendable () async throws -> Void)] = []
+    /// Parts that are services of their own, each after the stops added before it.
+    private var services: [(after: Int, service: any Service)] = []
 
     /// Remembers how to stop what was just started.
     func add(_ name: String, _ stop: @escaping @Sendable () async throws -> Void) { stops.append((name, stop)) }
+
+    /// A part that runs as a service of its own in the group (it starts when the group runs), and
+    /// is shut down before everything added until now.
+    func add(_ service: any Service) { services.append((stops.count, service)) }
 
     /// Stops everything, the most recently started first.
     func stopAll(logger: Logger) async {
@@ -35,18 +42,31 @@ actor StartedServices {
     /// reverse order. `onReady` is called once every signal is trapped (a SIGTERM from then on
     /// stops the daemon gracefully), `onHangup` for each SIGHUP until the group stops.
     func runUntilStopped(
-        onReady: @escaping @Sendable () -> Void, onHangup: @escaping @Sendable () async -> Void,
+        onReady: @escaping @Sendable () async throws -> Void, onHangup: @escaping @Sendable () async -> Void,
         onStopping: @escaping @Sendable () -> Void = {}, logger: Logger
     ) async throws {
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = stops.map { part in
-            .init(service: StopOnShutdown(name: part.name, stop: part.stop, logger: logger))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        for (i, part) in stops.enumerated() {
+            for s in self.services where s.after == i { services.append(Self.inGroup(s.service)) }
+            services.append(.init(service: StopOnShutdown(name: part.name, stop: part.stop, logger: logger)))
         }
+        for s in self.services where s.after == stops.count { services.append(Self.inGroup(s.service)) }
         stops = []
+        self.services = []
         // Last, so it is the first to end: no reload starts once stopping has begun.
-        services.append(.init(service: HangupReloads(onReady: onReady, onHangup: onHangup, onStopping: onStopping)))
+        services.append(Self.inGroup(HangupReloads(onReady: onReady, onHangup: onHangup, onStopping: onStopping)))
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+}
+
+extension StartedServices {
+    /// A service of the group: should it end or fail, the group shuts down gracefully.
+    static func inGroup(_ service: any Service) -> ServiceGroupConfiguration.ServiceConfiguration {
+        .init(
+            service: service, successTerminationBehavior: .gracefullyShutdownGroup,
+            failureTerminationBehavior: .gracefullyShutdownGroup)
     }
 }
 
@@ -72,13 +92,13 @@ struct StopOnShutdown: Service {
 /// this has trapped SIGHUP too, every signal is handled: then `onReady`. Once the group shuts
 /// down, `onStopping`.
 struct HangupReloads: Service {
-    var onReady: @Sendable () -> Void
+    var onReady: @Sendable () async throws -> Void
     var onHangup: @Sendable () async -> Void
     var onStopping: @Sendable () -> Void
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        onReady()
+        try await onReady()
         for await _ in hangups.cancelOnGracefulShutdown() {
             await onHangup()
         }

@@ -1,0 +1,58 @@
+import Logging
+import NearcastConfiguration
+import NearcastTestSupport
+import ServiceLifecycle
+import Testing
+
+@testable import NearcastServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The management API as a service of its own, as the daemon's service group runs it: it listens
+/// once the group runs, hands on its port, and stops when the group shuts down, open event streams
+/// and all; a port it cannot bind fails the service and is handed on as the failure.
+@Suite(.timeLimit(.minutes(1))) struct ManagementAPIServiceTests {
+    static let token = "0123456789abcdef0123456789abcdef"
+
+    static func api(port: Int = 0) throws -> ManagementAPI {
+        let tokens = LiveTokens(APITokens(entries: [.init(role: .read, token: token, source: "test")]))
+        return try ManagementAPI(
+            on: ListenAddress(host: "127.0.0.1", port: port), tokens: tokens, desks: APIDesks(daemon: IdleDaemonDesk()),
+            logger: Logger(label: "test"))
+    }
+
+    @Test func itListensUntilTheGroupShutsDownAndEndsItsEventStreams() async throws {
+        let api = try Self.api()
+        let group = ServiceGroup(configuration: .init(services: [api], logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        let port = try await api.bound.value
+        let curl = try TestSupport.tool("curl")
+        let healthz = try await TestSupport.blocking {
+            try TestSupport.run(curl, ["-s", "http://127.0.0.1:\(port)/healthz"])
+        }
+        #expect(healthz.stdout == "ok\n", "\(healthz.stdout) \(healthz.stderr)")
+        // A page's event stream, open until the API ends it.
+        let stream = try ServerProcess(
+            curl, ["-s", "-N", "-H", "Authorization: Bearer \(Self.token)", "http://127.0.0.1:\(port)/v1/events"])
+        defer { stream.stop(signal: SIGKILL) }
+        try await eventually("the stream sends its first sample") { stream.log.contains("event: sample") }
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        try await eventually("the stream ended with the API") { !stream.isRunning }
+        let after = try await TestSupport.blocking {
+            try TestSupport.run(
+                curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
+        }
+        #expect(after.stdout == "000", "no longer listening: \(after.stdout)")
+    }
+
+    @Test func aPortItCannotBindFailsTheServiceAndIsHandedOn() async throws {
+        let taken = try RefusingPort()
+        let api = try Self.api(port: taken.port)
+        await #expect(throws: (any Error).self) { try await api.run() }
+        await #expect(throws: (any Error).self) { try await api.bound.value }
+    }
+}
