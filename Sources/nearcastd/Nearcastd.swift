@@ -17,6 +17,7 @@ import NearcastHealth
 import NearcastServer
 import NearcastStore
 import NearcastZones
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -149,6 +150,13 @@ struct Nearcastd: AsyncParsableCommand {
         }
         let logger = Logger(label: "nearcastd")
         let startedAt = ContinuousClock.now
+        // SIGTERM and SIGINT are trapped from here on: before ready, one ends the start at its next
+        // step (StartedServices.checkpoint, exit 0); once the parts run, it stops them gracefully.
+        let started = StartedServices()
+        let stopSignals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let stopWatch = Task { for await _ in stopSignals { await started.stopRequested() } }
+        defer { stopWatch.cancel() }
+        logger.info("starting", metadata: ["version": "\(Self.version)", "pid": "\(getpid())"])
         var cfg: NearcastConfig
         // Emptied once ServedConfig owns them: a local of this function lives as long as the
         // daemon, and would keep the first zones' memory after a reload replaced them.
@@ -170,6 +178,7 @@ struct Nearcastd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         for z in zones { logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"]) }
+        try await started.checkpoint(logger: logger)
 
         // Geo names: the MaxMind database compiled for them (a reload may add or remove them).
         let live = LiveGeo(board: HealthBoard())
@@ -183,13 +192,13 @@ struct Nearcastd: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        try await started.checkpoint(logger: logger)
         let geo = live.current?.table
 
         let cookies = CookieRotation.cookies(cfg.cookies)
         let metrics = NearcastMetrics()
         let responders = ResponderSource(
             Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies, counts: metrics.answers.view(zones, geo)))
-        let started = StartedServices()
         let queryLog = try await Self.openQueryLog(cfg, started: started, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let server = DNSServer(
@@ -249,6 +258,7 @@ struct Nearcastd: AsyncParsableCommand {
             }
             if let deployment = fastPath { await started.add("XDP fast path") { deployment.stop() } }
         }
+        try await started.checkpoint(logger: logger)
         // The state directory: kept overrides and the audit log.
         var audit: AuditLog?
         if let dir = cfg.stateDirectory {

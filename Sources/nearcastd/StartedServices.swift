@@ -9,11 +9,34 @@ import UnixSignals
 /// reverse, and exits 1 (nothing is left running or attached). Once everything has started, the
 /// parts run as one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped
 /// gracefully in the reverse order of its start (the API first, the DNS listeners and event loops
-/// last, so queries in flight are answered), and SIGHUP asks for a reload meanwhile.
+/// last, so queries in flight are answered), and SIGHUP asks for a reload meanwhile. A SIGTERM or
+/// SIGINT that comes before (the daemon traps them from its first step) ends the start at its next
+/// step (`checkpoint`): what started is stopped, and the daemon exits 0.
 actor StartedServices {
     private var stops: [(name: String, stop: @Sendable () async throws -> Void)] = []
     /// Parts that are services of their own, each after the stops added before it.
     private var services: [(after: Int, service: any Service)] = []
+    /// A stop was asked for (SIGTERM, SIGINT).
+    private var stopAsked = false
+    /// The group, once it is made: a stop asked for then shuts it down.
+    private var group: ServiceGroup?
+
+    /// A SIGTERM or SIGINT: the group shuts down gracefully, or, before it runs, the start ends at
+    /// its next step.
+    func stopRequested() async {
+        stopAsked = true
+        await group?.triggerGracefulShutdown()
+    }
+
+    /// Ends the start here, gracefully, if a stop was asked for meanwhile: what started is stopped
+    /// and the daemon exits 0.
+    func checkpoint(logger: Logger) async throws {
+        guard stopAsked else { return }
+        logger.notice("asked to stop before it was ready: stopping what started")
+        await stopAll(logger: logger)
+        logger.info("stopped")
+        throw ExitCode.success
+    }
 
     /// Remembers how to stop what was just started.
     func add(_ name: String, _ stop: @escaping @Sendable () async throws -> Void) { stops.append((name, stop)) }
@@ -55,8 +78,10 @@ actor StartedServices {
         self.services = []
         // Last, so it is the first to end: no reload starts once stopping has begun.
         services.append(Self.inGroup(HangupReloads(onReady: onReady, onHangup: onHangup, onStopping: onStopping)))
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // SIGTERM and SIGINT are the daemon's own (`stopRequested`), trapped since its first step.
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        self.group = group
+        if stopAsked { await group.triggerGracefulShutdown() }
         try await group.run()
     }
 }

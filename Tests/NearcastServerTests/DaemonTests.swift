@@ -212,6 +212,24 @@ import Glibc
         )
     }
 
+    /// A SIGTERM while the daemon is still starting (here loading a zone of 100,000 names) ends
+    /// the start at its next step: what started is stopped, it never says ready, and it exits 0
+    /// (the signal's default action used to kill it, status 143).
+    @Test func aStopBeforeReadyEndsTheStartGracefully() throws {
+        let dir = try TemporaryDirectory("nearcast-early-stop")
+        let zone = try dir.write("$TTL 60\n@ SOA ns h 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n", to: "scale.zone")
+        let names = try TestSupport.run("/bin/sh", ["-c", "seq 0 99999 | sed 's/.*/n& A 192.0.2.1/' >> '\(zone)'"])
+        #expect(names.status == 0, "\(names.stderr)")
+        let server = try ServerProcess(
+            try TestSupport.product("nearcastd"), ["--zone", "scale.test=\(zone)", "--listen", "127.0.0.1:0"])
+        try server.waitUntilReady(timeout: 30) { server.log.contains("] starting") }
+        let (status, log) = server.stopReadingLog(signal: SIGTERM, timeout: 60)
+        #expect(status == 0, "\(log)")
+        #expect(log.contains("asked to stop before it was ready"), "\(log)")
+        #expect(!log.contains("nearcastd: ready"), "\(log)")
+        withExtendedLifetime(dir) {}
+    }
+
     @Test func aBadZoneIsNotLoadedAndNamesFileAndLine() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bad-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
