@@ -135,10 +135,8 @@ import Testing
         } catch {
             #expect(error.description.hasPrefix("/nonexistent/city.mmdb: cannot open the file"))
         }
-        let junk = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-junk-\(UUID().uuidString).mmdb")
+        let junk = try TemporaryDirectory.url("nearcast-junk").appendingPathComponent("junk.mmdb")
         try Data(repeating: 7, count: 4096).write(to: junk)
-        defer { try? FileManager.default.removeItem(at: junk) }
         #expect(throws: MaxMindError.self) { try MaxMindDatabase(path: junk.path) }
     }
 

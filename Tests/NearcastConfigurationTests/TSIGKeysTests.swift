@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
 import NearcastTSIG
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastBasics
@@ -78,9 +79,7 @@ import Testing
     /// Keys come from the YAML and from key files relative to the config; a name declared twice,
     /// a bad inline key and a missing file are each refused with where they are.
     @Test func theTSIGSectionJoinsInlineKeysAndKeyFiles() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-keys-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-keys")
         try "key \"xfr.example.\" { algorithm hmac-sha256; secret \"\(Self.secret)\"; };\n".write(
             to: dir.appendingPathComponent("keys.conf"), atomically: true, encoding: .utf8)
         let good = """

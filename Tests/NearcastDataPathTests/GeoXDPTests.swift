@@ -398,9 +398,7 @@ import XDPFuzz
     /// binary search in it) exactly as the slow path finds them, for every shape of prefix and at
     /// every prefix's edges: by the packet's source and by ECS addresses of any source length.
     @Test func ipv4ClientsAreLocatedByThePrefixArrayAsByTheSlowPath() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-dense-\(getpid())").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TemporaryDirectory("nearcast-dense").path
         let database = dir + "/dense.mmdb"
         try Fixtures.writeCityDatabase(Self.denseNetworks(), to: database)
         let config = try NearcastConfig.parse(

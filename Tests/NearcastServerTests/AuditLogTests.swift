@@ -6,9 +6,7 @@ import Testing
 /// The audit log read back from its end (`GET /v1/audit`, the dashboard's last changes).
 @Suite(.timeLimit(.minutes(2))) struct AuditLogTests {
     @Test func theLastEntriesAreReadFromTheEndOldestFirstAndATornLineIsLeftOut() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-audit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-audit")
         let log = AuditLog(path: dir.appendingPathComponent("audit.log").path)
         #expect(log.last(5).isEmpty && log.size == 0, "no file yet")
         // Far more than the first window read from the end (16 KiB), so the window grows.
@@ -34,9 +32,7 @@ import Testing
     /// files read a piece at a time give the digest of their bytes one after another (a file
     /// larger than a piece, one empty, one that cannot be read).
     @Test func theDigestOfFilesIsTheirPathsAndContentsDigestsOneAfterAnother() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-digest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-digest")
         let big = (0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let (a, b, gone) = (
             dir.appendingPathComponent("a").path, dir.appendingPathComponent("b").path, dir.path + "/gone"

@@ -213,9 +213,7 @@ import Testing
     }
 
     @Test func aZoneChangedAThousandTimesAnswersAsNSDAndKnotServingTheResult() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-chg-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-chg")
         // Making and writing 100k names is seconds of work in a debug build: on a thread of its
         // own, as are the starts and comparisons below, so no other test waits for the pool.
         var (zone, owners) = try await TestSupport.blocking { () throws -> (ZoneAccount, [String]) in

@@ -77,9 +77,7 @@ import Testing
     ]
 
     @Test func eachDecisionIsAsDocumentedBesideNSDAndKnot() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-conf-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-conf")
         var ports: [String: Int] = [:]
         var servers: [ServerProcess] = []
         defer { for s in servers { s.stop() } }

@@ -154,9 +154,7 @@ import Glibc
     }
 
     @Test func tcpIdleConnectionsAreClosed() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-idle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-idle")
         let cfg = dir.appendingPathComponent("nearcast.yaml")
         try """
         listen: ["127.0.0.1:0"]
@@ -231,9 +229,7 @@ import Glibc
     }
 
     @Test func aBadZoneIsNotLoadedAndNamesFileAndLine() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-bad-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-bad")
         let zone = dir.appendingPathComponent("bad.zone")
         try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\n".write(
             to: zone, atomically: true, encoding: .utf8)
@@ -249,9 +245,7 @@ import Glibc
 /// `nearcast check-config`: every error as file:line: message, exit status 1 when there is one.
 @Suite(.timeLimit(.minutes(2))) struct CheckConfigTests {
     @Test func goodConfigIsOK() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-cc")
         try FileManager.default.copyItem(
             at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
             to: dir.appendingPathComponent("z.zone"))
@@ -271,10 +265,9 @@ import Glibc
         let plain = try TestSupport.run(cli, ["check-config", dist.appendingPathComponent("nearcast.yaml").path])
         #expect(plain.status == 0 && plain.stdout.contains("ok: 1 zone"), "\(plain.stdout) \(plain.stderr)")
 
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-sample-\(UUID().uuidString)")
+        let dir = try TemporaryDirectory.url("nearcast-sample")
         try FileManager.default.createDirectory(
             at: dir.appendingPathComponent("zones"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.copyItem(
             at: dist.appendingPathComponent("zones/example.net.zone"),
             to: dir.appendingPathComponent("zones/example.net.zone"))
@@ -299,9 +292,7 @@ import Glibc
     }
 
     @Test func theGeoSectionAndItsDatabaseAreChecked() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-cc")
         try FileManager.default.copyItem(
             at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
             to: dir.appendingPathComponent("z.zone"))
@@ -338,9 +329,7 @@ import Glibc
     }
 
     @Test func everyErrorIsPrintedWithFileAndLine() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-cc-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-cc")
         try "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww CNAME ns\nwww TXT x\n".write(
             to: dir.appendingPathComponent("z.zone"), atomically: true, encoding: .utf8)
         let cfgText = """

@@ -13,9 +13,7 @@ import Testing
     static let writeToken = "wr1tewr1tewr1tewr1tewr1tewr1tewr"
 
     @Test func theDashboardShowsTheFleetLiveAndOffersOnlyWhatTheTokenMayDo() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-ui-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-ui")
         let tokens = dir.appendingPathComponent("tokens")
         try "read \(Self.readToken)\nwrite \(Self.writeToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let state = dir.appendingPathComponent("state")

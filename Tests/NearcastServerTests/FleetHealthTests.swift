@@ -37,8 +37,7 @@ import Glibc
             etcd = try EtcdServer(everyAddress: true)
             pins = try TemporaryBPFFS()
             checkPort = try TestSupport.unusedPort()
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleetns-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            dir = try TemporaryDirectory.url("nearcast-fleetns")
             try "write \(writer)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         }
 

@@ -31,8 +31,7 @@ import Testing
 
         init() throws {
             etcd = try EtcdServer()
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-fleet-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            dir = try TemporaryDirectory.url("nearcast-fleet")
             cli = try TestSupport.product("nearcast")
             try "write \(writer)\nagent:edge7 \(edgeAgent)\nagent:edge9 pools=web nets=192.0.2.64/28 \(scopedAgent)\n"
                 .write(

@@ -12,8 +12,7 @@ import FoundationNetworking
 @Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
     /// `par1Checks`: par1's checks, as YAML (none by default).
     static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (Daemon, Int, URL) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-geo-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TemporaryDirectory.url("nearcast-geo")
         try FileManager.default.copyItem(
             at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
             to: dir.appendingPathComponent("z.zone"))
@@ -75,10 +74,8 @@ import FoundationNetworking
 
     /// `nearcast explain` gives the answer dig gets, and says why.
     @Test func explainTellsWhyAndAgreesWithDig() throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-geo-tokens-\(UUID().uuidString)")
-        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file(
+            "nearcast-geo-tokens", holding: "read \(ManagementAPITests.readToken)\n")
         let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         let api = try #require(server.apiPort)
         defer {
@@ -119,9 +116,7 @@ import FoundationNetworking
     /// An operator drains a node from the CLI: a read token may not (403), a write token may; the
     /// node's clients go elsewhere until it is undrained or its drain runs out.
     @Test func drainAndUndrainFromTheCLI() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-drain-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-drain")
         let readOnly = dir.appendingPathComponent("read")
         let writer = dir.appendingPathComponent("write")
         try "read \(ManagementAPITests.readToken)\n".write(to: readOnly, atomically: true, encoding: .utf8)
@@ -204,10 +199,7 @@ import FoundationNetworking
     /// disk too, those of removed nodes dropped), explain follows; a geo section with an error is
     /// refused and nothing changes; every geo name removed and then back is served as such.
     @Test func geoSectionChangesAreReloadedWholeOrRefused() throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-georeload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: state) }
+        let state = try TemporaryDirectory.url("nearcast-georeload")
         let tokens = state.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let (server, port, dir) = try Self.start(extraArgs: [
@@ -393,9 +385,7 @@ import FoundationNetworking
     /// a failing report or silence longer than stale-after takes it out, a heartbeat brings it
     /// back. Other tokens and nodes get 403, 404 and 409, and a bad body a 400 naming the field.
     @Test func nodeAgentsReportHealthAndSilenceTakesANodeOut() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-report-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-report")
         let par1Agent = "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4"
         let fra1Agent = "f1f1f1f1e2e2e2e2d3d3d3d3c4c4c4c4"
         let writeToken = "fedcba9876543210fedcba9876543210"

@@ -12,9 +12,7 @@ import Glibc
 /// files where it says and stops nothing.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct InstallTests {
     @Test func installingLeavesAnOperatorsNSDRunningAndAnswering() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-install-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-install")
         // The operator's NSD, a daemon of its own (its parent PID 1, as a service's is), stopped
         // by its pid file at the end.
         let port = try TestSupport.unusedPort()

@@ -15,9 +15,7 @@ import FoundationNetworking
 
     /// A daemon with the API on a free port and a tokens file with one read token.
     static func start() throws -> (daemon: Daemon, api: Int, tokens: URL) {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-tokens-\(UUID().uuidString)")
-        try "# test\nread \(readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let tokens = try TemporaryDirectory.file("nearcast-tokens", holding: "# test\nread \(readToken)\n")
         let (daemon, _) = try DaemonTests.startDaemon(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         return (daemon, try #require(daemon.apiPort), tokens)
     }
@@ -123,10 +121,7 @@ import FoundationNetworking
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("XDP fast path: off"), "\(ok.stdout)")
 
-        let empty = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-notokens-\(UUID().uuidString)")
-        try "# nobody\n".write(to: empty, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: empty) }
+        let empty = try TemporaryDirectory.file("nearcast-notokens", holding: "# nobody\n")
         let noToken = try TestSupport.run(cli, ["stats", "--api", "127.0.0.1:\(api)", "--token-file", empty.path])
         #expect(
             noToken.status == 1 && noToken.stderr.contains("has no token of role read or above"), "\(noToken.stderr)")
@@ -145,10 +140,7 @@ import FoundationNetworking
     }
 
     @Test func aBadTokensFileStopsTheDaemonAtStart() throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-badtokens-\(UUID().uuidString)")
-        try "reader \(Self.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file("nearcast-badtokens", holding: "reader \(Self.readToken)\n")
         let out = try TestSupport.run(
             try TestSupport.product("nearcastd"),
             [
@@ -167,9 +159,7 @@ import FoundationNetworking
 /// the clear; the CLI checks the certificate against the system's CAs, or those of `--ca-file`.
 @Suite(.timeLimit(.minutes(2))) struct ManagementAPITLSTests {
     @Test func theAPIServesHTTPSWithItsCertificate() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-apitls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-apitls")
         let (cert, key) = try TestSupport.selfSignedCertificate(commonName: "localhost", subjectAltName: "IP:127.0.0.1")
         defer { try? FileManager.default.removeItem(atPath: (cert as NSString).deletingLastPathComponent) }
         try "read \(ManagementAPITests.readToken)\n".write(

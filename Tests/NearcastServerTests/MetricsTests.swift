@@ -143,10 +143,8 @@ import FoundationNetworking
     }
 
     @Test func theDaemonServesMetricsToReadTokensOnly() async throws {
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-metrics-tokens-\(UUID().uuidString)")
-        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file(
+            "nearcast-metrics-tokens", holding: "read \(ManagementAPITests.readToken)\n")
         let (server, port, dir) = try GeoDaemonTests.start(extraArgs: [
             "--api", "127.0.0.1:0", "--api-tokens", tokens.path,
         ])

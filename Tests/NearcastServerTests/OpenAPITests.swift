@@ -47,9 +47,7 @@ import FoundationNetworking
     }
 
     @Test func everyRouteTakesTheRoleItDocuments() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-openapi-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-openapi")
         let tokens: [String: String] = [
             "agent": "a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0", "read": "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1",
             "write": "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2", "admin": "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3",

@@ -9,9 +9,7 @@ import Testing
 /// its line.
 @Suite(.timeLimit(.minutes(2))) struct RateLimitTests {
     @Test func aBurstFromOnePrefixIsLimitedAndSlipsAndTCPIsNot() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-rrl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-rrl")
         let token = "0123456789abcdef0123456789abcdef"
         try "read \(token)\n".write(to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         let config = dir.appendingPathComponent("nearcast.yaml")
@@ -51,9 +49,7 @@ import Testing
     }
 
     @Test func aBadRRLSectionIsRefusedWithItsLine() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-rrl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-rrl")
         let config = dir.appendingPathComponent("nearcast.yaml")
         try """
         listen: ["127.0.0.1:0"]

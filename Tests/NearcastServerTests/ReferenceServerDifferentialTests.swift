@@ -213,10 +213,7 @@ import Testing
 
     /// Starts `reference` and nearcast on the fixture zone and compares their answers to `queries`.
     static func compareServing(_ reference: Reference) throws -> (Int, [String], [KnownDifference: Int]) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-\(reference)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-\(reference)")
         let nsdPort = try TestSupport.unusedPort()
         let nsd = try reference.start(dir: dir, port: nsdPort)
         defer { nsd.stop() }

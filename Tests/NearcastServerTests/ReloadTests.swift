@@ -12,9 +12,7 @@ import FoundationNetworking
 /// Reloads that must be refused leave the running daemon as it was, and say why (issue 6).
 @Suite(.timeLimit(.minutes(2))) struct ReloadTests {
     @Test func aRefusedReloadChangesNothingAndSaysWhy() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-reload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-reload")
         let zone = dir.appendingPathComponent("z.zone")
         let fixture = try String(contentsOf: URL(fileURLWithPath: DaemonTests.zone), encoding: .utf8)
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.77\n").write(to: zone, atomically: true, encoding: .utf8)
@@ -102,14 +100,11 @@ import FoundationNetworking
     }
 
     @Test func overridesAreAuditedKeptAndRestoredAfterARestart() throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-state-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: state) }
-        let tokens = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nearcast-durable-tokens-\(UUID().uuidString)")
+        // The state directory is the daemon's to make.
+        let state = try TemporaryDirectory.url("nearcast-state").appendingPathComponent("state")
         let writer = "fedcba9876543210fedcba9876543210"
         let admin = "00112233445566778899aabbccddeeff"
-        try "write \(writer)\nadmin \(admin)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file("tokens", holding: "write \(writer)\nadmin \(admin)\n")
         var api = 0  // the API's port, new at each start
         func start() throws -> (Daemon, Int, URL) {
             let s = try GeoDaemonTests.start(extraArgs: [
@@ -217,9 +212,7 @@ import FoundationNetworking
     }
 
     @Test func recordsAreAddedAndDeletedWhileServed() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-records-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-records")
         let zone = dir.appendingPathComponent("z.zone")
         try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: zone.path)
@@ -363,9 +356,7 @@ import FoundationNetworking
 /// all, reads back as a zone, and the journal is gone (issue 29).
 @Suite(.timeLimit(.minutes(3))) struct LargeZoneWriteBackTests {
     @Test func changesFasterThanWriteBacksEndInOneWholeFile() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-big-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-big")
         let zone = dir.appendingPathComponent("z.zone")
         let names = 20_000
         var text =

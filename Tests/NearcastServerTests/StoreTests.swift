@@ -14,8 +14,7 @@ import Testing
     /// A real etcd and a directory of the test's own; `finish` stops and removes them.
     static func etcdAndDirectory() throws -> (EtcdServer, URL) {
         let etcd = try EtcdServer()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TemporaryDirectory.url("nearcast-store")
         return (etcd, dir)
     }
 

@@ -132,8 +132,7 @@ import Glibc
     }
 
     static func directory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-systemd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TemporaryDirectory.url("nearcast-systemd")
         return dir
     }
 }

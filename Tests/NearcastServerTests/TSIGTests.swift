@@ -35,9 +35,7 @@ import Glibc
     static let sha512Secret = Data((0..<64).map { UInt8($0) }).base64EncodedString()
 
     static func withDaemon(_ body: (Daemon, String, String) throws -> Void) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-tsig-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-tsig")
         let (daemon, keyFile, secret) = try start(in: dir)
         defer { daemon.stop() }
         try body(daemon, keyFile, secret)

@@ -144,15 +144,30 @@ public final class BackgroundWork<T: Sendable>: Sendable {
     }
 }
 
-/// A new directory under the temporary directory for one test's files, removed with everything
-/// in it when the value goes away.
+/// A new directory for one test's files, under one directory of this test process's own, which is
+/// removed with everything in it when the process exits (and, should the process have been killed,
+/// by the next test process). Removal does not hang on the value's lifetime: a daemon started with
+/// a file of it can outlive the test's last use of the value.
 public final class TemporaryDirectory: Sendable {
     public let path: String
 
     public init(_ label: String = "nearcast") throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path
+        path = try Self.root() + "/\(label)-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
+
+    /// A new directory's URL, for tests that build paths with URLs.
+    public static func url(_ label: String = "nearcast") throws -> URL {
+        URL(fileURLWithPath: try TemporaryDirectory(label).path)
+    }
+
+    /// A file holding `text`, alone in a new directory: its URL.
+    public static func file(_ name: String, holding text: String) throws -> URL {
+        URL(fileURLWithPath: try TemporaryDirectory(name).write(text, to: name))
+    }
+
+    /// The directory as a URL.
+    public var url: URL { URL(fileURLWithPath: path) }
 
     /// The path of `name` in this directory.
     public func file(_ name: String) -> String { path + "/" + name }
@@ -164,5 +179,32 @@ public final class TemporaryDirectory: Sendable {
         return file(name)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    private static let prefix = "nearcast-tests-"
+
+    /// This process's directory, made once; removed at exit. Those of processes that are gone are
+    /// removed first.
+    private static func root() throws -> String {
+        try made.withLock { made in
+            let base = FileManager.default.temporaryDirectory.path
+            let root = base + "/" + prefix + "\(getpid())"
+            if made { return root }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+            where name.hasPrefix(prefix) {
+                guard let pid = Int32(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH
+                else { continue }
+                try? FileManager.default.removeItem(atPath: base + "/" + name)
+            }
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            atexit { TemporaryDirectory.removeRoot() }
+            made = true
+            return root
+        }
+    }
+
+    private static let made = Mutex(false)
+
+    private static func removeRoot() {
+        try? FileManager.default.removeItem(
+            atPath: FileManager.default.temporaryDirectory.path + "/" + prefix + "\(getpid())")
+    }
 }

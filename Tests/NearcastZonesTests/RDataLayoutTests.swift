@@ -94,9 +94,7 @@ import Testing
     /// ldns reads the same zone file to the same RDATA: its canonical output, read by nearcast,
     /// gives the same wire bytes for every record.
     @Test func anotherReaderOfZoneFilesReadsTheSameBytes() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-rdata-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-rdata")
         let file = dir.appendingPathComponent("z.zone")
         try Self.zone.write(to: file, atomically: true, encoding: .utf8)
         let ldns = try TestSupport.run(try TestSupport.tool("ldns-read-zone"), [file.path])

@@ -74,10 +74,7 @@ import Testing
     }
 
     @Test func aFailedPieceLeavesNoTemporaryFile() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-write-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TemporaryDirectory("nearcast-write").path
         let path = dir + "/z.zone"
         #expect(throws: DurableFile.Failure.self) {
             _ = try DurableFile.prepare(path) {

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastTestSupport
 import Testing
 
 @testable import NearcastBasics
@@ -66,9 +67,7 @@ import Testing
     }
 
     @Test func includeReadsRelativeToTheIncludingFileAndRestoresOrigin() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-include-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-include")
         try "inc A 192.0.2.9\n".write(to: dir.appendingPathComponent("part.zone"), atomically: true, encoding: .utf8)
         try "$TTL 60\n$INCLUDE part.zone other.test.\nafter A 192.0.2.8\n".write(
             to: dir.appendingPathComponent("main.zone"), atomically: true, encoding: .utf8)
@@ -242,9 +241,7 @@ import Testing
     }
 
     @Test func anIncludeInALaterPartIsReadWhereItStands() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-parts-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-parts")
         try "$TTL 30\ninc A 192.0.2.9\n".write(
             to: dir.appendingPathComponent("part.zone"), atomically: true, encoding: .utf8)
         let main = dir.appendingPathComponent("big.zone").path

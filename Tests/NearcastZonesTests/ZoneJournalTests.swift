@@ -15,8 +15,7 @@ import Testing
     static let zone = try! Zone.build(origin: origin, records: records, sourceName: "z.zone")
 
     func temporary() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearcast-journal-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TemporaryDirectory.url("nearcast-journal")
         return dir.appendingPathComponent("z.zone.journal").path
     }
 
