@@ -28,9 +28,8 @@ import Glibc
 
     /// A query over UDP for a name that exists and one over TCP for a name that does not.
     static func ask(_ server: Daemon) throws {
-        let dig = try TestSupport.tool("dig")
         for args in [["+notcp", "www.example.test", "A"], ["+tcp", "nope.example.test", "AAAA"]] {
-            let out = try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(server.dnsPort)", "+short"] + args)
+            let out = try server.dig(["+short"] + args)
             #expect(out.status == 0, "\(out.stderr)")
         }
     }

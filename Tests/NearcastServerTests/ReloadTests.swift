@@ -31,19 +31,8 @@ import FoundationNetworking
             to: dir.appendingPathComponent("tokens"), atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", config.path])
         defer { server.stop() }
-        let port = server.dnsPort
-        let api = try #require(server.apiPort)
-        let dig = try TestSupport.tool("dig")
-        func ask(_ name: String) throws -> String {
-            try TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", name, "A", "+short"]).stdout
-        }
-        func reload(_ token: String) throws -> TestSupport.Output {
-            var env = ProcessInfo.processInfo.environment
-            env["NEARCAST_TOKEN"] = token
-            return try TestSupport.run(
-                try TestSupport.product("nearcast"), ["reload", "--api", "127.0.0.1:\(api)"], environment: env)
-        }
-        #expect(try ask("new.example.test") == "192.0.2.77\n")
+        func reload(_ token: String) throws -> TestSupport.Output { try server.cli(["reload"], token: token) }
+        #expect(try server.ask("new.example.test") == "192.0.2.77\n")
 
         // A zone with an error: refused with file and line, the old data still served.
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.78\nbroken.example.test. 300 IN A 300.1.1.1\n").write(
@@ -53,7 +42,7 @@ import FoundationNetworking
             bad.status == 1 && bad.stderr.contains("answered 400: the new config is not valid, nothing was changed"),
             "\(bad.stderr)")
         #expect(bad.stderr.contains("z.zone:"), "the file and line at fault: \(bad.stderr)")
-        #expect(try ask("new.example.test") == "192.0.2.77\n")
+        #expect(try server.ask("new.example.test") == "192.0.2.77\n")
 
         // Only admins reload.
         #expect(try reload(writer).stderr.contains("answered 403"))
@@ -65,19 +54,19 @@ import FoundationNetworking
         #expect(
             conflict.status == 1 && conflict.stderr.contains("answered 409: listen changed: those apply at a restart"),
             "\(conflict.stderr)")
-        #expect(try ask("new.example.test") == "192.0.2.77\n")
+        #expect(try server.ask("new.example.test") == "192.0.2.77\n")
 
         // Put back, it goes through; SIGHUP does the same.
         try writeConfig(listen: "127.0.0.1:0")
         let ok = try reload(admin)
         #expect(ok.status == 0 && ok.stdout.hasPrefix("reloaded: 1 zone,"), "\(ok.stdout) \(ok.stderr)")
         #expect(ok.stdout.contains("(1 RRset changed)"), "the file compared with the zone served: \(ok.stdout)")
-        #expect(try ask("new.example.test") == "192.0.2.79\n")
+        #expect(try server.ask("new.example.test") == "192.0.2.79\n")
         let again = try reload(admin)
         #expect(again.status == 0 && again.stdout.contains("(0 RRsets changed)"), "\(again.stdout) \(again.stderr)")
         try (fixture + "\nnew.example.test. 300 IN A 192.0.2.80\n").write(to: zone, atomically: true, encoding: .utf8)
         kill(server.pid, SIGHUP)
-        try server.waitUntilReady(timeout: 10) { (try? ask("new.example.test")) == "192.0.2.80\n" }
+        try server.waitUntilReady(timeout: 10) { (try? server.ask("new.example.test")) == "192.0.2.80\n" }
         try server.waitUntilReady(timeout: 5) {
             server.log.split(separator: "\n").contains { $0.contains("reloaded") && $0.contains("by=SIGHUP") }
         }
@@ -194,11 +183,7 @@ import FoundationNetworking
         """.write(toFile: dir.path + "/c.yaml", atomically: true, encoding: .utf8)
         let server = try Daemon(["--config", dir.path + "/c.yaml"])
         defer { server.stop() }
-        func cli(_ args: [String]) throws -> TestSupport.Output {
-            try TestSupport.run(
-                try TestSupport.product("nearcast"), args + ["--api", server.api],
-                environment: ProcessInfo.processInfo.environment.merging(["NEARCAST_TOKEN": writer]) { $1 })
-        }
+        func cli(_ args: [String]) throws -> TestSupport.Output { try server.cli(args, token: writer) }
         let listed = try cli(["records", "example.test.", "--name", "www", "--type", "A"])
         #expect(listed.stdout.hasPrefix("; version s2026112201\n"), "\(listed.stdout)\(listed.stderr)")
         let set = try cli(["record", "set", "example.test.", "www", "A", "192.0.2.31", "--if-match", "s2026112201"])
@@ -216,8 +201,6 @@ import FoundationNetworking
         let zone = dir.appendingPathComponent("z.zone")
         try FileManager.default.copyItem(at: URL(fileURLWithPath: DaemonTests.zone), to: zone)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: zone.path)
-        var port = 0
-        var api = 0  // new at each start
         let reader = "11111111111111111111111111111111"
         let writer = "22222222222222222222222222222222"
         try "read \(reader)\nwrite \(writer)\n".write(
@@ -230,24 +213,11 @@ import FoundationNetworking
         zonefile-sync: 1
         """.write(to: dir.appendingPathComponent("c.yaml"), atomically: true, encoding: .utf8)
         let journal = zone.path + ".journal"
-        func start() throws -> Daemon {
-            let s = try Daemon(["--config", dir.appendingPathComponent("c.yaml").path])
-            port = s.dnsPort
-            api = try #require(s.apiPort)
-            return s
-        }
+        func start() throws -> Daemon { try Daemon(["--config", dir.appendingPathComponent("c.yaml").path]) }
         var server = try start()
         defer { server.stop() }
-        func cli(_ args: [String], _ token: String) throws -> TestSupport.Output {
-            var env = ProcessInfo.processInfo.environment
-            env["NEARCAST_TOKEN"] = token
-            return try TestSupport.run(
-                try TestSupport.product("nearcast"), args + ["--api", "127.0.0.1:\(api)"], environment: env)
-        }
-        func ask(_ name: String, _ type: String = "A") throws -> String {
-            try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(port)", name, type, "+short"])
-                .stdout
-        }
+        func cli(_ args: [String], _ token: String) throws -> TestSupport.Output { try server.cli(args, token: token) }
+        func ask(_ name: String, _ type: String = "A") throws -> String { try server.ask(name, type) }
         let zones = try cli(["zones"], reader)
         #expect(
             zones.stdout.contains("example.test.  serial 2026112201  60 records"), "\(zones.stdout) \(zones.stderr)")
@@ -294,7 +264,7 @@ import FoundationNetworking
         #expect(
             try cli(["records", "other.test."], reader).stderr.contains(
                 "answered 404: no zone other.test. is served here"))
-        var r = URLRequest(url: URL(string: "http://127.0.0.1:\(api)/v1/zones/example.test./records")!)
+        var r = URLRequest(url: URL(string: "http://\(server.api)/v1/zones/example.test./records")!)
         r.httpMethod = "POST"
         r.httpBody = Data(#"{"name": "x", "type": "A"}"#.utf8)
         r.setValue("Bearer \(writer)", forHTTPHeaderField: "Authorization")

@@ -113,6 +113,23 @@ public final class Daemon: Sendable {
     /// The API's address for the CLI's --api.
     public var api: String { "127.0.0.1:\(apiPort ?? 0)" }
 
+    /// dig asking this daemon (127.0.0.1 at its DNS port), `args` after the server.
+    public func dig(_ args: [String]) throws -> TestSupport.Output {
+        try TestSupport.run(try TestSupport.tool("dig"), ["@127.0.0.1", "-p", "\(dnsPort)"] + args)
+    }
+
+    /// What dig +short prints for `name` and `type` asked of this daemon, with `options` (+subnet=…).
+    public func ask(_ name: String, _ type: String = "A", _ options: [String] = []) throws -> String {
+        try dig([name, type, "+short"] + options).stdout
+    }
+
+    /// The CLI (`nearcast`) against this daemon's API, with `token` (in NEARCAST_TOKEN).
+    public func cli(_ args: [String], token: String) throws -> TestSupport.Output {
+        try TestSupport.run(
+            try TestSupport.product("nearcast"), args + ["--api", api],
+            environment: ProcessInfo.processInfo.environment.merging(["NEARCAST_TOKEN": token]) { $1 })
+    }
+
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, timeout: Double = 10) -> Int32 {
         process.stop(signal: signal, timeout: timeout)
