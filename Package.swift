@@ -165,6 +165,7 @@ let package = Package(
                 "NearcastFleet", "NearcastStore", "EtcdClient", "TerminalUI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -286,6 +287,7 @@ let package = Package(
                 "EtcdClient",
                 "NearcastTestSupport",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .testTarget(
             name: "NearcastServerTests",

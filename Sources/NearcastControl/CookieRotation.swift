@@ -2,6 +2,7 @@ import Logging
 import NearcastAnswers
 import NearcastConfiguration
 import NearcastDataPath
+import ServiceLifecycle
 import Synchronization
 
 /// The server secret of DNS cookies over time (ARCHITECTURE §3, "DNS Cookies"): the configured one
@@ -9,8 +10,9 @@ import Synchronization
 /// `previous-secret`), or this server's own, made at its start and anew every `secret-lifetime`,
 /// the one before still accepted. `ServerCookies` holds the secrets (every responder reads them
 /// there); this sets them, and writes them to the fast path with its wall clock, which it puts
-/// right every minute (single map writes, as health changes are).
-package final class CookieRotation: Sendable {
+/// right every minute (single map writes, as health changes are). A Service: the minute loop runs
+/// until the daemon's group shuts down.
+package final class CookieRotation: Service {
     package let cookies: ServerCookies
     let fastPath: FastPath?
     let logger: Logger
@@ -19,7 +21,6 @@ package final class CookieRotation: Sendable {
         var made: ContinuousClock.Instant
     }
     let state: Mutex<State>
-    let loop = Mutex<Task<Void, Never>?>(nil)
     /// Held over a write to the fast path, so that two never cross (the later secrets last).
     let writing = Mutex(())
 
@@ -46,23 +47,11 @@ package final class CookieRotation: Sendable {
         state = Mutex(State(settings: settings, made: .now))
     }
 
-    /// Starts the minute loop: the fast path's clock put right, and a secret of this server's own
-    /// made anew when its lifetime is over.
-    package func start() {
-        let task = Task { [self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(60))
-                guard !Task.isCancelled else { return }
-                tick(now: .now)
-            }
-        }
-        loop.withLock { $0 = task }
-    }
-
-    package func stop() {
-        loop.withLock {
-            $0?.cancel()
-            $0 = nil
+    /// The minute loop, until the group shuts down (or the task is cancelled): the fast path's
+    /// clock put right, and a secret of this server's own made anew when its lifetime is over.
+    package func run() async {
+        while (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: .seconds(60)) })) != nil {
+            tick(now: .now)
         }
     }
 

@@ -294,10 +294,7 @@ struct Nearcastd: AsyncParsableCommand {
         let cookieRotation = cookies.map {
             CookieRotation(cookies: $0, settings: cfg.cookies, fastPath: fastPath?.fastPath, logger: logger)
         }
-        if let cookieRotation {
-            cookieRotation.start()
-            await started.add("DNS cookie secrets") { cookieRotation.stop() }
-        }
+        if let cookieRotation { await started.add("DNS cookie secrets", cookieRotation) }
         let command = self
         let storeSource = follower?.source
         // The API's tokens: this server's file, and a fleet's from its store.
@@ -339,7 +336,7 @@ struct Nearcastd: AsyncParsableCommand {
                 let tls = cfg.api.tlsCertificate.flatMap { c in cfg.api.tlsKey.map { (certificate: c, key: $0) } }
                 let service = try ManagementAPI(
                     on: address, tokens: liveTokens, desks: parts.desks(), tls: tls, logger: logger)
-                await started.add(service)
+                await started.add("management API", service)
                 api = (address, service)
             } catch {
                 try await started.giveUp(

@@ -15,7 +15,7 @@ import UnixSignals
 actor StartedServices {
     private var stops: [(name: String, stop: @Sendable () async throws -> Void)] = []
     /// Parts that are services of their own, each after the stops added before it.
-    private var services: [(after: Int, service: any Service)] = []
+    private var services: [(after: Int, name: String, service: any Service)] = []
     /// A stop was asked for (SIGTERM, SIGINT).
     private var stopAsked = false
     /// The group, once it is made: a stop asked for then shuts it down.
@@ -43,7 +43,9 @@ actor StartedServices {
 
     /// A part that runs as a service of its own in the group (it starts when the group runs), and
     /// is shut down before everything added until now.
-    func add(_ service: any Service) { services.append((stops.count, service)) }
+    func add(_ name: String, _ service: any Service) {
+        services.append((stops.count, name, service))
+    }
 
     /// Stops everything, the most recently started first.
     func stopAll(logger: Logger) async {
@@ -70,10 +72,14 @@ actor StartedServices {
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         for (i, part) in stops.enumerated() {
-            for s in self.services where s.after == i { services.append(Self.inGroup(s.service)) }
+            for s in self.services where s.after == i {
+                services.append(Self.inGroup(NamedService(name: s.name, service: s.service, logger: logger)))
+            }
             services.append(.init(service: StopOnShutdown(name: part.name, stop: part.stop, logger: logger)))
         }
-        for s in self.services where s.after == stops.count { services.append(Self.inGroup(s.service)) }
+        for s in self.services where s.after == stops.count {
+            services.append(Self.inGroup(NamedService(name: s.name, service: s.service, logger: logger)))
+        }
         stops = []
         self.services = []
         // Last, so it is the first to end: no reload starts once stopping has begun.
@@ -92,6 +98,27 @@ extension StartedServices {
         .init(
             service: service, successTerminationBehavior: .gracefullyShutdownGroup,
             failureTerminationBehavior: .gracefullyShutdownGroup)
+    }
+}
+
+/// A part of the daemon that is a service of its own, under its name in the log: "stopping" when
+/// the group's graceful shutdown reaches it, as for the others.
+struct NamedService: Service {
+    var name: String
+    var service: any Service
+    var logger: Logger
+
+    func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await noteStopping() }
+            try await service.run()
+            group.cancelAll()  // ended by itself: no shutdown to note
+        }
+    }
+
+    func noteStopping() async {
+        guard (try? await gracefulShutdown()) != nil else { return }  // cancelled: it ended by itself
+        logger.info("stopping", metadata: ["service": "\(name)"])
     }
 }
 

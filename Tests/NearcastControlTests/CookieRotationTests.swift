@@ -1,6 +1,7 @@
 import Logging
 import NearcastAnswers
 import NearcastConfiguration
+import ServiceLifecycle
 import Testing
 
 @testable import NearcastControl
@@ -36,5 +37,19 @@ import Testing
         var off = CookieSettings()
         off.enabled = false
         #expect(CookieRotation.cookies(off) == nil)
+    }
+
+    /// As the daemon's group runs it: its minute loop ends when the group shuts down, not at the
+    /// next minute.
+    @Test func itRunsUntilTheGroupShutsDown() async throws {
+        let settings = CookieSettings()
+        let cookies = try #require(CookieRotation.cookies(settings))
+        let rotation = CookieRotation(cookies: cookies, settings: settings, fastPath: nil, logger: Self.logger)
+        let group = ServiceGroup(configuration: .init(services: [rotation], logger: Self.logger))
+        let started = ContinuousClock.now
+        let running = Task { try await group.run() }
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(ContinuousClock.now - started < .seconds(30), "ended with the group, not after a minute's sleep")
     }
 }
