@@ -92,6 +92,7 @@ let package = Package(
                 "DNSWire", "EtcdClient", "NearcastAPIModel", "NearcastBasics", "NearcastConfiguration", "NearcastGeo",
                 "NearcastHealth", "NearcastServer", "NearcastStore", "NearcastZones",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).

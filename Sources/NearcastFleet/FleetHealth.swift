@@ -4,6 +4,7 @@ import Logging
 import NearcastGeo
 import NearcastHealth
 import NearcastStore
+import ServiceLifecycle
 
 /// A fleet server's part in judging nodes from many vantage points (ARCHITECTURE §13). Under a
 /// lease of its own it announces itself (`P servers/NAME`) and publishes its own view of every
@@ -12,7 +13,7 @@ import NearcastStore
 /// that dies stops renewing its lease, and etcd deletes its views with it. A server cut off from
 /// the store forgets its peers' views and judges alone until it is back, then publishes again
 /// under a new lease and reads the others' views afresh.
-package actor FleetHealth {
+package actor FleetHealth: Service {
     let connection: FleetStoreConnection
     let monitor: HealthMonitor
     let name: String
@@ -24,7 +25,6 @@ package actor FleetHealth {
     var published: [String: HealthState] = [:]
     var publishing = false
     var publishAgain = false
-    var task: Task<Void, Never>?
     /// Whether the peers' views are followed now (false: this server judges alone).
     package private(set) var following = false
     /// The last failure logged (each different one is logged once).
@@ -43,26 +43,20 @@ package actor FleetHealth {
 
     nonisolated var views: String { connection.layout.health }
 
-    /// Publishes and follows until `stop`.
-    package func start() async {
+    /// Publishes and follows until the group shuts down (or the task is cancelled), then takes
+    /// this server's views out of the store at once (the lease revoked) rather than when they expire.
+    package func run() async {
         await monitor.onOwnViewChange { [weak self] in
             guard let self else { return }
             Task { await self.publish() }
         }
-        task = Task { await self.run() }
-    }
-
-    /// Stops, and takes this server's views out of the store at once (the lease revoked) rather
-    /// than when they expire.
-    package func stop() async {
-        task?.cancel()
-        await task?.value
-        task = nil
+        await cancelWhenGracefulShutdown { await self.keepPublishing() }
         if let lease { try? await connection.etcd.revoke(lease) }
         lease = nil
     }
 
-    func run() async {
+    /// Sessions one after the other (a lost one retried, backing off to 5 s) until cancelled.
+    func keepPublishing() async {
         var pause = Duration.milliseconds(200)
         while !Task.isCancelled {
             do {

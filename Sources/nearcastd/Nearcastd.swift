@@ -317,8 +317,7 @@ struct Nearcastd: AsyncParsableCommand {
             // which closes the connection).
             let views = FleetHealth(
                 connection: follower.connection, monitor: monitor, name: follower.serverName, logger: logger)
-            await views.start()
-            await started.add("fleet health views") { await views.stop() }
+            await started.add("fleet health views", views)
         }
         var api: (address: ListenAddress, service: ManagementAPI)?
         if let address = cfg.api.listen {
