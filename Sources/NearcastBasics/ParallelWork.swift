@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -43,11 +44,10 @@ public enum ParallelWork {
     }
 
     /// The slices' results, each set once by its own thread before the caller reads them all.
-    private final class Results<R: Sendable>: @unchecked Sendable {
-        private var values: [R?]
-        private let lock = NSLock()
-        init(_ count: Int) { values = Array(repeating: nil, count: count) }
-        func set(_ i: Int, _ r: R) { lock.withLock { values[i] = r } }
-        var all: [R] { lock.withLock { values.map { $0! } } }
+    private final class Results<R: Sendable>: Sendable {
+        private let values: Mutex<[R?]>
+        init(_ count: Int) { values = Mutex(Array(repeating: nil, count: count)) }
+        func set(_ i: Int, _ r: R) { values.withLock { $0[i] = r } }
+        var all: [R] { values.withLock { $0.map { $0! } } }
     }
 }

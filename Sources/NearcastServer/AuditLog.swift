@@ -1,15 +1,16 @@
 import Crypto
 import Foundation
-import NIOConcurrencyHelpers
 import NearcastAPIModel
 import NearcastBasics
+import Synchronization
 
 /// Every change made through the management API (and every reload), one JSON line each, on disk
 /// before the change is acknowledged (issue 6): who, what, when, and SHA-256 digests of the state
 /// before and after, so the log can be checked against the state it describes.
 public final class AuditLog: Sendable {
     public let path: String
-    private let lock = NIOLock()
+    /// Held while a line is appended and synced: one writer at a time.
+    private let appending = Mutex(())
 
     public init(path: String) { self.path = path }
 
@@ -68,12 +69,12 @@ public final class AuditLog: Sendable {
     /// The SHA-256 of files' contents, kept while stat(2) says a file is the same (`FileStamp`).
     final class FileDigests: Sendable {
         static let shared = FileDigests()
-        private let known = NIOLockedValueBox<[String: (stamp: FileStamp, digest: String)]>([:])
+        private let known = Mutex<[String: (stamp: FileStamp, digest: String)]>([:])
 
         /// The digest of the contents of `path`, in hex; nil when it cannot be read.
         func digest(of path: String) -> String? {
             guard let before = FileStamp(path) else { return nil }
-            if let k = known.withLockedValue({ $0[path] }), k.stamp == before { return k.digest }
+            if let k = known.withLock({ $0[path] }), k.stamp == before { return k.digest }
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let readFrom = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
@@ -90,7 +91,7 @@ public final class AuditLog: Sendable {
             // hash its 40 MB again.)
             let modified = before.modified * 1_000_000_000 + Int64(before.modifiedNanos)
             if FileStamp(path) == before, modified < readFrom - 100_000_000 {
-                known.withLockedValue { $0[path] = (before, digest) }
+                known.withLock { $0[path] = (before, digest) }
             }
             return digest
         }
@@ -101,9 +102,7 @@ public final class AuditLog: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let line = String(decoding: (try? encoder.encode(entry)) ?? Data(), as: UTF8.self)
-        lock.lock()
-        defer { lock.unlock() }
-        try DurableFile.append(path, line: line)
+        try appending.withLock { _ throws(DurableFile.Failure) in try DurableFile.append(path, line: line) }
     }
 
     /// An entry's time: RFC 3339 in UTC with milliseconds ("2026-11-27T02:04:51.123Z"). A format

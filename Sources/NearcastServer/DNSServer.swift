@@ -1,9 +1,9 @@
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NearcastAnswers
 import NearcastConfiguration
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +24,7 @@ public final class DNSServer: Sendable {
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
-    private let listeners = NIOLockedValueBox<(tcp: [any Channel], udp: [DNSUDPListener])>(([], []))
+    private let listeners = Mutex<(tcp: [any Channel], udp: [DNSUDPListener])>(([], []))
 
     public convenience init(
         responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger
@@ -96,7 +96,7 @@ public final class DNSServer: Sendable {
             try? await tcp.close()
             throw error
         }
-        listeners.withLockedValue {
+        listeners.withLock {
             $0.tcp.append(tcp)
             $0.udp += udp
         }
@@ -115,7 +115,7 @@ public final class DNSServer: Sendable {
 
     /// Closes every listener; in-flight TCP connections end with their event loops.
     public func stop() async {
-        let all = listeners.withLockedValue { l in
+        let all = listeners.withLock { l in
             defer { l = ([], []) }
             return l
         }

@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import NearcastAPIModel
 import NearcastAnswers
 import Prometheus
@@ -12,11 +11,11 @@ public final class NearcastMetrics: Sendable {
     /// The slow path's answers by zone and by the node a geo answer put first.
     public let answers = AnswerCounts()
     /// Counters fed from monotonic totals read at scrape time: the last total each was brought to.
-    private let fed = NIOLockedValueBox<[String: UInt64]>([:])
+    private let fed = Mutex<[String: UInt64]>([:])
     private let reloads: [Bool: Counter]
     /// The nodes, pools and maps the last scrape showed: the series of those a reload removed since
     /// are dropped, not left at their last values.
-    private let shown = NIOLockedValueBox<Shown>(Shown())
+    private let shown = Mutex<Shown>(Shown())
     private struct Shown {
         var nodes: Set<String> = []
         var pools: Set<String> = []
@@ -207,7 +206,7 @@ public final class NearcastMetrics: Sendable {
         let now = Shown(
             nodes: Set(snapshot.nodes.map(\.id)), pools: Set(snapshot.pools.map(\.id)),
             maps: Set(snapshot.maps.map(\.name)), zones: Set(snapshot.zones))
-        let gone = shown.withLockedValue { last -> Shown in
+        let gone = shown.withLock { last -> Shown in
             defer { last = now }
             return Shown(
                 nodes: last.nodes.subtracting(now.nodes), pools: last.pools.subtracting(now.pools),
@@ -218,7 +217,7 @@ public final class NearcastMetrics: Sendable {
         }
         func dropCounter(_ name: String, _ labels: [(String, String)], _ help: String) {
             registry.unregisterCounter(Self.counter(registry, name, labels: labels, help: help))
-            fed.withLockedValue { $0[Self.fedKey(name, labels)] = nil }
+            fed.withLock { $0[Self.fedKey(name, labels)] = nil }
         }
         for id in gone.nodes {
             for s in Self.states { drop("nearcast_node_state", [("node", id), ("state", s)], help.nodeState) }
@@ -246,7 +245,7 @@ public final class NearcastMetrics: Sendable {
     /// daemon, so the first scrape brings the whole total).
     private func feed(_ name: String, _ labels: [(String, String)], _ help: String, to total: UInt64) {
         let key = Self.fedKey(name, labels)
-        let delta = fed.withLockedValue { last -> UInt64 in
+        let delta = fed.withLock { last -> UInt64 in
             let d = total >= last[key, default: 0] ? total - last[key, default: 0] : 0
             last[key] = total
             return d
