@@ -71,7 +71,7 @@ struct DaemonParts: DaemonDesk {
     func status() async throws -> StatusReport {
         let nodes = await monitor.statuses()
         return StatusReport(
-            version: Nearcastd.version, uptime: (ContinuousClock.now - startedAt).seconds,
+            version: Daemon.version, uptime: (ContinuousClock.now - startedAt).seconds,
             zones: await served.zoneListWithChecksums(), xdpInterfaces: deployment?.interfaceNames ?? [],
             fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries,
             geoNames: live.current?.table.allNames.count ?? 0,

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -6,7 +5,7 @@ import UnixSignals
 /// The daemon's parts in the order they started (ARCHITECTURE §7): each is started by the daemon
 /// in turn, and its stop is remembered here; a part that is a service of its own (the management
 /// API) is kept to run in the group, in its place in the order. Start-up that fails half way stops what started, in
-/// reverse, and exits 1 (nothing is left running or attached). Once everything has started, the
+/// reverse, and the daemon exits 1 (nothing is left running or attached). Once everything has started, the
 /// parts run as one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped
 /// gracefully in the reverse order of its start (the API first, the DNS listeners and event loops
 /// last, so queries in flight are answered), and SIGHUP asks for a reload meanwhile. A SIGTERM or
@@ -35,7 +34,7 @@ actor StartedServices {
         logger.notice("asked to stop before it was ready: stopping what started")
         await stopAll(logger: logger)
         logger.info("stopped")
-        throw ExitCode.success
+        throw Daemon.Exit.stoppedBeforeReady
     }
 
     /// Remembers how to stop what was just started.
@@ -60,7 +59,7 @@ actor StartedServices {
     func giveUp(_ message: Logger.Message, _ metadata: Logger.Metadata, logger: Logger) async throws -> Never {
         logger.error(message, metadata: metadata)
         await stopAll(logger: logger)
-        throw ExitCode(1)
+        throw Daemon.Exit.failed
     }
 
     /// Runs what started as one service group until SIGTERM or SIGINT, then stops each part in

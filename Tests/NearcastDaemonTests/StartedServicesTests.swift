@@ -1,0 +1,98 @@
+import Logging
+import NearcastTestSupport
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import NearcastDaemon
+
+/// The daemon's start and its group, as an operator relies on them: a start that fails or is
+/// asked to stop leaves nothing running, the parts stop in the reverse of their start with the
+/// services of their own in their place, and any part that fails stops the others in that order.
+@Suite(.timeLimit(.minutes(1))) struct StartedServicesTests {
+    let logger = Logger(label: "test")
+
+    /// The parts' stops as they happen, in order.
+    final class Stops: Sendable {
+        let names = Mutex<[String]>([])
+        func note(_ name: String) { names.withLock { $0.append(name) } }
+        var order: [String] { names.withLock { $0 } }
+        func stop(_ name: String) -> @Sendable () async throws -> Void { { self.note(name) } }
+    }
+
+    /// A part that is a service of its own: it runs until the group shuts down (or fails at once).
+    struct Part: Service {
+        var name: String
+        var stops: Stops
+        var fails = false
+        struct Failed: Error {}
+
+        func run() async throws {
+            if fails { throw Failed() }
+            try? await gracefulShutdown()
+            stops.note(name)
+        }
+    }
+
+    @Test func aStopAskedForBeforeReadyEndsTheStartAtItsNextStepAndStopsWhatStartedInReverse() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        await started.add("event loops", stops.stop("event loops"))
+        try await started.checkpoint(logger: logger)  // no stop asked for: the start goes on
+        await started.add("DNS listeners", stops.stop("DNS listeners"))
+        await started.stopRequested()
+        await #expect(throws: Daemon.Exit.stoppedBeforeReady) { try await started.checkpoint(logger: logger) }
+        #expect(stops.order == ["DNS listeners", "event loops"])
+    }
+
+    @Test func aStartThatGivesUpStopsWhatStartedInReverseAndFails() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        await started.add("event loops", stops.stop("event loops"))
+        await started.add("DNS listeners", stops.stop("DNS listeners"))
+        await #expect(throws: Daemon.Exit.failed) {
+            try await started.giveUp("cannot start the XDP fast path", [:], logger: logger)
+        }
+        #expect(stops.order == ["DNS listeners", "event loops"])
+    }
+
+    @Test func aStopOnceReadyStopsEveryPartInReverseWithServicesInTheirPlace() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        await started.add("event loops", stops.stop("event loops"))
+        await started.add("cookie secrets", Part(name: "cookie secrets", stops: stops))
+        await started.add("health checks", stops.stop("health checks"))
+        await started.add("management API", Part(name: "management API", stops: stops))
+        let ready = Stops()
+        let running = Task {
+            try await started.runUntilStopped(onReady: { ready.note("ready") }, onHangup: {}, logger: logger)
+        }
+        try await eventually("ready") { ready.order == ["ready"] }
+        await started.stopRequested()
+        try await running.value
+        #expect(stops.order == ["management API", "health checks", "cookie secrets", "event loops"])
+    }
+
+    @Test func aPartThatFailsStopsTheOthersInReverseAndTheRunFails() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        await started.add("event loops", stops.stop("event loops"))
+        await started.add("health checks", stops.stop("health checks"))
+        await started.add("fleet health views", Part(name: "fleet health views", stops: stops, fails: true))
+        await started.add("management API", Part(name: "management API", stops: stops))
+        await #expect(throws: Part.Failed.self) {
+            try await started.runUntilStopped(onReady: {}, onHangup: {}, logger: logger)
+        }
+        #expect(stops.order == ["management API", "health checks", "event loops"])
+    }
+
+    @Test func aStopAskedForAfterTheLastStepShutsTheGroupDownAsSoonAsItRuns() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        await started.add("event loops", stops.stop("event loops"))
+        await started.add("management API", Part(name: "management API", stops: stops))
+        await started.stopRequested()
+        try await started.runUntilStopped(onReady: {}, onHangup: {}, logger: logger)
+        #expect(stops.order == ["management API", "event loops"])
+    }
+}
