@@ -185,7 +185,7 @@ let package = Package(
         .executableTarget(
             name: "nearcastd",
             dependencies: [
-                "DNSWire", "NearcastBasics", "NearcastConfiguration", "NearcastDaemon", "CCapabilities",
+                "NearcastBasics", "NearcastConfiguration", "NearcastDaemon", "CCapabilities",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

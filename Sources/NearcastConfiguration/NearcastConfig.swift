@@ -18,6 +18,22 @@ public struct ZoneSource: Hashable, Sendable {
         self.path = path
         self.declaredAt = declaredAt
     }
+
+    /// A zone named on the command line as ORIGIN=PATH (nearcastd's `--zone`), the origin made
+    /// absolute if it is not.
+    public init(commandLine text: String) throws(DiagnosticsError) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            throw DiagnosticsError([Diagnostic(file: "--zone", line: 0, message: "'\(text)' is not ORIGIN=PATH")])
+        }
+        do {
+            self.init(
+                origin: try DNSName(parts[0].hasSuffix(".") ? parts[0] : parts[0] + "."), path: parts[1],
+                declaredAt: "--zone")
+        } catch {
+            throw DiagnosticsError([Diagnostic(file: "--zone", line: 0, message: "origin '\(parts[0])': \(error)")])
+        }
+    }
 }
 
 /// The daemon's configuration, read from YAML:

@@ -1,5 +1,4 @@
 import ArgumentParser
-import DNSWire
 import Logging
 import NIOCore
 import NearcastBasics
@@ -98,15 +97,7 @@ struct Nearcastd: AsyncParsableCommand {
     func effectiveConfig() throws(DiagnosticsError) -> NearcastConfig {
         var cfg =
             try config.map { path throws(DiagnosticsError) in try NearcastConfig.load(path: path) } ?? NearcastConfig()
-        for z in zone {
-            let parts = z.split(separator: "=", maxSplits: 1).map(String.init)
-            let originText = parts[0].hasSuffix(".") ? parts[0] : parts[0] + "."
-            do {
-                cfg.zones.append(ZoneSource(origin: try DNSName(originText), path: parts[1], declaredAt: "--zone"))
-            } catch {
-                throw DiagnosticsError([Diagnostic(file: "--zone", line: 0, message: "origin '\(parts[0])': \(error)")])
-            }
-        }
+        for z in zone { cfg.zones.append(try ZoneSource(commandLine: z)) }
         cfg.listen += listen.compactMap(ListenAddress.init)
         cfg.xdp.interfaces += xdp.compactMap(XDPSettings.Interface.init)
         if let pinRoot { cfg.xdp.pinRoot = pinRoot }
