@@ -40,7 +40,7 @@ import Glibc
     @Test func onceStartedWithoutXDPItKeepsNoCapability() throws {
         let (server, port) = try Self.startDaemon()
         defer { server.stop() }
-        let threads = server.process.permittedCapabilities
+        let threads = server.permittedCapabilities
         #expect(threads.count > 4 && threads.values.allSatisfy { $0 == "0000000000000000" }, "\(threads)")
         #expect(server.log.contains("capabilities dropped") && server.log.contains("kept=none"), "\(server.log)")
         for tcp in ["+notcp", "+tcp"] {

@@ -45,7 +45,6 @@ import Glibc
             for t in targets { t?.stop() }
             for s in servers { s?.stop() }
             etcd.stop()
-            try? FileManager.default.removeItem(at: dir)
             _ = try? TestSupport.run(
                 Repository.root.appendingPathComponent("tools/fleet-netns.sh").path,
                 ["down", FleetHealthTests.prefix, "\(FleetHealthTests.count)"])

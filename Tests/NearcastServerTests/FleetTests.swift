@@ -41,7 +41,6 @@ import Testing
         /// Stops etcd and removes the directory (the servers are the test's to stop).
         func finish() {
             etcd.stop()
-            try? FileManager.default.removeItem(at: dir)
         }
 
         /// A config of the test zone and the four test nodes, with these geo names.

@@ -70,12 +70,9 @@ import FoundationNetworking
     @Test func explainTellsWhyAndAgreesWithDig() throws {
         let tokens = try TemporaryDirectory.file(
             "nearcast-geo-tokens", holding: "read \(ManagementAPITests.readToken)\n")
-        let (server, port, dir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
+        let (server, port, _) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path])
         let api = try #require(server.apiPort)
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: dir)
-        }
+        defer { server.stop() }
         let cli = try TestSupport.product("nearcast")
         func explain(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(cli, ["explain", "--api", "127.0.0.1:\(api)", "--token-file", tokens.path] + args)
@@ -118,12 +115,9 @@ import FoundationNetworking
         let all = dir.appendingPathComponent("all")
         try ("read \(ManagementAPITests.readToken)\nwrite fedcba9876543210fedcba9876543210\n").write(
             to: all, atomically: true, encoding: .utf8)
-        let (server, port, zdir) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path])
+        let (server, port, _) = try Self.start(extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path])
         let api = try #require(server.apiPort)
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: zdir)
-        }
+        defer { server.stop() }
         let cli = try TestSupport.product("nearcast")
         func run(_ args: [String], tokens: URL) throws -> TestSupport.Output {
             try TestSupport.run(cli, args + ["--api", "127.0.0.1:\(api)", "--token-file", tokens.path])
@@ -200,10 +194,7 @@ import FoundationNetworking
             "--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path,
         ])
         let api = try #require(server.apiPort)
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: dir)
-        }
+        defer { server.stop() }
         let configFile = dir.appendingPathComponent("c.yaml")
         let original = try String(contentsOf: configFile, encoding: .utf8)
         @Sendable func cli(_ args: [String]) throws -> TestSupport.Output {
@@ -389,14 +380,11 @@ import FoundationNetworking
             .write(to: all, atomically: true, encoding: .utf8)
         let agentFile = dir.appendingPathComponent("agent")
         try "agent:par1 \(par1Agent)\n".write(to: agentFile, atomically: true, encoding: .utf8)
-        let (server, port, zdir) = try Self.start(
+        let (server, port, _) = try Self.start(
             extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", all.path],
             par1Checks: "[{ type: report, stale-after: 1.5 }]")
         let api = try #require(server.apiPort)
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: zdir)
-        }
+        defer { server.stop() }
         let cli = try TestSupport.product("nearcast")
         func report(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(cli, ["report"] + args + ["--api", "127.0.0.1:\(api)", "--token-file", agentFile.path])

@@ -135,12 +135,8 @@ import FoundationNetworking
 
         // A restart keeps both, the timed one with its time.
         server.stop()
-        try? FileManager.default.removeItem(at: dir)
         (server, port, dir) = try start()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: dir)
-        }
+        defer { server.stop() }
         #expect(server.log.contains("override restored") && server.log.contains("node=par1"), "\(server.log)")
         #expect(try paris(port) == "192.0.2.10", "still drained after the restart")
         let nodes = try cli(["nodes"], writer).stdout

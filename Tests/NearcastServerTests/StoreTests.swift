@@ -11,23 +11,18 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct StoreTests {
     static let zone = TestSupport.fixtures.appendingPathComponent("example.test.zone").path
 
-    /// A real etcd and a directory of the test's own; `finish` stops and removes them.
+    /// A real etcd, and a directory of the test's own.
     static func etcdAndDirectory() throws -> (EtcdServer, URL) {
         let etcd = try EtcdServer()
         let dir = try TemporaryDirectory.url("nearcast-store")
         return (etcd, dir)
     }
 
-    static func finish(_ etcd: EtcdServer, _ dir: URL) {
-        etcd.stop()
-        try? FileManager.default.removeItem(at: dir)
-    }
-
     /// Import then export gives back the same zones (record for record) and an equivalent geo
     /// section; exporting what an export imports gives the same files byte for byte.
     @Test func importThenExportGivesBackTheSameZonesAndGeoSection() throws {
         let (etcd, dir) = try Self.etcdAndDirectory()
-        defer { Self.finish(etcd, dir) }
+        defer { etcd.stop() }
         let store = """
             store:
               etcd: { endpoints: ["\(etcd.endpoint)"], prefix: /fleet-a/ }
@@ -112,7 +107,7 @@ import Testing
     /// RRset (an interrupted import, run again, writes only what is missing).
     @Test func aZoneLargerThanARequestIsImportedAKeyPerRRset() throws {
         let (etcd, dir) = try Self.etcdAndDirectory()
-        defer { Self.finish(etcd, dir) }
+        defer { etcd.stop() }
         var text = "$TTL 300\n@ IN SOA ns1 hostmaster 2026112707 3600 900 604800 60\n@ IN NS ns1\nns1 IN A 192.0.2.53\n"
         // 1,200 names of 1.7 KB each: more RRsets than a transaction's 100 operations, and more
         // bytes than its ~768 KiB, so both of the import's limits cut it into transactions.
@@ -154,7 +149,7 @@ import Testing
     /// `nearcast store migrate` makes it layout 2, the same records with the same serial, once.
     @Test func aStoreOfLayoutOneIsMigrated() throws {
         let (etcd, dir) = try Self.etcdAndDirectory()
-        defer { Self.finish(etcd, dir) }
+        defer { etcd.stop() }
         let text = try String(contentsOfFile: Self.zone, encoding: .utf8)
         #expect(try Self.etcdctl(etcd, ["put", "/old/layout", "1"]).status == 0)
         #expect(try Self.etcdctl(etcd, ["put", "/old/zones/example.test.", text]).status == 0)

@@ -13,7 +13,6 @@ import Glibc
 @Suite(.timeLimit(.minutes(2))) struct SystemdUnitTests {
     @Test func readinessReloadsAndTheStopAreToldToTheManager() throws {
         let dir = try Self.directory()
-        defer { try? FileManager.default.removeItem(at: dir) }
         let zone = dir.appendingPathComponent("example.test.zone")
         try FileManager.default.copyItem(at: TestSupport.fixtures.appendingPathComponent("example.test.zone"), to: zone)
         let conf = dir.appendingPathComponent("nearcast.yaml")
@@ -74,7 +73,6 @@ import Glibc
     /// The unit as `make install` writes it passes systemd's own check.
     @Test func theUnitPassesSystemdAnalyzeVerify() throws {
         let dir = try Self.directory()
-        defer { try? FileManager.default.removeItem(at: dir) }
         let unit = dir.appendingPathComponent("nearcastd.service")
         try Self.unitText().write(to: unit, atomically: true, encoding: .utf8)
         let out = try TestSupport.run(try TestSupport.tool("systemd-analyze"), ["verify", unit.path])

@@ -23,6 +23,9 @@ import Glibc
         /// `ip netns exec` gives a fresh /sys, where /sys/fs/bpf is no bpffs: the pins go here.
         let pins: TemporaryBPFFS
         var bpffs: URL { URL(fileURLWithPath: pins.path) }
+        /// The test's own files: the config `startDaemon` writes (a test that reloads writes it anew).
+        let files: TemporaryDirectory
+        var configFile: URL { URL(fileURLWithPath: files.file("nearcast.yaml")) }
 
         init() throws {
             let tools = XDPEndToEndTests.root.appendingPathComponent("tools")
@@ -39,6 +42,7 @@ import Glibc
                 ])
             guard xdp.status == 0 else { throw TestFailure("client XDP: \(xdp.stderr)") }
             pins = try TemporaryBPFFS()
+            files = try TemporaryDirectory("nearcast-e2e")
         }
 
         var pinRoot: String { bpffs.appendingPathComponent("nearcast").path }
@@ -55,23 +59,19 @@ import Glibc
     static func startDaemon(
         _ t: Topology, config: String? = nil, zone: String? = nil, listen: String = "\(server):53",
         extraArgs: [String] = [], digReady: Bool = true
-    ) throws -> ServerProcess {
+    ) throws -> Daemon {
         var args = [
-            "netns", "exec", srv, try TestSupport.product("nearcastd"),
             "--zone", "example.test=\(zone ?? TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
             "--listen", listen, "--threads", "1", "--xdp", "\(serverIf):native", "--pin-root", t.pinRoot,
             "--bpf-object", root.appendingPathComponent(".build/bpf/nearcast.bpf.o").path,
         ]
         if let config {
-            let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-\(getpid()).yaml")
-            try config.write(to: file, atomically: true, encoding: .utf8)
-            args += ["--config", file.path]
+            try config.write(to: t.configFile, atomically: true, encoding: .utf8)
+            args += ["--config", t.configFile.path]
         }
-        args += extraArgs
-        let d = try ServerProcess(try TestSupport.tool("ip"), args)
-        // Ready: the slow path listens, the fast path is attached after it, and every signal is trapped
-        // (a SIGTERM from now on stops it gracefully).
-        try d.waitUntilReady { d.log.contains("nearcastd: ready\n") }
+        // Ready: the slow path listens, the fast path is attached after it, and every signal is
+        // trapped (a SIGTERM from now on stops it gracefully).
+        let d = try Daemon(args + extraArgs, launcher: [try TestSupport.tool("ip"), "netns", "exec", srv])
         if digReady {
             try d.waitUntilReady { (try? dig(["nope.example.test", "A"]).contains("status: NXDOMAIN")) == true }
         }
@@ -127,9 +127,7 @@ import Glibc
     static func underLoad(_ t: Topology, queries: String, seconds: Int, rate: Int, meanwhile: () throws -> Void = {})
         throws -> Load
     {
-        let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-load-\(getpid()).txt")
-        try queries.write(to: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: file) }
+        let file = try TemporaryDirectory.file("nearcast-load.txt", holding: queries)
         let ip = try TestSupport.tool("ip")
         let clientIf = "\(prefix)-c"
         #expect(try TestSupport.run(ip, ["-n", cli, "link", "set", "dev", clientIf, "xdpdrv", "off"]).status == 0)
@@ -208,16 +206,16 @@ import Glibc
         try FileManager.default.createDirectory(atPath: t.pinRoot, withIntermediateDirectories: true)
         chown(t.pinRoot, uid_t(uid), gid_t(uid))
         let caps = "+bpf,+net_admin,+perfmon,+net_bind_service"
-        let d = try ServerProcess(
-            try TestSupport.tool("ip"),
+        let d = try Daemon(
             [
-                "netns", "exec", Self.srv, try TestSupport.tool("setpriv"), "--reuid=\(uid)", "--regid=\(uid)",
-                "--clear-groups", "--inh-caps=\(caps)", "--ambient-caps=\(caps)", nearcastd,
                 "--zone", "example.test=\(zone)", "--listen", "\(Self.server):53", "--threads", "1",
                 "--xdp", "\(Self.serverIf):native", "--pin-root", t.pinRoot, "--bpf-object", object,
-            ])
+            ],
+            launcher: [
+                try TestSupport.tool("ip"), "netns", "exec", Self.srv, try TestSupport.tool("setpriv"),
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--inh-caps=\(caps)", "--ambient-caps=\(caps)",
+            ], executable: nearcastd)
         defer { d.stop(signal: SIGKILL) }
-        try d.waitUntilReady { d.log.contains("nearcastd: ready\n") }
 
         let before = try Self.counters(t)["answered", default: 0]
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
@@ -348,9 +346,8 @@ import Glibc
     @Test func geoNamesAreAnsweredInXDPForEachClient() throws {
         let t = try Topology()
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
-        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-geo-tokens-\(getpid())")
-        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file(
+            "nearcast-geo-tokens", holding: "read \(ManagementAPITests.readToken)\n")
         let daemon = try Self.startDaemon(
             t,
             config: """
@@ -432,9 +429,8 @@ import Glibc
         let t = try Topology()
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
         let servicePort = 8081
-        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-failover-tokens-\(getpid())")
-        try "write \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file(
+            "nearcast-failover-tokens", holding: "write \(ManagementAPITests.readToken)\n")
         let daemon = try Self.startDaemon(
             t,
             config: """
@@ -555,9 +551,7 @@ import Glibc
     /// gap.
     @Test func reloadsAndChangesUnderLoadLeaveNoGap() throws {
         let t = try Topology()
-        let dir = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-reload-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-reload")
         let zone = dir.appendingPathComponent("example.test.zone")
         let fixture = try String(
             contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
@@ -649,7 +643,7 @@ import Glibc
         // zone too). The answer changes at the switch, the log line comes after it: both waited for.
         try poll("the reloads through the API end", timeout: 60) { !reloading.load(ordering: .acquiring) }
         try writeZone(20)
-        kill(daemon.child.pid, SIGHUP)
+        kill(daemon.pid, SIGHUP)
         try daemon.waitUntilReady(timeout: 10) {
             (try? Self.dig(["reload.example.test", "A", "+short"])) == "192.0.2.120\n"
                 && daemon.log.contains("by=SIGHUP")
@@ -666,9 +660,7 @@ import Glibc
     /// API lists the new nodes.
     @Test func nodesAndPoolsChangeWhileServingUnderLoad() throws {
         let t = try Topology()
-        let dir = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-georeload-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-georeload")
         let tokens = dir.appendingPathComponent("tokens")
         try "admin \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
@@ -696,7 +688,7 @@ import Glibc
         }
         var daemon = try Self.startDaemon(t, config: config(0))
         defer { daemon.stop() }
-        let file = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-\(getpid()).yaml")
+        let file = t.configFile
         let ip = try TestSupport.tool("ip")
         @Sendable func cli(_ args: [String]) throws -> TestSupport.Output {
             try TestSupport.run(
@@ -784,9 +776,8 @@ import Glibc
     /// with --watch, rates per second too.
     @Test func nearcastStatsPrintsTheXDPCounters() throws {
         let t = try Topology()
-        let tokens = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-e2e-tokens-\(getpid())")
-        try "read \(ManagementAPITests.readToken)\n".write(to: tokens, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: tokens) }
+        let tokens = try TemporaryDirectory.file(
+            "nearcast-e2e-tokens", holding: "read \(ManagementAPITests.readToken)\n")
         let daemon = try Self.startDaemon(t, extraArgs: ["--api", "127.0.0.1:8053", "--api-tokens", tokens.path])
         defer { daemon.stop() }
         for _ in 0..<3 { _ = try Self.dig(["www.example.test", "A"]) }
@@ -861,9 +852,7 @@ import Glibc
         let t = try Topology()
         let second = "198.18.0.3"
         try Self.serverIP(["addr", "add", "\(second)/24", "dev", Self.serverIf])
-        let dir = t.bpffs.deletingLastPathComponent().appendingPathComponent("nearcast-nsd-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory.url("nearcast-nsd")
         let zone = dir.appendingPathComponent("example.test.zone")
         try """
         $ORIGIN example.test.

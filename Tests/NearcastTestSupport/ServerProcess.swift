@@ -62,12 +62,14 @@ public final class Daemon: Sendable {
     /// The management API's port, when it serves one.
     public let apiPort: Int?
 
-    /// Starts `nearcastd` with `arguments` (through `launcher`, e.g. `ip netns exec NS`, when given)
-    /// and waits until it says it is ready. `environment`: variables added to the test's own.
+    /// Starts `nearcastd` (the build's, or `executable`) with `arguments`, through `launcher` when
+    /// given (e.g. `ip netns exec NS`), and waits until it says it is ready. `environment`:
+    /// variables added to the test's own.
     public init(
-        _ arguments: [String], launcher: [String] = [], environment: [String: String] = [:], timeout: Double = 30
+        _ arguments: [String], launcher: [String] = [], executable: String? = nil, environment: [String: String] = [:],
+        timeout: Double = 30
     ) throws {
-        let nearcastd = try Repository.product("nearcastd")
+        let nearcastd = try executable ?? Repository.product("nearcastd")
         let env = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if let first = launcher.first {
             process = try ServerProcess(first, Array(launcher.dropFirst()) + [nearcastd] + arguments, environment: env)
@@ -102,6 +104,8 @@ public final class Daemon: Sendable {
 
     public var log: String { process.log }
     public var isRunning: Bool { process.isRunning }
+    /// Each thread's permitted capabilities (`ServerProcess.permittedCapabilities`).
+    public var permittedCapabilities: [String: String] { process.permittedCapabilities }
     public var pid: pid_t { process.child.pid }
 
     /// Waits until `probe` holds (e.g. a line in the log), failing with the log after `timeout` s
