@@ -3,14 +3,15 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The daemon's parts in the order they started (ARCHITECTURE §7): each is started by the daemon
-/// in turn, and its stop is remembered here; a part that is a service of its own (the management
-/// API) is kept to run in the group, in its place in the order. Start-up that fails half way stops what started, in
-/// reverse, and the daemon exits 1 (nothing is left running or attached). Once everything has started, the
-/// parts run as one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped
-/// gracefully in the reverse order of its start (the API first, the DNS listeners and event loops
-/// last, so queries in flight are answered), and SIGHUP asks for a reload meanwhile. A SIGTERM or
-/// SIGINT that comes before (the daemon traps them from its first step) ends the start at its next
-/// step (`checkpoint`): what started is stopped, and the daemon exits 0.
+/// in turn, and its stop is remembered here; a part that is a service of its own (cookie
+/// rotation, the fleet's health views, the management API) is kept to run in the group, in its
+/// place in the order. A start that fails half way stops what started, in reverse, and the daemon
+/// exits 1 (nothing is left running or attached). Once everything has started, the parts run as
+/// one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped gracefully in
+/// the reverse order of its start (the API first, the DNS listeners and event loops last, so
+/// queries in flight are answered), and SIGHUP asks for a reload meanwhile. A SIGTERM or SIGINT
+/// that comes before (the daemon traps them from its first step) ends the start at its next step
+/// (`checkpoint`): what started is stopped, and the daemon exits 0.
 actor StartedServices {
     private var stops: [(name: String, stop: @Sendable () async throws -> Void)] = []
     /// Parts that are services of their own, each after the stops added before it.
@@ -139,9 +140,9 @@ struct StopOnShutdown: Service {
 }
 
 /// SIGHUP asks for a reload (the config and zone files read again), one at a time, until the
-/// group shuts down. The group traps SIGTERM and SIGINT before it starts its services, so once
-/// this has trapped SIGHUP too, every signal is handled: then `onReady`. Once the group shuts
-/// down, `onStopping`.
+/// group shuts down. SIGTERM and SIGINT are the daemon's from its first step (`Daemon.run`), so
+/// once this has trapped SIGHUP too, every signal is handled: then `onReady`. Once the group
+/// shuts down, `onStopping`.
 struct HangupReloads: Service {
     var onReady: @Sendable () async throws -> Void
     var onHangup: @Sendable () async -> Void
