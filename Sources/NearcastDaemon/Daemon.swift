@@ -65,17 +65,18 @@ public struct Daemon: Sendable {
     func startAndServe(_ started: StartedServices) async throws {
         logger.info("starting", metadata: ["version": "\(Self.version)", "pid": "\(getpid())"])
         let startedAt = ContinuousClock.now
-        let data = try await readData(started)
-        // Emptied once ServedConfig owns them: a local of this function lives as long as the
-        // daemon, and would keep the first zones' memory after a reload replaced them.
-        var zones = data.zones
+        // Its zones emptied once ServedConfig owns them: a local of this function lives as long as
+        // the daemon, and would keep the first zones' memory after a reload replaced them.
+        var data = try await readData(started)
         let cfg = data.config
         let live = try await compileGeo(cfg, started)
         let geo = live.current?.table
         let cookies = CookieRotation.cookies(cfg.cookies)
         let metrics = NearcastMetrics()
         let responders = ResponderSource(
-            Responder(serving: cfg, zones: zones, geo: geo, cookies: cookies, counts: metrics.answers.view(zones, geo)))
+            Responder(
+                serving: cfg, zones: data.zones, geo: geo, cookies: cookies,
+                counts: metrics.answers.view(data.zones, geo)))
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
         let fastPath = try await startFastPath(
             cfg, responders: responders, geo: geo, cookies: cookies, listeners: listeners, started)
@@ -90,7 +91,7 @@ public struct Daemon: Sendable {
         let storeSource = data.follower?.source
         let load = self.load
         let served = ServedConfig(
-            running: cfg, zones: zones,
+            running: cfg, zones: data.zones,
             load: { () throws(DiagnosticsError) -> NearcastConfig in
                 let local = try load()
                 return try storeSource?.config(over: local) ?? local
@@ -98,7 +99,7 @@ public struct Daemon: Sendable {
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
             logger: logger)
-        zones = []
+        data.zones = []
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)
         let reloads = Reloads(served: served, tokens: tokens, api: cfg.api, logger: logger)
