@@ -301,7 +301,7 @@ let package = Package(
         .testTarget(
             name: "NearcastDaemonTests",
             dependencies: [
-                "NearcastDaemon", "NearcastTestSupport",
+                "NearcastDaemon",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

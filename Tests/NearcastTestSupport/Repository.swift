@@ -71,18 +71,29 @@ public func poll(
 }
 
 /// `poll` for async tests: suspends between polls rather than blocking a thread.
+///
+/// Time in which the test process's tasks could not run does not count against `timeout`: while
+/// synchronous tests hold every thread of the cooperative pool (as wide as the machine has cores),
+/// what the condition waits for cannot happen either. Such a stall shows as a sleep that overran
+/// by far, and the deadline moves by the overrun. (In CI a ready that took no time waited 17 s
+/// behind the fuzz and differential tests, and failed at 10 s.) The suite's time limit still
+/// bounds the wait.
 public func eventually(
     _ what: @autoclosure () -> String, timeout: Double = 10, interval: Double = 0.05,
     _ condition: () async throws -> Bool
 ) async throws {
-    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let clock = ContinuousClock()
+    let pause = Duration.milliseconds(Int(interval * 1000))
+    var deadline = clock.now + .milliseconds(Int(timeout * 1000))
     var lastError: (any Error)?
     while true {
         do {
             if try await condition() { return }
         } catch { lastError = error }
-        if ContinuousClock.now >= deadline { break }
-        try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+        if clock.now >= deadline { break }
+        let slept = try await clock.measure { try await Task.sleep(for: pause) }
+        let stalled = slept - pause
+        if stalled > .milliseconds(250) { deadline += stalled }
     }
     throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
 }
