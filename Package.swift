@@ -301,8 +301,11 @@ let package = Package(
         .testTarget(
             name: "NearcastDaemonTests",
             dependencies: [
-                "NearcastDaemon",
+                "NearcastDaemon", "NearcastTestSupport", "DNSWire", "NearcastAnswers", "NearcastBasics",
+                "NearcastConfiguration", "NearcastServer", "NearcastZones",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

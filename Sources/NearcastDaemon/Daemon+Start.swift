@@ -110,8 +110,8 @@ extension Daemon {
             responders: responders, metrics: metrics,
             limiter: Self.rateLimiter(cfg, responders: responders), log: queryLog,
             group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
-        await started.add("event loops") { try await group.shutdownGracefully() }
-        await started.add("DNS listeners") { await server.stop() }
+        await started.add("event loops", EventLoops(group: group))
+        await started.add("DNS listeners", DNSListeners(server: server))
         var listeners = Listeners(group: group, ports: [], bound: [])
         var anyPort: Int?
         do {
@@ -140,11 +140,7 @@ extension Daemon {
         } catch {
             try await started.giveUp("cannot open the query log", ["error": "\(error)"], logger: logger)
         }
-        let logger = self.logger
-        await started.add("query log") {
-            if log.dropped > 0 { logger.warning("dnstap messages dropped", metadata: ["count": "\(log.dropped)"]) }
-            log.close()
-        }
+        await started.add("query log", QueryLogPart(log: log, logger: logger))
         return log
     }
 
@@ -188,7 +184,7 @@ extension Daemon {
         } catch {
             try await started.giveUp("cannot start the XDP fast path", ["error": "\(error)"], logger: logger)
         }
-        await started.add("XDP fast path") { deployment.stop() }
+        await started.add("XDP fast path", deployment)
         try await started.checkpoint(logger: logger)
         return deployment
     }
@@ -250,7 +246,7 @@ extension Daemon {
         let monitor = await HealthWiring.start(
             live: live, fastPath: fastPath?.fastPath, group: group, writes: writes,
             observerName: follower?.serverName, logger: logger)
-        await started.add("health checks") { await monitor.stop() }
+        await started.add("health checks", monitor)
         let changes = OperatorChanges(
             monitor: monitor, storePath: cfg.stateDirectory.map { $0 + "/overrides.json" }, audit: audit,
             shared: follower, logger: logger)
@@ -271,7 +267,7 @@ extension Daemon {
         _ started: StartedServices
     ) async {
         await follower.start(served, changes: health.changes, tokens: tokens)
-        await started.add("store follower") { await follower.stop() }
+        await started.add("store follower", follower)
         let views = FleetHealth(
             connection: follower.connection, monitor: health.monitor, name: follower.serverName, logger: logger)
         await started.add("fleet health views", views)

@@ -3,9 +3,9 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The daemon's parts in the order they started (ARCHITECTURE §7): each is started by the daemon
-/// in turn, and its stop is remembered here; a part that is a service of its own (cookie
-/// rotation, the fleet's health views, the management API) is kept to run in the group, in its
-/// place in the order. A start that fails half way stops what started, in reverse, and the daemon
+/// in turn and remembered here, either a `DaemonPart` (what it holds is held from its start) or a
+/// service of its own (cookie rotation, the fleet's health views, the management API), kept to
+/// run in the group in its place in the order. A start that fails half way stops what started, in reverse, and the daemon
 /// exits 1 (nothing is left running or attached). Once everything has started, the parts run as
 /// one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped gracefully in
 /// the reverse order of its start (the API first, the DNS listeners and event loops last, so
@@ -13,8 +13,8 @@ import UnixSignals
 /// that comes before (the daemon traps them from its first step) ends the start at its next step
 /// (`checkpoint`): what started is stopped, and the daemon exits 0.
 actor StartedServices {
-    private var stops: [(name: String, stop: @Sendable () async throws -> Void)] = []
-    /// Parts that are services of their own, each after the stops added before it.
+    private var parts: [(name: String, part: any DaemonPart)] = []
+    /// Parts that are services of their own, each after the parts added before it.
     private var services: [(after: Int, name: String, service: any Service)] = []
     /// A stop was asked for (SIGTERM, SIGINT).
     private var stopAsked = false
@@ -38,19 +38,19 @@ actor StartedServices {
         throw Daemon.Exit.stoppedBeforeReady
     }
 
-    /// Remembers how to stop what was just started.
-    func add(_ name: String, _ stop: @escaping @Sendable () async throws -> Void) { stops.append((name, stop)) }
+    /// Remembers a part that was just started.
+    func add(_ name: String, _ part: any DaemonPart) { parts.append((name, part)) }
 
     /// A part that runs as a service of its own in the group (it starts when the group runs), and
     /// is shut down before everything added until now.
     func add(_ name: String, _ service: any Service) {
-        services.append((stops.count, name, service))
+        services.append((parts.count, name, service))
     }
 
     /// Stops everything, the most recently started first.
     func stopAll(logger: Logger) async {
-        while let s = stops.popLast() {
-            do { try await s.stop() } catch {
+        while let s = parts.popLast() {
+            do { try await s.part.stop() } catch {
                 logger.warning("stopping failed", metadata: ["service": "\(s.name)", "error": "\(error)"])
             }
         }
@@ -71,16 +71,16 @@ actor StartedServices {
         onStopping: @escaping @Sendable () -> Void = {}, logger: Logger
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        for (i, part) in stops.enumerated() {
+        for (i, started) in parts.enumerated() {
             for s in self.services where s.after == i {
                 services.append(Self.inGroup(NamedService(name: s.name, service: s.service, logger: logger)))
             }
-            services.append(.init(service: StopOnShutdown(name: part.name, stop: part.stop, logger: logger)))
+            services.append(Self.inGroup(PartService(name: started.name, part: started.part, logger: logger)))
         }
-        for s in self.services where s.after == stops.count {
+        for s in self.services where s.after == parts.count {
             services.append(Self.inGroup(NamedService(name: s.name, service: s.service, logger: logger)))
         }
-        stops = []
+        parts = []
         self.services = []
         // Last, so it is the first to end: no reload starts once stopping has begun.
         services.append(Self.inGroup(HangupReloads(onReady: onReady, onHangup: onHangup, onStopping: onStopping)))
@@ -119,23 +119,6 @@ struct NamedService: Service {
     func noteStopping() async {
         guard (try? await gracefulShutdown()) != nil else { return }  // cancelled: it ended by itself
         logger.info("stopping", metadata: ["service": "\(name)"])
-    }
-}
-
-/// A started part of the daemon as a service: it runs until the group shuts down gracefully, then
-/// stops the part.
-struct StopOnShutdown: Service {
-    var name: String
-    var stop: @Sendable () async throws -> Void
-    var logger: Logger
-
-    func run() async throws {
-        // Cancelled rather than shut down (the group failed): the part is stopped all the same.
-        try? await gracefulShutdown()
-        logger.info("stopping", metadata: ["service": "\(name)"])
-        do { try await stop() } catch {
-            logger.warning("stopping failed", metadata: ["service": "\(name)", "error": "\(error)"])
-        }
     }
 }
 

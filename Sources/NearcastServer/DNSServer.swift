@@ -113,6 +113,19 @@ public final class DNSServer: Sendable {
         }
     }
 
+    /// Returns once any TCP listener has closed, by `stop` or under the server; waits until
+    /// cancelled while none has.
+    public func anyListenerClosed() async throws {
+        let closes = listeners.withLock { $0.tcp.map(\.closeFuture) }
+        let closed = group.next().makePromise(of: Void.self)
+        for close in closes { close.cascade(to: closed) }  // the first completes it; the rest are ignored
+        try await withTaskCancellationHandler {
+            try await closed.futureResult.get()
+        } onCancel: {
+            closed.fail(CancellationError())
+        }
+    }
+
     /// Closes every listener; in-flight TCP connections end with their event loops.
     public func stop() async {
         let all = listeners.withLock { l in

@@ -16,7 +16,21 @@ import Testing
         let names = Mutex<[String]>([])
         func note(_ name: String) { names.withLock { $0.append(name) } }
         var order: [String] { names.withLock { $0 } }
-        func stop(_ name: String) -> @Sendable () async throws -> Void { { self.note(name) } }
+    }
+
+    /// A part that holds something from its start (a socket, say): its stop is noted. It can be
+    /// made to end on its own while the group runs.
+    struct Held: DaemonPart {
+        var name: String
+        var stops: Stops
+        var endsOnItsOwn: AsyncStream<Void>? = nil
+
+        func stop() { stops.note(name) }
+        func ended() async throws {
+            guard let endsOnItsOwn else { while true { try await Task.sleep(for: .seconds(3600)) } }
+            for await _ in endsOnItsOwn { return }
+            try Task.checkCancellation()
+        }
     }
 
     /// A part that is a service of its own: it runs until the group shuts down (or fails at once).
@@ -36,9 +50,9 @@ import Testing
     @Test func aStopAskedForBeforeReadyEndsTheStartAtItsNextStepAndStopsWhatStartedInReverse() async throws {
         let started = StartedServices()
         let stops = Stops()
-        await started.add("event loops", stops.stop("event loops"))
+        await started.add("event loops", Held(name: "event loops", stops: stops))
         try await started.checkpoint(logger: logger)  // no stop asked for: the start goes on
-        await started.add("DNS listeners", stops.stop("DNS listeners"))
+        await started.add("DNS listeners", Held(name: "DNS listeners", stops: stops))
         await started.stopRequested()
         await #expect(throws: Daemon.Exit.stoppedBeforeReady) { try await started.checkpoint(logger: logger) }
         #expect(stops.order == ["DNS listeners", "event loops"])
@@ -47,8 +61,8 @@ import Testing
     @Test func aStartThatGivesUpStopsWhatStartedInReverseAndFails() async throws {
         let started = StartedServices()
         let stops = Stops()
-        await started.add("event loops", stops.stop("event loops"))
-        await started.add("DNS listeners", stops.stop("DNS listeners"))
+        await started.add("event loops", Held(name: "event loops", stops: stops))
+        await started.add("DNS listeners", Held(name: "DNS listeners", stops: stops))
         await #expect(throws: Daemon.Exit.failed) {
             try await started.giveUp("cannot start the XDP fast path", [:], logger: logger)
         }
@@ -58,9 +72,9 @@ import Testing
     @Test func aStopOnceReadyStopsEveryPartInReverseWithServicesInTheirPlace() async throws {
         let started = StartedServices()
         let stops = Stops()
-        await started.add("event loops", stops.stop("event loops"))
+        await started.add("event loops", Held(name: "event loops", stops: stops))
         await started.add("cookie secrets", Part(name: "cookie secrets", stops: stops))
-        await started.add("health checks", stops.stop("health checks"))
+        await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
         let (ready, isReady) = AsyncStream<Void>.makeStream()
         let running = Task {
@@ -75,8 +89,8 @@ import Testing
     @Test func aPartThatFailsStopsTheOthersInReverseAndTheRunFails() async throws {
         let started = StartedServices()
         let stops = Stops()
-        await started.add("event loops", stops.stop("event loops"))
-        await started.add("health checks", stops.stop("health checks"))
+        await started.add("event loops", Held(name: "event loops", stops: stops))
+        await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("fleet health views", Part(name: "fleet health views", stops: stops, fails: true))
         await started.add("management API", Part(name: "management API", stops: stops))
         await #expect(throws: Part.Failed.self) {
@@ -88,10 +102,28 @@ import Testing
     @Test func aStopAskedForAfterTheLastStepShutsTheGroupDownAsSoonAsItRuns() async throws {
         let started = StartedServices()
         let stops = Stops()
-        await started.add("event loops", stops.stop("event loops"))
+        await started.add("event loops", Held(name: "event loops", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
         await started.stopRequested()
         try await started.runUntilStopped(onReady: {}, onHangup: {}, logger: logger)
         #expect(stops.order == ["management API", "event loops"])
+    }
+
+    @Test func aPartThatEndsOnItsOwnStopsTheOthersInReverseAndTheRunFails() async throws {
+        let started = StartedServices()
+        let stops = Stops()
+        let (ends, end) = AsyncStream<Void>.makeStream()
+        await started.add("event loops", Held(name: "event loops", stops: stops))
+        await started.add("DNS listeners", Held(name: "DNS listeners", stops: stops, endsOnItsOwn: ends))
+        await started.add("health checks", Held(name: "health checks", stops: stops))
+        await started.add("management API", Part(name: "management API", stops: stops))
+        let (ready, isReady) = AsyncStream<Void>.makeStream()
+        let running = Task {
+            try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
+        }
+        for await _ in ready { break }
+        end.yield()
+        await #expect(throws: DaemonPartEnded.self) { try await running.value }
+        #expect(stops.order == ["DNS listeners", "management API", "health checks", "event loops"])
     }
 }
