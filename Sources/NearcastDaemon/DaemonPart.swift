@@ -80,12 +80,13 @@ struct PartService: Service {
 
     func run() async throws {
         let part = self.part
-        // Each wait gives nil once cancelled: the other one came first, or the group failed.
+        // The first to come of the part's end (why it ended) and the shutdown (nil); the end's
+        // wait, cancelled because the shutdown came first or the group failed, gives no outcome.
         let ending: (any Error)? = await withTaskGroup(of: (any Error)??.self) { waits in
             waits.addTask {
                 do {
                     try await part.ended()
-                    return DaemonPartEnded(reason: "without a reason")
+                    return DaemonPartEnded(reason: "no reason given")
                 } catch {
                     if Task.isCancelled { return .none }
                     return .some(error)
