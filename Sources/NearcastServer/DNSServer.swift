@@ -24,7 +24,14 @@ public final class DNSServer: Sendable {
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
-    private let listeners = Mutex<(tcp: [any Channel], udp: [DNSUDPListener])>(([], []))
+    private let listeners = Mutex(Listeners())
+
+    /// The bound listeners, and whether `stop` closed them.
+    private struct Listeners {
+        var tcp: [any Channel] = []
+        var udp: [DNSUDPListener] = []
+        var stopped = false
+    }
 
     public convenience init(
         responder: Responder, group: any EventLoopGroup, tcpIdleTimeout: TimeAmount = .seconds(10), logger: Logger
@@ -113,10 +120,11 @@ public final class DNSServer: Sendable {
         }
     }
 
-    /// Returns once any TCP listener has closed, by `stop` or under the server; waits until
-    /// cancelled while none has.
+    /// Returns once any TCP listener has closed, by `stop` (before this was called too) or under
+    /// the server; waits until cancelled while none has.
     public func anyListenerClosed() async throws {
-        let closes = listeners.withLock { $0.tcp.map(\.closeFuture) }
+        let (closes, stopped) = listeners.withLock { ($0.tcp.map(\.closeFuture), $0.stopped) }
+        if stopped { return }
         let closed = group.next().makePromise(of: Void.self)
         for close in closes { close.cascade(to: closed) }  // the first completes it; the rest are ignored
         try await withTaskCancellationHandler {
@@ -129,7 +137,7 @@ public final class DNSServer: Sendable {
     /// Closes every listener; in-flight TCP connections end with their event loops.
     public func stop() async {
         let all = listeners.withLock { l in
-            defer { l = ([], []) }
+            defer { l = Listeners(stopped: true) }
             return l
         }
         for c in all.tcp { try? await c.close() }

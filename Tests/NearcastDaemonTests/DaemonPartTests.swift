@@ -66,10 +66,12 @@ import Testing
         try await withLoops { loops in
             let (server, port) = try await listening(on: loops)
             let group = group("DNS listeners", DNSListeners(server: server))
-            let running = Task { try await group.run() }
-            #expect(try await answers(port) == (udp: true, tcp: true))
-            await group.triggerGracefulShutdown()
-            try await running.value
+            let ended = try await outcome(of: group.run) {
+                let answered = try await answers(port)
+                #expect(answered == (udp: true, tcp: true))
+                await group.triggerGracefulShutdown()
+            }
+            try ended.get()
             let connected = try await onOwnThread { RawClient.tcpConnect(port: port, timeout: 1) }
             #expect(connected == nil)
             if let connected { close(connected) }
@@ -80,10 +82,12 @@ import Testing
         try await withLoops { loops in
             let (server, port) = try await listening(on: loops)
             let group = group("DNS listeners", DNSListeners(server: server))
-            let running = Task { try await group.run() }
-            #expect(try await answers(port) == (udp: true, tcp: true))
-            await server.stop()  // as a listener that dies would: nobody asked the daemon to stop
-            await #expect(throws: DaemonPartEnded.self) { try await running.value }
+            let ended = try await outcome(of: group.run) {
+                let answered = try await answers(port)
+                #expect(answered == (udp: true, tcp: true))
+                await server.stop()  // as a listener that dies would: nobody asked the daemon to stop
+            }
+            #expect(throws: DaemonPartEnded.self) { try ended.get() }
         }
     }
 }

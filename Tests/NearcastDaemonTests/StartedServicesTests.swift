@@ -1,4 +1,5 @@
 import Logging
+import NearcastTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -77,12 +78,14 @@ import Testing
         await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
         let (ready, isReady) = AsyncStream<Void>.makeStream()
-        let running = Task {
+        let run: @Sendable () async throws -> Void = { [logger] in
             try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
         }
-        for await _ in ready { break }  // the suite's time limit bounds the wait
-        await started.stopRequested()
-        try await running.value
+        let ended = try await outcome(of: run) {
+            for await _ in ready { break }  // the suite's time limit bounds the wait
+            await started.stopRequested()
+        }
+        try ended.get()
         #expect(stops.order == ["management API", "health checks", "cookie secrets", "event loops"])
     }
 
@@ -118,12 +121,14 @@ import Testing
         await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
         let (ready, isReady) = AsyncStream<Void>.makeStream()
-        let running = Task {
+        let run: @Sendable () async throws -> Void = { [logger] in
             try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
         }
-        for await _ in ready { break }
-        end.yield()
-        await #expect(throws: DaemonPartEnded.self) { try await running.value }
+        let ended = try await outcome(of: run) {
+            for await _ in ready { break }
+            end.yield()
+        }
+        #expect(throws: DaemonPartEnded.self) { try ended.get() }
         #expect(stops.order == ["DNS listeners", "management API", "health checks", "event loops"])
     }
 }

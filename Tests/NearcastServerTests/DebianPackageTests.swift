@@ -50,7 +50,7 @@ import Glibc
         try Self.must("debootstrap", ["--variant=minbase", "bookworm", root, Self.mirror], timeout: 600)
         try FileManager.default.copyItem(
             atPath: Repository.path(".build/deb/\(deb)"), toPath: root + "/tmp/nearcast.deb")
-        func inRoot(_ args: [String], timeout: Double = 120) throws -> String {
+        @discardableResult func inRoot(_ args: [String], timeout: Double = 120) throws -> String {
             try Self.must("chroot", [root] + args, timeout: timeout)
         }
 

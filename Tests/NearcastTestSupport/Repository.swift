@@ -98,6 +98,21 @@ public func eventually(
     throw TestFailure("\(what()) did not happen within \(timeout) s" + (lastError.map { " (last: \($0))" } ?? ""))
 }
 
+/// Runs `run` (a service group, say) as a child task while `body` drives it, and gives how `run`
+/// ended once it has. Structured, so the test's time limit, which cancels the test, cancels `run`
+/// too, where an unstructured `Task` awaited by `value` would hold the test process forever.
+public func outcome(
+    of run: @escaping @Sendable () async throws -> Void, meanwhile body: () async throws -> Void
+) async throws -> Result<Void, any Error> {
+    try await withThrowingTaskGroup(of: Result<Void, any Error>.self) { tasks in
+        tasks.addTask {
+            do { return .success(try await run()) } catch { return .failure(error) }
+        }
+        try await body()
+        return try await tasks.next() ?? .success(())
+    }
+}
+
 /// The fixtures that tests compose their configs from.
 public enum Fixtures {
     /// Writes a MaxMind City database of `networks` (CIDR text -> a city of tools/geo/test-city.json,
