@@ -1,6 +1,7 @@
 import Logging
 import NearcastAnswers
 import NearcastConfiguration
+import NearcastTestSupport
 import ServiceLifecycle
 import Testing
 
@@ -47,9 +48,7 @@ import Testing
         let rotation = CookieRotation(cookies: cookies, settings: settings, fastPath: nil, logger: Self.logger)
         let group = ServiceGroup(configuration: .init(services: [rotation], logger: Self.logger))
         let started = ContinuousClock.now
-        let running = Task { try await group.run() }
-        await group.triggerGracefulShutdown()
-        try await running.value
+        try await outcome(of: group.run) { await group.triggerGracefulShutdown() }.get()
         #expect(ContinuousClock.now - started < .seconds(30), "ended with the group, not after a minute's sleep")
     }
 }

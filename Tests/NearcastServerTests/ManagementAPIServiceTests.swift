@@ -26,23 +26,26 @@ import Glibc
     @Test func itListensUntilTheGroupShutsDownAndEndsItsEventStreams() async throws {
         let api = try Self.api()
         let group = ServiceGroup(configuration: .init(services: [api], logger: Logger(label: "test")))
-        let running = Task { try await group.run() }
-        let port = try await api.bound.value
         let curl = try TestSupport.tool("curl")
-        let healthz = try await TestSupport.blocking {
-            try TestSupport.run(curl, ["-s", "http://127.0.0.1:\(port)/healthz"])
-        }
-        #expect(healthz.stdout == "ok\n", "\(healthz.stdout) \(healthz.stderr)")
-        // A page's event stream, open until the API ends it.
-        let stream = try ServerProcess(
-            curl, ["-s", "-N", "-H", "Authorization: Bearer \(Self.token)", "http://127.0.0.1:\(port)/v1/events"])
-        defer { stream.stop(signal: SIGKILL) }
-        try await eventually("the stream sends its first sample") { stream.log.contains("event: sample") }
-
-        await group.triggerGracefulShutdown()
-        try await running.value
+        var (port, opened): (Int, ServerProcess?) = (0, nil)
+        defer { opened?.stop(signal: SIGKILL) }
+        try await outcome(of: group.run) {
+            let bound = try await api.bound.value
+            port = bound
+            let healthz = try await TestSupport.blocking {
+                try TestSupport.run(curl, ["-s", "http://127.0.0.1:\(bound)/healthz"])
+            }
+            #expect(healthz.stdout == "ok\n", "\(healthz.stdout) \(healthz.stderr)")
+            // A page's event stream, open until the API ends it.
+            let events = try ServerProcess(
+                curl, ["-s", "-N", "-H", "Authorization: Bearer \(Self.token)", "http://127.0.0.1:\(bound)/v1/events"])
+            opened = events
+            try await eventually("the stream sends its first sample") { events.log.contains("event: sample") }
+            await group.triggerGracefulShutdown()
+        }.get()
+        let stream = try #require(opened)
         try await eventually("the stream ended with the API") { !stream.isRunning }
-        let after = try await TestSupport.blocking {
+        let after = try await TestSupport.blocking { [port] in
             try TestSupport.run(
                 curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
         }
