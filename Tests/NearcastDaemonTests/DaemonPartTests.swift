@@ -62,15 +62,25 @@ import Testing
         }
     }
 
+    /// The listeners as a part in a group of their own, answering; then `meanwhile`. Gives how
+    /// the group ended, and the port.
+    func runListeners(
+        on loops: MultiThreadedEventLoopGroup,
+        meanwhile: (ServiceGroup, DNSServer) async throws -> Void
+    ) async throws -> (Result<Void, any Error>, Int) {
+        let (server, port) = try await listening(on: loops)
+        let group = group("DNS listeners", DNSListeners(server: server))
+        let ended = try await outcome(of: group.run) {
+            let answered = try await answers(port)
+            #expect(answered == (udp: true, tcp: true))
+            try await meanwhile(group, server)
+        }
+        return (ended, port)
+    }
+
     @Test func theListenersAnswerWhileTheGroupRunsAndCloseWhenItShutsDown() async throws {
         try await withLoops { loops in
-            let (server, port) = try await listening(on: loops)
-            let group = group("DNS listeners", DNSListeners(server: server))
-            let ended = try await outcome(of: group.run) {
-                let answered = try await answers(port)
-                #expect(answered == (udp: true, tcp: true))
-                await group.triggerGracefulShutdown()
-            }
+            let (ended, port) = try await runListeners(on: loops) { group, _ in await group.triggerGracefulShutdown() }
             try ended.get()
             let connected = try await onOwnThread { RawClient.tcpConnect(port: port, timeout: 1) }
             #expect(connected == nil)
@@ -80,13 +90,8 @@ import Testing
 
     @Test func listenersClosedUnderTheDaemonFailTheGroup() async throws {
         try await withLoops { loops in
-            let (server, port) = try await listening(on: loops)
-            let group = group("DNS listeners", DNSListeners(server: server))
-            let ended = try await outcome(of: group.run) {
-                let answered = try await answers(port)
-                #expect(answered == (udp: true, tcp: true))
-                await server.stop()  // as a listener that dies would: nobody asked the daemon to stop
-            }
+            // The listeners closed as a listener that dies would: nobody asked the daemon to stop.
+            let (ended, _) = try await runListeners(on: loops) { _, server in await server.stop() }
             #expect(throws: DaemonPartEnded.self) { try ended.get() }
         }
     }

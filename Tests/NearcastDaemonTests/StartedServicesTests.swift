@@ -48,6 +48,20 @@ import Testing
         }
     }
 
+    /// Runs the group of what started, then, once it is ready, `meanwhile`; gives how the run ended.
+    func runUntilReady(
+        _ started: StartedServices, meanwhile: () async throws -> Void
+    ) async throws -> Result<Void, any Error> {
+        let (ready, isReady) = AsyncStream<Void>.makeStream()
+        let run: @Sendable () async throws -> Void = { [logger] in
+            try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
+        }
+        return try await outcome(of: run) {
+            for await _ in ready { break }  // the suite's time limit bounds the wait
+            try await meanwhile()
+        }
+    }
+
     @Test func aStopAskedForBeforeReadyEndsTheStartAtItsNextStepAndStopsWhatStartedInReverse() async throws {
         let started = StartedServices()
         let stops = Stops()
@@ -77,15 +91,7 @@ import Testing
         await started.add("cookie secrets", Part(name: "cookie secrets", stops: stops))
         await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
-        let (ready, isReady) = AsyncStream<Void>.makeStream()
-        let run: @Sendable () async throws -> Void = { [logger] in
-            try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
-        }
-        let ended = try await outcome(of: run) {
-            for await _ in ready { break }  // the suite's time limit bounds the wait
-            await started.stopRequested()
-        }
-        try ended.get()
+        try await runUntilReady(started) { await started.stopRequested() }.get()
         #expect(stops.order == ["management API", "health checks", "cookie secrets", "event loops"])
     }
 
@@ -120,14 +126,7 @@ import Testing
         await started.add("DNS listeners", Held(name: "DNS listeners", stops: stops, endsOnItsOwn: ends))
         await started.add("health checks", Held(name: "health checks", stops: stops))
         await started.add("management API", Part(name: "management API", stops: stops))
-        let (ready, isReady) = AsyncStream<Void>.makeStream()
-        let run: @Sendable () async throws -> Void = { [logger] in
-            try await started.runUntilStopped(onReady: { isReady.yield() }, onHangup: {}, logger: logger)
-        }
-        let ended = try await outcome(of: run) {
-            for await _ in ready { break }
-            end.yield()
-        }
+        let ended = try await runUntilReady(started) { end.yield() }
         #expect(throws: DaemonPartEnded.self) { try ended.get() }
         #expect(stops.order == ["DNS listeners", "management API", "health checks", "event loops"])
     }
