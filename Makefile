@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats dnstap-proto deb install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-image fuzz-xdp fuzz-parsers verifier-stats verifier-profile dnstap-proto deb install uninstall clean
 
 all: build
 
@@ -60,6 +60,10 @@ $(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl | test-deps
 # Loads the program through the kernel's verifier and prints the instructions it processed.
 verifier-stats: $(BPF_OBJ)
 	tools/verifier-stats.sh $(BPF_OBJ)
+
+# Where the verifier's steps go: by source file, and the lines it walked most (its whole log read).
+verifier-profile: $(BPF_OBJ)
+	tools/verifier-profile.py $(BPF_OBJ)
 
 # The dnstap message code, protoc-c's output for dnstap.proto (CC0, from the dnstap project; Debian:
 # golang-github-dnstap-golang-dnstap-dev), committed so that a build needs no protobuf compiler.
