@@ -301,7 +301,7 @@ let package = Package(
         .testTarget(
             name: "NearcastDaemonTests",
             dependencies: [
-                "NearcastDaemon", "NearcastTestSupport", "DNSWire", "NearcastAnswers", "NearcastBasics",
+                "NearcastDaemon", "NearcastTestSupport", "DNSWire", "NearcastAnswers",
                 "NearcastConfiguration", "NearcastServer", "NearcastZones",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -5,8 +5,8 @@ import UnixSignals
 /// The daemon's parts in the order they started (ARCHITECTURE §7): each is started by the daemon
 /// in turn and remembered here, either a `DaemonPart` (what it holds is held from its start) or a
 /// service of its own (cookie rotation, the fleet's health views, the management API), kept to
-/// run in the group in its place in the order. A start that fails half way stops what started, in reverse, and the daemon
-/// exits 1 (nothing is left running or attached). Once everything has started, the parts run as
+/// run in the group in its place in the order. A start that fails half way stops what started,
+/// in reverse, and the daemon exits 1 (nothing is left running or attached). Once everything has started, the parts run as
 /// one ServiceGroup (swift-service-lifecycle): on SIGTERM or SIGINT each is stopped gracefully in
 /// the reverse order of its start (the API first, the DNS listeners and event loops last, so
 /// queries in flight are answered), and SIGHUP asks for a reload meanwhile. A SIGTERM or SIGINT

@@ -4,7 +4,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import NearcastAnswers
-import NearcastBasics
 import NearcastConfiguration
 import NearcastServer
 import NearcastTestSupport
@@ -53,7 +52,7 @@ import Testing
     /// Whether www's two A records are answered over UDP and over TCP (asked off the cooperative
     /// pool: the client blocks).
     func answers(_ port: Int) async throws -> (udp: Bool, tcp: Bool) {
-        try await onOwnThread {
+        try await TestSupport.blocking {
             let query = RawClient.query("www.example.test.", .a)
             let answered = { (reply: [UInt8]?) in
                 reply.flatMap { try? DNSMessage(wire: $0) }.map { $0.answers.count == 2 } ?? false
@@ -82,7 +81,7 @@ import Testing
         try await withLoops { loops in
             let (ended, port) = try await runListeners(on: loops) { group, _ in await group.triggerGracefulShutdown() }
             try ended.get()
-            let connected = try await onOwnThread { RawClient.tcpConnect(port: port, timeout: 1) }
+            let connected = try await TestSupport.blocking { RawClient.tcpConnect(port: port, timeout: 1) }
             #expect(connected == nil)
             if let connected { close(connected) }
         }
