@@ -97,15 +97,21 @@ let package = Package(
         ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
+        // Zone transfers out (AXFR, IXFR): who may transfer a zone, its recent changes, the messages.
+        .target(
+            name: "NearcastTransfer", dependencies: ["DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG"]),
         // What a query is answered: the responder (zones and geo names), its reply cache, the answer image for XDP.
         .target(
             name: "NearcastAnswers",
-            dependencies: ["DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG"]),
+            dependencies: [
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG", "NearcastTransfer",
+            ]
+        ),
         // The config file: listen addresses, zones, XDP, API settings and tokens, with the geo section.
         .target(
             name: "NearcastConfiguration",
             dependencies: [
-                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG",
+                "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastTSIG", "NearcastTransfer",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -137,7 +143,7 @@ let package = Package(
             name: "NearcastServer",
             dependencies: [
                 "DNSWire", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
-                "NearcastAPIModel", "NearcastBasics", "CDatagrams", "CDnstap",
+                "NearcastAPIModel", "NearcastBasics", "NearcastTransfer", "CDatagrams", "CDnstap",
                 "MaxMindDB",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -161,7 +167,8 @@ let package = Package(
             name: "NearcastControl",
             dependencies: [
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
-                "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth", "NearcastServer",
+                "NearcastTransfer", "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth",
+                "NearcastServer",
                 "NearcastFleet", "NearcastStore", "EtcdClient", "TerminalUI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -276,11 +283,14 @@ let package = Package(
             name: "NearcastAnswersTests",
             dependencies: [
                 "NearcastAnswers", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "NearcastTSIG", "DNSWire",
-                "MaxMindDB", "NearcastTestSupport",
+                "NearcastTransfer", "MaxMindDB", "NearcastTestSupport",
             ]),
         .testTarget(
             name: "NearcastConfigurationTests",
-            dependencies: ["NearcastConfiguration", "NearcastBasics", "NearcastTSIG", "DNSWire", "NearcastTestSupport"]),
+            dependencies: [
+                "NearcastConfiguration", "NearcastBasics", "NearcastTSIG", "NearcastTransfer", "DNSWire",
+                "NearcastTestSupport",
+            ]),
         .testTarget(
             name: "NearcastDataPathTests",
             dependencies: [

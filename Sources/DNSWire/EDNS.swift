@@ -117,6 +117,8 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
 public enum ExtendedErrorCode: UInt16, Sendable {
     /// None of the others; the extra text says what.
     case other = 0
+    /// The request is refused by policy (a zone transfer to a client its rules do not allow).
+    case prohibited = 18
     /// The name is not in any zone we serve.
     case notAuthoritative = 20
     /// The query asks for something we do not do (another class, zone transfers).

@@ -7,8 +7,17 @@ public struct WireWriter {
     /// Offsets of every label written so far (below 0x4000, where a pointer can reach): the places
     /// a later name may point at. Messages hold few names, so a linear scan beats hashing suffixes.
     private var labelOffsets: [UInt16] = []
+    /// For messages of many names (a zone transfer's): each suffix written, folded to lower case,
+    /// at its offset, so that a name finds its longest match by hashing its suffixes instead of
+    /// comparing with every label written. nil: the linear scan above.
+    private var suffixes: [[UInt8]: UInt16]?
 
-    public init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
+    /// `indexed`: names are looked up through a hash of their suffixes (for messages of hundreds
+    /// of names, where the scan would compare each with every label before it).
+    public init(capacity: Int = 512, indexed: Bool = false) {
+        bytes.reserveCapacity(capacity)
+        if indexed { suffixes = [:] }
+    }
 
     public var count: Int { bytes.count }
 
@@ -25,6 +34,15 @@ public struct WireWriter {
     }
     public mutating func append(_ b: [UInt8]) { bytes.append(contentsOf: b) }
 
+    /// Takes back everything written from offset `count` on (a record that did not fit), with the
+    /// places later names could have pointed at in it.
+    public mutating func cut(to count: Int) {
+        guard count < bytes.count else { return }
+        bytes.removeSubrange(count...)
+        labelOffsets.removeAll { Int($0) >= count }
+        suffixes = suffixes?.filter { Int($0.value) < count }
+    }
+
     /// Overwrites a 16-bit field written earlier (e.g. RDLENGTH, counts).
     public mutating func patch16(at offset: Int, _ v: UInt16) {
         bytes[offset] = UInt8(v >> 8)
@@ -35,6 +53,7 @@ public struct WireWriter {
     /// Every label written is remembered as a place later names may point at.
     public mutating func name(_ name: DNSName, compress: Bool) {
         let wire = name.wire
+        if suffixes != nil { return indexedName(wire, compress: compress) }
         // This name's labels are recorded as they are written, but become pointer targets only
         // once the name is complete (`find` looks below `complete`): until then their tails are
         // not in the buffer (think of `a.a.a.` matching its own first label).
@@ -51,6 +70,27 @@ public struct WireWriter {
             i += n + 1
         }
         bytes.append(0)
+    }
+
+    /// `name` for an indexed writer: the longest suffix already written is pointed at, and the
+    /// suffixes written here are added once the name is complete.
+    private mutating func indexedName(_ wire: [UInt8], compress: Bool) {
+        let folded = wire.map(DNSName.fold)
+        var written: [(key: [UInt8], offset: Int)] = []
+        var i = 0
+        while wire[i] != 0 {
+            let key = Array(folded[i...])
+            if compress, let ptr = suffixes![key] {
+                u16(0xC000 | ptr)
+                break
+            }
+            written.append((key, bytes.count))
+            let n = Int(wire[i])
+            bytes.append(contentsOf: wire[i...(i + n)])
+            i += n + 1
+        }
+        if wire[i] == 0 { bytes.append(0) }
+        for w in written where w.offset < 0x4000 && suffixes![w.key] == nil { suffixes![w.key] = UInt16(w.offset) }
     }
 
     /// The offset of an earlier occurrence of the suffix of `wire` that starts at `start`, among

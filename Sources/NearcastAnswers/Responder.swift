@@ -1,6 +1,7 @@
 import DNSWire
 import NearcastGeo
 import NearcastTSIG
+import NearcastTransfer
 import NearcastZones
 
 #if canImport(Glibc)
@@ -37,6 +38,8 @@ public struct Responder: Sendable {
     /// counted). Geo answers are counted as they are made for a client; zones by the listeners,
     /// from the replies they send (`AnswerCounts.View.countAnswer`).
     public var counts: AnswerCounts.View?
+    /// Who may transfer which zone out, and the zones' recent changes (Responder+Transfer).
+    public var transfers = ZoneTransfers()
 
     public init(
         authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
@@ -132,8 +135,8 @@ public struct Responder: Sendable {
             return errorReply(header, question: question, .formErr, edns: replyEDNS)
         }
         if question.type == .axfr || question.type == .ixfr {
-            // No zone transfers (docs/CONFORMANCE.md): AXFR over UDP is NOTIMP, as NSD and Knot
-            // answer it; AXFR over TCP and IXFR are REFUSED.
+            // Transfers are answered by `transfer` (TCP, from an allowed client); here, AXFR over
+            // UDP is NOTIMP, as NSD and Knot answer it, and every other transfer REFUSED.
             let rcode: RCode = question.type == .axfr && transport == .udp ? .notImp : .refused
             return errorReply(header, question: question, rcode, edns: replyEDNS, ede: .notSupported)
         }

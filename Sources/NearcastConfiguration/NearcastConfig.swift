@@ -3,6 +3,7 @@ import Foundation
 import NearcastBasics
 import NearcastGeo
 import NearcastTSIG
+import NearcastTransfer
 import NearcastZones
 import Yams
 
@@ -12,11 +13,14 @@ public struct ZoneSource: Hashable, Sendable {
     public var path: String
     /// Where the zone was named (config file and line), for messages.
     public var declaredAt: String
+    /// Who may transfer the zone out (`allow-transfer`); nobody when empty.
+    public var allowTransfer: [TransferRule]
 
-    public init(origin: DNSName, path: String, declaredAt: String) {
+    public init(origin: DNSName, path: String, declaredAt: String, allowTransfer: [TransferRule] = []) {
         self.origin = origin
         self.path = path
         self.declaredAt = declaredAt
+        self.allowTransfer = allowTransfer
     }
 
     /// A zone named on the command line as ORIGIN=PATH (nearcastd's `--zone`), the origin made
@@ -180,8 +184,8 @@ public struct NearcastConfig: Sendable {
                         fail(item, "each zone must be a mapping with 'origin' and 'file'")
                         continue
                     }
-                    for (zk, _) in m where !["origin", "file"].contains(zk.string ?? "") {
-                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file)")
+                    for (zk, _) in m where !["origin", "file", "allow-transfer"].contains(zk.string ?? "") {
+                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file, allow-transfer)")
                     }
                     guard let o = m["origin"]?.string else {
                         fail(item, "zone is missing 'origin'")
@@ -200,8 +204,24 @@ public struct NearcastConfig: Sendable {
                         fail(item, "zone \(origin) is listed twice")
                         continue
                     }
+                    var rules: [TransferRule] = []
+                    if let a = m["allow-transfer"] {
+                        for r in a.sequence.map(Array.init) ?? [a] {
+                            switch r.string.map(TransferRule.parse) {
+                            case .success(let rule): rules.append(rule)
+                            case .failure(let e): fail(r, "zone \(origin) allow-transfer '\(r.string ?? "?")': \(e)")
+                            case nil:
+                                fail(
+                                    r,
+                                    "zone \(origin) allow-transfer: each rule is a string (PREFIX, key NAME, or PREFIX key NAME)"
+                                )
+                            }
+                        }
+                    }
                     let path = resolvedPath(f, relativeTo: baseDirectory)
-                    config.zones.append(ZoneSource(origin: origin, path: path, declaredAt: "\(fileName):\(line(item))"))
+                    config.zones.append(
+                        ZoneSource(
+                            origin: origin, path: path, declaredAt: "\(fileName):\(line(item))", allowTransfer: rules))
                 }
             case "max-udp-payload":
                 guard let n = v.int, (512...4096).contains(n) else {
@@ -354,6 +374,21 @@ public struct NearcastConfig: Sendable {
                 }
             default:
                 fail(k, "unknown key '\(key)' (known: \(knownKeys.joined(separator: ", ")))")
+            }
+        }
+        // A rule's key must be one the tsig section declares (which may come after the zones).
+        for z in config.zones {
+            for rule in z.allowTransfer {
+                if let key = rule.key, config.tsigKeys.key(named: key) == nil {
+                    let colon = z.declaredAt.lastIndex(of: ":") ?? z.declaredAt.endIndex
+                    diags.append(
+                        Diagnostic(
+                            file: String(z.declaredAt[..<colon]),
+                            line: Int(z.declaredAt[colon...].dropFirst()) ?? 0,
+                            message:
+                                "zone \(z.origin) allow-transfer names key \(key), which the tsig section does not declare"
+                        ))
+                }
             }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }

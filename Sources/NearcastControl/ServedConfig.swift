@@ -11,6 +11,7 @@ import NearcastGeo
 import NearcastHealth
 import NearcastServer
 import NearcastStore
+import NearcastTransfer
 import NearcastZones
 
 /// The config and zones served now, and the one place they change: reloads of the config and zone
@@ -73,6 +74,9 @@ package actor ServedConfig {
     /// Reloads served so far that changed a zone (one that changed none, such as a fleet's
     /// registration, serves the zones it served): a write-back that one overtook is not written.
     var zonesReloaded = 0
+    /// Each zone's recent changes, which IXFR out sends (`ZoneTransfers`): what `commit` and
+    /// reloads changed, in memory.
+    var histories: [DNSName: ZoneHistory] = [:]
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -255,7 +259,7 @@ package actor ServedConfig {
         // is small; glibc's trim of a heap that holds a million names is not worth a registration.
         var report = try await switchTo(
             next, reloaded.zones, geo: geo, started: started, oneChange: reloaded.changes?.isEmpty == true,
-            zoneChanges: changes)
+            zoneChanges: changes, histories: Self.histories(histories, after: reloaded))
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
@@ -265,6 +269,25 @@ package actor ServedConfig {
         case .checks(let config): await followGeo(config, compiled: nil)
         }
         return report
+    }
+
+    /// The zones' histories after a reload: each changed zone's change added (a zone changed in
+    /// more RRsets than a history keeps begins anew, as do all when the set of zones changed).
+    static func histories(_ histories: [DNSName: ZoneHistory], after reloaded: ReloadedZones)
+        -> [DNSName: ZoneHistory]
+    {
+        guard let changes = reloaded.changes else { return [:] }
+        var out = histories.filter { h in reloaded.zones.contains { $0.origin == h.key } }
+        for c in changes where c.before.origin == c.after.origin {
+            var h = out[c.after.origin] ?? ZoneHistory()
+            if c.owners.count > h.recordLimit {
+                h.clear()
+            } else {
+                h.append(ZoneChangeset.between(c.before, c.after, owners: c.owners))
+            }
+            out[c.after.origin] = h
+        }
+        return out
     }
 
     /// What a reload does to the geo data: nothing; serve a new compile (nil: no geo names); or
@@ -283,10 +306,11 @@ package actor ServedConfig {
     /// memory it held is given back to the system once it is let go.
     func switchTo(
         _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
-        oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil
+        oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil, histories: [DNSName: ZoneHistory]? = nil
     )
         async throws(ReloadError) -> ReloadReport
     {
+        let histories = histories ?? self.histories
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
         // A record change keeps the zones and nodes: their counters too (made anew, they would cost
@@ -294,7 +318,7 @@ package actor ServedConfig {
         let sameSet = oneChange && { if case .none = change { true } else { false } }()
         if !sameSet || counted == nil { counted = metrics?.answers.view(zones, geo) }
         let responder = Responder(
-            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted)
+            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted, histories: histories)
         var written: FastPath.TableWrite?
         if let writer {
             do {
@@ -326,6 +350,7 @@ package actor ServedConfig {
         cookies?.apply(config.cookies)  // a configured secret the config changed
         running = config
         self.zones = zones
+        self.histories = histories
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,
@@ -500,9 +525,11 @@ package actor ServedConfig {
         }
         do {
             let owners = Set((changeset.removed + changeset.added).map(\.name))
+            var histories = self.histories
+            histories[source.origin, default: ZoneHistory()].append(changeset)
             _ = try await switchTo(
                 running, next, started: started, oneChange: true,
-                zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)])
+                zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)], histories: histories)
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }
@@ -665,12 +692,15 @@ extension Responder {
     /// The responder for `config`: its zones, its UDP size, its TSIG keys, and the geo table.
     package init(
         serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?,
-        counts: AnswerCounts.View?
+        counts: AnswerCounts.View?, histories: [DNSName: ZoneHistory] = [:]
     ) {
         self.init(
             authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys,
             cookies: cookies, identity: config.identity)
         self.counts = counts
+        transfers = ZoneTransfers(
+            rules: Dictionary(config.zones.map { ($0.origin, $0.allowTransfer) }, uniquingKeysWith: { a, _ in a }),
+            histories: histories)
     }
 }
 

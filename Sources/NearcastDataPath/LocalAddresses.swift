@@ -1,5 +1,6 @@
 import CNearcastABI
 import Foundation
+import NearcastBasics
 import NearcastConfiguration
 
 #if canImport(Glibc)

@@ -73,6 +73,7 @@ public final class DNSServer: Sendable {
         let metrics = self.metrics
         let limiter = self.limiter
         let log = self.log
+        let logger = self.logger
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -86,7 +87,7 @@ public final class DNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        DNSTCPHandler(responders: responders, metrics: metrics, log: log))
+                        DNSTCPHandler(responders: responders, metrics: metrics, log: log, logger: logger))
                 }
             }
             .bind(to: target).get()

@@ -1,4 +1,9 @@
+import Foundation
+import Logging
 import NIOCore
+import NearcastAnswers
+import NearcastBasics
+import NearcastTransfer
 
 /// Splits a TCP stream into DNS messages by their two-byte length prefix (RFC 1035 §4.2.2).
 struct DNSTCPFrameDecoder: ByteToMessageDecoder {
@@ -16,8 +21,11 @@ struct DNSTCPFrameDecoder: ByteToMessageDecoder {
 }
 
 /// Answers each framed query in order; pipelined queries are all read and answered, replies flushed
-/// together. An idle connection is closed (RFC 7766 §6.2.3).
-final class DNSTCPHandler: ChannelInboundHandler, Sendable {
+/// together. An idle connection is closed (RFC 7766 §6.2.3). A zone transfer's messages are made
+/// on a thread of their own and written as the connection takes them (`ZoneTransferWriter`);
+/// queries that come meanwhile are answered after its last message, so no reply lands inside it,
+/// and the connection is not idle while it runs.
+final class DNSTCPHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -27,18 +35,41 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     let metrics: NearcastMetrics?
     let log: QueryLog?
+    /// Where transfers out are logged.
+    let logger: Logger?
+    /// Whether a transfer is being written, and the queries read meanwhile (in the event loop).
+    var transferring = false
+    var waiting: [[UInt8]] = []
 
-    init(responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil) {
+    init(responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil, logger: Logger? = nil) {
         self.responders = responders
         self.metrics = metrics
         self.log = log
+        self.logger = logger
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let query = Array(Self.unwrapInboundIn(data).readableBytesView)
+        if transferring {
+            waiting.append(query)
+            return
+        }
+        answer(query, context: context)
+    }
+
+    func answer(_ query: [UInt8], context: ChannelHandlerContext) {
         let arrived = log == nil ? 0 : QueryLog.now()
         let responder = responders.current.responder
-        let reply = responder.respond(to: query, transport: .tcp, client: context.channel.remoteAddress?.addressBytes)
+        let client = context.channel.remoteAddress?.addressBytes
+        var reply: [UInt8]?
+        switch responder.transfer(query, client: client ?? []) {
+        case .messages(let messages):
+            transferring = true
+            ZoneTransferWriter.start(messages, to: client ?? [], handler: self, context: context, logger: logger)
+            return
+        case .reply(let r): reply = r
+        case nil: reply = responder.respond(to: query, transport: .tcp, client: client)
+        }
         if let log, let client = QueryLog.Endpoint(context.channel.remoteAddress),
             let server = QueryLog.Endpoint(context.channel.localAddress)
         {
@@ -46,10 +77,21 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
         }
         guard let reply else { return }
         metrics?.countReply(reply, transport: .tcp, counts: responder.counts)
-        var buffer = context.channel.allocator.buffer(capacity: reply.count + 2)
-        buffer.writeInteger(UInt16(reply.count))
-        buffer.writeBytes(reply)
-        context.write(Self.wrapOutboundOut(buffer), promise: nil)
+        context.write(Self.wrapOutboundOut(Self.framed(reply, context.channel.allocator)), promise: nil)
+    }
+
+    static func framed(_ message: [UInt8], _ allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: message.count + 2)
+        buffer.writeInteger(UInt16(message.count))
+        buffer.writeBytes(message)
+        return buffer
+    }
+
+    /// After a transfer's last message: the queries that came meanwhile are answered.
+    func transferEnded(context: ChannelHandlerContext) {
+        transferring = false
+        while !transferring, !waiting.isEmpty { answer(waiting.removeFirst(), context: context) }
+        context.flush()
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -58,7 +100,7 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
+            if !transferring { context.close(promise: nil) }
         } else {
             context.fireUserInboundEventTriggered(event)
         }
@@ -66,5 +108,64 @@ final class DNSTCPHandler: ChannelInboundHandler, Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+/// Writes a zone transfer's messages to its connection: made on a thread of the transfer's own
+/// (a zone of a million names takes a second or more to walk, which must not hold an event loop),
+/// a batch at a time, each batch written once the one before has gone to the socket, so a slow
+/// secondary holds one batch in memory, never the zone. A connection that closes ends it.
+enum ZoneTransferWriter {
+    /// Octets of messages made before they are written and waited for.
+    static let batchBytes = 256 * 1024
+
+    static func start(
+        _ messages: TransferMessages, to client: [UInt8], handler: DNSTCPHandler, context: ChannelHandlerContext,
+        logger: Logger?
+    ) {
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((handler, context), eventLoop: loop)
+        let thread = Thread {
+            Thread.current.name = "nc-transfer"
+            let began = ContinuousClock.now
+            var messages = messages
+            func metadata() -> Logger.Metadata {
+                [
+                    "zone": "\(messages.origin)", "serial": "\(messages.serial)", "type": "\(messages.form.rawValue)",
+                    "to": "\(AddressPrefix.text(client))", "messages": "\(messages.messageCount)",
+                    "records": "\(messages.recordCount)", "seconds": "\((ContinuousClock.now - began).seconds)",
+                ]
+            }
+            var ended = false
+            while !ended {
+                var batch: [[UInt8]] = []
+                var bytes = 0
+                while bytes < batchBytes, let m = messages.next() {
+                    bytes += m.count
+                    batch.append(m)
+                }
+                ended = messages.isDone || batch.isEmpty
+                let written = loop.flatSubmit { () -> EventLoopFuture<Void> in
+                    let (_, context) = bound.value
+                    var last = loop.makeSucceededVoidFuture()
+                    for m in batch {
+                        last = context.writeAndFlush(
+                            DNSTCPHandler.wrapOutboundOut(DNSTCPHandler.framed(m, context.channel.allocator)))
+                    }
+                    return last
+                }
+                do { try written.wait() } catch {
+                    logger?.warning("zone transfer out cut short: the connection failed", metadata: metadata())
+                    loop.execute { bound.value.1.close(promise: nil) }
+                    return
+                }
+            }
+            logger?.info("zone transferred out", metadata: metadata())
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.transferEnded(context: context)
+            }
+        }
+        thread.start()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NearcastAPIModel
+import NearcastBasics
 import NearcastConfiguration
 
 extension ManagementAPI {

@@ -67,8 +67,11 @@ public struct TSIGReplySigner: Sendable {
     public var overhead: Int { record(mac: [UInt8](repeating: 0, count: key?.algorithm.macLength ?? 0)).wire.count }
 
     /// `reply` (a whole message whose ID is the query's) with the TSIG record appended last.
-    public func sign(_ reply: [UInt8]) -> [UInt8] {
-        guard reply.count >= 12 else { return reply }
+    public func sign(_ reply: [UInt8]) -> [UInt8] { signed(reply).message }
+
+    /// `reply` signed, and the MAC it was signed with (empty when unsigned).
+    func signed(_ reply: [UInt8]) -> (message: [UInt8], mac: [UInt8]) {
+        guard reply.count >= 12 else { return (reply, []) }
         var record = record(mac: [])
         if let key {
             var covered = reply
@@ -81,7 +84,7 @@ public struct TSIGReplySigner: Sendable {
         let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
         out[10] = UInt8(arCount >> 8)
         out[11] = UInt8(arCount & 0xFF)
-        return out + record.wire
+        return (out + record.wire, record.mac)
     }
 
     /// The reply's TSIG record before its MAC. A signed reply carries our time, except BADTIME,
@@ -112,6 +115,43 @@ extension TSIGKey {
             error: .verified, otherData: [])
         record.mac = algorithm.mac(query + record.variables(), secret: secret)
         var out = query
+        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
+        out[10] = UInt8(arCount >> 8)
+        out[11] = UInt8(arCount & 0xFF)
+        return out + record.wire
+    }
+}
+
+/// Signs the messages of a reply that takes more than one (a zone transfer, RFC 8945 §5.3.1):
+/// the first as `TSIGReplySigner` signs a single reply, each later one over the MAC before it,
+/// the message and the timers alone. Every message is signed (the RFC allows gaps of up to 99;
+/// BIND and Knot accept either).
+public struct TSIGStreamSigner: Sendable {
+    var first: TSIGReplySigner
+    /// The MAC of the message signed last; nil before the first.
+    var priorMAC: [UInt8]?
+
+    public init(_ signer: TSIGReplySigner) { first = signer }
+
+    /// Bytes the TSIG record adds to each message.
+    public var overhead: Int { first.overhead }
+
+    /// `message` with its TSIG record appended last.
+    public mutating func sign(_ message: [UInt8]) -> [UInt8] {
+        guard let prior = priorMAC, let key = first.key, message.count >= 12 else {
+            let (signed, mac) = first.signed(message)
+            priorMAC = mac
+            return signed
+        }
+        var record = first.record(mac: [])
+        var covered = message
+        covered[0] = UInt8(first.request.originalID >> 8)
+        covered[1] = UInt8(first.request.originalID & 0xFF)
+        let timers = TSIGRecord.time48(record.timeSigned) + [UInt8(record.fudge >> 8), UInt8(record.fudge & 0xFF)]
+        let priorField = [UInt8(prior.count >> 8), UInt8(prior.count & 0xFF)] + prior
+        record.mac = key.algorithm.mac(priorField + covered + timers, secret: key.secret)
+        priorMAC = record.mac
+        var out = message
         let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
         out[10] = UInt8(arCount >> 8)
         out[11] = UInt8(arCount & 0xFF)

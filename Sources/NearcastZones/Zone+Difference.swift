@@ -56,7 +56,7 @@ extension Zone {
 extension RRSet {
     /// Whether `other` is this RRset in every octet sent: `==` compares names ignoring their
     /// letter case (RFC 4343), which a reply echoes as the zone has it.
-    func isIdentical(to other: RRSet) -> Bool {
+    public func isIdentical(to other: RRSet) -> Bool {
         guard self == other, name.wire == other.name.wire else { return false }
         return zip(rdatas, other.rdatas).allSatisfy { a, b in
             switch (a, b) {

@@ -261,6 +261,30 @@ public struct Zone: Sendable {
     /// The types that have records at `name`.
     public func types(at name: DNSName) -> [RRType] { tree[name]?.sets.map(\.type) ?? [] }
 
+    /// Every RRset, in no order, one at a time: a zone transfer walks millions of them without an
+    /// array of them.
+    public var rrsets: RRSets { RRSets(tree: tree) }
+
+    /// The RRsets of a zone as a sequence (`rrsets`); it holds the zone's data as it was.
+    public struct RRSets: Sequence, Sendable {
+        let tree: TreeDictionary<DNSName, ZoneNode>
+
+        public func makeIterator() -> Iterator { Iterator(nodes: tree.makeIterator()) }
+
+        public struct Iterator: IteratorProtocol, Sendable {
+            var nodes: TreeDictionary<DNSName, ZoneNode>.Iterator
+            var pending: ArraySlice<RRSet> = []
+
+            public mutating func next() -> RRSet? {
+                while pending.isEmpty {
+                    guard let (_, node) = nodes.next() else { return nil }
+                    pending = node.sets[...]
+                }
+                return pending.popFirst()
+            }
+        }
+    }
+
     /// Every record, in no order.
     public var records: [ResourceRecord] {
         var out: [ResourceRecord] = []

@@ -50,8 +50,13 @@ import Testing
         return try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
     }
 
-    /// An NSD config serving `origin` from `file` on `address` at `port`, its files in `dir`.
-    static func nsdConfig(dir: URL, address: String = "127.0.0.1", port: Int, origin: String, file: URL) throws -> URL {
+    /// An NSD config serving `origin` from `file` on `address` at `port`, its files in `dir`;
+    /// `sections` (keys) go before the zone, and `zoneOptions` (lines indented as the zone's)
+    /// into it.
+    static func nsdConfig(
+        dir: URL, address: String = "127.0.0.1", port: Int, origin: String, file: URL, sections: String = "",
+        zoneOptions: String = ""
+    ) throws -> URL {
         let conf = dir.appendingPathComponent("nsd.conf")
         try """
         server:
@@ -71,14 +76,20 @@ import Testing
           rrl-whitelist-ratelimit: 0
         remote-control:
           control-enable: no
+        \(sections)
         zone:
           name: \(origin)
           zonefile: "\(file.path)"
+        \(zoneOptions)
         """.write(to: conf, atomically: true, encoding: .utf8)
         return conf
     }
 
-    static func startKnot(dir: URL, port: Int, origin: String, file: URL) throws -> ServerProcess {
+    /// Knot serving `file` as `origin`; `sections` (keys, ACLs, remotes) go before the zone, and
+    /// `zoneOptions` (lines indented as the zone's) into it.
+    static func startKnot(
+        dir: URL, port: Int, origin: String, file: URL, sections: String = "", zoneOptions: String = ""
+    ) throws -> ServerProcess {
         let conf = dir.appendingPathComponent("knot.conf")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("db"), withIntermediateDirectories: true)
         try """
@@ -92,9 +103,11 @@ import Testing
             storage: "\(file.deletingLastPathComponent().path)"
             zonefile-sync: -1
             journal-content: none
+        \(sections)
         zone:
           - domain: \(origin)
             file: "\(file.lastPathComponent)"
+        \(zoneOptions)
         log:
           - target: stderr
             any: warning

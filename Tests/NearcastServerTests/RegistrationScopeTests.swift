@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NearcastBasics
 import NearcastConfiguration
 import Testing
 

@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// An IPv4 or IPv6 prefix, `ADDRESS/LENGTH` (an address alone: the whole address): the rate
-/// limiter's exempt prefixes, the networks an agent token may register addresses in.
-public struct AddressPrefix: Equatable, Sendable, CustomStringConvertible {
+/// limiter's exempt prefixes, the networks an agent token may register addresses in, the
+/// secondaries a zone may be transferred to.
+public struct AddressPrefix: Hashable, Sendable, CustomStringConvertible {
     /// 4 or 16 octets.
     public var address: [UInt8]
     public var length: Int

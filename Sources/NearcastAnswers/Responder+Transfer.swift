@@ -1,0 +1,98 @@
+import DNSWire
+import NearcastGeo
+import NearcastTSIG
+import NearcastTransfer
+import NearcastZones
+
+/// What a zone transfer request over TCP is answered: one message (a refusal, or the SOA of a
+/// secondary that is up to date), or the transfer's messages, made as the connection takes them.
+public enum TransferReply: Sendable {
+    case reply([UInt8])
+    case messages(TransferMessages)
+}
+
+extension Responder {
+    /// The answer to `query` from `client` over TCP when it asks for a zone transfer (AXFR or
+    /// IXFR, opcode QUERY); nil for any other query, which `respond` answers.
+    ///
+    /// The zone's `allow-transfer` rules decide who may transfer it (`ZoneTransfers`), a signed
+    /// request's key verified first; others are REFUSED (EDE 18). A name that is not a zone we
+    /// serve is NOTAUTH (RFC 5936 §2.2.1). An IXFR from a serial the zone's history reaches gets
+    /// the changes since (RFC 1995 §4), from the serial served or a newer one the SOA alone, from
+    /// any other the whole zone (AXFR's form). A transfer carries each geo name's answer for a
+    /// client that cannot be located (ARCHITECTURE §16): what a secondary can serve of it.
+    public func transfer(_ query: [UInt8], client: [UInt8]) -> TransferReply? {
+        guard query.count >= 12, query[2] & 0x80 == 0, (query[2] >> 3) & 0x0F == 0,
+            let msg = try? DNSMessage(wire: query), msg.questions.count == 1,
+            msg.questions[0].type == .axfr || msg.questions[0].type == .ixfr
+        else { return nil }
+        var request = msg
+        var signer: TSIGStreamSigner?
+        var keyName: DNSName?
+        if let tsig = msg.additional.last, tsig.type == .tsig {
+            guard case .verified(let unsigned, let s) = keys.verify(query, tsig: tsig, now: clock()),
+                let m = try? DNSMessage(wire: unsigned)
+            else {
+                // A refused or malformed signature: answered as any signed query is.
+                return respond(to: query, transport: .tcp, client: client).map(TransferReply.reply)
+            }
+            request = m
+            signer = TSIGStreamSigner(s)
+            keyName = tsig.name
+        }
+        let question = request.questions[0]
+        let header = request.header
+        let opt: [UInt8] =
+            request.edns == nil
+            ? []
+            : Array(
+                ((try? DNSMessage(header: DNSHeader(), edns: EDNS(udpPayloadSize: maxUDPPayload)).serialize()) ?? [])
+                    .dropFirst(12))
+        func refuse(_ rcode: RCode, _ ede: ExtendedErrorCode?) -> TransferReply {
+            var s = signer
+            let edns = request.edns.map { _ in EDNS(udpPayloadSize: maxUDPPayload) }
+            let reply = errorReply(header, question: question, rcode, edns: edns, ede: ede)
+            return .reply(s?.sign(reply) ?? reply)
+        }
+        guard request.header.opcode == .query, request.answers.isEmpty else { return refuse(.formErr, nil) }
+        guard question.qclass == .in, let zone = authority.zone(for: question.name), zone.origin == question.name
+        else { return refuse(.notAuth, nil) }
+        guard transfers.allows(zone.origin, address: client, signer: keyName) else {
+            return refuse(.refused, .prohibited)
+        }
+        var replyHeader = replyHeader(header)
+        replyHeader.aa = true
+        if question.type == .ixfr {
+            // The secondary's serial: the SOA in the authority section (RFC 1995 §3).
+            guard let theirs = request.authority.first(where: { $0.type == .soa }), case .soa(let s) = theirs.rdata
+            else { return refuse(.formErr, nil) }
+            if !ZoneHistory.isNewer(zone.serial, than: s.serial) {
+                return .messages(
+                    .upToDate(zone, header: replyHeader, question: question, opt: opt, signer: signer))
+            }
+            if let changes = transfers.histories[zone.origin]?.changes(from: s.serial) {
+                return .messages(
+                    .ixfr(zone, changes: changes, header: replyHeader, question: question, opt: opt, signer: signer))
+            }
+        }
+        return .messages(
+            .axfr(
+                zone, extra: geoRecords(in: zone), header: replyHeader, question: question, opt: opt, signer: signer))
+    }
+
+    /// The records a transfer of `zone` carries for its geo names: each one's answer for a client
+    /// that cannot be located, and the addresses of its discovery targets.
+    func geoRecords(in zone: Zone) -> [ResourceRecord] {
+        guard let geo else { return [] }
+        var out: [ResourceRecord] = []
+        let names =
+            geo.allNames.map { ($0.config.name, $0.config.type) } + geo.targetNames.flatMap { [($0, .a), ($0, .aaaa)] }
+        for (name, type) in names where authority.zone(for: name)?.origin == zone.origin {
+            guard let reply = respond(to: AnswerImage.plainQuery(name, type), transport: .tcp),
+                let m = try? DNSMessage(wire: reply)
+            else { continue }
+            out += m.answers.filter { $0.name == name && $0.type == type }
+        }
+        return out
+    }
+}

@@ -1,0 +1,55 @@
+import DNSWire
+import NearcastBasics
+import NearcastTransfer
+import Testing
+
+@testable import NearcastConfiguration
+
+/// A zone's `allow-transfer`: rules of an address prefix, a key, or both; a rule that does not
+/// read, or names a key the tsig section does not declare, names its file and line.
+@Suite(.timeLimit(.minutes(1))) struct TransferRulesTests {
+    static func parse(_ rules: String) throws(DiagnosticsError) -> NearcastConfig {
+        try NearcastConfig.parse(
+            yaml: """
+                listen: ["127.0.0.1:53"]
+                zones:
+                  - origin: example.net.
+                    file: z.zone
+                    allow-transfer: \(rules)
+                tsig: { keys: [{ name: xfr.example., algorithm: hmac-sha256, secret: c2VjcmV0c2VjcmV0c2VjcmV0 }] }
+                """, fileName: "c.yaml", baseDirectory: "")
+    }
+
+    @Test func rulesNameAPrefixAKeyOrBoth() throws {
+        let rules = try Self.parse(#"["192.0.2.0/24", "key xfr.example", "2001:db8::1 key xfr.example."]"#).zones[0]
+            .allowTransfer
+        let key = try DNSName("xfr.example.")
+        #expect(rules.map(\.description) == ["192.0.2.0/24", "key xfr.example.", "2001:db8::1/128 key xfr.example."])
+        #expect(rules[0].allows(address: [192, 0, 2, 9], signer: nil))
+        #expect(!rules[0].allows(address: [192, 0, 3, 9], signer: nil))
+        #expect(
+            rules[1].allows(address: [203, 0, 113, 1], signer: key)
+                && !rules[1].allows(address: [1, 2, 3, 4], signer: nil))
+        let v6 = AddressPrefix("2001:db8::1")!.address
+        #expect(rules[2].allows(address: v6, signer: key) && !rules[2].allows(address: v6, signer: nil))
+        // None: nobody.
+        #expect(try Self.parse("[]").zones[0].allowTransfer.isEmpty)
+    }
+
+    @Test func aRuleThatDoesNotReadNamesItsLine() {
+        for (rules, says) in [
+            (#"["192.0.2.300"]"#, "'192.0.2.300' is not an address"),
+            (#"["192.0.2.0/24 xfr.example."]"#, "expected PREFIX, 'key NAME' or 'PREFIX key NAME'"),
+            (#"["key"]"#, "expected PREFIX"),
+            (#"["key other.example."]"#, "names key other.example., which the tsig section does not declare"),
+        ] {
+            do {
+                _ = try Self.parse(rules)
+                Issue.record("\(rules) was taken")
+            } catch {
+                #expect(error.description.contains("c.yaml:") && error.description.contains(says), "\(error)")
+                #expect(error.diagnostics.allSatisfy { $0.line > 0 }, "\(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import NearcastTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Zone transfers out (issue 33): nearcastd as the primary of real secondaries. A zone of a few
+/// thousand names takes many messages, each signed; kdig checks every signature, Knot and NSD
+/// take the zone as secondaries with the same key, and a change made through the API reaches
+/// Knot by IXFR. Only the rules a zone's `allow-transfer` lists are let in.
+@Suite(.timeLimit(.minutes(3))) struct ZoneTransferTests {
+    static let keyName = "xfr.example.test."
+    static let secret = "6Nd4hW6X0W8cGSUhv3kYVZ4UpmjtwcIs4hGJgkZ61ZE="
+    static var kdigKey: [String] { ["-y", "hmac-sha256:\(keyName):\(secret)"] }
+    static let writer = "33333333333333333333333333333333"
+    /// Generated names beside the fixture's: enough for a transfer of many messages.
+    static let generated = 4000
+
+    /// The fixture zone with `generated` names added (an A at each, a TXT at every tenth).
+    static func zoneText() throws -> String {
+        var text = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8)
+        for i in 0..<generated {
+            text += "host\(i) A 198.51.\(i / 250).\(i % 250)\n"
+            if i % 10 == 0 { text += "host\(i) TXT \"node \(i)\"\n" }
+        }
+        return text
+    }
+
+    /// nearcastd serving the zone, transferred to 127.0.0.1 with the key, or to 127.0.0.2 without.
+    static func start(in dir: TemporaryDirectory) throws -> Daemon {
+        _ = try dir.write(try zoneText(), to: "z.zone")
+        _ = try dir.write("write \(writer)\n", to: "tokens")
+        _ = try dir.write(
+            """
+            listen: ["127.0.0.1:0"]
+            zones:
+              - origin: example.test.
+                file: z.zone
+                allow-transfer: ["127.0.0.1 key \(keyName)", "127.0.0.2"]
+            tsig:
+              keys: [{ name: \(keyName), algorithm: hmac-sha256, secret: \(secret) }]
+            api: { listen: "127.0.0.1:0", tokens: tokens }
+            """, to: "c.yaml")
+        return try Daemon(["--config", dir.file("c.yaml")])
+    }
+
+    /// kdig asking `daemon` for a transfer; `args` after the server.
+    static func kdig(_ daemon: Daemon, _ args: [String]) throws -> TestSupport.Output {
+        try TestSupport.run(try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(daemon.dnsPort)"] + args)
+    }
+
+    /// The records of kdig's output, TSIG records and comments left out, sorted.
+    static func records(_ output: String) -> [String] {
+        output.split(separator: "\n").map {
+            $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+        }
+        .filter { !$0.isEmpty && !$0.hasPrefix(";") && !$0.contains(" TSIG ") }.sorted()
+    }
+
+    /// An AXFR signed with the zone's key carries every record of the zone, SOA first and last,
+    /// in many messages, each signed (kdig verifies them all); Knot, serving the same file and
+    /// asked the same, sends the same records.
+    @Test func axfrCarriesTheZoneAsKnotDoesEveryMessageSigned() throws {
+        let dir = try TemporaryDirectory("nearcast-axfr")
+        let daemon = try Self.start(in: dir)
+        defer { daemon.stop() }
+        let out = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "AXFR"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(!out.stdout.contains(";; ERROR") && !out.stdout.contains(";; WARNING"), "\(out.stdout)\(out.stderr)")
+        let summary = try #require(out.stdout.split(separator: "\n").first { $0.hasPrefix(";; Received") })
+        let messages = try #require(Int(summary.split(separator: "(")[1].split(separator: " ")[0]))
+        #expect(messages > 3, "\(summary)")
+        // Every message signed: one TSIG record per message.
+        #expect(out.stdout.components(separatedBy: "\tTSIG\t").count - 1 == messages, "\(summary)")
+        let lines = out.stdout.split(separator: "\n").filter {
+            !$0.hasPrefix(";") && !$0.isEmpty && !$0.contains("TSIG")
+        }
+        #expect(lines.first?.contains("\tSOA\t") == true && lines.last?.contains("\tSOA\t") == true)
+
+        let knotDir = try TemporaryDirectory.url("nearcast-axfr-knot")
+        let port = try TestSupport.unusedPort()
+        let knot = try ReferenceServerDifferentialTests.startKnot(
+            dir: knotDir, port: port, origin: "example.test", file: URL(fileURLWithPath: dir.file("z.zone")),
+            sections: "acl:\n  - id: all\n    address: 127.0.0.1\n    action: transfer",
+            zoneOptions: "    acl: all")
+        defer { knot.stop() }
+        let kdig = try TestSupport.tool("kdig")
+        var theirs = ""
+        try knot.waitUntilReady {
+            let o = try? TestSupport.run(kdig, ["@127.0.0.1", "-p", "\(port)", "example.test.", "AXFR"])
+            theirs = o?.status == 0 ? o!.stdout : ""
+            return theirs.contains(";; Received")
+        }
+        let ours = Self.records(out.stdout)
+        #expect(ours.count == Self.records(theirs).count)
+        #expect(ours == Self.records(theirs))
+    }
+
+    /// Who may transfer: unsigned from 127.0.0.1 (whose rule asks for the key) and anything from
+    /// 127.0.0.3 are REFUSED, a wrong secret is BADSIG, a name that is not a zone's apex is
+    /// NOTAUTH; 127.0.0.2 (allowed without a key) gets the zone.
+    @Test func onlyTheRulesOfTheZoneAreLetIn() throws {
+        let dir = try TemporaryDirectory("nearcast-axfr-acl")
+        let daemon = try Self.start(in: dir)
+        defer { daemon.stop() }
+        let unsigned = try Self.kdig(daemon, ["example.test.", "AXFR"])
+        #expect(unsigned.stdout.contains("REFUSED") || unsigned.stderr.contains("REFUSED"), "\(unsigned.stdout)")
+        let other = try Self.kdig(daemon, ["-b", "127.0.0.3", "example.test.", "AXFR"])
+        #expect(other.stdout.contains("REFUSED") || other.stderr.contains("REFUSED"), "\(other.stdout)")
+        let wrong = try Self.kdig(
+            daemon, ["-y", "hmac-sha256:\(Self.keyName):c2VjcmV0c2VjcmV0c2VjcmV0", "example.test.", "AXFR"])
+        #expect(wrong.stdout.contains("BADSIG") || wrong.stderr.contains("BADSIG"), "\(wrong.stdout)")
+        let notApex = try Self.kdig(daemon, Self.kdigKey + ["www.example.test.", "AXFR"])
+        #expect(notApex.stdout.contains("NOTAUTH") || notApex.stderr.contains("NOTAUTH"), "\(notApex.stdout)")
+        let second = try Self.kdig(daemon, ["-b", "127.0.0.2", "example.test.", "AXFR"])
+        #expect(second.status == 0 && Self.records(second.stdout).count > Self.generated, "\(second.stderr)")
+    }
+
+    /// A change through the API is an IXFR (RFC 1995): from the serial before it, the new SOA,
+    /// the old SOA and the record removed, the new SOA and the record added, the new SOA again;
+    /// from the serial served, the SOA alone; from a serial the history does not reach, the
+    /// whole zone.
+    @Test func ixfrSendsTheChangesMadeThroughTheAPI() throws {
+        let dir = try TemporaryDirectory("nearcast-ixfr")
+        let daemon = try Self.start(in: dir)
+        defer { daemon.stop() }
+        let set = try daemon.cli(["record", "set", "example.test.", "www", "A", "192.0.2.31"], token: Self.writer)
+        #expect(set.status == 0, "\(set.stderr)")
+        let ixfr = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "IXFR=2026112201"])
+        #expect(ixfr.status == 0, "\(ixfr.stderr)")
+        let lines = ixfr.stdout.split(separator: "\n").filter {
+            !$0.hasPrefix(";") && !$0.isEmpty && !$0.contains("TSIG")
+        }
+        .map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+        let soa = "example.test. 300 IN SOA ns1.example.test. hostmaster.example.test."
+        #expect(
+            lines == [
+                "\(soa) 2026112202 3600 600 1209600 60", "\(soa) 2026112201 3600 600 1209600 60",
+                "www.example.test. 300 IN A 192.0.2.1", "www.example.test. 300 IN A 192.0.2.2",
+                "\(soa) 2026112202 3600 600 1209600 60", "www.example.test. 300 IN A 192.0.2.31",
+                "\(soa) 2026112202 3600 600 1209600 60",
+            ], "\(ixfr.stdout)")
+        let upToDate = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "IXFR=2026112202"])
+        #expect(Self.records(upToDate.stdout) == ["\(soa) 2026112202 3600 600 1209600 60"], "\(upToDate.stdout)")
+        let older = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "IXFR=2026112101"])
+        #expect(Self.records(older.stdout).count > Self.generated, "\(older.stdout.prefix(500))")
+    }
+
+    /// NSD and Knot, secondaries of nearcastd with the key, take the zone by AXFR and answer from
+    /// it; after a change through the API, Knot asked to refresh takes it by IXFR and answers it.
+    @Test func knotAndNSDAreSecondariesOfNearcast() throws {
+        let dir = try TemporaryDirectory("nearcast-secondaries")
+        let daemon = try Self.start(in: dir)
+        defer { daemon.stop() }
+        let dig = try TestSupport.tool("dig")
+        func answers(_ port: Int, _ name: String) -> String {
+            (try? TestSupport.run(dig, ["@127.0.0.1", "-p", "\(port)", name, "A", "+short", "+tries=1", "+time=1"]))?
+                .stdout ?? ""
+        }
+        let key = "key:\n  - id: \(Self.keyName)\n    algorithm: hmac-sha256\n    secret: \(Self.secret)"
+
+        let nsdDir = try TemporaryDirectory.url("nearcast-nsd-secondary")
+        let nsdPort = try TestSupport.unusedPort()
+        let conf = try ReferenceServerDifferentialTests.nsdConfig(
+            dir: nsdDir, port: nsdPort, origin: "example.test",
+            file: nsdDir.appendingPathComponent("secondary.zone"),
+            sections: "key:\n  name: \(Self.keyName)\n  algorithm: hmac-sha256\n  secret: \"\(Self.secret)\"",
+            zoneOptions: "  request-xfr: AXFR 127.0.0.1@\(daemon.dnsPort) \(Self.keyName)")
+        let nsd = try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
+        defer { nsd.stop() }
+        try nsd.waitUntilReady(timeout: 30) { answers(nsdPort, "host3999.example.test.").contains("198.51.15.249") }
+        #expect(answers(nsdPort, "www.example.test.").contains("192.0.2.1"))
+
+        let knotDir = try TemporaryDirectory.url("nearcast-knot-secondary")
+        let knotPort = try TestSupport.unusedPort()
+        let knot = try ReferenceServerDifferentialTests.startKnot(
+            dir: knotDir, port: knotPort, origin: "example.test",
+            file: knotDir.appendingPathComponent("secondary.zone"),
+            sections: key
+                + "\nremote:\n  - id: primary\n    address: 127.0.0.1@\(daemon.dnsPort)\n    key: \(Self.keyName)",
+            zoneOptions: "    master: primary")
+        defer { knot.stop() }
+        try knot.waitUntilReady(timeout: 30) { answers(knotPort, "host3999.example.test.").contains("198.51.15.249") }
+
+        let set = try daemon.cli(["record", "set", "example.test.", "www", "A", "192.0.2.31"], token: Self.writer)
+        #expect(set.status == 0, "\(set.stderr)")
+        let knotc = try TestSupport.tool("knotc")
+        let refresh = try TestSupport.run(
+            knotc, ["-s", knotDir.appendingPathComponent("knot.sock").path, "zone-refresh", "example.test."])
+        #expect(refresh.status == 0, "\(refresh.stdout)\(refresh.stderr)")
+        try knot.waitUntilReady(timeout: 30) { answers(knotPort, "www.example.test.") == "192.0.2.31\n" }
+        #expect(daemon.log.contains("type=IXFR"), "\(daemon.log.suffix(2000))")
+    }
+}
