@@ -7,10 +7,11 @@ public struct WireWriter {
     /// Offsets of every label written so far (below 0x4000, where a pointer can reach): the places
     /// a later name may point at. Messages hold few names, so a linear scan beats hashing suffixes.
     private var labelOffsets: [UInt16] = []
-    /// For messages of many names (a zone transfer's): each suffix written, folded to lower case,
-    /// at its offset, so that a name finds its longest match by hashing its suffixes instead of
-    /// comparing with every label written. nil: the linear scan above.
-    private var suffixes: [[UInt8]: UInt16]?
+    /// For messages of many names (a zone transfer's): the offset of each suffix written, by a
+    /// hash of it folded to lower case, so that a name finds its longest match by hashing its
+    /// suffixes instead of comparing with every label written (a hit is compared octet by octet
+    /// before it is used). nil: the linear scan above.
+    private var suffixes: [UInt64: UInt16]?
 
     /// `indexed`: names are looked up through a hash of their suffixes (for messages of hundreds
     /// of names, where the scan would compare each with every label before it).
@@ -75,22 +76,36 @@ public struct WireWriter {
     /// `name` for an indexed writer: the longest suffix already written is pointed at, and the
     /// suffixes written here are added once the name is complete.
     private mutating func indexedName(_ wire: [UInt8], compress: Bool) {
-        let folded = wire.map(DNSName.fold)
-        var written: [(key: [UInt8], offset: Int)] = []
+        // The labels' offsets in `wire`, and the hash of each suffix, made from the root up (FNV-1a
+        // over the folded octets, each label's on the hash of the labels after it).
+        var starts: [Int] = []
         var i = 0
         while wire[i] != 0 {
-            let key = Array(folded[i...])
-            if compress, let ptr = suffixes![key] {
+            starts.append(i)
+            i += Int(wire[i]) + 1
+        }
+        var hashes = [UInt64](repeating: 0, count: starts.count)
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for j in stride(from: starts.count - 1, through: 0, by: -1) {
+            let s = starts[j]
+            for k in s...(s + Int(wire[s])) { h = (h ^ UInt64(DNSName.fold(wire[k]))) &* 0x100_0000_01b3 }
+            hashes[j] = h
+        }
+        // Labels written here become places to point at once the name is whole (as in `name`).
+        var offsets: [Int] = []
+        for j in starts.indices {
+            if compress, let ptr = suffixes![hashes[j]], suffixMatches(wire, starts[j], at: Int(ptr)) {
                 u16(0xC000 | ptr)
                 break
             }
-            written.append((key, bytes.count))
-            let n = Int(wire[i])
-            bytes.append(contentsOf: wire[i...(i + n)])
-            i += n + 1
+            let s = starts[j]
+            offsets.append(bytes.count)
+            bytes.append(contentsOf: wire[s...(s + Int(wire[s]))])
         }
-        if wire[i] == 0 { bytes.append(0) }
-        for w in written where w.offset < 0x4000 && suffixes![w.key] == nil { suffixes![w.key] = UInt16(w.offset) }
+        if offsets.count == starts.count { bytes.append(0) }
+        for (j, offset) in offsets.enumerated() where offset < 0x4000 && suffixes![hashes[j]] == nil {
+            suffixes![hashes[j]] = UInt16(offset)
+        }
     }
 
     /// The offset of an earlier occurrence of the suffix of `wire` that starts at `start`, among
