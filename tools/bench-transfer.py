@@ -7,8 +7,8 @@ fourth, MX and TXT at every tenth), each server is started on the file with tran
 127.0.0.1, and asked for the zone RUNS times by `kdig +noall +stats AXFR` (the same client for all
 three, whose own parsing is part of every figure); for each server:
   - the AXFR's wall time, median of the runs, and the messages and bytes it took;
-  - the server's CPU time for one AXFR (utime + stime from /proc, summed over its processes, the
-    median run's);
+  - the server's CPU time for one AXFR (utime + stime from /proc, in ticks of 10 ms, summed over
+    its processes, the median run's);
   - RSS after load, and its peak during the transfers (VmHWM, reset before them through
     /proc/PID/clear_refs), summed over the server's processes (NSD forks).
 Then Knot as a secondary of each server (nearcast, Knot, NSD) takes the zone by AXFR: the time from
@@ -39,9 +39,12 @@ NEARCASTD = scale.NEARCASTD
 
 
 def processes(pid):
-    """PID and its children (NSD forks its servers and xfrd)."""
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    return [pid] + [int(x) for x in out]
+    """PID and its descendants (NSD's first process becomes xfrd, whose child is main, whose
+    children serve)."""
+    out = [pid]
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split():
+        out += processes(int(child))
+    return out
 
 
 def cpu_seconds(pids):

@@ -22,8 +22,7 @@ extension Responder {
     /// any other the whole zone (AXFR's form). A transfer carries each geo name's answer for a
     /// client that cannot be located (ARCHITECTURE §16): what a secondary can serve of it.
     public func transfer(_ query: [UInt8], client: [UInt8]) -> TransferReply? {
-        guard query.count >= 12, query[2] & 0x80 == 0, (query[2] >> 3) & 0x0F == 0,
-            let msg = try? DNSMessage(wire: query), msg.questions.count == 1,
+        guard Self.asksForTransfer(query), let msg = try? DNSMessage(wire: query), msg.questions.count == 1,
             msg.questions[0].type == .axfr || msg.questions[0].type == .ixfr
         else { return nil }
         var request = msg
@@ -78,6 +77,19 @@ extension Responder {
         return .messages(
             .axfr(
                 zone, extra: geoRecords(in: zone), header: replyHeader, question: question, opt: opt, signer: signer))
+    }
+
+    /// Whether `query` is a QUERY whose one question asks for AXFR or IXFR, read from its octets:
+    /// every query over TCP is asked this, and all but a few are not transfers.
+    static func asksForTransfer(_ query: [UInt8]) -> Bool {
+        guard query.count > 12, query[2] & 0xF8 == 0, query[4] == 0, query[5] == 1 else { return false }
+        var i = 12
+        while i < query.count, query[i] != 0 {
+            guard query[i] & 0xC0 == 0 else { return false }
+            i += Int(query[i]) + 1
+        }
+        guard i + 2 < query.count, query[i + 1] == 0 else { return false }
+        return query[i + 2] == UInt8(RRType.axfr.rawValue) || query[i + 2] == UInt8(RRType.ixfr.rawValue)
     }
 
     /// The records a transfer of `zone` carries for its geo names: each one's answer for a client

@@ -137,6 +137,16 @@ enum ZoneTransferWriter {
                 ]
             }
             var ended = false
+            // One batch is written while the next is made; a third waits for the first to have gone.
+            var inFlight: EventLoopFuture<Void>?
+            func wait(_ f: EventLoopFuture<Void>?) -> Bool {
+                do { try f?.wait() } catch {
+                    logger?.warning("zone transfer out cut short: the connection failed", metadata: metadata())
+                    loop.execute { bound.value.1.close(promise: nil) }
+                    return false
+                }
+                return true
+            }
             while !ended {
                 var batch: [[UInt8]] = []
                 var bytes = 0
@@ -147,19 +157,19 @@ enum ZoneTransferWriter {
                 ended = messages.isDone || batch.isEmpty
                 let written = loop.flatSubmit { () -> EventLoopFuture<Void> in
                     let (_, context) = bound.value
-                    var last = loop.makeSucceededVoidFuture()
-                    for m in batch {
-                        last = context.writeAndFlush(
-                            DNSTCPHandler.wrapOutboundOut(DNSTCPHandler.framed(m, context.channel.allocator)))
+                    func framed(_ m: [UInt8]) -> NIOAny {
+                        DNSTCPHandler.wrapOutboundOut(DNSTCPHandler.framed(m, context.channel.allocator))
                     }
+                    for m in batch.dropLast() { context.write(framed(m), promise: nil) }
+                    // Written in order: once the last has gone, the batch has.
+                    let last = batch.last.map { context.write(framed($0)) } ?? loop.makeSucceededVoidFuture()
+                    context.flush()
                     return last
                 }
-                do { try written.wait() } catch {
-                    logger?.warning("zone transfer out cut short: the connection failed", metadata: metadata())
-                    loop.execute { bound.value.1.close(promise: nil) }
-                    return
-                }
+                guard wait(inFlight) else { return }
+                inFlight = written
             }
+            guard wait(inFlight) else { return }
             logger?.info("zone transferred out", metadata: metadata())
             loop.execute {
                 let (handler, context) = bound.value

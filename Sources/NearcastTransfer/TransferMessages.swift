@@ -164,7 +164,9 @@ struct RecordSequence: Sendable {
     var sets: Zone.RRSets.Iterator?
     let skip: DNSName
     var tail: ArraySlice<ResourceRecord>
-    var pending: ArraySlice<ResourceRecord> = []
+    /// The RRset being sent, and its next record's index (no array of its records is made).
+    var set: RRSet?
+    var index = 0
 
     init(head: [ResourceRecord], sets: Zone.RRSets.Iterator?, skip: DNSName, tail: [ResourceRecord]) {
         self.head = head[...]
@@ -173,19 +175,25 @@ struct RecordSequence: Sendable {
         self.tail = tail[...]
     }
 
-    var isExhausted: Bool { head.isEmpty && pending.isEmpty && sets == nil && tail.isEmpty }
+    var isExhausted: Bool { head.isEmpty && set == nil && sets == nil && tail.isEmpty }
 
     mutating func next() -> ResourceRecord? {
         if let r = head.popFirst() { return r }
-        while pending.isEmpty, sets != nil {
-            guard let set = sets!.next() else {
+        while set == nil, sets != nil {
+            guard let s = sets!.next() else {
                 sets = nil
                 break
             }
-            if set.type == .soa && set.name == skip { continue }
-            pending = set.records()[...]
+            if s.type == .soa && s.name == skip || s.rdatas.isEmpty { continue }
+            set = s
+            index = 0
         }
-        if let r = pending.popFirst() { return r }
+        if let s = set {
+            let r = ResourceRecord(name: s.name, type: s.type, ttl: s.ttl, rdata: s.rdatas[index])
+            index += 1
+            if index == s.rdatas.count { set = nil }
+            return r
+        }
         return tail.popFirst()
     }
 }
