@@ -15,12 +15,18 @@ public struct ZoneSource: Hashable, Sendable {
     public var declaredAt: String
     /// Who may transfer the zone out (`allow-transfer`); nobody when empty.
     public var allowTransfer: [TransferRule]
+    /// The secondaries told of each change by NOTIFY (`notify`).
+    public var notify: [NotifyTarget]
 
-    public init(origin: DNSName, path: String, declaredAt: String, allowTransfer: [TransferRule] = []) {
+    public init(
+        origin: DNSName, path: String, declaredAt: String, allowTransfer: [TransferRule] = [],
+        notify: [NotifyTarget] = []
+    ) {
         self.origin = origin
         self.path = path
         self.declaredAt = declaredAt
         self.allowTransfer = allowTransfer
+        self.notify = notify
     }
 
     /// A zone named on the command line as ORIGIN=PATH (nearcastd's `--zone`), the origin made
@@ -184,8 +190,8 @@ public struct NearcastConfig: Sendable {
                         fail(item, "each zone must be a mapping with 'origin' and 'file'")
                         continue
                     }
-                    for (zk, _) in m where !["origin", "file", "allow-transfer"].contains(zk.string ?? "") {
-                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file, allow-transfer)")
+                    for (zk, _) in m where !["origin", "file", "allow-transfer", "notify"].contains(zk.string ?? "") {
+                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file, allow-transfer, notify)")
                     }
                     guard let o = m["origin"]?.string else {
                         fail(item, "zone is missing 'origin'")
@@ -218,10 +224,22 @@ public struct NearcastConfig: Sendable {
                             }
                         }
                     }
+                    var notify: [NotifyTarget] = []
+                    if let a = m["notify"] {
+                        for t in a.sequence.map(Array.init) ?? [a] {
+                            switch t.string.map(NotifyTarget.parse) {
+                            case .success(let target): notify.append(target)
+                            case .failure(let e): fail(t, "zone \(origin) notify '\(t.string ?? "?")': \(e)")
+                            case nil:
+                                fail(t, "zone \(origin) notify: each target is a string (ADDRESS[:PORT] [key NAME])")
+                            }
+                        }
+                    }
                     let path = resolvedPath(f, relativeTo: baseDirectory)
                     config.zones.append(
                         ZoneSource(
-                            origin: origin, path: path, declaredAt: "\(fileName):\(line(item))", allowTransfer: rules))
+                            origin: origin, path: path, declaredAt: "\(fileName):\(line(item))", allowTransfer: rules,
+                            notify: notify))
                 }
             case "max-udp-payload":
                 guard let n = v.int, (512...4096).contains(n) else {
@@ -378,15 +396,15 @@ public struct NearcastConfig: Sendable {
         }
         // A rule's key must be one the tsig section declares (which may come after the zones).
         for z in config.zones {
-            for rule in z.allowTransfer {
-                if let key = rule.key, config.tsigKeys.key(named: key) == nil {
+            for key in z.allowTransfer.compactMap(\.key) + z.notify.compactMap(\.key) {
+                if config.tsigKeys.key(named: key) == nil {
                     let colon = z.declaredAt.lastIndex(of: ":") ?? z.declaredAt.endIndex
                     diags.append(
                         Diagnostic(
                             file: String(z.declaredAt[..<colon]),
                             line: Int(z.declaredAt[colon...].dropFirst()) ?? 0,
                             message:
-                                "zone \(z.origin) allow-transfer names key \(key), which the tsig section does not declare"
+                                "zone \(z.origin) names key \(key) (allow-transfer, notify), which the tsig section does not declare"
                         ))
                 }
             }

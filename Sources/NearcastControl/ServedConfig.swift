@@ -54,6 +54,8 @@ package actor ServedConfig {
     let shared: (any SharedZones)?
     /// DNS cookies' secrets (nil: cookies are off).
     let cookies: CookieRotation?
+    /// Tells the zones' secondaries of their changes (NOTIFY).
+    let notifier: ZoneNotifier?
     let logger: Logger
     /// The digest of the config and zone files as they were when what is served was read from them
     /// (the audit log's "before"; the files on disk may have been edited since).
@@ -87,9 +89,10 @@ package actor ServedConfig {
         responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
         changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil,
-        cookies: CookieRotation? = nil, logger: Logger
+        cookies: CookieRotation? = nil, notifier: ZoneNotifier? = nil, logger: Logger
     ) {
         self.shared = shared
+        self.notifier = notifier
         self.cookies = cookies
         self.running = running
         self.zones = zones
@@ -271,6 +274,21 @@ package actor ServedConfig {
         return report
     }
 
+    /// Tells the secondaries of each zone of `zones` whose serial is not the one it had in `before`
+    /// (or that is new) of its change (NOTIFY, the zone's `notify` in `config`).
+    func notifySecondaries(_ config: NearcastConfig, of zones: [Zone], before: [Zone]) {
+        guard let notifier else { return }
+        var served: [DNSName: UInt32] = [:]
+        for z in before { served[z.origin] = z.serial }
+        for (i, zone) in zones.enumerated() where i < config.zones.count {
+            let targets: [NotifyTarget] = config.zones[i].notify
+            if targets.isEmpty || served[zone.origin] == zone.serial { continue }
+            let soa: ResourceRecord = zone.soa.records()[0]
+            notifier.notify(
+                ZoneNotifier.Request(origin: zone.origin, soa: soa, targets: targets, keys: config.tsigKeys))
+        }
+    }
+
     /// The zones' histories after a reload: each changed zone's change added (a zone changed in
     /// more RRsets than a history keeps begins anew, as do all when the set of zones changed).
     static func histories(_ histories: [DNSName: ZoneHistory], after reloaded: ReloadedZones)
@@ -349,8 +367,10 @@ package actor ServedConfig {
         }
         cookies?.apply(config.cookies)  // a configured secret the config changed
         running = config
+        let before = self.zones
         self.zones = zones
         self.histories = histories
+        notifySecondaries(config, of: zones, before: before)
         let d = ContinuousClock.now - started
         return ReloadReport(
             zones: zones.count, records: zones.map(\.recordCount).reduce(0, +), fastPathAnswers: written?.entries,

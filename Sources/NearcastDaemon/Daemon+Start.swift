@@ -211,6 +211,13 @@ extension Daemon {
         return out
     }
 
+    /// The NOTIFY sender: its thread tells secondaries of each zone's changes (the zones' `notify`).
+    func startNotifier(_ started: StartedServices) async -> ZoneNotifier {
+        let notifier = ZoneNotifier(logger: logger)
+        await started.add("NOTIFY to secondaries", notifier)
+        return notifier
+    }
+
     /// The state directory, made if need be: operators' overrides and the audit log are kept there.
     func openStateDirectory(_ cfg: NearcastConfig, _ started: StartedServices) async throws -> AuditLog? {
         guard let dir = cfg.stateDirectory else {

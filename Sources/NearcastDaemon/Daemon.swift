@@ -98,7 +98,7 @@ public struct Daemon: Sendable {
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
-            logger: logger)
+            notifier: await startNotifier(started), logger: logger)
         data.zones = []
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)

@@ -58,6 +58,9 @@ struct QueryLogPart: DaemonPart {
 /// The XDP program attached, and its maps: detached on stop unless the settings keep it.
 extension XDPDeployment: DaemonPart {}
 
+/// The NOTIFY sender's thread and sockets: NOTIFYs not answered by the stop are not sent again.
+extension ZoneNotifier: DaemonPart {}
+
 /// The geo nodes' health checks.
 extension HealthMonitor: DaemonPart {}
 

@@ -41,7 +41,10 @@ import Testing
             (#"["192.0.2.300"]"#, "'192.0.2.300' is not an address"),
             (#"["192.0.2.0/24 xfr.example."]"#, "expected PREFIX, 'key NAME' or 'PREFIX key NAME'"),
             (#"["key"]"#, "expected PREFIX"),
-            (#"["key other.example."]"#, "names key other.example., which the tsig section does not declare"),
+            (
+                #"["key other.example."]"#,
+                "names key other.example. (allow-transfer, notify), which the tsig section does not"
+            ),
         ] {
             do {
                 _ = try Self.parse(rules)
@@ -49,6 +52,37 @@ import Testing
             } catch {
                 #expect(error.description.contains("c.yaml:") && error.description.contains(says), "\(error)")
                 #expect(error.diagnostics.allSatisfy { $0.line > 0 }, "\(error)")
+            }
+        }
+    }
+
+    /// A zone's `notify`: secondaries by address, port (53 unless given) and key.
+    @Test func notifyTargetsNameAnAddressAPortAndAKey() throws {
+        let config = try NearcastConfig.parse(
+            yaml: """
+                listen: ["127.0.0.1:53"]
+                zones:
+                  - origin: example.net.
+                    file: z.zone
+                    notify: ["192.0.2.53", "192.0.2.54:5353 key xfr.example.", "[2001:db8::53]:53", "2001:db8::54"]
+                tsig: { keys: [{ name: xfr.example., algorithm: hmac-sha256, secret: c2VjcmV0c2VjcmV0c2VjcmV0 }] }
+                """, fileName: "c.yaml", baseDirectory: "")
+        #expect(
+            config.zones[0].notify.map(\.description) == [
+                "192.0.2.53:53", "192.0.2.54:5353 key xfr.example.", "[2001:db8::53]:53", "[2001:db8::54]:53",
+            ])
+        for (target, says) in [
+            ("192.0.2.300", "is not an IPv4 or IPv6 address"), ("192.0.2.53:0", "the port is not a number"),
+            ("192.0.2.53 xfr.example.", "expected ADDRESS[:PORT]"),
+        ] {
+            do {
+                _ = try NearcastConfig.parse(
+                    yaml:
+                        "listen: [\"127.0.0.1:53\"]\nzones:\n  - { origin: example.net., file: z.zone, notify: [\"\(target)\"] }\n",
+                    fileName: "c.yaml", baseDirectory: "")
+                Issue.record("\(target) was taken")
+            } catch {
+                #expect(error.description.contains("c.yaml:3") && error.description.contains(says), "\(error)")
             }
         }
     }
