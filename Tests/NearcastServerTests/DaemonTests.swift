@@ -206,8 +206,10 @@ import Glibc
             return String(line[r.upperBound...].prefix { $0 != "[" }).trimmingCharacters(in: .whitespaces)
         }
         #expect(
-            order == ["management API", "DNS cookie secrets", "health checks", "DNS listeners", "event loops"], "\(log)"
-        )
+            order == [
+                "management API", "NOTIFY to secondaries", "DNS cookie secrets", "health checks", "DNS listeners",
+                "event loops",
+            ], "\(log)")
     }
 
     /// A SIGTERM while the daemon is still starting (here loading a zone of 100,000 names) ends
