@@ -150,6 +150,42 @@ import Glibc
         #expect(Self.records(upToDate.stdout) == ["\(soa) 2026112202 3600 600 1209600 60"], "\(upToDate.stdout)")
         let older = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "IXFR=2026112101"])
         #expect(Self.records(older.stdout).count > Self.generated, "\(older.stdout.prefix(500))")
+
+        // Knot, serving the same file, given the same change (knotc's transaction), sends the same IXFR.
+        let knotDir = try TemporaryDirectory.url("nearcast-ixfr-knot")
+        let port = try TestSupport.unusedPort()
+        let knot = try ReferenceServerDifferentialTests.startKnot(
+            dir: knotDir, port: port, origin: "example.test", file: URL(fileURLWithPath: dir.file("z.zone")),
+            sections: "acl:\n  - id: all\n    address: 127.0.0.1\n    action: transfer",
+            zoneOptions: "    acl: all\n    journal-content: changes")
+        defer { knot.stop() }
+        let (kdig, knotc) = (try TestSupport.tool("kdig"), try TestSupport.tool("knotc"))
+        let socket = knotDir.appendingPathComponent("knot.sock").path
+        try knot.waitUntilReady {
+            (try? TestSupport.run(knotc, ["-s", socket, "zone-status", "example.test."]))?.status == 0
+        }
+        for command in [
+            ["zone-begin", "example.test."], ["zone-unset", "example.test.", "www", "A"],
+            ["zone-set", "example.test.", "www", "300", "A", "192.0.2.31"], ["zone-commit", "example.test."],
+        ] {
+            let out = try TestSupport.run(knotc, ["-s", socket] + command)
+            #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
+        }
+        let theirs = try TestSupport.run(kdig, ["@127.0.0.1", "-p", "\(port)", "example.test.", "IXFR=2026112201"])
+        #expect(Self.sections(theirs.stdout) == Self.sections(ixfr.stdout), "\(theirs.stdout)")
+    }
+
+    /// An IXFR's records cut at each SOA (the sequences of RFC 1995 §4), each sorted: two servers
+    /// may send a change's records in another order.
+    static func sections(_ output: String) -> [[String]] {
+        var out: [[String]] = []
+        for line in output.split(separator: "\n") where !line.hasPrefix(";") && !line.isEmpty && !line.contains("TSIG")
+        {
+            let record = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+            if record.contains(" IN SOA ") || out.isEmpty { out.append([]) }
+            out[out.count - 1].append(record)
+        }
+        return out.map { $0.sorted() }
     }
 
     /// NSD and Knot, secondaries of nearcastd with the key, take the zone by AXFR and answer from
