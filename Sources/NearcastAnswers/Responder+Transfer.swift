@@ -20,7 +20,7 @@ extension Responder {
     /// serve is NOTAUTH (RFC 5936 §2.2.1). An IXFR from a serial the zone's history reaches gets
     /// the changes since (RFC 1995 §4), from the serial served or a newer one the SOA alone, from
     /// any other the whole zone (AXFR's form). A transfer carries each geo name's answer for a
-    /// client that cannot be located (ARCHITECTURE §16): what a secondary can serve of it.
+    /// client that cannot be located (ARCHITECTURE §17): what a secondary can serve of it.
     public func transfer(_ query: [UInt8], client: [UInt8]) -> TransferReply? {
         guard Self.asksForTransfer(query), let msg = try? DNSMessage(wire: query), msg.questions.count == 1,
             msg.questions[0].type == .axfr || msg.questions[0].type == .ixfr

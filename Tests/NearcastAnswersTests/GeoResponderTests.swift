@@ -1,7 +1,9 @@
 import DNSWire
 import Foundation
 import MaxMindDB
+import NearcastBasics
 import NearcastTestSupport
+import NearcastTransfer
 import Testing
 
 @testable import NearcastAnswers
@@ -232,5 +234,26 @@ import Testing
                 d.contains { $0.hasSuffix("geo name geo.elsewhere.test. AAAA: not inside any zone served here") },
                 "\(d)")
         }
+    }
+
+    /// A zone transfer carries each geo name's answer for a client that cannot be located (the
+    /// same as a client the database does not know gets), beside the zone's own records at it.
+    @Test func aTransferCarriesTheGeoNamesAnswerForNoClientInParticular() throws {
+        var r = responder()
+        r.transfers = ZoneTransfers(rules: [Self.origin: [TransferRule(prefix: AddressPrefix("127.0.0.1"), key: nil)]])
+        let query = try DNSMessage(questions: [DNSQuestion(name: Self.origin, type: .axfr)]).serialize()
+        guard case .messages(var messages) = try #require(r.transfer(query, client: [127, 0, 0, 1])) else {
+            Issue.record("the transfer was refused")
+            return
+        }
+        var records: [ResourceRecord] = []
+        while let m = messages.next() { records += try DNSMessage(wire: m).answers }
+        let geo = try DNSName("geo.example.test.")
+        for type in [RRType.a, .aaaa] {
+            let unlocated = ask(r, type, client: [0, 0, 0, 0]).answers
+            #expect(!unlocated.isEmpty)
+            #expect(records.filter { $0.name == geo && $0.type == type } == unlocated, "\(type)")
+        }
+        #expect(records.contains { $0.name == geo && $0.type == .txt })
     }
 }
