@@ -323,7 +323,7 @@ let package = Package(
             name: "NearcastServerTests",
             dependencies: [
                 "NearcastServer", "NearcastConfiguration", "NearcastAPIModel", "NearcastZones", "DNSWire",
-                "NearcastTestSupport",
+                "NearcastTransfer", "NearcastTSIG", "NearcastTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -158,3 +158,82 @@ public struct TSIGStreamSigner: Sendable {
         return out + record.wire
     }
 }
+
+/// Checks the messages of a signed reply that takes more than one (a zone transfer in, RFC 8945
+/// §5.3.1), as a client: the first over the request's MAC, each later signed one over the MAC
+/// before it, the unsigned messages since and its timers. Up to 99 unsigned messages may come
+/// between signed ones; the last message must be signed.
+public struct TSIGStreamVerifier: Sendable {
+    let key: TSIGKey
+    var priorMAC: [UInt8]
+    var first = true
+    /// The unsigned messages since the last signed one, as they came.
+    var unsigned: [UInt8] = []
+    var unsignedCount = 0
+
+    /// For the replies to a request signed by `key` with `requestMAC`.
+    public init(key: TSIGKey, requestMAC: [UInt8]) {
+        self.key = key
+        priorMAC = requestMAC
+    }
+
+    /// Why a message does not verify.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Whether the last message checked was signed (a transfer must end on one).
+    public var lastWasSigned: Bool { unsignedCount == 0 && !first }
+
+    /// Checks `message` (the bytes as they came), at `now` (seconds since 1970).
+    public mutating func check(_ message: [UInt8], now: UInt64) throws(Failure) {
+        let m: DNSMessage
+        let found: Int?
+        do {
+            m = try DNSMessage(wire: message)
+            found = try DNSMessage.lastRecordOffset(in: message)
+        } catch { throw Failure(description: "a message that does not read: \(error)") }
+        guard let at = found, at >= 12, let last = m.additional.last, last.type == .tsig else {
+            guard !first else { throw Failure(description: "the first message is not signed") }
+            unsignedCount += 1
+            guard unsignedCount <= 99 else { throw Failure(description: "more than 99 messages without a signature") }
+            unsigned += message
+            return
+        }
+        guard let record = TSIGRecord(last) else { throw Failure(description: "a TSIG record that does not read") }
+        guard record.keyName == key.name, TSIGAlgorithm(name: record.algorithm) == key.algorithm else {
+            throw Failure(description: "signed with \(record.keyName), not \(key.name)")
+        }
+        guard record.error == .verified else { throw Failure(description: "the server says \(record.error)") }
+        var covered = Array(message[0..<at])
+        let arCount = (UInt16(covered[10]) << 8 | UInt16(covered[11])) &- 1
+        covered[10] = UInt8(arCount >> 8)
+        covered[11] = UInt8(arCount & 0xFF)
+        covered[0] = UInt8(record.originalID >> 8)
+        covered[1] = UInt8(record.originalID & 0xFF)
+        let prior = [UInt8(priorMAC.count >> 8), UInt8(priorMAC.count & 0xFF)] + priorMAC
+        let tail =
+            first
+            ? record.variables()
+            : TSIGRecord.time48(record.timeSigned) + [UInt8(record.fudge >> 8), UInt8(record.fudge & 0xFF)]
+        let expected = key.algorithm.mac(prior + unsigned + covered + tail, secret: key.secret)
+        guard TSIGKeyring.equalInConstantTime(expected.prefix(record.mac.count), record.mac),
+            record.mac.count >= key.algorithm.shortestMAC
+        else { throw Failure(description: "the MAC does not verify (BADSIG)") }
+        let skew = now > record.timeSigned ? now - record.timeSigned : record.timeSigned - now
+        guard skew <= UInt64(record.fudge) else { throw Failure(description: "signed at a time off by \(skew) s") }
+        priorMAC = record.mac
+        unsigned = []
+        unsignedCount = 0
+        first = false
+    }
+}
+
+extension TSIGKey {
+    /// The MAC of `signed`, a query this key signed (`sign(query:now:)`): what the first reply's
+    /// MAC covers.
+    public static func mac(ofSigned signed: [UInt8]) -> [UInt8]? {
+        guard let m = try? DNSMessage(wire: signed), let last = m.additional.last else { return nil }
+        return TSIGRecord(last)?.mac
+    }
+}

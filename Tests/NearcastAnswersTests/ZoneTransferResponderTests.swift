@@ -1,5 +1,6 @@
 import DNSWire
 import NearcastBasics
+import NearcastTSIG
 import NearcastTestSupport
 import NearcastTransfer
 import Testing
@@ -146,5 +147,35 @@ import Testing
         // Serial arithmetic (RFC 1982): 1 follows 0xFFFFFFFF.
         h.append(change(0xFFFF_FFFF, 1))
         #expect(h.changesets.count == 1)
+    }
+
+    /// A signed request's transfer is signed message by message (RFC 8945 §5.3.1): a client's
+    /// check passes every message in order, and fails at a message changed on the way.
+    @Test func aSignedTransferIsCheckedMessageByMessage() throws {
+        let key = TSIGKey(
+            name: try DNSName("xfr.example.test."), algorithm: .hmacSHA256, secret: Array("0123456789abcdef".utf8))
+        var r = Self.responder(try Self.zone())
+        r.keys = try TSIGKeyring([key])
+        r.clock = { 1_795_000_000 }
+        let signed = key.sign(query: try Self.request(.axfr), now: 1_795_000_000)
+        guard case .messages(var m) = try #require(r.transfer(signed, client: Self.secondary)) else {
+            Issue.record("the signed request was refused")
+            return
+        }
+        var messages: [[UInt8]] = []
+        while let bytes = m.next() { messages.append(bytes) }
+        #expect(messages.count > 3)
+        let mac = try #require(TSIGKey.mac(ofSigned: signed))
+        var verifier = TSIGStreamVerifier(key: key, requestMAC: mac)
+        for message in messages { try verifier.check(message, now: 1_795_000_000) }
+        #expect(verifier.lastWasSigned)
+
+        var tampered = TSIGStreamVerifier(key: key, requestMAC: mac)
+        try tampered.check(messages[0], now: 1_795_000_000)
+        // An address changed (198.51.x.y): the message still reads, its MAC no longer matches.
+        var changed = messages[1]
+        let at = try #require(changed.indices.dropLast(4).first { changed[$0] == 198 && changed[$0 + 1] == 51 })
+        changed[at + 3] ^= 1
+        #expect(throws: TSIGStreamVerifier.Failure.self) { try tampered.check(changed, now: 1_795_000_000) }
     }
 }
