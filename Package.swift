@@ -181,7 +181,7 @@ let package = Package(
             dependencies: [
                 "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "NearcastFleet", "NearcastStore",
+                "NearcastFleet", "NearcastStore", "NearcastTransfer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

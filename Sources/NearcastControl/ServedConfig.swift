@@ -89,10 +89,12 @@ package actor ServedConfig {
         responders: ResponderSource, writer: GenerationWriter?, monitor: HealthMonitor? = nil,
         changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil,
-        cookies: CookieRotation? = nil, notifier: ZoneNotifier? = nil, logger: Logger
+        cookies: CookieRotation? = nil, notifier: ZoneNotifier? = nil, histories: [DNSName: ZoneHistory] = [:],
+        logger: Logger
     ) {
         self.shared = shared
         self.notifier = notifier
+        self.histories = histories
         self.cookies = cookies
         self.running = running
         self.zones = zones

@@ -1,3 +1,4 @@
+import DNSWire
 import Foundation
 import Logging
 import NIOCore
@@ -12,6 +13,7 @@ import NearcastGeo
 import NearcastHealth
 import NearcastServer
 import NearcastStore
+import NearcastTransfer
 import NearcastZones
 
 /// The start's steps, in the order `startAndServe` takes them. Each part that started is added to
@@ -25,6 +27,8 @@ extension Daemon {
         var zones: [Zone]
         var tokens: APITokens
         var follower: StoreFollower?
+        /// Each zone's history from its journal (IXFR across a restart).
+        var histories: [DNSName: ZoneHistory] = [:]
     }
 
     /// The config, and what it names, read. A fleet's server serves the store's zones and geo
@@ -33,7 +37,7 @@ extension Daemon {
         var cfg: NearcastConfig
         do { cfg = try load() } catch { throw Self.refuse(error) }
         let follower = try await followStore(cfg)
-        let data: Inputs
+        var data: Inputs
         do {
             if let follower { cfg = try follower.source.config(over: cfg) }
             data = Inputs(config: cfg, zones: try cfg.loadZones(), tokens: try cfg.api.loadTokens(), follower: follower)
@@ -41,8 +45,13 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
-        for z in data.zones {
+        for (source, z) in zip(cfg.zones, data.zones) {
             logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"])
+            // The journal read again, for its changesets: a start replayed it onto the file.
+            let journal = ZoneJournal.path(forZoneFile: source.path)
+            if let changesets = try? ZoneJournal.read(journal, origin: z.origin), !changesets.isEmpty {
+                data.histories[z.origin] = ZoneHistory.journaled(changesets, servedSerial: z.serial)
+            }
         }
         try await started.checkpoint(logger: logger)
         return data

@@ -8,6 +8,7 @@ import NearcastDataPath
 import NearcastFleet
 import NearcastGeo
 import NearcastServer
+import NearcastTransfer
 import NearcastZones
 import UnixSignals
 
@@ -76,7 +77,7 @@ public struct Daemon: Sendable {
         let responders = ResponderSource(
             Responder(
                 serving: cfg, zones: data.zones, geo: geo, cookies: cookies,
-                counts: metrics.answers.view(data.zones, geo)))
+                counts: metrics.answers.view(data.zones, geo), histories: data.histories))
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
         let fastPath = try await startFastPath(
             cfg, responders: responders, geo: geo, cookies: cookies, listeners: listeners, started)
@@ -98,7 +99,7 @@ public struct Daemon: Sendable {
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
-            notifier: await startNotifier(started), logger: logger)
+            notifier: await startNotifier(started), histories: data.histories, logger: logger)
         data.zones = []
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)

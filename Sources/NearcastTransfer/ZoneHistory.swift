@@ -48,6 +48,19 @@ public struct ZoneHistory: Sendable {
     }
 }
 
+extension ZoneHistory {
+    /// The history a zone's journal gives at a start: its changesets (`ZoneJournal.read`, those
+    /// since the zone file's serial) when they lead to `servedSerial`, the serial of the zone
+    /// served once they are replayed. Secondaries then take an IXFR across a restart for the
+    /// changes since the last write-back, not the whole zone.
+    public static func journaled(_ changesets: [ZoneChangeset], servedSerial: UInt32) -> ZoneHistory {
+        var h = ZoneHistory()
+        for c in changesets { h.append(c) }
+        if h.changesets.last?.serialAfter != servedSerial { h.clear() }
+        return h
+    }
+}
+
 extension ZoneChangeset {
     /// The changeset that makes `after` from `before` (a zone of the same origin), given the
     /// owners whose RRsets may differ: each RRset that differs removed whole and added whole.

@@ -31,7 +31,7 @@ import Glibc
 
     /// nearcastd serving the zone, transferred to 127.0.0.1 with the key, or to 127.0.0.2 without;
     /// NOTIFY sent to `notify` (ports on 127.0.0.1), signed with the key.
-    static func start(in dir: TemporaryDirectory, notify: [Int] = []) throws -> Daemon {
+    static func start(in dir: TemporaryDirectory, notify: [Int] = [], extra: String = "") throws -> Daemon {
         let targets = notify.map { "\"127.0.0.1:\($0) key \(keyName)\"" }.joined(separator: ", ")
         _ = try dir.write(try zoneText(), to: "z.zone")
         _ = try dir.write("write \(writer)\n", to: "tokens")
@@ -46,6 +46,7 @@ import Glibc
             tsig:
               keys: [{ name: \(keyName), algorithm: hmac-sha256, secret: \(secret) }]
             api: { listen: "127.0.0.1:0", tokens: tokens }
+            \(extra)
             """, to: "c.yaml")
         return try Daemon(["--config", dir.file("c.yaml")])
     }
@@ -173,6 +174,23 @@ import Glibc
         }
         let theirs = try TestSupport.run(kdig, ["@127.0.0.1", "-p", "\(port)", "example.test.", "IXFR=2026112201"])
         #expect(Self.sections(theirs.stdout) == Self.sections(ixfr.stdout), "\(theirs.stdout)")
+    }
+
+    /// A restart keeps the history its zone's journal holds (the changes since the last
+    /// write-back): an IXFR from before a change made before the restart is still that change.
+    @Test func aRestartKeepsTheJournaledHistory() throws {
+        let dir = try TemporaryDirectory("nearcast-ixfr-restart")
+        var daemon = try Self.start(in: dir, extra: "zonefile-sync: 3600")
+        let set = try daemon.cli(["record", "set", "example.test.", "www", "A", "192.0.2.31"], token: Self.writer)
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(daemon.stop() == 0)
+        daemon = try Self.start(in: dir, extra: "zonefile-sync: 3600")
+        defer { daemon.stop() }
+        let ixfr = try Self.kdig(daemon, Self.kdigKey + ["example.test.", "IXFR=2026112201"])
+        let sections = Self.sections(ixfr.stdout)
+        #expect(sections.count == 4, "\(ixfr.stdout.prefix(2000))")
+        #expect(sections.last?.count == 1)
+        #expect(sections.dropFirst(2).first?.contains("www.example.test. 300 IN A 192.0.2.31") == true)
     }
 
     /// An IXFR's records cut at each SOA (the sequences of RFC 1995 §4), each sorted: two servers
