@@ -12,6 +12,8 @@ public struct WireWriter {
     /// suffixes instead of comparing with every label written (a hit is compared octet by octet
     /// before it is used). nil: the linear scan above.
     private var suffixes: [UInt64: UInt16]?
+    /// The name an indexed writer wrote last, and the offset a pointer to it takes.
+    private var lastName: (wire: [UInt8], offset: UInt16)?
 
     /// `indexed`: names are looked up through a hash of their suffixes (for messages of hundreds
     /// of names, where the scan would compare each with every label before it).
@@ -42,6 +44,7 @@ public struct WireWriter {
         bytes.removeSubrange(count...)
         labelOffsets.removeAll { Int($0) >= count }
         suffixes = suffixes?.filter { Int($0.value) < count }
+        if let last = lastName, Int(last.offset) >= count { lastName = nil }
     }
 
     /// Overwrites a 16-bit field written earlier (e.g. RDLENGTH, counts).
@@ -76,35 +79,48 @@ public struct WireWriter {
     /// `name` for an indexed writer: the longest suffix already written is pointed at, and the
     /// suffixes written here are added once the name is complete.
     private mutating func indexedName(_ wire: [UInt8], compress: Bool) {
-        // The labels' offsets in `wire`, and the hash of each suffix, made from the root up (FNV-1a
-        // over the folded octets, each label's on the hash of the labels after it).
-        var starts: [Int] = []
-        var i = 0
-        while wire[i] != 0 {
-            starts.append(i)
-            i += Int(wire[i]) + 1
+        // The name just written again (a zone's next record at the same owner): its place.
+        if compress, let last = lastName, last.wire == wire {
+            u16(0xC000 | last.offset)
+            return
         }
-        var hashes = [UInt64](repeating: 0, count: starts.count)
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for j in stride(from: starts.count - 1, through: 0, by: -1) {
-            let s = starts[j]
-            for k in s...(s + Int(wire[s])) { h = (h ^ UInt64(DNSName.fold(wire[k]))) &* 0x100_0000_01b3 }
-            hashes[j] = h
-        }
-        // Labels written here become places to point at once the name is whole (as in `name`).
-        var offsets: [Int] = []
-        for j in starts.indices {
-            if compress, let ptr = suffixes![hashes[j]], suffixMatches(wire, starts[j], at: Int(ptr)) {
-                u16(0xC000 | ptr)
-                break
+        // A name has at most 127 labels: the per-label figures live on the stack.
+        withUnsafeTemporaryAllocation(of: (start: Int, hash: UInt64, offset: Int).self, capacity: 128) { labels in
+            // The labels' offsets in `wire`, and the hash of each suffix, made from the root up
+            // (FNV-1a over the folded octets, each label's on the hash of the labels after it).
+            var count = 0
+            var i = 0
+            while wire[i] != 0 {
+                labels[count] = (i, 0, -1)
+                count += 1
+                i += Int(wire[i]) + 1
             }
-            let s = starts[j]
-            offsets.append(bytes.count)
-            bytes.append(contentsOf: wire[s...(s + Int(wire[s]))])
-        }
-        if offsets.count == starts.count { bytes.append(0) }
-        for (j, offset) in offsets.enumerated() where offset < 0x4000 && suffixes![hashes[j]] == nil {
-            suffixes![hashes[j]] = UInt16(offset)
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for j in stride(from: count - 1, through: 0, by: -1) {
+                let s = labels[j].start
+                for k in s...(s + Int(wire[s])) { h = (h ^ UInt64(DNSName.fold(wire[k]))) &* 0x100_0000_01b3 }
+                labels[j].hash = h
+            }
+            // Labels written here become places to point at once the name is whole (as in `name`).
+            var whole: Int?
+            var written = 0
+            for j in 0..<count {
+                if compress, let ptr = suffixes![labels[j].hash], suffixMatches(wire, labels[j].start, at: Int(ptr)) {
+                    u16(0xC000 | ptr)
+                    if j == 0 { whole = Int(ptr) }
+                    break
+                }
+                let s = labels[j].start
+                labels[j].offset = bytes.count
+                if j == 0 { whole = bytes.count }
+                bytes.append(contentsOf: wire[s...(s + Int(wire[s]))])
+                written += 1
+            }
+            if written == count { bytes.append(0) }
+            for j in 0..<written where labels[j].offset < 0x4000 && suffixes![labels[j].hash] == nil {
+                suffixes![labels[j].hash] = UInt16(labels[j].offset)
+            }
+            if let whole, whole < 0x4000 { lastName = (wire, UInt16(whole)) } else { lastName = nil }
         }
     }
 
