@@ -1,4 +1,6 @@
+import DNSWire
 import Foundation
+import NearcastTSIG
 import NearcastTestSupport
 import Testing
 
@@ -121,6 +123,32 @@ import Glibc
         #expect(notApex.stdout.contains("NOTAUTH") || notApex.stderr.contains("NOTAUTH"), "\(notApex.stdout)")
         let second = try Self.kdig(daemon, ["-b", "127.0.0.2", "example.test.", "AXFR"])
         #expect(second.status == 0 && Self.records(second.stdout).count > Self.generated, "\(second.stderr)")
+    }
+
+    /// A query sent on the connection right behind an AXFR is answered after the transfer's last
+    /// message, never in the middle of it (RFC 5936 §4.1.2: the messages of a transfer go
+    /// together).
+    @Test func aQueryBehindATransferIsAnsweredAfterIt() throws {
+        let dir = try TemporaryDirectory("nearcast-axfr-pipelined")
+        let daemon = try Self.start(in: dir)
+        defer { daemon.stop() }
+        let fd = try #require(RawClient.tcpConnect(port: daemon.dnsPort, timeout: 10))
+        defer { close(fd) }
+        let axfr = TransferInTests.key.sign(
+            query: RawClient.query("example.test.", .axfr, id: 7), now: UInt64(Date().timeIntervalSince1970))
+        let a = RawClient.query("www.example.test.", .a, id: 8)
+        let both =
+            [UInt8(axfr.count >> 8), UInt8(axfr.count & 0xFF)] + axfr + [UInt8(a.count >> 8), UInt8(a.count & 0xFF)] + a
+        #expect(RawClient.tcpSend(fd, both))
+        var ids: [UInt16] = []
+        var soas = 0
+        while soas < 2 || ids.last == 7 {
+            let m = try DNSMessage(wire: try #require(RawClient.tcpReadMessage(fd)))
+            ids.append(m.header.id)
+            soas += m.header.id == 7 ? m.answers.filter { $0.type == .soa }.count : 0
+            if ids.count > 100 { break }
+        }
+        #expect(ids.count > 3 && ids.dropLast().allSatisfy { $0 == 7 } && ids.last == 8, "\(ids)")
     }
 
     /// A change through the API is an IXFR (RFC 1995): from the serial before it, the new SOA,
