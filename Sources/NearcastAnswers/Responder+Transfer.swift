@@ -21,7 +21,10 @@ extension Responder {
     /// the changes since (RFC 1995 §4), from the serial served or a newer one the SOA alone, from
     /// any other the whole zone (AXFR's form). A transfer carries each geo name's answer for a
     /// client that cannot be located (ARCHITECTURE §17): what a secondary can serve of it.
-    public func transfer(_ query: [UInt8], client: [UInt8]) -> TransferReply? {
+    ///
+    /// A transfer's messages hold one of `slots` (nil: no limit), which the caller gives back once
+    /// they are sent; with none free, the request is REFUSED.
+    public func transfer(_ query: [UInt8], client: [UInt8], slots: TransferSlots? = nil) -> TransferReply? {
         guard Self.asksForTransfer(query), let msg = try? DNSMessage(wire: query), msg.questions.count == 1,
             msg.questions[0].type == .axfr || msg.questions[0].type == .ixfr
         else { return nil }
@@ -61,15 +64,20 @@ extension Responder {
         }
         var replyHeader = replyHeader(header)
         replyHeader.aa = true
+        // The secondary's serial, for IXFR: the SOA in the authority section (RFC 1995 §3).
+        var theirs: UInt32?
         if question.type == .ixfr {
-            // The secondary's serial: the SOA in the authority section (RFC 1995 §3).
-            guard let theirs = request.authority.first(where: { $0.type == .soa }), case .soa(let s) = theirs.rdata
+            guard let soa = request.authority.first(where: { $0.type == .soa }), case .soa(let s) = soa.rdata
             else { return refuse(.formErr, nil) }
-            if !ZoneHistory.isNewer(zone.serial, than: s.serial) {
+            theirs = s.serial
+        }
+        guard slots?.take() ?? true else { return refuse(.refused, nil) }
+        if let theirs {
+            if !ZoneHistory.isNewer(zone.serial, than: theirs) {
                 return .messages(
                     .upToDate(zone, header: replyHeader, question: question, opt: opt, signer: signer))
             }
-            if let changes = transfers.histories[zone.origin]?.changes(from: s.serial) {
+            if let changes = transfers.histories[zone.origin]?.changes(from: theirs) {
                 return .messages(
                     .ixfr(zone, changes: changes, header: replyHeader, question: question, opt: opt, signer: signer))
             }

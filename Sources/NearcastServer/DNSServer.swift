@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NearcastAnswers
 import NearcastConfiguration
+import NearcastTransfer
 import Synchronization
 
 #if canImport(Glibc)
@@ -24,6 +25,8 @@ public final class DNSServer: Sendable {
     let group: any EventLoopGroup
     let tcpIdleTimeout: TimeAmount
     let logger: Logger
+    /// Transfers out running at once, across all listeners and connections.
+    let transferSlots = TransferSlots()
     private let listeners = Mutex(Listeners())
 
     /// The bound listeners, and whether `stop` closed them.
@@ -74,6 +77,7 @@ public final class DNSServer: Sendable {
         let limiter = self.limiter
         let log = self.log
         let logger = self.logger
+        let transferSlots = self.transferSlots
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -87,7 +91,9 @@ public final class DNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(DNSTCPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        DNSTCPHandler(responders: responders, metrics: metrics, log: log, logger: logger))
+                        DNSTCPHandler(
+                            responders: responders, metrics: metrics, log: log, logger: logger,
+                            transferSlots: transferSlots))
                 }
             }
             .bind(to: target).get()

@@ -37,15 +37,21 @@ final class DNSTCPHandler: ChannelInboundHandler {
     let log: QueryLog?
     /// Where transfers out are logged.
     let logger: Logger?
+    /// The server's transfers out running at once (`TransferSlots`).
+    let transferSlots: TransferSlots
     /// Whether a transfer is being written, and the queries read meanwhile (in the event loop).
     var transferring = false
     var waiting: [[UInt8]] = []
 
-    init(responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil, logger: Logger? = nil) {
+    init(
+        responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil, logger: Logger? = nil,
+        transferSlots: TransferSlots = TransferSlots()
+    ) {
         self.responders = responders
         self.metrics = metrics
         self.log = log
         self.logger = logger
+        self.transferSlots = transferSlots
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -62,10 +68,11 @@ final class DNSTCPHandler: ChannelInboundHandler {
         let responder = responders.current.responder
         let client = context.channel.remoteAddress?.addressBytes
         var reply: [UInt8]?
-        switch responder.transfer(query, client: client ?? []) {
+        switch responder.transfer(query, client: client ?? [], slots: transferSlots) {
         case .messages(let messages):
             transferring = true
-            ZoneTransferWriter.start(messages, to: client ?? [], handler: self, context: context, logger: logger)
+            ZoneTransferWriter.start(
+                messages, to: client ?? [], handler: self, context: context, slots: transferSlots, logger: logger)
             return
         case .reply(let r): reply = r
         case nil: reply = responder.respond(to: query, transport: .tcp, client: client)
@@ -121,12 +128,13 @@ enum ZoneTransferWriter {
 
     static func start(
         _ messages: TransferMessages, to client: [UInt8], handler: DNSTCPHandler, context: ChannelHandlerContext,
-        logger: Logger?
+        slots: TransferSlots, logger: Logger?
     ) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler, context), eventLoop: loop)
         let thread = Thread {
             Thread.current.name = "nc-transfer"
+            defer { slots.release() }  // the slot the responder took for these messages
             let began = ContinuousClock.now
             var messages = messages
             func metadata() -> Logger.Metadata {

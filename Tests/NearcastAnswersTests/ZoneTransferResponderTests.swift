@@ -178,4 +178,33 @@ import Testing
         changed[at + 3] ^= 1
         #expect(throws: TSIGStreamVerifier.Failure.self) { try tampered.check(changed, now: 1_795_000_000) }
     }
+
+    /// Transfers running at once are bounded (`TransferSlots`): over the limit a request is
+    /// REFUSED, and a slot given back takes the next one.
+    @Test func transfersOverTheLimitAreRefusedUntilASlotIsFree() throws {
+        let r = Self.responder(try Self.zone(names: 0))
+        let slots = TransferSlots(limit: 1)
+        guard case .messages = try #require(r.transfer(try Self.request(.axfr), client: Self.secondary, slots: slots))
+        else {
+            Issue.record("the first transfer was refused")
+            return
+        }
+        guard
+            case .reply(let refused) = try #require(
+                r.transfer(try Self.request(.axfr), client: Self.secondary, slots: slots))
+        else {
+            Issue.record("a second transfer at once was taken")
+            return
+        }
+        #expect(try DNSMessage(wire: refused).rcode == .refused)
+        // A request refused for another reason takes no slot.
+        slots.release()
+        _ = r.transfer(try Self.request(.axfr, name: "www.example.test."), client: Self.secondary, slots: slots)
+        #expect(slots.inUse == 0)
+        guard case .messages = try #require(r.transfer(try Self.request(.axfr), client: Self.secondary, slots: slots))
+        else {
+            Issue.record("a transfer after the slot was given back was refused")
+            return
+        }
+    }
 }
