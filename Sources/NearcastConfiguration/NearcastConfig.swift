@@ -190,8 +190,9 @@ public struct NearcastConfig: Sendable {
                         fail(item, "each zone must be a mapping with 'origin' and 'file'")
                         continue
                     }
-                    for (zk, _) in m where !["origin", "file", "allow-transfer", "notify"].contains(zk.string ?? "") {
-                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: origin, file, allow-transfer, notify)")
+                    let known = ["origin", "file"] + ZoneTransferSettings.keys
+                    for (zk, _) in m where !known.contains(zk.string ?? "") {
+                        fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: \(known.joined(separator: ", ")))")
                     }
                     guard let o = m["origin"]?.string else {
                         fail(item, "zone is missing 'origin'")
@@ -210,36 +211,13 @@ public struct NearcastConfig: Sendable {
                         fail(item, "zone \(origin) is listed twice")
                         continue
                     }
-                    var rules: [TransferRule] = []
-                    if let a = m["allow-transfer"] {
-                        for r in a.sequence.map(Array.init) ?? [a] {
-                            switch r.string.map(TransferRule.parse) {
-                            case .success(let rule): rules.append(rule)
-                            case .failure(let e): fail(r, "zone \(origin) allow-transfer '\(r.string ?? "?")': \(e)")
-                            case nil:
-                                fail(
-                                    r,
-                                    "zone \(origin) allow-transfer: each rule is a string (PREFIX, key NAME, or PREFIX key NAME)"
-                                )
-                            }
-                        }
-                    }
-                    var notify: [NotifyTarget] = []
-                    if let a = m["notify"] {
-                        for t in a.sequence.map(Array.init) ?? [a] {
-                            switch t.string.map(NotifyTarget.parse) {
-                            case .success(let target): notify.append(target)
-                            case .failure(let e): fail(t, "zone \(origin) notify '\(t.string ?? "?")': \(e)")
-                            case nil:
-                                fail(t, "zone \(origin) notify: each target is a string (ADDRESS[:PORT] [key NAME])")
-                            }
-                        }
-                    }
+                    let transfer = ZoneTransferSettings.parse(
+                        m, origin: origin, fileName: fileName, diags: &diags)
                     let path = resolvedPath(f, relativeTo: baseDirectory)
                     config.zones.append(
                         ZoneSource(
-                            origin: origin, path: path, declaredAt: "\(fileName):\(line(item))", allowTransfer: rules,
-                            notify: notify))
+                            origin: origin, path: path, declaredAt: "\(fileName):\(line(item))",
+                            allowTransfer: transfer.allowTransfer, notify: transfer.notify))
                 }
             case "max-udp-payload":
                 guard let n = v.int, (512...4096).contains(n) else {
@@ -395,20 +373,7 @@ public struct NearcastConfig: Sendable {
             }
         }
         // A rule's key must be one the tsig section declares (which may come after the zones).
-        for z in config.zones {
-            for key in z.allowTransfer.compactMap(\.key) + z.notify.compactMap(\.key) {
-                if config.tsigKeys.key(named: key) == nil {
-                    let colon = z.declaredAt.lastIndex(of: ":") ?? z.declaredAt.endIndex
-                    diags.append(
-                        Diagnostic(
-                            file: String(z.declaredAt[..<colon]),
-                            line: Int(z.declaredAt[colon...].dropFirst()) ?? 0,
-                            message:
-                                "zone \(z.origin) names key \(key) (allow-transfer, notify), which the tsig section does not declare"
-                        ))
-                }
-            }
-        }
+        for z in config.zones { diags += ZoneTransferSettings.unknownKeys(of: z, in: config.tsigKeys) }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         return config
     }
