@@ -188,26 +188,8 @@ public final class ZoneNotifier: Sendable {
 
     static func send(_ message: [UInt8], to target: NotifyTarget, on fd: Int32) {
         guard fd >= 0 else { return }
-        if target.address.count == 4 {
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = target.port.bigEndian
-            withUnsafeMutableBytes(of: &a.sin_addr) { $0.copyBytes(from: target.address) }
-            _ = withUnsafePointer(to: &a) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, message, message.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        } else {
-            var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = target.port.bigEndian
-            withUnsafeMutableBytes(of: &a.sin6_addr) { $0.copyBytes(from: target.address) }
-            _ = withUnsafePointer(to: &a) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, message, message.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
+        _ = SocketAddressOctets.withSockaddr(target.address, port: target.port) {
+            sendto(fd, message, message.count, 0, $0, $1)
         }
     }
 

@@ -74,17 +74,11 @@ public struct TSIGReplySigner: Sendable {
         guard reply.count >= 12 else { return (reply, []) }
         var record = record(mac: [])
         if let key {
-            var covered = reply
-            covered[0] = UInt8(request.originalID >> 8)
-            covered[1] = UInt8(request.originalID & 0xFF)
-            let requestMAC = [UInt8(request.mac.count >> 8), UInt8(request.mac.count & 0xFF)] + request.mac
-            record.mac = key.algorithm.mac(requestMAC + covered + record.variables(), secret: key.secret)
+            let covered = TSIGRecord.withID(reply, request.originalID)
+            record.mac = key.algorithm.mac(
+                TSIGRecord.lengthPrefixed(request.mac) + covered + record.variables(), secret: key.secret)
         }
-        var out = reply
-        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
-        out[10] = UInt8(arCount >> 8)
-        out[11] = UInt8(arCount & 0xFF)
-        return (out + record.wire, record.mac)
+        return (record.appended(to: reply), record.mac)
     }
 
     /// The reply's TSIG record before its MAC. A signed reply carries our time, except BADTIME,
@@ -114,11 +108,7 @@ extension TSIGKey {
             keyName: name, algorithm: algorithm.name, timeSigned: now, fudge: fudge, mac: [], originalID: id,
             error: .verified, otherData: [])
         record.mac = algorithm.mac(query + record.variables(), secret: secret)
-        var out = query
-        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
-        out[10] = UInt8(arCount >> 8)
-        out[11] = UInt8(arCount & 0xFF)
-        return out + record.wire
+        return record.appended(to: query)
     }
 }
 
@@ -144,18 +134,11 @@ public struct TSIGStreamSigner: Sendable {
             return signed
         }
         var record = first.record(mac: [])
-        var covered = message
-        covered[0] = UInt8(first.request.originalID >> 8)
-        covered[1] = UInt8(first.request.originalID & 0xFF)
-        let timers = TSIGRecord.time48(record.timeSigned) + [UInt8(record.fudge >> 8), UInt8(record.fudge & 0xFF)]
-        let priorField = [UInt8(prior.count >> 8), UInt8(prior.count & 0xFF)] + prior
-        record.mac = key.algorithm.mac(priorField + covered + timers, secret: key.secret)
+        let covered = TSIGRecord.withID(message, first.request.originalID)
+        record.mac = key.algorithm.mac(
+            TSIGRecord.lengthPrefixed(prior) + covered + record.timers, secret: key.secret)
         priorMAC = record.mac
-        var out = message
-        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
-        out[10] = UInt8(arCount >> 8)
-        out[11] = UInt8(arCount & 0xFF)
-        return out + record.wire
+        return record.appended(to: message)
     }
 }
 
@@ -205,18 +188,13 @@ public struct TSIGStreamVerifier: Sendable {
             throw Failure(description: "signed with \(record.keyName), not \(key.name)")
         }
         guard record.error == .verified else { throw Failure(description: "the server says \(record.error)") }
-        var covered = Array(message[0..<at])
+        var covered = TSIGRecord.withID(Array(message[0..<at]), record.originalID)
         let arCount = (UInt16(covered[10]) << 8 | UInt16(covered[11])) &- 1
         covered[10] = UInt8(arCount >> 8)
         covered[11] = UInt8(arCount & 0xFF)
-        covered[0] = UInt8(record.originalID >> 8)
-        covered[1] = UInt8(record.originalID & 0xFF)
-        let prior = [UInt8(priorMAC.count >> 8), UInt8(priorMAC.count & 0xFF)] + priorMAC
-        let tail =
-            first
-            ? record.variables()
-            : TSIGRecord.time48(record.timeSigned) + [UInt8(record.fudge >> 8), UInt8(record.fudge & 0xFF)]
-        let expected = key.algorithm.mac(prior + unsigned + covered + tail, secret: key.secret)
+        let tail = first ? record.variables() : record.timers
+        let expected = key.algorithm.mac(
+            TSIGRecord.lengthPrefixed(priorMAC) + unsigned + covered + tail, secret: key.secret)
         guard TSIGKeyring.equalInConstantTime(expected.prefix(record.mac.count), record.mac),
             record.mac.count >= key.algorithm.shortestMAC
         else { throw Failure(description: "the MAC does not verify (BADSIG)") }

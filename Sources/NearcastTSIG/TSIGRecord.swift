@@ -78,6 +78,29 @@ public struct TSIGRecord: Hashable, Sendable {
         return v
     }
 
+    /// The timers a later message of a stream covers instead of all the variables (§5.3.1).
+    var timers: [UInt8] { Self.time48(timeSigned) + [UInt8(fudge >> 8), UInt8(fudge & 0xFF)] }
+
+    /// `message` with this record appended last and ARCOUNT one more.
+    func appended(to message: [UInt8]) -> [UInt8] {
+        var out = message
+        let arCount = (UInt16(out[10]) << 8 | UInt16(out[11])) &+ 1
+        out[10] = UInt8(arCount >> 8)
+        out[11] = UInt8(arCount & 0xFF)
+        return out + wire
+    }
+
+    /// `message` with its ID replaced by `id` (a MAC covers the original ID).
+    static func withID(_ message: [UInt8], _ id: UInt16) -> [UInt8] {
+        var out = message
+        out[0] = UInt8(id >> 8)
+        out[1] = UInt8(id & 0xFF)
+        return out
+    }
+
+    /// A MAC as a digest covers it: its length, then its octets.
+    static func lengthPrefixed(_ mac: [UInt8]) -> [UInt8] { [UInt8(mac.count >> 8), UInt8(mac.count & 0xFF)] + mac }
+
     static func time48(_ t: UInt64) -> [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: t >> (40 - 8 * UInt64($0))) } }
 }
 

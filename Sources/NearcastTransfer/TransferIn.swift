@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import NearcastBasics
 import NearcastTSIG
 import NearcastZones
 
@@ -172,26 +173,7 @@ public enum TransferIn {
                 Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue),
                 0)
             guard fd >= 0 else { throw Failure("no socket: errno \(errno)") }
-            var storage = sockaddr_storage()
-            let length: Int
-            if v4 {
-                var a = sockaddr_in()
-                a.sin_family = sa_family_t(AF_INET)
-                a.sin_port = port.bigEndian
-                withUnsafeMutableBytes(of: &a.sin_addr) { $0.copyBytes(from: address) }
-                withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in.self) }
-                length = MemoryLayout<sockaddr_in>.size
-            } else {
-                var a = sockaddr_in6()
-                a.sin6_family = sa_family_t(AF_INET6)
-                a.sin6_port = port.bigEndian
-                withUnsafeMutableBytes(of: &a.sin6_addr) { $0.copyBytes(from: address) }
-                withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in6.self) }
-                length = MemoryLayout<sockaddr_in6>.size
-            }
-            let r = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(length)) }
-            }
+            let r = SocketAddressOctets.withSockaddr(address, port: port) { connect(fd, $0, $1) }
             if r != 0 && errno != EINPROGRESS {
                 let e = errno
                 Glibc.close(fd)
