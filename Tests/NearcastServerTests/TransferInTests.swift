@@ -25,30 +25,13 @@ import Testing
         return (URL(fileURLWithPath: path), records)
     }
 
-    static func keySection() -> String {
-        """
-        key:
-          - id: \(ZoneTransferTests.keyName)
-            algorithm: hmac-sha256
-            secret: \(ZoneTransferTests.secret)
-        acl:
-          - id: xfr
-            address: 127.0.0.1
-            key: \(ZoneTransferTests.keyName)
-            action: transfer
-        """
-    }
-
     /// Knot as the primary: the whole zone; after a change made with knotc, that change alone
     /// (its old SOA, the records removed, its new SOA, the record added); nothing from the serial
     /// it serves; a transfer signed with a wrong secret fails, saying why.
     @Test func fromKnotAXFRThenIXFR() throws {
         let dir = try TemporaryDirectory("nearcast-xfr-in-knot")
         let (file, records) = try Self.zone(in: dir)
-        let port = try TestSupport.unusedPort()
-        let knot = try ReferenceServerDifferentialTests.startKnot(
-            dir: dir.url.appendingPathComponent("knot"), port: port, origin: "example.test", file: file,
-            sections: Self.keySection(), zoneOptions: "    acl: xfr\n    journal-content: changes")
+        let (knot, port, socket) = try ZoneTransferTests.knotPrimary(file: file, label: "nearcast-xfr-in-knot")
         defer { knot.stop() }
         var outcome: TransferIn.Outcome?
         try knot.waitUntilReady {
@@ -63,15 +46,7 @@ import Testing
         #expect(serial == 2_026_112_201)
         #expect(Set(got) == Set(records) && got.count == records.count)
 
-        let knotc = try TestSupport.tool("knotc")
-        let socket = dir.url.appendingPathComponent("knot/knot.sock").path
-        for command in [
-            ["zone-begin", "example.test."], ["zone-unset", "example.test.", "www", "A"],
-            ["zone-set", "example.test.", "www", "300", "A", "192.0.2.31"], ["zone-commit", "example.test."],
-        ] {
-            let out = try TestSupport.run(knotc, ["-s", socket] + command)
-            #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
-        }
+        try ZoneTransferTests.changeWwwInKnot(socket: socket)
         let change = try TransferIn.fetch(
             Self.origin, from: Self.localhost, port: UInt16(port), key: Self.key, serial: 2_026_112_201)
         guard case .changes(let changesets) = change, let c = changesets.first, changesets.count == 1 else {

@@ -59,6 +59,54 @@ import Glibc
         try TestSupport.run(try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(daemon.dnsPort)"] + args)
     }
 
+    /// Knot's statement of the zones' key.
+    static let knotKey = "key:\n  - id: \(keyName)\n    algorithm: hmac-sha256\n    secret: \(secret)"
+
+    /// Knot serving `file` as a primary: transfers to 127.0.0.1 signed with the key or not, its
+    /// journal kept for IXFR; its process, port and control socket, once it answers knotc.
+    static func knotPrimary(file: URL, label: String) throws -> (ServerProcess, port: Int, socket: String) {
+        let dir = try TemporaryDirectory.url(label)
+        let port = try TestSupport.unusedPort()
+        let knot = try ReferenceServerDifferentialTests.startKnot(
+            dir: dir, port: port, origin: "example.test", file: file,
+            sections: knotKey + """
+
+                acl:
+                  - id: signed
+                    address: 127.0.0.1
+                    key: \(keyName)
+                    action: transfer
+                  - id: unsigned
+                    address: 127.0.0.1
+                    action: transfer
+                """,
+            zoneOptions: "    acl: [signed, unsigned]\n    journal-content: changes")
+        let socket = dir.appendingPathComponent("knot.sock").path
+        let knotc = try TestSupport.tool("knotc")
+        do {
+            try knot.waitUntilReady {
+                (try? TestSupport.run(knotc, ["-s", socket, "zone-status", "example.test."]))?.status == 0
+            }
+        } catch {
+            knot.stop()
+            throw error
+        }
+        return (knot, port, socket)
+    }
+
+    /// The change the API tests make (www's addresses replaced by 192.0.2.31), made in the Knot at
+    /// `socket` by knotc's transaction: serial 2026112201 to 2026112202, as nearcast makes it.
+    static func changeWwwInKnot(socket: String) throws {
+        let knotc = try TestSupport.tool("knotc")
+        for command in [
+            ["zone-begin", "example.test."], ["zone-unset", "example.test.", "www", "A"],
+            ["zone-set", "example.test.", "www", "300", "A", "192.0.2.31"], ["zone-commit", "example.test."],
+        ] {
+            let out = try TestSupport.run(knotc, ["-s", socket] + command)
+            #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
+        }
+    }
+
     /// The records of kdig's output, TSIG records and comments left out, sorted.
     static func records(_ output: String) -> [String] {
         output.split(separator: "\n").map {
@@ -87,12 +135,8 @@ import Glibc
         }
         #expect(lines.first?.contains("\tSOA\t") == true && lines.last?.contains("\tSOA\t") == true)
 
-        let knotDir = try TemporaryDirectory.url("nearcast-axfr-knot")
-        let port = try TestSupport.unusedPort()
-        let knot = try ReferenceServerDifferentialTests.startKnot(
-            dir: knotDir, port: port, origin: "example.test", file: URL(fileURLWithPath: dir.file("z.zone")),
-            sections: "acl:\n  - id: all\n    address: 127.0.0.1\n    action: transfer",
-            zoneOptions: "    acl: all")
+        let (knot, port, _) = try Self.knotPrimary(
+            file: URL(fileURLWithPath: dir.file("z.zone")), label: "nearcast-axfr-knot")
         defer { knot.stop() }
         let kdig = try TestSupport.tool("kdig")
         var theirs = ""
@@ -185,25 +229,11 @@ import Glibc
         #expect(Self.records(older.stdout).count > Self.generated, "\(older.stdout.prefix(500))")
 
         // Knot, serving the same file, given the same change (knotc's transaction), sends the same IXFR.
-        let knotDir = try TemporaryDirectory.url("nearcast-ixfr-knot")
-        let port = try TestSupport.unusedPort()
-        let knot = try ReferenceServerDifferentialTests.startKnot(
-            dir: knotDir, port: port, origin: "example.test", file: URL(fileURLWithPath: dir.file("z.zone")),
-            sections: "acl:\n  - id: all\n    address: 127.0.0.1\n    action: transfer",
-            zoneOptions: "    acl: all\n    journal-content: changes")
+        let (knot, port, socket) = try Self.knotPrimary(
+            file: URL(fileURLWithPath: dir.file("z.zone")), label: "nearcast-ixfr-knot")
         defer { knot.stop() }
-        let (kdig, knotc) = (try TestSupport.tool("kdig"), try TestSupport.tool("knotc"))
-        let socket = knotDir.appendingPathComponent("knot.sock").path
-        try knot.waitUntilReady {
-            (try? TestSupport.run(knotc, ["-s", socket, "zone-status", "example.test."]))?.status == 0
-        }
-        for command in [
-            ["zone-begin", "example.test."], ["zone-unset", "example.test.", "www", "A"],
-            ["zone-set", "example.test.", "www", "300", "A", "192.0.2.31"], ["zone-commit", "example.test."],
-        ] {
-            let out = try TestSupport.run(knotc, ["-s", socket] + command)
-            #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
-        }
+        try Self.changeWwwInKnot(socket: socket)
+        let kdig = try TestSupport.tool("kdig")
         let theirs = try TestSupport.run(kdig, ["@127.0.0.1", "-p", "\(port)", "example.test.", "IXFR=2026112201"])
         #expect(Self.sections(theirs.stdout) == Self.sections(ixfr.stdout), "\(theirs.stdout)")
     }
@@ -270,11 +300,8 @@ import Glibc
         let knot = try ReferenceServerDifferentialTests.startKnot(
             dir: knotDir, port: knotPort, origin: "example.test",
             file: knotDir.appendingPathComponent("secondary.zone"),
-            sections: """
-                key:
-                  - id: \(Self.keyName)
-                    algorithm: hmac-sha256
-                    secret: \(Self.secret)
+            sections: Self.knotKey + """
+
                 remote:
                   - id: primary
                     address: 127.0.0.1@\(daemon.dnsPort)
