@@ -120,8 +120,9 @@ final class DNSTCPHandler: ChannelInboundHandler {
 
 /// Writes a zone transfer's messages to its connection: made on a thread of the transfer's own
 /// (a zone of a million names takes a second or more to walk, which must not hold an event loop),
-/// a batch at a time, each batch written once the one before has gone to the socket, so a slow
-/// secondary holds one batch in memory, never the zone. A connection that closes ends it.
+/// a batch at a time, one batch written while the next is made and none made before the one
+/// before it has gone to the socket, so a slow secondary holds two batches in memory, never the
+/// zone. A connection that fails ends it. Transfers are logged here, not in the query log.
 enum ZoneTransferWriter {
     /// Octets of messages made before they are written and waited for.
     static let batchBytes = 256 * 1024
