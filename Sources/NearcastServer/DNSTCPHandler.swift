@@ -72,7 +72,8 @@ final class DNSTCPHandler: ChannelInboundHandler {
         case .messages(let messages):
             transferring = true
             ZoneTransferWriter.start(
-                messages, to: client ?? [], handler: self, context: context, slots: transferSlots, logger: logger)
+                messages, to: client ?? [], handler: self, context: context, slots: transferSlots, metrics: metrics,
+                logger: logger)
             return
         case .reply(let r): reply = r
         case nil: reply = responder.respond(to: query, transport: .tcp, client: client)
@@ -129,7 +130,7 @@ enum ZoneTransferWriter {
 
     static func start(
         _ messages: TransferMessages, to client: [UInt8], handler: DNSTCPHandler, context: ChannelHandlerContext,
-        slots: TransferSlots, logger: Logger?
+        slots: TransferSlots, metrics: NearcastMetrics?, logger: Logger?
     ) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler, context), eventLoop: loop)
@@ -151,6 +152,7 @@ enum ZoneTransferWriter {
             func wait(_ f: EventLoopFuture<Void>?) -> Bool {
                 do { try f?.wait() } catch {
                     logger?.warning("zone transfer out cut short: the connection failed", metadata: metadata())
+                    metrics?.countTransferOut(messages.form, done: false)
                     loop.execute { bound.value.1.close(promise: nil) }
                     return false
                 }
@@ -180,6 +182,7 @@ enum ZoneTransferWriter {
             }
             guard wait(inFlight) else { return }
             logger?.info("zone transferred out", metadata: metadata())
+            metrics?.countTransferOut(messages.form, done: true)
             loop.execute {
                 let (handler, context) = bound.value
                 handler.transferEnded(context: context)

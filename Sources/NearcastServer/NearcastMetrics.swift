@@ -1,5 +1,6 @@
 import NearcastAPIModel
 import NearcastAnswers
+import NearcastTransfer
 import Prometheus
 import Synchronization
 
@@ -95,6 +96,16 @@ public final class NearcastMetrics: Sendable {
         out.append(.init(name: "rrl_slipped", value: tally(Self.slipped)))
         out.append(.init(name: "rrl_dropped", value: tally(Self.dropped)))
         return out
+    }
+
+    /// Counts a zone transfer out of `form` (AXFR, IXFR, or the SOA alone), sent whole (`done`)
+    /// or cut short by its connection.
+    public func countTransferOut(_ form: TransferMessages.Form, done: Bool) {
+        Self.counter(
+            registry, "nearcast_transfers_out_total",
+            labels: [("type", form == .upToDate ? "SOA" : form.rawValue), ("result", done ? "done" : "failed")],
+            help: "Zone transfers out (AXFR, IXFR, or an IXFR answered with the SOA alone), by how they ended."
+        ).increment()
     }
 
     /// Counts a reload.

@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import NearcastAPIModel
 import NearcastTestSupport
+import NearcastTransfer
 import Testing
 
 @testable import NearcastServer
@@ -17,6 +18,19 @@ import FoundationNetworking
         text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
             Double($0.split(separator: " ").last ?? "")
         }
+    }
+
+    /// Zone transfers out by their type and how they ended.
+    @Test func transfersOutAreCountedByTypeAndEnd() throws {
+        let m = NearcastMetrics()
+        m.countTransferOut(.axfr, done: true)
+        m.countTransferOut(.axfr, done: true)
+        m.countTransferOut(.ixfr, done: false)
+        m.countTransferOut(.upToDate, done: true)
+        let text = String(decoding: m.render(MetricsSnapshot(uptime: 1)), as: UTF8.self)
+        #expect(Self.value(text, #"nearcast_transfers_out_total{type="AXFR",result="done"}"#) == 2, "\(text)")
+        #expect(Self.value(text, #"nearcast_transfers_out_total{type="IXFR",result="failed"}"#) == 1)
+        #expect(Self.value(text, #"nearcast_transfers_out_total{type="SOA",result="done"}"#) == 1)
     }
 
     /// The slow path's replies by their question's type, the types not named as "other".
