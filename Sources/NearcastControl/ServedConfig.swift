@@ -303,7 +303,14 @@ package actor ServedConfig {
             if c.owners.count > h.recordLimit {
                 h.clear()
             } else {
-                h.append(ZoneChangeset.between(c.before, c.after, owners: c.owners))
+                let changeset = ZoneChangeset.between(c.before, c.after, owners: c.owners)
+                // A change of geo names alone (a new compile) leaves the zone's data as it was.
+                guard
+                    changeset.removed.contains(where: { $0.type != .soa })
+                        || changeset.added.contains(where: { $0.type != .soa })
+                        || changeset.serialBefore != changeset.serialAfter
+                else { continue }
+                h.append(changeset)
             }
             out[c.after.origin] = h
         }

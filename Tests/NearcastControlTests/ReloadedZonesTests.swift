@@ -1,5 +1,7 @@
 import DNSWire
+import NearcastAnswers
 import NearcastTestSupport
+import NearcastTransfer
 import NearcastZones
 import Testing
 
@@ -47,5 +49,24 @@ import Testing
     @Test func anUnchangedZoneStaysTheOneServed() throws {
         let r = ReloadedZones.compare(served: [try Self.zone(10)], loaded: [try Self.zone(10)])
         #expect(r.rrsetsChanged == 0 && r.unused.count == 1 && r.changes?.isEmpty == true)
+    }
+
+    /// A reload's changes go into the zones' IXFR histories; a change of geo names alone (a new
+    /// compile: the zone before and after the same) leaves them as they were.
+    @Test func aReloadAddsItsChangeToTheHistoryAndAGeoCompileAloneNothing() throws {
+        let served = try Self.zone(100)
+        var history = ZoneHistory()
+        history.append(ZoneChangeset(serialBefore: 0, serialAfter: 1, removed: [], added: []))
+        let read = try Self.zone(100, changing: [3], serial: 2)
+        let reloaded = ReloadedZones.compare(served: [served], loaded: [read])
+        let after = ServedConfig.histories([Self.origin: history], after: reloaded)
+        #expect(after[Self.origin]?.changesets.map(\.serialAfter) == [1, 2])
+        let n3 = try DNSName("n3.example.test.")
+        #expect(after[Self.origin]?.changesets.last?.added.contains { $0.name == n3 } == true)
+
+        let geoOnly = ReloadedZones(
+            zones: [served], changes: [AnswerImage.Change(before: served, after: served, owners: [n3])],
+            rrsetsChanged: 0)
+        #expect(ServedConfig.histories([Self.origin: history], after: geoOnly)[Self.origin]?.changesets.count == 1)
     }
 }
