@@ -196,11 +196,16 @@ public enum TransferIn {
 
         /// Waits until the socket is ready for `events`, or the deadline passes.
         func wait(_ events: Int32) throws(Failure) {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { throw Failure("timed out") }
-            var p = pollfd(fd: fd, events: Int16(events), revents: 0)
-            let ms = Int32(min(Double(left.components.seconds) * 1000 + 1, 600_000))
-            guard poll(&p, 1, ms) > 0 else { throw Failure("timed out") }
+            while true {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw Failure("timed out") }
+                var p = pollfd(fd: fd, events: Int16(events), revents: 0)
+                // Rounded up, so a wait never ends before the deadline it was given.
+                let ms = Int32(min((left.seconds * 1000).rounded(.up), 600_000))
+                let ready = poll(&p, 1, ms)
+                if ready > 0 { return }
+                if ready < 0 && errno != EINTR { throw Failure("poll: \(String(cString: strerror(errno)))") }
+            }
         }
 
         func send(_ bytes: [UInt8]) throws(Failure) {

@@ -133,4 +133,19 @@ import Testing
         }
         #expect(changesets[0].added.contains { $0.rdata == .a(IPv4Address(192, 0, 2, 31)) })
     }
+
+    /// A primary that accepts the connection and never answers: the transfer fails as timed out,
+    /// and not before the deadline it was given (a wait under a second once ended after 1 ms).
+    @Test func aSilentPrimaryTimesOutAtTheDeadlineNotBefore() throws {
+        let listener = try #require(RawClient.silentTCPListener())
+        defer { close(listener.fd) }
+        let start = ContinuousClock.now
+        #expect {
+            _ = try TransferIn.fetch(
+                Self.origin, from: Self.localhost, port: UInt16(listener.port), key: nil, serial: nil,
+                timeout: .milliseconds(700))
+        } throws: { "\($0)".contains("timed out") }
+        let took = ContinuousClock.now - start
+        #expect(took >= .milliseconds(700) && took < .seconds(10), "\(took)")
+    }
 }

@@ -106,6 +106,28 @@ public enum RawClient {
         return r.questions.isEmpty || q.questions.isEmpty || r.questions == q.questions
     }
 
+    /// A TCP socket on 127.0.0.1 that listens but never accepts or answers: a primary that has
+    /// gone quiet. Connections complete in the kernel's backlog. Returns the socket (the caller
+    /// closes it) and its port.
+    public static func silentTCPListener() -> (fd: Int32, port: Int)? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        let (_, addr) = sockaddr("127.0.0.1", 0)
+        let bound = addr.withUnsafeBytes { a in
+            bind(fd, a.baseAddress!.assumingMemoryBound(to: Glibc.sockaddr.self), socklen_t(a.count))
+        }
+        var local = sockaddr_in()
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) }
+        }
+        guard bound == 0, listen(fd, 8) == 0, named == 0 else {
+            close(fd)
+            return nil
+        }
+        return (fd, Int(UInt16(bigEndian: local.sin_port)))
+    }
+
     /// Opens a TCP connection; the caller closes it.
     public static func tcpConnect(host: String = "127.0.0.1", port: Int, timeout: Double = 2) -> Int32? {
         let (family, addr) = sockaddr(host, port)
