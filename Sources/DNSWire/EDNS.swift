@@ -117,6 +117,9 @@ public struct ClientSubnet: Hashable, Sendable, CustomStringConvertible {
 public enum ExtendedErrorCode: UInt16, Sendable {
     /// None of the others; the extra text says what.
     case other = 0
+    /// The server cannot answer for the zone now: a secondary zone not yet transferred, or
+    /// expired without a refresh.
+    case notReady = 14
     /// The request is refused by policy (a zone transfer to a client its rules do not allow).
     case prohibited = 18
     /// The name is not in any zone we serve.

@@ -69,7 +69,10 @@ public struct Responder: Sendable {
 
     /// As `respond(to:transport:client:)`, leaving `reserve` bytes of the size limit free (for the
     /// TSIG record a signed reply adds).
-    func respond(to query: [UInt8], transport: Transport, client: [UInt8]?, reserve: Int) -> [UInt8]? {
+    /// `signer`: the key a signed query was verified with (a NOTIFY's primary may need it).
+    func respond(to query: [UInt8], transport: Transport, client: [UInt8]?, reserve: Int, signer: DNSName? = nil)
+        -> [UInt8]?
+    {
         guard let header = try? DNSHeader(wire: query), !header.qr else { return nil }
         let msg: DNSMessage
         do { msg = try DNSMessage(wire: query) } catch { return errorReply(header, question: nil, .formErr, edns: nil) }
@@ -119,11 +122,15 @@ public struct Responder: Sendable {
             case .refused(let signer):
                 return signer.sign(errorReply(header, question: question, .notAuth, edns: replyEDNS))
             case .verified(let unsigned, let signer):
-                return respond(to: unsigned, transport: transport, client: client, reserve: signer.overhead)
-                    .map(signer.sign)
+                return respond(
+                    to: unsigned, transport: transport, client: client, reserve: signer.overhead, signer: tsig.name
+                ).map(signer.sign)
             }
         }
         let limit = sizeLimit(msg.edns, transport) - reserve
+        if header.opcode == .notify {
+            return notifyReply(msg, client: client, signer: signer, edns: replyEDNS)
+        }
         guard header.opcode == .query else { return errorReply(header, question: question, .notImp, edns: replyEDNS) }
         // A query for a server cookie alone (RFC 7873 §5.4): no question, and a COOKIE, answered
         // NOERROR with it (BADCOOKIE for a server cookie that is not valid, over any transport).
@@ -148,7 +155,11 @@ public struct Responder: Sendable {
         guard question.qclass == .in || question.qclass == .any else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notSupported)
         }
-        guard let zone = authority.zone(for: question.name) else {
+        let served = authority.zone(for: question.name)
+        if authority.unavailableZone(for: question.name, below: served) != nil {
+            return errorReply(header, question: question, .servFail, edns: replyEDNS, ede: .notReady)
+        }
+        guard let zone = served else {
             return errorReply(header, question: question, .refused, edns: replyEDNS, ede: .notAuthoritative)
         }
         var bytes = dataReply(

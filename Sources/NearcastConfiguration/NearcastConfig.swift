@@ -7,7 +7,8 @@ import NearcastTransfer
 import NearcastZones
 import Yams
 
-/// Where a zone comes from: its origin and its master file.
+/// Where a zone comes from: its origin and its master file; for a secondary zone, the primaries
+/// it is transferred from, the file being where it is kept.
 public struct ZoneSource: Hashable, Sendable {
     public var origin: DNSName
     public var path: String
@@ -16,18 +17,25 @@ public struct ZoneSource: Hashable, Sendable {
     /// Who may transfer the zone out (`allow-transfer`); nobody when empty.
     public var allowTransfer: [TransferRule]
     /// The secondaries told of each change by NOTIFY (`notify`).
-    public var notify: [NotifyTarget]
+    public var notify: [TransferPeer]
+    /// The primaries the zone is transferred from, in the order they are tried (`primaries`);
+    /// none: the zone is this server's own, read from its file.
+    public var primaries: [TransferPeer]
 
     public init(
         origin: DNSName, path: String, declaredAt: String, allowTransfer: [TransferRule] = [],
-        notify: [NotifyTarget] = []
+        notify: [TransferPeer] = [], primaries: [TransferPeer] = []
     ) {
         self.origin = origin
         self.path = path
         self.declaredAt = declaredAt
         self.allowTransfer = allowTransfer
         self.notify = notify
+        self.primaries = primaries
     }
+
+    /// Whether the zone is a secondary: transferred from its primaries, kept in its file.
+    public var isSecondary: Bool { !primaries.isEmpty }
 
     /// A zone named on the command line as ORIGIN=PATH (nearcastd's `--zone`), the origin made
     /// absolute if it is not.
@@ -198,10 +206,6 @@ public struct NearcastConfig: Sendable {
                         fail(item, "zone is missing 'origin'")
                         continue
                     }
-                    guard let f = m["file"]?.string else {
-                        fail(item, "zone \(o) is missing 'file'")
-                        continue
-                    }
                     let origin: DNSName
                     do { origin = try DNSName(o.hasSuffix(".") ? o : o + ".") } catch {
                         fail(m["origin"], "origin '\(o)': \(error)")
@@ -213,11 +217,18 @@ public struct NearcastConfig: Sendable {
                     }
                     let transfer = ZoneTransferSettings.parse(
                         m, origin: origin, fileName: fileName, diags: &diags)
-                    let path = resolvedPath(f, relativeTo: baseDirectory)
+                    // A secondary's file is where it is kept; by default, in the state directory.
+                    let f = m["file"]?.string
+                    if f == nil && transfer.primaries.isEmpty {
+                        fail(item, "zone \(o) is missing 'file' (or 'primaries', for a secondary zone)")
+                        continue
+                    }
+                    let path = f.map { resolvedPath($0, relativeTo: baseDirectory) } ?? ""
                     config.zones.append(
                         ZoneSource(
                             origin: origin, path: path, declaredAt: "\(fileName):\(line(item))",
-                            allowTransfer: transfer.allowTransfer, notify: transfer.notify))
+                            allowTransfer: transfer.allowTransfer, notify: transfer.notify,
+                            primaries: transfer.primaries))
                 }
             case "max-udp-payload":
                 guard let n = v.int, (512...4096).contains(n) else {
@@ -374,6 +385,7 @@ public struct NearcastConfig: Sendable {
         }
         // A rule's key must be one the tsig section declares (which may come after the zones).
         for z in config.zones { diags += ZoneTransferSettings.unknownKeys(of: z, in: config.tsigKeys) }
+        diags += SecondaryZoneFiles.place(&config.zones, stateDirectory: config.stateDirectory)
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         return config
     }

@@ -79,6 +79,11 @@ package actor ServedConfig {
     /// Each zone's recent changes, which IXFR out sends (`ZoneTransfers`): what `commit` and
     /// reloads changed, in memory.
     var histories: [DNSName: ZoneHistory] = [:]
+    /// Secondary zones configured and not served now: never transferred yet, or expired
+    /// (ServedConfig+Secondary.swift). Names in them are answered SERVFAIL.
+    var unavailable: [ZoneSource]
+    /// The refresh of the secondary zones, told of them after each reload (`attach`).
+    var secondaries: SecondaryZones?
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -90,8 +95,9 @@ package actor ServedConfig {
         changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil,
         cookies: CookieRotation? = nil, notifier: ZoneNotifier? = nil, histories: [DNSName: ZoneHistory] = [:],
-        logger: Logger
+        unavailable: [ZoneSource] = [], logger: Logger
     ) {
+        self.unavailable = unavailable
         self.shared = shared
         self.notifier = notifier
         self.histories = histories
@@ -110,6 +116,12 @@ package actor ServedConfig {
         servedDigest = Self.digest(running)
         fileStamps = Dictionary(
             running.zones.compactMap { z in FileStamp(z.path).map { (z.path, $0) } }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Has `secondaries` refresh the secondary zones configured, now and after each reload.
+    package func attach(_ secondaries: SecondaryZones) async {
+        self.secondaries = secondaries
+        await secondaries.follow(secondarySources)
     }
 
     /// Waits until no other change is under way; `endTurn` lets the next one in.
@@ -194,23 +206,24 @@ package actor ServedConfig {
         // the digest of the files read.
         let (load, served) = (load, zones)
         let servedFiles = zonesUnchanged ? running.zones.map { [$0.origin.description, $0.path] } : nil
-        let loaded:
-            Result<
-                (NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String), DiagnosticsError
-            >
+        typealias Loaded = (
+            NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String, unavailable: [ZoneSource]
+        )
+        let loaded: Result<Loaded, DiagnosticsError>
         do {
             loaded = try await onOwnThread {
-                Result { () throws(DiagnosticsError) -> (NearcastConfig, ReloadedZones, Duration, Duration, String) in
+                Result { () throws(DiagnosticsError) -> Loaded in
                     let clock = ContinuousClock()
-                    let next = try load()
+                    // Secondary zones not transferred yet, or expired, are not read (SERVFAIL).
+                    let (next, unavailable): (NearcastConfig, [ZoneSource]) = try load().servable()
                     if let servedFiles, next.zones.map({ [$0.origin.description, $0.path] }) == servedFiles {
                         let kept = ReloadedZones(zones: served, changes: [], rrsetsChanged: 0)
-                        return (next, kept, clock.now - started, .zero, Self.digest(next))
+                        return (next, kept, clock.now - started, .zero, Self.digest(next), unavailable)
                     }
                     let zones = try next.loadZones()
                     let read = clock.now
                     let compared = ReloadedZones.compare(served: served, loaded: zones)
-                    return (next, compared, read - started, clock.now - read, Self.digest(next))
+                    return (next, compared, read - started, clock.now - read, Self.digest(next), unavailable)
                 }
             }
         } catch {
@@ -220,9 +233,10 @@ package actor ServedConfig {
         let next: NearcastConfig
         let reloaded: ReloadedZones
         let digest: String
+        let nextUnavailable: [ZoneSource]
         switch loaded {
         case .success(let r):
-            (next, reloaded, digest) = (r.0, r.1, r.digest)
+            (next, reloaded, digest, nextUnavailable) = (r.0, r.1, r.digest, r.unavailable)
             logger.info(
                 reloaded.changes?.isEmpty == true && reloaded.unused.isEmpty && r.compared == .zero
                     ? "zones not read: the same files, unchanged" : "zones read",
@@ -253,6 +267,8 @@ package actor ServedConfig {
             }
         }
         try beforeSwitch(next, digest)
+        let wasUnavailable = unavailable
+        unavailable = nextUnavailable
         // A new geo compile changes the records of the names it changes (a node's target, a geo
         // name's ranking) beside the geo maps it brings: those names are a change of their zones.
         var changes = reloaded.changes
@@ -262,9 +278,16 @@ package actor ServedConfig {
         }
         // Zones unchanged (a registration, a geo section changed): what is let go shares them, and
         // is small; glibc's trim of a heap that holds a million names is not worth a registration.
-        var report = try await switchTo(
-            next, reloaded.zones, geo: geo, started: started, oneChange: reloaded.changes?.isEmpty == true,
-            zoneChanges: changes, histories: Self.histories(histories, after: reloaded))
+        var report: ReloadReport
+        do {
+            report = try await switchTo(
+                next, reloaded.zones, geo: geo, started: started, oneChange: reloaded.changes?.isEmpty == true,
+                zoneChanges: changes, histories: Self.histories(histories, after: reloaded))
+        } catch {
+            unavailable = wasUnavailable
+            throw error
+        }
+        await secondaries?.follow(secondarySources)
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
@@ -283,7 +306,7 @@ package actor ServedConfig {
         var served: [DNSName: UInt32] = [:]
         for z in before { served[z.origin] = z.serial }
         for (i, zone) in zones.enumerated() where i < config.zones.count {
-            let targets: [NotifyTarget] = config.zones[i].notify
+            let targets: [TransferPeer] = config.zones[i].notify
             if targets.isEmpty || served[zone.origin] == zone.serial { continue }
             let soa: ResourceRecord = zone.soa.records()[0]
             notifier.notify(
@@ -345,7 +368,8 @@ package actor ServedConfig {
         let sameSet = oneChange && { if case .none = change { true } else { false } }()
         if !sameSet || counted == nil { counted = metrics?.answers.view(zones, geo) }
         let responder = Responder(
-            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted, histories: histories)
+            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted, histories: histories,
+            unavailable: unavailable)
         var written: FastPath.TableWrite?
         if let writer {
             do {
@@ -504,6 +528,9 @@ package actor ServedConfig {
         }
         if zone.fromSeveralFiles {
             throw .conflict("zone \(source.origin) is read from several files ($INCLUDE): change its files and reload")
+        }
+        if source.isSecondary {
+            throw .conflict("zone \(source.origin) is a secondary, transferred from its primaries: change it there")
         }
         // Problems are reported against the zone as it would be after the change (not yet written).
         let (changed, change, changeset) = try ZoneEditor.apply(edit, to: zone, fileName: "\(source.path) as changed")
@@ -721,15 +748,18 @@ extension Responder {
     /// The responder for `config`: its zones, its UDP size, its TSIG keys, and the geo table.
     package init(
         serving config: NearcastConfig, zones: [Zone], geo: GeoTable?, cookies: ServerCookies?,
-        counts: AnswerCounts.View?, histories: [DNSName: ZoneHistory] = [:]
+        counts: AnswerCounts.View?, histories: [DNSName: ZoneHistory] = [:], unavailable: [ZoneSource] = []
     ) {
+        let origins: Set<DNSName> = Set(unavailable.map(\.origin))
         self.init(
-            authority: Authority(zones: zones), maxUDPPayload: config.maxUDPPayload, geo: geo, keys: config.tsigKeys,
-            cookies: cookies, identity: config.identity)
+            authority: Authority(zones: zones, unavailable: origins), maxUDPPayload: config.maxUDPPayload, geo: geo,
+            keys: config.tsigKeys, cookies: cookies, identity: config.identity)
         self.counts = counts
+        let secondaries: [ZoneSource] = (config.zones + unavailable).filter(\.isSecondary)
         transfers = ZoneTransfers(
             rules: Dictionary(config.zones.map { ($0.origin, $0.allowTransfer) }, uniquingKeysWith: { a, _ in a }),
-            histories: histories)
+            histories: histories,
+            primaries: Dictionary(secondaries.map { ($0.origin, $0.primaries) }, uniquingKeysWith: { a, _ in a }))
     }
 }
 

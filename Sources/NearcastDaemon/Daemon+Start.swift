@@ -29,6 +29,8 @@ extension Daemon {
         var follower: StoreFollower?
         /// Each zone's history from its journal (IXFR across a restart).
         var histories: [DNSName: ZoneHistory] = [:]
+        /// Secondary zones not served at the start: never transferred, or expired (SERVFAIL).
+        var unavailable: [ZoneSource] = []
     }
 
     /// The config, and what it names, read. A fleet's server serves the store's zones and geo
@@ -40,7 +42,10 @@ extension Daemon {
         var data: Inputs
         do {
             if let follower { cfg = try follower.source.config(over: cfg) }
+            let unavailable: [ZoneSource]
+            (cfg, unavailable) = cfg.servable()
             data = Inputs(config: cfg, zones: try cfg.loadZones(), tokens: try cfg.api.loadTokens(), follower: follower)
+            data.unavailable = unavailable
         } catch {
             await follower?.stop()
             throw Self.refuse(error)
@@ -108,6 +113,8 @@ extension Daemon {
         var group: MultiThreadedEventLoopGroup
         var ports: [Int]
         var bound: [SocketAddress]
+        /// Where the NOTIFY the listeners accept go.
+        var notifies: NotifyInbox
     }
 
     func listen(
@@ -121,7 +128,7 @@ extension Daemon {
             group: group, tcpIdleTimeout: .seconds(Int64(cfg.tcpIdleTimeout)), logger: logger)
         await started.add("event loops", EventLoops(group: group))
         await started.add("DNS listeners", DNSListeners(server: server))
-        var listeners = Listeners(group: group, ports: [], bound: [])
+        var listeners = Listeners(group: group, ports: [], bound: [], notifies: server.notifies)
         var anyPort: Int?
         do {
             for address in cfg.listen {
@@ -225,6 +232,15 @@ extension Daemon {
         let notifier = ZoneNotifier(logger: logger)
         await started.add("NOTIFY to secondaries", notifier)
         return notifier
+    }
+
+    /// The refresh of the secondary zones (transfers in from their primaries), with the NOTIFY the
+    /// listeners accept handed to it.
+    func startSecondaries(served: ServedConfig, notifies: NotifyInbox, _ started: StartedServices) async {
+        let secondaries = SecondaryZones(zones: served, logger: logger)
+        notifies.deliver { origin in Task { await secondaries.notified(origin) } }
+        await started.add("secondary zones' refresh", secondaries)
+        await served.attach(secondaries)
     }
 
     /// The state directory, made if need be: operators' overrides and the audit log are kept there.

@@ -77,7 +77,8 @@ public struct Daemon: Sendable {
         let responders = ResponderSource(
             Responder(
                 serving: cfg, zones: data.zones, geo: geo, cookies: cookies,
-                counts: metrics.answers.view(data.zones, geo), histories: data.histories))
+                counts: metrics.answers.view(data.zones, geo), histories: data.histories, unavailable: data.unavailable)
+        )
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
         let fastPath = try await startFastPath(
             cfg, responders: responders, geo: geo, cookies: cookies, listeners: listeners, started)
@@ -99,8 +100,10 @@ public struct Daemon: Sendable {
             }, live: live,
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
-            notifier: await startNotifier(started), histories: data.histories, logger: logger)
+            notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
+            logger: logger)
         data.zones = []
+        await startSecondaries(served: served, notifies: listeners.notifies, started)
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)
         let reloads = Reloads(served: served, tokens: tokens, api: cfg.api, logger: logger)

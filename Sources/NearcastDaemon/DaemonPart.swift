@@ -1,5 +1,6 @@
 import Logging
 import NIOPosix
+import NearcastControl
 import NearcastDataPath
 import NearcastFleet
 import NearcastHealth
@@ -60,6 +61,9 @@ extension XDPDeployment: DaemonPart {}
 
 /// The NOTIFY sender's thread and sockets: NOTIFYs not answered by the stop are not sent again.
 extension ZoneNotifier: DaemonPart {}
+
+/// The secondary zones' refresh: transfers under way end at their deadline, unserved.
+extension SecondaryZones: DaemonPart {}
 
 /// The geo nodes' health checks.
 extension HealthMonitor: DaemonPart {}

@@ -27,6 +27,8 @@ public final class DNSServer: Sendable {
     let logger: Logger
     /// Transfers out running at once, across all listeners and connections.
     let transferSlots = TransferSlots()
+    /// Where the NOTIFY accepted from secondary zones' primaries go.
+    public let notifies = NotifyInbox()
     private let listeners = Mutex(Listeners())
 
     /// The bound listeners, and whether `stop` closed them.
@@ -78,6 +80,7 @@ public final class DNSServer: Sendable {
         let log = self.log
         let logger = self.logger
         let transferSlots = self.transferSlots
+        let notifies = self.notifies
         let idle = tcpIdleTimeout
         var tcpBootstrap = ServerBootstrap(group: group)
         if v6only == 1 { tcpBootstrap = tcpBootstrap.serverChannelOption(v6onlyOption, value: v6only) }
@@ -93,7 +96,7 @@ public final class DNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         DNSTCPHandler(
                             responders: responders, metrics: metrics, log: log, logger: logger,
-                            transferSlots: transferSlots))
+                            transferSlots: transferSlots, notifies: notifies))
                 }
             }
             .bind(to: target).get()
@@ -102,7 +105,8 @@ public final class DNSServer: Sendable {
         var udp: [DNSUDPListener] = []
         do {
             for (i, _) in group.makeIterator().enumerated() {
-                let answerer = DatagramAnswerer(responders: responders, metrics: metrics, limiter: limiter)
+                let answerer = DatagramAnswerer(
+                    responders: responders, metrics: metrics, limiter: limiter, notifies: notifies)
                 udp.append(try DNSUDPListener(address: target, name: "nc-udp-\(i)", answerer: answerer, log: log))
             }
         } catch {

@@ -39,14 +39,16 @@ final class DNSTCPHandler: ChannelInboundHandler {
     let logger: Logger?
     /// The server's transfers out running at once (`TransferSlots`).
     let transferSlots: TransferSlots
+    let notifies: NotifyInbox?
     /// Whether a transfer is being written, and the queries read meanwhile (in the event loop).
     var transferring = false
     var waiting: [[UInt8]] = []
 
     init(
         responders: ResponderSource, metrics: NearcastMetrics?, log: QueryLog? = nil, logger: Logger? = nil,
-        transferSlots: TransferSlots = TransferSlots()
+        transferSlots: TransferSlots = TransferSlots(), notifies: NotifyInbox? = nil
     ) {
+        self.notifies = notifies
         self.responders = responders
         self.metrics = metrics
         self.log = log
@@ -84,6 +86,7 @@ final class DNSTCPHandler: ChannelInboundHandler {
             log.record(query: query, reply: reply, client: client, server: server, tcp: true, arrived: arrived)
         }
         guard let reply else { return }
+        notifies?.received(query, reply: reply)
         metrics?.countReply(reply, transport: .tcp, counts: responder.counts)
         context.write(Self.wrapOutboundOut(Self.framed(reply, context.channel.allocator)), promise: nil)
     }

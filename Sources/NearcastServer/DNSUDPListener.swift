@@ -135,11 +135,16 @@ struct DatagramAnswerer: Sendable {
     let responders: ResponderSource
     let metrics: NearcastMetrics?
     let limiter: ResponseRateLimiter?
+    let notifies: NotifyInbox?
     private var cache = ReplyCache()
     private var generation = 0
     private var responder: Responder?
 
-    init(responders: ResponderSource, metrics: NearcastMetrics?, limiter: ResponseRateLimiter?) {
+    init(
+        responders: ResponderSource, metrics: NearcastMetrics?, limiter: ResponseRateLimiter?,
+        notifies: NotifyInbox? = nil
+    ) {
+        self.notifies = notifies
         self.responders = responders
         self.metrics = metrics
         self.limiter = limiter
@@ -176,6 +181,7 @@ struct DatagramAnswerer: Sendable {
                 return nil
             }
         }
+        notifies?.received(query, reply: reply)
         metrics?.countReply(reply, transport: .udp, counts: responder.counts)
         return reply
     }

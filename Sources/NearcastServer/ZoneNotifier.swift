@@ -23,10 +23,10 @@ public final class ZoneNotifier: Sendable {
     public struct Request: Sendable {
         public var origin: DNSName
         public var soa: ResourceRecord
-        public var targets: [NotifyTarget]
+        public var targets: [TransferPeer]
         public var keys: TSIGKeyring
 
-        public init(origin: DNSName, soa: ResourceRecord, targets: [NotifyTarget], keys: TSIGKeyring) {
+        public init(origin: DNSName, soa: ResourceRecord, targets: [TransferPeer], keys: TSIGKeyring) {
             self.origin = origin
             self.soa = soa
             self.targets = targets
@@ -88,7 +88,7 @@ public final class ZoneNotifier: Sendable {
     struct Pending {
         var origin: DNSName
         var serial: UInt32
-        var target: NotifyTarget
+        var target: TransferPeer
         var id: UInt16
         var message: [UInt8]
         var sent = 0
@@ -98,7 +98,7 @@ public final class ZoneNotifier: Sendable {
     /// A zone and a secondary: one NOTIFY outstanding for each.
     struct Key: Hashable {
         var origin: DNSName
-        var target: NotifyTarget
+        var target: TransferPeer
     }
 
     private func run() {
@@ -186,7 +186,7 @@ public final class ZoneNotifier: Sendable {
         Glibc.socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
     }
 
-    static func send(_ message: [UInt8], to target: NotifyTarget, on fd: Int32) {
+    static func send(_ message: [UInt8], to target: TransferPeer, on fd: Int32) {
         guard fd >= 0 else { return }
         _ = SocketAddressOctets.withSockaddr(target.address, port: target.port) {
             sendto(fd, message, message.count, 0, $0, $1)

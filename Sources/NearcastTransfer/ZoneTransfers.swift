@@ -9,10 +9,23 @@ public struct ZoneTransfers: Sendable {
     public var rules: [DNSName: [TransferRule]]
     /// Each zone's recent changes, by origin.
     public var histories: [DNSName: ZoneHistory]
+    /// Each secondary zone's primaries, by origin (served or not yet): who may NOTIFY it.
+    public var primaries: [DNSName: [TransferPeer]]
 
-    public init(rules: [DNSName: [TransferRule]] = [:], histories: [DNSName: ZoneHistory] = [:]) {
+    public init(
+        rules: [DNSName: [TransferRule]] = [:], histories: [DNSName: ZoneHistory] = [:],
+        primaries: [DNSName: [TransferPeer]] = [:]
+    ) {
         self.rules = rules
         self.histories = histories
+        self.primaries = primaries
+    }
+
+    /// Whether a NOTIFY of zone `origin` from `address`, signed with `signer` (verified; nil:
+    /// unsigned), comes from one of its primaries (RFC 1996 §3.10): the address one of theirs,
+    /// signed with that primary's key when it has one.
+    public func acceptsNotify(_ origin: DNSName, address: [UInt8], signer: DNSName?) -> Bool {
+        primaries[origin]?.contains { $0.address == address && ($0.key == nil || $0.key == signer) } ?? false
     }
 
     /// Whether zone `origin` may be transferred to `address`, asked with a query signed with

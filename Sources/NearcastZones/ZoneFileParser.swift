@@ -7,6 +7,13 @@ public struct SourcedRecord: Hashable, Sendable {
     public var record: ResourceRecord
     public var file: String
     public var line: Int
+
+    /// `record`, from `file` at `line` (for a transfer: its primary, and the record's number).
+    public init(_ record: ResourceRecord, file: String, line: Int) {
+        self.record = record
+        self.file = file
+        self.line = line
+    }
 }
 
 /// Parses RFC 1035 master files: `$ORIGIN`, `$TTL`, `$INCLUDE`, relative names, `@`, parentheses,
@@ -244,7 +251,7 @@ public struct ZoneFileParser {
                 let rdata = try RDataText.parse(type: type, tokens: entry.tokens, origin: origin)
                 records.append(
                     SourcedRecord(
-                        record: ResourceRecord(name: owner, type: type, ttl: effectiveTTL, rdata: rdata),
+                        ResourceRecord(name: owner, type: type, ttl: effectiveTTL, rdata: rdata),
                         file: fileName, line: entry.line))
             } catch {
                 fail("\(type) record for \(owner): \(error.message)")

@@ -55,7 +55,7 @@ import Testing
         func pick(_ n: Int) -> Int { Int.random(in: 0..<n, using: &random) }
         var records = try ZoneFileParser.parse(text: Self.base, fileName: "base", origin: Self.origin).map(\.record)
         var zone = try Zone.build(
-            origin: Self.origin, records: records.map { SourcedRecord(record: $0, file: "base", line: 1) },
+            origin: Self.origin, records: records.map { SourcedRecord($0, file: "base", line: 1) },
             sourceName: "base")
         var taken = 0
         var refused = 0
@@ -87,7 +87,7 @@ import Testing
             }
             let whole = Result { () throws(DiagnosticsError) -> Zone in
                 try Zone.build(
-                    origin: Self.origin, records: next.map { SourcedRecord(record: $0, file: "whole", line: 1) },
+                    origin: Self.origin, records: next.map { SourcedRecord($0, file: "whole", line: 1) },
                     sourceName: "whole")
             }
             let changed = Result { () throws(ZoneEditError) in try ZoneEditor.apply(edit, to: zone, fileName: "step") }

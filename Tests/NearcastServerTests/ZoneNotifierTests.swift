@@ -59,7 +59,7 @@ import Glibc
         notifier.notify(
             ZoneNotifier.Request(
                 origin: Self.origin, soa: soa,
-                targets: [NotifyTarget(address: [127, 0, 0, 1], port: port, key: Self.key.name)],
+                targets: [TransferPeer(address: [127, 0, 0, 1], port: port, key: Self.key.name)],
                 keys: try TSIGKeyring([Self.key])))
 
         let (first, _, _) = try #require(Self.receive(fd, within: 5))

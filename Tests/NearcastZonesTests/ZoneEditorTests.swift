@@ -93,7 +93,7 @@ import Testing
     }
 
     static let zone = try! Zone.build(
-        origin: origin, records: Self.records.map { SourcedRecord(record: $0, file: "z.zone", line: 1) },
+        origin: origin, records: Self.records.map { SourcedRecord($0, file: "z.zone", line: 1) },
         sourceName: "z.zone")
 
     func apply(_ e: ZoneEditor.Edit) throws(ZoneEditError) -> (

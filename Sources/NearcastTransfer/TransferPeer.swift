@@ -2,12 +2,13 @@ import DNSWire
 import NearcastBasics
 import NearcastTSIG
 
-/// A secondary told of a zone's changes by NOTIFY (RFC 1996): an address, a port (53 unless
-/// given) and the TSIG key the NOTIFY is signed with, if any.
+/// A server a zone is transferred with: a secondary told of the zone's changes by NOTIFY (RFC
+/// 1996), or a primary the zone is transferred from. An address, a port (53 unless given) and
+/// the TSIG key the messages are signed with, if any.
 ///
-/// In the config, each is one string of a zone's `notify`: `192.0.2.53`, `192.0.2.53:5353`,
-/// `[2001:db8::53]:53`, each optionally followed by `key NAME`.
-public struct NotifyTarget: Hashable, Sendable, CustomStringConvertible {
+/// In the config, each is one string of a zone's `notify` or `primaries`: `192.0.2.53`,
+/// `192.0.2.53:5353`, `[2001:db8::53]:53`, each optionally followed by `key NAME`.
+public struct TransferPeer: Hashable, Sendable, CustomStringConvertible {
     /// 4 or 16 octets.
     public var address: [UInt8]
     public var port: UInt16
@@ -20,7 +21,7 @@ public struct NotifyTarget: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The target in `text`, or why it is not one.
-    public static func parse(_ text: String) -> Result<NotifyTarget, TransferRule.RuleError> {
+    public static func parse(_ text: String) -> Result<TransferPeer, TransferRule.RuleError> {
         let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         guard let first = words.first else { return .failure(.init(message: "a target names an address")) }
         var host = first
@@ -54,7 +55,7 @@ public struct NotifyTarget: Hashable, Sendable, CustomStringConvertible {
             else { return .failure(.init(message: "expected ADDRESS[:PORT] or 'ADDRESS[:PORT] key NAME'")) }
             key = k
         }
-        return .success(NotifyTarget(address: address, port: port, key: key))
+        return .success(TransferPeer(address: address, port: port, key: key))
     }
 
     public var description: String {
@@ -62,28 +63,4 @@ public struct NotifyTarget: Hashable, Sendable, CustomStringConvertible {
         let at = address.count == 16 ? "[\(host)]:\(port)" : "\(host):\(port)"
         return key.map { "\(at) key \($0)" } ?? at
     }
-}
-
-/// The NOTIFY message of a zone's change (RFC 1996 §3.7): opcode NOTIFY, AA, the zone's SOA as the
-/// question and its new SOA as the answer, signed with `key` when given.
-public enum NotifyMessage {
-    public static func make(origin: DNSName, soa: ResourceRecord, id: UInt16, key: TSIGKey?, now: UInt64) -> [UInt8] {
-        var h = DNSHeader()
-        h.id = id
-        h.opcode = .notify
-        h.aa = true
-        let m = DNSMessage(header: h, questions: [DNSQuestion(name: origin, type: .soa)], answers: [soa])
-        let bytes = (try? m.serialize()) ?? []
-        return key?.sign(query: bytes, now: now) ?? bytes
-    }
-
-    /// Whether `reply` answers the NOTIFY of `id`: a response, opcode NOTIFY, the same ID. Its
-    /// RCODE is the secondary's to give (NOTAUTH, REFUSED): any reply ends the retries.
-    public static func answers(_ reply: [UInt8], id: UInt16) -> Bool {
-        guard reply.count >= 12 else { return false }
-        return UInt16(reply[0]) << 8 | UInt16(reply[1]) == id && reply[2] & 0x80 != 0 && (reply[2] >> 3) & 0x0F == 4
-    }
-
-    /// The RCODE of a reply.
-    public static func rcode(_ reply: [UInt8]) -> UInt8 { reply.count >= 4 ? reply[3] & 0x0F : 0 }
 }
