@@ -80,17 +80,23 @@ import Testing
         }
     }
 
-    /// NSD as the primary: the whole zone, signed.
-    @Test func fromNSDAXFR() throws {
-        let dir = try TemporaryDirectory("nearcast-xfr-in-nsd")
-        let (file, records) = try Self.zone(in: dir)
+    /// NSD serving `file` from `dir`, transferring it to 127.0.0.1 signed with the key; its
+    /// process and port.
+    static func nsdPrimary(file: URL, dir: TemporaryDirectory) throws -> (ServerProcess, port: Int) {
         let port = try TestSupport.unusedPort()
         let conf = try ReferenceServerDifferentialTests.nsdConfig(
             dir: dir.url, port: port, origin: "example.test", file: file,
             sections:
                 "key:\n  name: \(ZoneTransferTests.keyName)\n  algorithm: hmac-sha256\n  secret: \"\(ZoneTransferTests.secret)\"",
             zoneOptions: "  provide-xfr: 127.0.0.1 \(ZoneTransferTests.keyName)")
-        let nsd = try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path])
+        return (try ServerProcess(try TestSupport.tool("nsd"), ["-d", "-c", conf.path]), port)
+    }
+
+    /// NSD as the primary: the whole zone, signed.
+    @Test func fromNSDAXFR() throws {
+        let dir = try TemporaryDirectory("nearcast-xfr-in-nsd")
+        let (file, records) = try Self.zone(in: dir)
+        let (nsd, port) = try Self.nsdPrimary(file: file, dir: dir)
         defer { nsd.stop() }
         var outcome: TransferIn.Outcome?
         try nsd.waitUntilReady {
