@@ -43,7 +43,7 @@ import Testing
             (#"["key"]"#, "expected PREFIX"),
             (
                 #"["key other.example."]"#,
-                "names key other.example. (allow-transfer, notify), which the tsig section does not"
+                "names key other.example. (allow-transfer, notify, primaries, tsig), which the tsig section does not"
             ),
         ] {
             do {
@@ -83,6 +83,44 @@ import Testing
                 Issue.record("\(target) was taken")
             } catch {
                 #expect(error.description.contains("c.yaml:3") && error.description.contains(says), "\(error)")
+            }
+        }
+    }
+
+    /// A secondary zone: its primaries (the zone's `tsig` the key of those that name none), kept
+    /// in the state directory unless it names a file; without either, or with a key the tsig
+    /// section does not declare, the config names the zone's line.
+    @Test func aSecondaryZoneNamesItsPrimariesAndIsKeptInTheStateDirectory() throws {
+        let config = try NearcastConfig.parse(
+            yaml: """
+                state-dir: /var/lib/nearcast
+                zones:
+                  - origin: example.net
+                    primaries: ["192.0.2.1", "192.0.2.2:5353 key other.example."]
+                    tsig: xfr.example.
+                tsig:
+                  keys:
+                    - { name: xfr.example., algorithm: hmac-sha256, secret: c2VjcmV0c2VjcmV0c2VjcmV0 }
+                    - { name: other.example., algorithm: hmac-sha256, secret: c2VjcmV0c2VjcmV0c2VjcmV0 }
+                """, fileName: "c.yaml", baseDirectory: "/etc/nearcast")
+        let zone = config.zones[0]
+        #expect(zone.isSecondary)
+        #expect(
+            zone.primaries.map(\.description) == ["192.0.2.1:53 key xfr.example.", "192.0.2.2:5353 key other.example."])
+        #expect(zone.path == "/var/lib/nearcast/secondary/example.net.zone")
+        for (yaml, says) in [
+            ("zones: [{ origin: example.net., primaries: [\"192.0.2.1\"] }]", "set state-dir"),
+            ("zones: [{ origin: example.net. }]", "is missing 'file' (or 'primaries'"),
+            (
+                "state-dir: s\nzones: [{ origin: example.net., primaries: [\"192.0.2.1\"], tsig: nokey. }]",
+                "names key nokey."
+            ),
+        ] {
+            do {
+                _ = try NearcastConfig.parse(yaml: yaml, fileName: "c.yaml", baseDirectory: "")
+                Issue.record("\(yaml) was taken")
+            } catch {
+                #expect(error.description.contains("c.yaml:") && error.description.contains(says), "\(error)")
             }
         }
     }
