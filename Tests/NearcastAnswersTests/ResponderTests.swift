@@ -349,9 +349,13 @@ import Testing
         #expect(r.answers.isEmpty)
     }
 
+    /// UPDATE (and any opcode but QUERY and NOTIFY) is NOTIMP; a NOTIFY of a zone that is not a
+    /// secondary here is NOTAUTH (NotifyResponderTests).
     @Test func otherOpcodesAreNotImp() throws {
-        let r = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .notify }
-        #expect(r.rcode == .notImp && r.header.opcode == .notify)
+        let r = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .update }
+        #expect(r.rcode == .notImp && r.header.opcode == .update)
+        let n = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .notify }
+        #expect(n.rcode == .notAuth && n.header.opcode == .notify)
     }
 
     @Test func malformedQueriesAreFormErr() throws {

@@ -67,7 +67,7 @@ import Testing
         ),
         ("EDNS version 1", message(edns: EDNS(version: 1)), "BADVERS an=0", "BADVERS an=0", "BADVERS an=0"),
         (
-            "NOTIFY", message("example.test.", .soa) { $0.header.opcode = .notify }, "NOTIMP an=0", "REFUSED an=0",
+            "NOTIFY", message("example.test.", .soa) { $0.header.opcode = .notify }, "NOTAUTH an=0", "REFUSED an=0",
             "NOTAUTH an=0"
         ),
         (
