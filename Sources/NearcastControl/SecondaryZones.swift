@@ -117,7 +117,9 @@ package actor SecondaryZones {
     /// Each secondary zone's refresh status, by origin.
     package func statuses() -> [DNSName: Status] { refreshes.mapValues { $0.status.withLock { $0 } } }
 
-    /// Stops every refresh; a transfer under way ends at its deadline, unserved.
+    /// Stops every refresh. A transfer under way is not waited for (a primary that does not
+    /// answer would hold the stop until the transfer's deadline): its thread ends at that
+    /// deadline, and what it brought is not served.
     package func stop() async {
         stopped = true
         let all = Array(refreshes.values)
@@ -126,7 +128,6 @@ package actor SecondaryZones {
             r.task.withLock { $0?.cancel() }
             r.wake.finish()
         }
-        for r in all { await r.task.withLock { $0 }?.value }
     }
 
     /// One zone's loop: wait until a refresh is due (or a NOTIFY, or expire), do it, plan the next.
@@ -136,6 +137,7 @@ package actor SecondaryZones {
         let origin = r.source.origin
         var record = SecondaryRefreshRecord.read(forZoneFile: r.source.path)
         var nextRefresh = ContinuousClock.now
+        var lastAttempt: ContinuousClock.Instant?
         var timer: Task<Void, Never>?
         defer { timer?.cancel() }
         var iterator = wakes.makeAsyncIterator()
@@ -147,8 +149,13 @@ package actor SecondaryZones {
         }
         while !Task.isCancelled {
             let now = ContinuousClock.now
-            let notified = r.notified.exchange(false, ordering: .sequentiallyConsistent)
-            if notified || now >= nextRefresh {
+            if r.notified.exchange(false, ordering: .sequentiallyConsistent) {
+                // A NOTIFY is taken at once, but not more often than the timers' minimum: a
+                // primary's flood of them (or one sent from its forged address) is one transfer.
+                nextRefresh = min(nextRefresh, lastAttempt.map { max(now, $0 + bounds.minimum) } ?? now)
+            }
+            if now >= nextRefresh {
+                lastAttempt = now
                 guard let state = await zones.secondary(origin) else { return }
                 let outcome = await refresh(r.source, state: state, zones: zones, bounds: bounds, logger: logger)
                 switch outcome {
@@ -221,6 +228,8 @@ package actor SecondaryZones {
                             source.origin, from: primary.address, port: primary.port, key: key, serial: serial,
                             timeout: bounds.transferTimeout)
                     }
+                    // Stopped meanwhile (the daemon, or a reload that changed the zone's primaries).
+                    if Task.isCancelled { return .failure(TransferIn.Failure("stopped")) }
                     let served = try await zones.applyTransfer(source.origin, outcome, from: "\(primary)")
                     logger.info(
                         "secondary zone refreshed",
