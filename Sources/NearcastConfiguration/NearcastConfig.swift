@@ -121,13 +121,17 @@ public struct NearcastConfig: Sendable {
     public init() {}
 
     /// Reads and validates a config file. Every problem is reported with file and line.
-    public static func load(path: String) throws(DiagnosticsError) -> NearcastConfig {
+    /// `stateDirectory`: the one the command line gives (nearcastd's `--state-dir`), over the
+    /// config's; secondary zones are placed in it.
+    public static func load(path: String, stateDirectory: String? = nil) throws(DiagnosticsError) -> NearcastConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             let why = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
             throw DiagnosticsError([Diagnostic(file: path, line: 0, message: "config file \(why)")])
         }
         let dir = (path as NSString).deletingLastPathComponent
-        var config = try parse(yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir)
+        var config = try parse(
+            yaml: String(decoding: data, as: UTF8.self), fileName: path, baseDirectory: dir,
+            stateDirectory: stateDirectory)
         config.sourcePath = path
         return config
     }
@@ -143,7 +147,9 @@ public struct NearcastConfig: Sendable {
     ]
 
     /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
-    public static func parse(yaml: String, fileName: String, baseDirectory: String) throws(DiagnosticsError)
+    public static func parse(
+        yaml: String, fileName: String, baseDirectory: String, stateDirectory override: String? = nil
+    ) throws(DiagnosticsError)
         -> NearcastConfig
     {
         var diags: [Diagnostic] = []
@@ -385,6 +391,7 @@ public struct NearcastConfig: Sendable {
         }
         // A rule's key must be one the tsig section declares (which may come after the zones).
         for z in config.zones { diags += ZoneTransferSettings.unknownKeys(of: z, in: config.tsigKeys) }
+        if let override { config.stateDirectory = override }
         diags += SecondaryZoneFiles.place(&config.zones, stateDirectory: config.stateDirectory)
         if !diags.isEmpty { throw DiagnosticsError(diags) }
         return config

@@ -426,18 +426,35 @@ package actor ServedConfig {
     }
 
     /// The zones served, for the API.
-    package func zoneList() -> [ZoneSummary] {
-        zip(running.zones, zones).map { src, z in
-            var serial: UInt32 = 0
-            if case .soa(let s)? = z.soa.rdatas.first { serial = s.serial }
-            return ZoneSummary(origin: z.origin.description, file: src.path, serial: serial, records: z.recordCount)
+    /// Secondary zones not served come last, with no serial or records.
+    package func zoneList() async -> [ZoneSummary] {
+        let statuses = await secondaries?.statuses() ?? [:]
+        var list = zip(running.zones, zones).map { src, z in
+            ZoneSummary(
+                origin: z.origin.description, file: src.path, serial: z.serial, records: z.recordCount,
+                secondary: src.isSecondary ? Self.status(src, statuses[src.origin], state: "served") : nil)
         }
+        for src in unavailable {
+            let state = FileManager.default.fileExists(atPath: src.path) ? "expired" : "not transferred yet"
+            list.append(
+                ZoneSummary(
+                    origin: src.origin.description, file: src.path, serial: 0, records: 0,
+                    secondary: Self.status(src, statuses[src.origin], state: state)))
+        }
+        return list
+    }
+
+    static func status(_ source: ZoneSource, _ s: SecondaryZones.Status?, state: String) -> SecondaryZoneStatus {
+        SecondaryZoneStatus(
+            state: state, primaries: source.primaries.map(\.description),
+            lastRefresh: s?.lastRefresh ?? SecondaryRefreshRecord.read(forZoneFile: source.path)?.refreshed,
+            nextRefresh: s?.nextRefresh, lastError: s?.lastError)
     }
 
     /// The zones served with their checksums (`Zone.checksum`), for the status: a walk over
     /// every record (about a second at 1M names), on a thread of its own, off this actor.
     package func zoneListWithChecksums() async -> [ZoneSummary] {
-        var list = zoneList()
+        var list = await zoneList()
         let served = zones
         let sums = (try? await onOwnThread(name: "nc-checksum", background: true) { served.map(\.checksum) }) ?? []
         for (i, sum) in sums.enumerated() where i < list.count { list[i].checksum = sum }

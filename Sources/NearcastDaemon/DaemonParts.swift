@@ -60,7 +60,9 @@ struct DaemonParts: DaemonDesk {
             xdp: try deployment?.fastPath.statistics().counters,
             nodes: await monitor.statuses(), pools: await monitor.poolStatuses(), health: healthWrites.report,
             maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status,
-            zones: await served.zoneList().map { $0.origin.lowercased() },
+            zones: await served.zoneList().filter { $0.secondary?.state ?? "served" == "served" }.map {
+                $0.origin.lowercased()
+            },
             // (Counters that cannot be read leave the rest of the scrape as it is.)
             xdpAnswers: deployment.flatMap { d in
                 (try? d.fastPath.tallies()).map(MetricsSnapshot.AnswerBreakdown.init)

@@ -41,13 +41,43 @@ public struct ZoneSummary: Codable, Equatable, Sendable {
     /// `Zone.checksum`, where it was asked for (the status): servers holding the same records
     /// show the same.
     public var checksum: String?
+    /// For a secondary zone, its primaries and its refresh; nil for a zone read from its file.
+    public var secondary: SecondaryZoneStatus?
 
-    public init(origin: String, file: String, serial: UInt32, records: Int, checksum: String? = nil) {
+    public init(
+        origin: String, file: String, serial: UInt32, records: Int, checksum: String? = nil,
+        secondary: SecondaryZoneStatus? = nil
+    ) {
         self.origin = origin
         self.file = file
         self.serial = serial
         self.records = records
         self.checksum = checksum
+        self.secondary = secondary
+    }
+}
+
+/// A secondary zone's refresh from its primaries, as `nearcast zones` and the dashboard show it.
+public struct SecondaryZoneStatus: Codable, Equatable, Sendable {
+    /// `served`; `not transferred yet` or `expired` (answered SERVFAIL).
+    public var state: String
+    /// ADDRESS:PORT [key NAME], in the order they are asked.
+    public var primaries: [String]
+    /// Seconds since 1970 of the last answer from a primary, and of the next refresh planned.
+    public var lastRefresh: Int64?
+    public var nextRefresh: Int64?
+    /// Why the last refresh failed; nil once one succeeds.
+    public var lastError: String?
+
+    public init(
+        state: String, primaries: [String], lastRefresh: Int64? = nil, nextRefresh: Int64? = nil,
+        lastError: String? = nil
+    ) {
+        self.state = state
+        self.primaries = primaries
+        self.lastRefresh = lastRefresh
+        self.nextRefresh = nextRefresh
+        self.lastError = lastError
     }
 }
 

@@ -1,18 +1,36 @@
 import ArgumentParser
+import Foundation
 import NearcastZones
 
-/// `nearcast zones`: the zones served, with their serials and sizes.
+/// `nearcast zones`: the zones served, with their serials and sizes; a secondary zone's primaries
+/// and refresh too.
 struct Zones: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the zones served, with their SOA serials and record counts.")
+        abstract:
+            "List the zones, with their SOA serials, record counts and files; for a secondary zone, its primaries, its last and next refresh and its last error."
+    )
 
     @OptionGroup var options: APIOptions
 
     func run() async throws {
         try await Nodes.reportingFailures {
             let zones = try await options.client(role: .read).get("/v1/zones", as: [ZoneSummary].self)
-            for z in zones { print("\(z.origin)  serial \(z.serial)  \(z.records) records  \(z.file)") }
+            let now = Int64(Date().timeIntervalSince1970)
+            for z in zones { print(Self.lines(z, now: now).joined(separator: "\n")) }
         }
+    }
+
+    /// A zone as printed: its line, and for a secondary, its refresh below it.
+    static func lines(_ z: ZoneSummary, now: Int64) -> [String] {
+        var out = ["\(z.origin)  serial \(z.serial)  \(z.records) records  \(z.file)"]
+        guard let s = z.secondary else { return out }
+        var refresh = "  secondary of \(s.primaries.joined(separator: ", ")): \(s.state)"
+        if s.state != "served" { refresh += " (answered SERVFAIL)" }
+        refresh += s.lastRefresh.map { "; refreshed \(max(0, now - $0)) s ago" } ?? "; never refreshed"
+        if let next = s.nextRefresh { refresh += "; next refresh in \(max(0, next - now)) s" }
+        out.append(refresh)
+        if let e = s.lastError { out.append("  last error: \(e)") }
+        return out
     }
 }
 

@@ -96,7 +96,9 @@ struct Nearcastd: AsyncParsableCommand {
     /// The config from --config, with --zone and --listen added to it.
     func effectiveConfig() throws(DiagnosticsError) -> NearcastConfig {
         var cfg =
-            try config.map { path throws(DiagnosticsError) in try NearcastConfig.load(path: path) } ?? NearcastConfig()
+            try config.map { path throws(DiagnosticsError) in
+                try NearcastConfig.load(path: path, stateDirectory: stateDir)
+            } ?? NearcastConfig()
         for z in zone { cfg.zones.append(try ZoneSource(commandLine: z)) }
         cfg.listen += listen.compactMap(ListenAddress.init)
         cfg.xdp.interfaces += xdp.compactMap(XDPSettings.Interface.init)

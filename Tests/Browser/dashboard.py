@@ -175,6 +175,20 @@ def run(driver, wait, a, nodes):
     if len(world) < 10000:
         fail("the world outline is %d bytes" % len(world))
     ok("the world is drawn and the page follows the live events")
+    # The zones: the file's, with its serial; a secondary whose primary does not answer, not
+    # served yet, with why.
+    def zone_row(d, origin):
+        rows = d.find_elements(By.CSS_SELECTOR, f'#zones-table tr[data-zone="{origin}"]')
+        return [c.text for c in rows[0].find_elements(By.TAG_NAME, "td")] if rows else None
+    try:
+        wait.until(lambda d: (zone_row(d, "example.test.") or [""])[1:2] == ["2026112201"]
+                   and "refused" in (zone_row(d, "other.test.") or [""])[-1].lower())
+    except Exception:
+        fail("the zones table shows %s and %s" % (zone_row(driver, "example.test."), zone_row(driver, "other.test.")))
+    other = zone_row(driver, "other.test.")
+    if "secondary of 127.0.0.1:9" not in other[3] or "not transferred yet" not in other[3]:
+        fail(f"the secondary's row is {other}")
+    ok("the zones table shows the zone's serial, and the secondary not transferred yet with its last error")
     # The charts: the slow path's replies by rcode and what was limited (this daemon runs without
     # XDP, whose verdicts by path are charted only with the fast path on).
     for series in ["limited", "slow path NOERROR", "slow path NXDOMAIN", "slow path other rcodes"]:

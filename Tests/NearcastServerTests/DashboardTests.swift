@@ -19,7 +19,9 @@ import Testing
         let state = dir.appendingPathComponent("state")
         let (server, dnsPort, _) = try GeoDaemonTests.start(
             extraArgs: ["--api", "127.0.0.1:0", "--api-tokens", tokens.path, "--state-dir", state.path],
-            par1Checks: "[{ type: report, stale-after: 600 }]")
+            par1Checks: "[{ type: report, stale-after: 600 }]",
+            // A secondary whose primary does not answer (the discard port): not transferred yet.
+            extraZones: ", { origin: other.test., primaries: [\"127.0.0.1:9\"] }")
         defer { server.stop() }
         let api = try #require(server.apiPort)
         let screenshots = Repository.path(".build/screenshots/dashboard")

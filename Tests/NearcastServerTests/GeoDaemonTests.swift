@@ -11,7 +11,10 @@ import FoundationNetworking
 /// kdig with Client Subnet options (`+subnet`), as resolvers ask on behalf of their clients.
 @Suite(.timeLimit(.minutes(2))) struct GeoDaemonTests {
     /// `par1Checks`: par1's checks, as YAML (none by default).
-    static func start(extraArgs: [String] = [], par1Checks: String = "[]") throws -> (Daemon, Int, URL) {
+    /// `extraZones`: more zones' mappings, each after a comma.
+    static func start(extraArgs: [String] = [], par1Checks: String = "[]", extraZones: String = "") throws -> (
+        Daemon, Int, URL
+    ) {
         let dir = try TemporaryDirectory.url("nearcast-geo")
         try FileManager.default.copyItem(
             at: TestSupport.fixtures.appendingPathComponent("example.test.zone"),
@@ -19,7 +22,7 @@ import FoundationNetworking
         let database = Repository.testCityDatabase
         try """
         listen: ["127.0.0.1:0", "[::1]:0"]
-        zones: [{ origin: example.test., file: z.zone }]
+        zones: [{ origin: example.test., file: z.zone }\(extraZones)]
         geo:
           database: \(database)
           nodes:

@@ -12,12 +12,14 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct SecondaryZoneTests {
     static let keyName = ZoneTransferTests.keyName
     static let secret = ZoneTransferTests.secret
+    static let reader = "44444444444444444444444444444444"
 
     /// nearcastd with `example.test.` a secondary of `primaries` (ports on 127.0.0.1), kept in
     /// `dir`'s state directory, transferred with the key (`secret`: its secret here), and
     /// transferred on to 127.0.0.1 with it.
     static func secondary(in dir: TemporaryDirectory, primaries: [Int], secret: String = secret) throws -> Daemon {
         let list = primaries.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", ")
+        _ = try dir.write("read \(reader)\n", to: "tokens")
         _ = try dir.write(
             """
             listen: ["127.0.0.1:0"]
@@ -29,6 +31,7 @@ import Testing
                 allow-transfer: ["127.0.0.1 key \(keyName)"]
             tsig:
               keys: [{ name: \(keyName), algorithm: hmac-sha256, secret: \(secret) }]
+            api: { listen: "127.0.0.1:0", tokens: tokens }
             """, to: "c.yaml")
         return try Daemon(["--config", dir.file("c.yaml")])
     }
@@ -155,9 +158,18 @@ import Testing
         try poll("the zone expired", timeout: 20) { try Self.answer(daemon, "www.example.test.").0 == "SERVFAIL" }
         #expect(Date().timeIntervalSince(gone) > 3, "served until its expire, 6 s after its last refresh")
         #expect(daemon.log.contains("secondary zone expired"))
+        // `nearcast zones` says so, and why.
+        let zones = try daemon.cli(["zones"], token: Self.reader)
+        #expect(zones.status == 0, "\(zones.stderr)")
+        #expect(
+            zones.stdout.contains("secondary of 127.0.0.1:\(knotPort) key \(Self.keyName): expired (answered SERVFAIL)")
+                && zones.stdout.contains("last error: ") && zones.stdout.contains("XFR from 127.0.0.1:\(knotPort)"),
+            "\(zones.stdout)")
         (knot, _) = try Self.knot(
             file: file, port: knotPort, notify: daemon.dnsPort, label: "nearcast-secondary-expire-back")
         defer { knot.stop() }
         try poll("the zone served again", timeout: 20) { try Self.answer(daemon, "www.example.test.").0 == "NOERROR" }
+        let back = try daemon.cli(["zones"], token: Self.reader).stdout
+        #expect(back.contains(": served; refreshed") && !back.contains("last error"), "\(back)")
     }
 }

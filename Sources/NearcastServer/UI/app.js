@@ -58,6 +58,34 @@ async function signIn(token) {
     $("audit-none").hidden = false;
   });
   follow();
+  loadZones();
+  state.zonesTimer = setInterval(loadZones, 10000);
+}
+
+// The zones (GET /v1/zones), read again every 10 s: a secondary zone's refresh moves on its own.
+async function loadZones() {
+  try { drawZones(await api("/v1/zones")); } catch (_) { /* shown again at the next read */ }
+}
+
+const utc = (seconds) => (seconds ? new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", " ") : "");
+
+function drawZones(zones) {
+  const body = $("zones-table").tBodies[0];
+  body.replaceChildren();
+  for (const z of zones) {
+    const s = z.secondary;
+    const row = element("tr", { "data-zone": z.origin, "data-state": s ? s.state : "served" });
+    row.append(element("td", {}, z.origin));
+    row.append(element("td", {}, s && s.state !== "served" ? "" : String(z.serial)));
+    row.append(element("td", {}, s && s.state !== "served" ? "" : String(z.records)));
+    const source = s ? `secondary of ${s.primaries.join(", ")}` + (s.state === "served" ? "" : ` (${s.state}: SERVFAIL)`)
+      : z.file;
+    row.append(element("td", {}, source));
+    row.append(element("td", {}, s ? utc(s.lastRefresh) : ""));
+    row.append(element("td", {}, s ? utc(s.nextRefresh) : ""));
+    row.append(element("td", { class: s && s.lastError ? "error" : "" }, s?.lastError || ""));
+    body.append(row);
+  }
 }
 
 function signOut() {
