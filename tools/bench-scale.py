@@ -27,6 +27,7 @@ Before each size is timed, an untimed start of nearcastd warms the host's memory
 Everything listens on 127.0.0.1 only. Results go to stdout and into BENCHMARKS.md between the
 bench-scale markers.
 """
+import contextlib
 import re
 import json
 import os
@@ -106,14 +107,14 @@ def name_wire(name):
     return out + b"\0"
 
 
-def query(port, name, qtype=1, timeout=0.2):
-    """The answer count and rcode of NAME TYPE asked of 127.0.0.1:PORT over UDP; None on no reply."""
+def query(port, name, qtype=1, timeout=0.2, host="127.0.0.1"):
+    """The answer count and rcode of NAME TYPE asked of HOST:PORT over UDP; None on no reply."""
     qid = random.randint(0, 65535)
     msg = struct.pack("!HHHHHH", qid, 0, 1, 0, 0, 0) + name_wire(name) + struct.pack("!HH", qtype, 1)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(timeout)
         try:
-            s.sendto(msg, ("127.0.0.1", port))
+            s.sendto(msg, (host, port))
             reply = s.recv(4096)
         except OSError:
             return None
@@ -121,10 +122,11 @@ def query(port, name, qtype=1, timeout=0.2):
     return ancount, flags & 0xF, reply
 
 
-def wait_answer(port, name, deadline_s=600, want=lambda r: r is not None and r[1] == 0 and r[0] > 0, poll=0.01):
+def wait_answer(port, name, deadline_s=600, want=lambda r: r is not None and r[1] == 0 and r[0] > 0, poll=0.01,
+                host="127.0.0.1"):
     start = time.monotonic()
     while time.monotonic() - start < deadline_s:
-        r = query(port, name, timeout=poll * 5)
+        r = query(port, name, timeout=poll * 5, host=host)
         if want(r):
             return time.monotonic() - start
         time.sleep(poll)
@@ -318,28 +320,45 @@ def bpf_map_mib(pid):
     return sum(memlock.values()) / 2**20
 
 
-def nearcast_xdp(work, zone, n):
-    """nearcast with its fast path on a veth pair of its own: start to the fast path ready, and memory."""
-    port, aport = free_port(), free_port()
-    with open(f"{work}/tokens", "w") as f:
-        f.write(f"write {TOKEN}\n")
+@contextlib.contextmanager
+def xdp_veth(work, peer_pass=False):
+    """A veth pair for a nearcastd's fast path: yields (A, B, NS, PINS): the server end A holds
+    10.253.0.1 on the host, the client end B 10.253.0.2 in namespace NS of its own (so that queries
+    to A's address cross the veth, and XDP, instead of the loopback), and PINS a pin root in a bpffs
+    of its own (the host's /sys/fs/bpf may be none: a fresh machine mounts none there). All of it
+    is removed after. PEER_PASS: B gets an XDP program that passes everything, without which a
+    veth drops the frames XDP_TX sends to it (kxdpgun brings its own)."""
     a, b = f"ncsc{os.getpid() % 10000}a", f"ncsc{os.getpid() % 10000}b"
     ns = f"ncsc{os.getpid() % 10000}c"
-    # A bpffs of its own: the host's /sys/fs/bpf may be none (a fresh machine mounts none there).
     bpffs = f"{work}/bpffs"
     os.makedirs(bpffs, exist_ok=True)
     subprocess.run(["mount", "-t", "bpf", "bpf", bpffs], check=True)
     pins = f"{bpffs}/pins"
     subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
     try:
-        # The client end in a namespace of its own, so that queries to the server end's address
-        # cross the veth (and XDP) instead of the loopback.
         subprocess.run(["ip", "netns", "add", ns], check=True)
         subprocess.run(["ip", "link", "set", b, "netns", ns], check=True)
         subprocess.run(["ip", "addr", "add", "10.253.0.1/24", "dev", a], check=True)
         subprocess.run(["ip", "-n", ns, "addr", "add", "10.253.0.2/24", "dev", b], check=True)
         subprocess.run(["ip", "link", "set", a, "up"], check=True)
         subprocess.run(["ip", "-n", ns, "link", "set", b, "up"], check=True)
+        if peer_pass:
+            subprocess.run(["ip", "-n", ns, "link", "set", "dev", b, "xdpdrv", "obj",
+                            os.path.join(ROOT, ".build/bpf/xdp_pass.bpf.o"), "sec", "xdp"], check=True)
+        yield a, b, ns, pins
+    finally:
+        subprocess.run(["ip", "link", "del", a], check=False)
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+        shutil.rmtree(pins, ignore_errors=True)
+        subprocess.run(["umount", bpffs], check=False)
+
+
+def nearcast_xdp(work, zone, n):
+    """nearcast with its fast path on a veth pair of its own: start to the fast path ready, and memory."""
+    port, aport = free_port(), free_port()
+    with open(f"{work}/tokens", "w") as f:
+        f.write(f"write {TOKEN}\n")
+    with xdp_veth(work) as (a, b, ns, pins):
         with open(f"{work}/ncx.yaml", "w") as f:
             f.write(
                 # The veth's address too: XDP answers only queries to the addresses listened on.
@@ -394,11 +413,6 @@ def nearcast_xdp(work, zone, n):
         finally:
             p.terminate()
             p.wait(60)
-    finally:
-        subprocess.run(["ip", "link", "del", a], check=False)
-        subprocess.run(["ip", "netns", "del", ns], check=False)
-        shutil.rmtree(pins, ignore_errors=True)
-        subprocess.run(["umount", bpffs], check=False)
 
 
 def xdp_counters(pins):

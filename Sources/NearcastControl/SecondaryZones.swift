@@ -69,6 +69,10 @@ package actor SecondaryZones {
         /// The retry of a zone not served yet (no SOA to read it from).
         package var firstRetry: Duration = .seconds(10)
         package var transferTimeout: Duration = .seconds(120)
+        /// The least time between the starts of two transfers a NOTIFY asks for: a flood of them
+        /// (or of forged ones) is ten refreshes a second at most, not one each; a primary's
+        /// stream of changes is still taken as it comes.
+        package var notifyInterval: Duration = .milliseconds(100)
         package init() {}
     }
 
@@ -150,9 +154,9 @@ package actor SecondaryZones {
         while !Task.isCancelled {
             let now = ContinuousClock.now
             if r.notified.exchange(false, ordering: .sequentiallyConsistent) {
-                // A NOTIFY is taken at once, but not more often than the timers' minimum: a
-                // primary's flood of them (or one sent from its forged address) is one transfer.
-                nextRefresh = min(nextRefresh, lastAttempt.map { max(now, $0 + bounds.minimum) } ?? now)
+                // A NOTIFY is taken at once, but not sooner than `notifyInterval` after the last
+                // transfer began.
+                nextRefresh = min(nextRefresh, lastAttempt.map { max(now, $0 + bounds.notifyInterval) } ?? now)
             }
             if now >= nextRefresh {
                 lastAttempt = now

@@ -99,6 +99,9 @@ public final class FastPath: Sendable {
         /// live generation (`layout`): a change that writes them again keeps it cleared, or XDP
         /// would answer the name left out NXDOMAIN.
         var nxdomainCleared: Set<[UInt8]> = []
+        /// Names the live generation left out (a full table, hash collisions, no arena room):
+        /// while there are any, a change is written as a whole generation (`apply` declines it).
+        var leftOut = 0
         /// Whether `apply` replaced records since the last grace period: the next whole generation,
         /// which may write where they were, waits one first.
         var replacedSinceGracePeriod = false
@@ -687,6 +690,7 @@ public final class FastPath: Sendable {
             s.negativeZones = p.negativeZones
             s.space = p.space
             s.nxdomainCleared = p.nxdomainCleared
+            s.leftOut = p.plan.full + p.plan.collisions + p.plan.noRoomLeftOut
         }
         return TableWrite(
             entries: p.plan.names, written: p.plan.writes.count + p.plan.writtenInPlace, full: p.plan.full,
