@@ -33,7 +33,10 @@ public enum SecondaryZoneFiles {
 
     /// Where the state directory keeps secondary zone `origin`.
     public static func path(of origin: DNSName, in stateDirectory: String) -> String {
-        let name = origin.isRoot ? "root" : String(origin.description.lowercased().dropLast())
+        // A label may hold a "/" (escaped in the zone's text): not a directory here.
+        let name =
+            origin.isRoot
+            ? "root" : String(origin.description.lowercased().dropLast()).replacingOccurrences(of: "/", with: "%2f")
         return (stateDirectory as NSString).appendingPathComponent("secondary/\(name).zone")
     }
 
@@ -83,7 +86,8 @@ extension NearcastConfig {
     /// This config with the zones that can be served now, and the secondary zones that cannot:
     /// those whose file does not exist yet (never transferred), and those whose expire has
     /// passed since their last refresh (`SecondaryRefreshRecord`). A secondary zone whose file
-    /// has no refresh record (one placed there by hand) is served, and refreshed soon.
+    /// has no refresh record (one placed there by hand) is served, and refreshed soon; its
+    /// refresh counts its expire from the file's modification time.
     public func servable(now: Int64 = Int64(Date().timeIntervalSince1970)) -> (
         config: NearcastConfig, unavailable: [ZoneSource]
     ) {

@@ -145,7 +145,16 @@ package actor SecondaryZones {
         var timer: Task<Void, Never>?
         defer { timer?.cancel() }
         var iterator = wakes.makeAsyncIterator()
-        // A served zone with a record of its last refresh is refreshed when that says; any other now.
+        // A zone served with no record of its last refresh (its file put there by hand, or the
+        // record lost) was last refreshed when its file was written, as far as anyone knows: its
+        // expire runs from then, not from never.
+        if record == nil, let state = await zones.secondary(origin), let zone = state.zone,
+            let written = FileStamp(r.source.path)
+        {
+            record = SecondaryRefreshRecord(
+                refreshed: written.modified, expire: Self.timers(zone).expire, serial: zone.serial)
+        }
+        // A served zone is refreshed when its last refresh says; any other now.
         if let record, let state = await zones.secondary(origin), let zone = state.zone {
             let since = Duration.seconds(max(0, Self.now() - record.refreshed))
             let refresh = Self.bounded(.seconds(Int64(Self.timers(zone).refresh)), bounds)

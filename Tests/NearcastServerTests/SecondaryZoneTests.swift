@@ -172,4 +172,23 @@ import Testing
         let back = try daemon.cli(["zones"], token: Self.reader).stdout
         #expect(back.contains(": served; refreshed") && !back.contains("last error"), "\(back)")
     }
+
+    /// A zone file put in the state directory by hand, with no record of a refresh: its expire
+    /// runs from the file's modification time, not from never. Here that was an hour ago, the
+    /// SOA's expire is 6 s, and no primary answers: SERVFAIL, and the log says it expired.
+    @Test func aZoneFilePutThereByHandExpiresFromItsModificationTime() throws {
+        let dir = try TemporaryDirectory("nearcast-secondary-by-hand")
+        let text = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8
+        ).replacingOccurrences(of: "2026112201 3600 600 1209600 60", with: "2026112201 2 2 6 60")
+        try FileManager.default.createDirectory(
+            atPath: dir.file("state/secondary"), withIntermediateDirectories: true)
+        let file = try dir.write(text, to: "state/secondary/example.test.zone")
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: file)
+        let daemon = try Self.secondary(in: dir, primaries: [try TestSupport.unusedPort()])
+        defer { daemon.process.stop() }
+        try poll("the zone expired", timeout: 15) { try Self.answer(daemon, "www.example.test.").0 == "SERVFAIL" }
+        #expect(daemon.log.contains("secondary zone expired"), "\(daemon.log)")
+    }
 }
