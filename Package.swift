@@ -288,7 +288,8 @@ let package = Package(
         .testTarget(
             name: "NearcastConfigurationTests",
             dependencies: [
-                "NearcastConfiguration", "NearcastBasics", "NearcastTSIG", "NearcastTransfer", "DNSWire",
+                "NearcastConfiguration", "NearcastBasics", "NearcastTSIG", "NearcastTransfer", "NearcastZones",
+                "DNSWire",
                 "NearcastTestSupport",
             ]),
         .testTarget(

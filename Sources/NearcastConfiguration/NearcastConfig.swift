@@ -21,11 +21,20 @@ public struct ZoneSource: Hashable, Sendable {
     /// The primaries the zone is transferred from, in the order they are tried (`primaries`);
     /// none: the zone is this server's own, read from its file.
     public var primaries: [TransferPeer]
+    /// The zone's part in catalog zones (`catalog`, RFC 9432): a catalog this server makes, or
+    /// one it follows; nil: an ordinary zone.
+    public var catalog: CatalogRole?
+    /// The catalog this zone was listed in, for a member of a catalog followed here; nil: named
+    /// in the config.
+    public var memberOf: DNSName?
 
     public init(
         origin: DNSName, path: String, declaredAt: String, allowTransfer: [TransferRule] = [],
-        notify: [TransferPeer] = [], primaries: [TransferPeer] = []
+        notify: [TransferPeer] = [], primaries: [TransferPeer] = [], catalog: CatalogRole? = nil,
+        memberOf: DNSName? = nil
     ) {
+        self.catalog = catalog
+        self.memberOf = memberOf
         self.origin = origin
         self.path = path
         self.declaredAt = declaredAt
@@ -204,7 +213,7 @@ public struct NearcastConfig: Sendable {
                         fail(item, "each zone must be a mapping with 'origin' and 'file'")
                         continue
                     }
-                    let known = ["origin", "file"] + ZoneTransferSettings.keys
+                    let known = ["origin", "file", "catalog"] + ZoneTransferSettings.keys
                     for (zk, _) in m where !known.contains(zk.string ?? "") {
                         fail(zk, "unknown zone key '\(zk.string ?? "?")' (known: \(known.joined(separator: ", ")))")
                     }
@@ -223,9 +232,12 @@ public struct NearcastConfig: Sendable {
                     }
                     let transfer = ZoneTransferSettings.parse(
                         m, origin: origin, fileName: fileName, diags: &diags)
-                    // A secondary's file is where it is kept; by default, in the state directory.
+                    let catalog = CatalogRole.parse(
+                        m["catalog"], origin: origin, primaries: transfer.primaries, fileName: fileName, diags: &diags)
+                    // A secondary's file is where it is kept, a catalog's made here where it is
+                    // written; by default, in the state directory.
                     let f = m["file"]?.string
-                    if f == nil && transfer.primaries.isEmpty {
+                    if f == nil && transfer.primaries.isEmpty && catalog != .produce {
                         fail(item, "zone \(o) is missing 'file' (or 'primaries', for a secondary zone)")
                         continue
                     }
@@ -234,7 +246,7 @@ public struct NearcastConfig: Sendable {
                         ZoneSource(
                             origin: origin, path: path, declaredAt: "\(fileName):\(line(item))",
                             allowTransfer: transfer.allowTransfer, notify: transfer.notify,
-                            primaries: transfer.primaries))
+                            primaries: transfer.primaries, catalog: catalog))
                 }
             case "max-udp-payload":
                 guard let n = v.int, (512...4096).contains(n) else {

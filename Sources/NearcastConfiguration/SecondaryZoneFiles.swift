@@ -11,33 +11,40 @@ import NearcastBasics
 /// whose expire has passed without a refresh is not served (SERVFAIL, RFC 1035 §3.3.13), across
 /// restarts and reloads too.
 public enum SecondaryZoneFiles {
-    /// Each secondary zone of `zones` that names no file gets its place in `stateDirectory`;
-    /// without a state directory, that is a problem reported against its declaration.
+    /// Each secondary zone of `zones` that names no file, and each catalog made here that names
+    /// none, gets its place in `stateDirectory`; without a state directory, that is a problem
+    /// reported against its declaration, as is a catalog followed here (its members are kept there).
     static func place(_ zones: inout [ZoneSource], stateDirectory: String?) -> [Diagnostic] {
         var diags: [Diagnostic] = []
-        for i in zones.indices where zones[i].path.isEmpty {
+        for i in zones.indices where zones[i].path.isEmpty || zones[i].catalog == .consume {
             guard let stateDirectory else {
                 let (file, line) = declaration(zones[i])
-                diags.append(
-                    Diagnostic(
-                        file: file, line: line,
-                        message:
-                            "zone \(zones[i].origin) is a secondary with no 'file': set state-dir, where it is then kept, or give it a file"
-                    ))
+                let message =
+                    zones[i].catalog == .consume
+                    ? "zone \(zones[i].origin) is a catalog followed here: set state-dir, where its member zones are kept"
+                    : zones[i].catalog == .produce
+                        ? "zone \(zones[i].origin) is a catalog made here with no 'file': set state-dir, where it is then kept, or give it a file"
+                        : "zone \(zones[i].origin) is a secondary with no 'file': set state-dir, where it is then kept, or give it a file"
+                diags.append(Diagnostic(file: file, line: line, message: message))
                 continue
             }
-            zones[i].path = path(of: zones[i].origin, in: stateDirectory)
+            if zones[i].path.isEmpty {
+                zones[i].path =
+                    zones[i].catalog == .produce
+                    ? path(of: zones[i].origin, in: stateDirectory, folder: "catalog")
+                    : path(of: zones[i].origin, in: stateDirectory)
+            }
         }
         return diags
     }
 
-    /// Where the state directory keeps secondary zone `origin`.
-    public static func path(of origin: DNSName, in stateDirectory: String) -> String {
+    /// Where the state directory keeps secondary zone `origin` (`folder`: or a catalog made here).
+    public static func path(of origin: DNSName, in stateDirectory: String, folder: String = "secondary") -> String {
         // A label may hold a "/" (escaped in the zone's text): not a directory here.
         let name =
             origin.isRoot
             ? "root" : String(origin.description.lowercased().dropLast()).replacingOccurrences(of: "/", with: "%2f")
-        return (stateDirectory as NSString).appendingPathComponent("secondary/\(name).zone")
+        return (stateDirectory as NSString).appendingPathComponent("\(folder)/\(name).zone")
     }
 
     /// The file and line a zone was declared at.

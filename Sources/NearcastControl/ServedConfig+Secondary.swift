@@ -51,7 +51,9 @@ extension ServedConfig: TransferredZones {
             var next = zones
             next[i] = zone
             do { try running.geo.check(against: next) } catch { throw .zone(error) }
+            try Self.checkCatalog(source, zone)
             for (changed, changeset) in steps { try await commit(i, changed, changeset, started: started) }
+            followCatalog(source, before: served, after: zone)
             return zone
         case .zone(let records, let serial):
             let name = "AXFR from \(primary)"
@@ -60,8 +62,10 @@ extension ServedConfig: TransferredZones {
             do { built = try Zone.build(origin: origin, records: sourced, sourceName: name) } catch {
                 throw .zone(error)
             }
+            try Self.checkCatalog(source, built)
             guard let served, let i = index else {
                 try await serveFirst(source, built, started: started)
+                followCatalog(source, before: nil, after: built)
                 return built
             }
             // The whole zone, served as the difference from the zone served.
@@ -76,6 +80,7 @@ extension ServedConfig: TransferredZones {
             next[i] = changed
             do { try running.geo.check(against: next) } catch { throw .zone(error) }
             try await commit(i, changed, changeset, started: started)
+            followCatalog(source, before: served, after: changed)
             return changed
         }
     }

@@ -207,23 +207,32 @@ package actor ServedConfig {
         let (load, served) = (load, zones)
         let servedFiles = zonesUnchanged ? running.zones.map { [$0.origin.description, $0.path] } : nil
         typealias Loaded = (
-            NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String, unavailable: [ZoneSource]
+            NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String,
+            unavailable: [ZoneSource],
+            notes: [String]
         )
         let loaded: Result<Loaded, DiagnosticsError>
         do {
             loaded = try await onOwnThread {
                 Result { () throws(DiagnosticsError) -> Loaded in
                     let clock = ContinuousClock()
-                    // Secondary zones not transferred yet, or expired, are not read (SERVFAIL).
-                    let (next, unavailable): (NearcastConfig, [ZoneSource]) = try load().servable()
+                    // Catalogs' members added, and catalogs made here written; secondary zones
+                    // not transferred yet, or expired, are not read (SERVFAIL).
+                    let catalogued: (config: NearcastConfig, notes: [String]) = try load().withCatalogs()
+                    let (next, unavailable): (NearcastConfig, [ZoneSource]) = catalogued.config.servable()
                     if let servedFiles, next.zones.map({ [$0.origin.description, $0.path] }) == servedFiles {
                         let kept = ReloadedZones(zones: served, changes: [], rrsetsChanged: 0)
-                        return (next, kept, clock.now - started, .zero, Self.digest(next), unavailable)
+                        return (
+                            next, kept, clock.now - started, .zero, Self.digest(next), unavailable, catalogued.notes
+                        )
                     }
                     let zones = try next.loadZones()
                     let read = clock.now
                     let compared = ReloadedZones.compare(served: served, loaded: zones)
-                    return (next, compared, read - started, clock.now - read, Self.digest(next), unavailable)
+                    return (
+                        next, compared, read - started, clock.now - read, Self.digest(next), unavailable,
+                        catalogued.notes
+                    )
                 }
             }
         } catch {
@@ -237,6 +246,7 @@ package actor ServedConfig {
         switch loaded {
         case .success(let r):
             (next, reloaded, digest, nextUnavailable) = (r.0, r.1, r.digest, r.unavailable)
+            for note in r.notes { logger.notice("catalog", metadata: ["note": "\(note)"]) }
             logger.info(
                 reloaded.changes?.isEmpty == true && reloaded.unused.isEmpty && r.compared == .zero
                     ? "zones not read: the same files, unchanged" : "zones read",
@@ -268,6 +278,7 @@ package actor ServedConfig {
         }
         try beforeSwitch(next, digest)
         let wasUnavailable = unavailable
+        let wasMembers = (running.zones + unavailable).filter { $0.memberOf != nil }
         unavailable = nextUnavailable
         // A new geo compile changes the records of the names it changes (a node's target, a geo
         // name's ranking) beside the geo maps it brings: those names are a change of their zones.
@@ -288,6 +299,7 @@ package actor ServedConfig {
             throw error
         }
         await secondaries?.follow(secondarySources)
+        await removeFormerMembers(wasMembers)
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
@@ -432,14 +444,16 @@ package actor ServedConfig {
         var list = zip(running.zones, zones).map { src, z in
             ZoneSummary(
                 origin: z.origin.description, file: src.path, serial: z.serial, records: z.recordCount,
-                secondary: src.isSecondary ? Self.status(src, statuses[src.origin], state: "served") : nil)
+                secondary: src.isSecondary ? Self.status(src, statuses[src.origin], state: "served") : nil,
+                catalog: src.catalog?.rawValue, memberOf: src.memberOf?.description)
         }
         for src in unavailable {
             let state = FileManager.default.fileExists(atPath: src.path) ? "expired" : "not transferred yet"
             list.append(
                 ZoneSummary(
                     origin: src.origin.description, file: src.path, serial: 0, records: 0,
-                    secondary: Self.status(src, statuses[src.origin], state: state)))
+                    secondary: Self.status(src, statuses[src.origin], state: state), catalog: src.catalog?.rawValue,
+                    memberOf: src.memberOf?.description))
         }
         return list
     }
@@ -548,6 +562,10 @@ package actor ServedConfig {
         }
         if source.isSecondary {
             throw .conflict("zone \(source.origin) is a secondary, transferred from its primaries: change it there")
+        }
+        if source.catalog == .produce {
+            throw .conflict(
+                "zone \(source.origin) is a catalog made here of the zones served: add or remove zones in the config")
         }
         // Problems are reported against the zone as it would be after the change (not yet written).
         let (changed, change, changeset) = try ZoneEditor.apply(edit, to: zone, fileName: "\(source.path) as changed")

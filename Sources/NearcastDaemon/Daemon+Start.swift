@@ -43,6 +43,9 @@ extension Daemon {
         do {
             if let follower { cfg = try follower.source.config(over: cfg) }
             let unavailable: [ZoneSource]
+            let notes: [String]
+            (cfg, notes) = try cfg.withCatalogs()
+            for note in notes { logger.notice("catalog", metadata: ["note": "\(note)"]) }
             (cfg, unavailable) = cfg.servable()
             data = Inputs(config: cfg, zones: try cfg.loadZones(), tokens: try cfg.api.loadTokens(), follower: follower)
             data.unavailable = unavailable

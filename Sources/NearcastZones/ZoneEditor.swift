@@ -43,11 +43,18 @@ public struct ZoneSummary: Codable, Equatable, Sendable {
     public var checksum: String?
     /// For a secondary zone, its primaries and its refresh; nil for a zone read from its file.
     public var secondary: SecondaryZoneStatus?
+    /// For a catalog zone (RFC 9432): `produce` (made here of the zones offered by transfer) or
+    /// `consume` (followed from its primaries).
+    public var catalog: String?
+    /// For a zone served because a catalog followed here lists it: that catalog.
+    public var memberOf: String?
 
     public init(
         origin: String, file: String, serial: UInt32, records: Int, checksum: String? = nil,
-        secondary: SecondaryZoneStatus? = nil
+        secondary: SecondaryZoneStatus? = nil, catalog: String? = nil, memberOf: String? = nil
     ) {
+        self.catalog = catalog
+        self.memberOf = memberOf
         self.origin = origin
         self.file = file
         self.serial = serial

@@ -3,7 +3,7 @@ import Foundation
 import NearcastZones
 
 /// `nearcast zones`: the zones served, with their serials and sizes; a secondary zone's primaries
-/// and refresh too.
+/// and refresh too, and a catalog's part.
 struct Zones: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
@@ -23,6 +23,12 @@ struct Zones: AsyncParsableCommand {
     /// A zone as printed: its line, and for a secondary, its refresh below it.
     static func lines(_ z: ZoneSummary, now: Int64) -> [String] {
         var out = ["\(z.origin)  serial \(z.serial)  \(z.records) records  \(z.file)"]
+        switch z.catalog {
+        case "produce": out.append("  catalog made here of the zones offered by transfer")
+        case "consume": out.append("  catalog followed: each zone it lists is served as a secondary")
+        default: break
+        }
+        if let catalog = z.memberOf { out.append("  listed in catalog \(catalog)") }
         guard let s = z.secondary else { return out }
         var refresh = "  secondary of \(s.primaries.joined(separator: ", ")): \(s.state)"
         if s.state != "served" { refresh += " (answered SERVFAIL)" }

@@ -78,8 +78,9 @@ function drawZones(zones) {
     row.append(element("td", {}, z.origin));
     row.append(element("td", {}, s && s.state !== "served" ? "" : String(z.serial)));
     row.append(element("td", {}, s && s.state !== "served" ? "" : String(z.records)));
-    const source = s ? `secondary of ${s.primaries.join(", ")}` + (s.state === "served" ? "" : ` (${s.state}: SERVFAIL)`)
-      : z.file;
+    const catalog = { produce: "catalog made here", consume: "catalog followed" }[z.catalog];
+    const source = (s ? `secondary of ${s.primaries.join(", ")}` + (s.state === "served" ? "" : ` (${s.state}: SERVFAIL)`)
+      : z.file) + (catalog ? `; ${catalog}` : "") + (z.memberOf ? `; listed in catalog ${z.memberOf}` : "");
     row.append(element("td", {}, source));
     row.append(element("td", {}, s ? utc(s.lastRefresh) : ""));
     row.append(element("td", {}, s ? utc(s.nextRefresh) : ""));
