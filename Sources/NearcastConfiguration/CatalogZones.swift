@@ -64,29 +64,47 @@ extension NearcastConfig {
         var notes: [String] = []
         var diags: [Diagnostic] = []
         for catalog in zones where catalog.catalog == .consume {
-            guard let stateDirectory, FileManager.default.fileExists(atPath: catalog.path) else { continue }
-            let members: [DNSName]
-            do { members = try Self.catalogMembers(catalog) } catch {
+            guard FileManager.default.fileExists(atPath: catalog.path) else { continue }
+            let listed: [DNSName]
+            do { listed = try Self.catalogMembers(catalog) } catch {
                 diags += error.diagnostics
                 continue
             }
-            for member in members {
-                if let other = out.zones.first(where: { $0.origin == member }) {
-                    let says = other.memberOf.map { "catalog \($0)" } ?? other.declaredAt
-                    notes.append("zone \(member), listed in catalog \(catalog.origin), is served as \(says) says")
-                    continue
-                }
-                out.zones.append(
-                    ZoneSource(
-                        origin: member, path: SecondaryZoneFiles.path(of: member, in: stateDirectory),
-                        declaredAt: catalog.declaredAt, primaries: catalog.primaries, memberOf: catalog.origin))
-            }
+            let (members, said) = out.members(of: catalog, listing: listed)
+            out.zones += members
+            notes += said
         }
         for catalog in out.zones where catalog.catalog == .produce {
             let members = out.zones.filter { $0.catalog == nil && !$0.allowTransfer.isEmpty }.map(\.origin).sorted()
             do { try Self.writeCatalog(catalog, members: members, now: now) } catch { diags += error.diagnostics }
         }
         if !diags.isEmpty { throw DiagnosticsError(diags) }
+        return (out, notes)
+    }
+
+    /// The zones to serve for catalog `catalog` (followed here) listing `listed`: each a secondary
+    /// of the catalog's primaries and key, kept in the state directory, but for those this
+    /// config's other zones have (its own entries, another catalog's members: noted, and left
+    /// out) and those this catalog already has here.
+    public func members(of catalog: ZoneSource, listing listed: [DNSName]) -> (
+        sources: [ZoneSource], notes: [String]
+    ) {
+        guard let stateDirectory else { return ([], []) }
+        var out: [ZoneSource] = []
+        var notes: [String] = []
+        for member in listed {
+            if let other = zones.first(where: { $0.origin == member }) {
+                if other.memberOf != catalog.origin {
+                    let says = other.memberOf.map { "catalog \($0)" } ?? other.declaredAt
+                    notes.append("zone \(member), listed in catalog \(catalog.origin), is served as \(says) says")
+                }
+                continue
+            }
+            out.append(
+                ZoneSource(
+                    origin: member, path: SecondaryZoneFiles.path(of: member, in: stateDirectory),
+                    declaredAt: catalog.declaredAt, primaries: catalog.primaries, memberOf: catalog.origin))
+        }
         return (out, notes)
     }
 

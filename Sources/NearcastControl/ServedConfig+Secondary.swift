@@ -28,6 +28,14 @@ extension ServedConfig: TransferredZones {
     package func applyTransfer(_ origin: DNSName, _ outcome: TransferIn.Outcome, from primary: String)
         async throws(ZoneEditError) -> Zone
     {
+        // A zone not served yet, transferred whole: served with the others that come meanwhile.
+        if case .zone(let records, _) = outcome, let state = secondary(origin), state.zone == nil {
+            let source = state.source
+            let built = try Self.build(origin, records, from: primary)
+            try Self.checkCatalog(source, built)
+            try await serveFirst(source, built)
+            return built
+        }
         await takeTurn()
         defer { endTurn() }
         let started = ContinuousClock.now
@@ -53,21 +61,16 @@ extension ServedConfig: TransferredZones {
             do { try running.geo.check(against: next) } catch { throw .zone(error) }
             try Self.checkCatalog(source, zone)
             for (changed, changeset) in steps { try await commit(i, changed, changeset, started: started) }
-            followCatalog(source, before: served, after: zone)
+            await followCatalog(source, before: served, after: zone)
             return zone
         case .zone(let records, let serial):
-            let name = "AXFR from \(primary)"
-            let sourced = records.enumerated().map { SourcedRecord($0.element, file: name, line: $0.offset + 1) }
-            let built: Zone
-            do { built = try Zone.build(origin: origin, records: sourced, sourceName: name) } catch {
-                throw .zone(error)
-            }
+            let built = try Self.build(origin, records, from: primary)
             try Self.checkCatalog(source, built)
             guard let served, let i = index else {
-                try await serveFirst(source, built, started: started)
-                followCatalog(source, before: nil, after: built)
-                return built
+                throw .conflict(
+                    "the zone stopped being served during its transfer: transferred again at its next refresh")
             }
+            let name = "AXFR from \(primary)"
             // The whole zone, served as the difference from the zone served.
             let changed: Zone
             let changeset: ZoneChangeset
@@ -80,20 +83,27 @@ extension ServedConfig: TransferredZones {
             next[i] = changed
             do { try running.geo.check(against: next) } catch { throw .zone(error) }
             try await commit(i, changed, changeset, started: started)
-            followCatalog(source, before: served, after: changed)
+            await followCatalog(source, before: served, after: changed)
             return changed
         }
     }
 
+    /// Zone `origin` as an AXFR from `primary` brought it, built and checked as a zone file is.
+    static func build(_ origin: DNSName, _ records: [ResourceRecord], from primary: String) throws(ZoneEditError)
+        -> Zone
+    {
+        let name = "AXFR from \(primary)"
+        let sourced = records.enumerated().map { SourcedRecord($0.element, file: name, line: $0.offset + 1) }
+        do { return try Zone.build(origin: origin, records: sourced, sourceName: name) } catch { throw .zone(error) }
+    }
+
     /// Serves secondary zone `source` for the first time (or again after it expired), as
     /// transferred whole: written to its file first (a journal of an older copy removed: it must
-    /// not be replayed onto this one), then served beside the others.
-    func serveFirst(_ source: ZoneSource, _ zone: Zone, started: ContinuousClock.Instant) async throws(ZoneEditError) {
-        var next = running
-        next.zones.append(source)
-        var nextZones = zones
-        nextZones.append(zone)
-        do { try next.geo.check(against: nextZones) } catch { throw .zone(error) }
+    /// not be replayed onto this one), off the turn, then served beside the others. The zones
+    /// that are waiting for their first serve when one gets its turn (the first waits
+    /// `firstServeWindow` for others) are served together, in one switch: a catalog's thousand
+    /// members, transferred at once, cost tens of switches of every zone served, not a thousand.
+    func serveFirst(_ source: ZoneSource, _ zone: Zone) async throws(ZoneEditError) {
         let path = source.path
         do {
             try await onOwnThread(name: "nc-zonefile") {
@@ -108,14 +118,64 @@ extension ServedConfig: TransferredZones {
         } catch {
             throw .failed("the zone's file \(path) cannot be written: \(error)")
         }
+        firstServes.append((source, zone))
+        // The first to wait holds the door a moment for those transferred just after it.
+        if firstServes.count == 1 { try? await Task.sleep(for: Self.firstServeWindow) }
+        await takeTurn()
+        defer { endTurn() }
+        if firstServes.contains(where: { $0.source == source }) { await serveWaitingFirst() }
+        guard let outcome = firstServed.removeValue(forKey: source) else {
+            throw .conflict("zone \(source.origin) was not served")
+        }
+        try outcome.get()
+    }
+
+    /// How long the first zone to wait for its first serve waits for others to join it.
+    static let firstServeWindow: Duration = .milliseconds(20)
+
+    /// Serves every zone waiting for its first serve (`firstServes`) that is still configured and
+    /// not served, in one switch; each one's outcome goes to `firstServed`. One that does not
+    /// pass the geo section's check with the others is refused alone.
+    func serveWaitingFirst() async {
+        let started = ContinuousClock.now
+        let waiting = firstServes
+        firstServes = []
+        var next = running
+        var nextZones = zones
+        var served: [ZoneSource] = []
+        var servedOrigins: Set<DNSName> = []
+        let waitingToBeServed = Dictionary(unavailable.map { ($0.origin, $0) }, uniquingKeysWith: { a, _ in a })
+        for (source, zone) in waiting {
+            guard waitingToBeServed[source.origin] == source else {
+                firstServed[source] = .failure(
+                    .conflict("zone \(source.origin) is no longer a secondary waiting to be served"))
+                continue
+            }
+            do { try next.geo.check(against: nextZones + [zone]) } catch {
+                firstServed[source] = .failure(.zone(error))
+                continue
+            }
+            next.zones.append(source)
+            nextZones.append(zone)
+            served.append(source)
+            servedOrigins.insert(source.origin)
+            journalsMadeWhole.remove(ZoneJournal.path(forZoneFile: source.path))
+        }
+        guard !served.isEmpty else { return }
         let wasUnavailable = unavailable
-        unavailable.removeAll { $0.origin == source.origin }
-        journalsMadeWhole.remove(ZoneJournal.path(forZoneFile: path))
+        unavailable.removeAll { servedOrigins.contains($0.origin) }
         do { _ = try await switchTo(next, nextZones, started: started) } catch {
             unavailable = wasUnavailable
-            throw .failed("\(error)")
+            for source in served { firstServed[source] = .failure(.failed("\(error)")) }
+            return
         }
-        stampZoneFiles()
+        for source in served {
+            fileStamps[source.path] = FileStamp(source.path)
+            firstServed[source] = .success(())
+        }
+        for (source, zone) in waiting where servedOrigins.contains(source.origin) && source.catalog != nil {
+            await followCatalog(source, before: nil, after: zone)
+        }
     }
 
     package func expireSecondary(_ origin: DNSName) async {

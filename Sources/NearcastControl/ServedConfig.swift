@@ -84,6 +84,10 @@ package actor ServedConfig {
     var unavailable: [ZoneSource]
     /// The refresh of the secondary zones, told of them after each reload (`attach`).
     var secondaries: SecondaryZones?
+    /// Secondary zones transferred whole and waiting to be served for the first time, and the
+    /// outcome of those served (ServedConfig+Secondary.swift: `serveFirst`).
+    var firstServes: [(source: ZoneSource, zone: Zone)] = []
+    var firstServed: [ZoneSource: Result<Void, ZoneEditError>] = [:]
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
