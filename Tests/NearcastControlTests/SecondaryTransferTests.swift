@@ -141,4 +141,38 @@ import Testing
                 "example.test.", .add(RecordInput(name: "new", type: "A", data: "192.0.2.9")), by: "test")
         } throws: { "\($0)".contains("is a secondary") }
     }
+
+    /// Forty secondaries never transferred (a catalog's members at its first transfer), their
+    /// AXFRs arriving at once: each is served, answering its own records, and none is lost to
+    /// another being served beside it in the same switch.
+    @Test func secondariesTransferredAtOnceAreAllServed() async throws {
+        let dir = try TemporaryDirectory("nearcast-secondary-many")
+        let origins = (0..<40).map { try! DNSName("m\($0).test.") }
+        let entries = origins.map { "  - { origin: \($0), primaries: [\"127.0.0.1\"] }" }.joined(separator: "\n")
+        let config = try NearcastConfig.parse(
+            yaml: "state-dir: state\nzones:\n\(entries)\n", fileName: "c.yaml", baseDirectory: dir.path)
+        let (servable, unavailable) = config.servable()
+        #expect(servable.zones.isEmpty && unavailable.count == 40)
+        let responders = ResponderSource(
+            Responder(serving: servable, zones: [], geo: nil, cookies: nil, counts: nil, unavailable: unavailable))
+        let served = ServedConfig(
+            running: servable, zones: [], load: { config }, live: LiveGeo(board: HealthBoard()),
+            responders: responders, writer: nil, unavailable: unavailable, logger: Logger(label: "test"))
+        #expect(try Self.ask(responders, "www.m7.test.", .a).0 == .servFail)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, origin) in origins.enumerated() {
+                group.addTask {
+                    let text = "@ 60 SOA ns hostmaster 1 60 60 600 60\n@ 60 NS ns\nns 60 A 192.0.2.53\nwww 60 A 192.0.2.\(i + 1)"
+                    let records = try ZoneFileParser.parse(text: text, fileName: "t", origin: origin).map(\.record)
+                    _ = try await served.applyTransfer(origin, .zone(records, serial: 1), from: Self.primary)
+                }
+            }
+            try await group.waitForAll()
+        }
+        for (i, origin) in origins.enumerated() {
+            #expect(try Self.ask(responders, "www.\(origin)", .a) == (.noError, ["www.\(origin) 60 IN A 192.0.2.\(i + 1)"]))
+            #expect(FileManager.default.fileExists(atPath: dir.file("state/secondary/m\(i).test.zone")))
+        }
+        #expect(await served.zoneList().allSatisfy { $0.secondary?.state == "served" })
+    }
 }
