@@ -73,11 +73,15 @@ package actor SecondaryZones {
         /// (or of forged ones) is ten refreshes a second at most, not one each; a primary's
         /// stream of changes is still taken as it comes.
         package var notifyInterval: Duration = .milliseconds(100)
+        /// Transfers in running at once (`TransferInQueue`).
+        package var transfersAtOnce = 10
         package init() {}
     }
 
     let zones: any TransferredZones
     let bounds: Bounds
+    /// The transfers running at once, for every zone together.
+    let queue: TransferInQueue
     let logger: Logger
     var refreshes: [DNSName: Refresh] = [:]
     var stopped = false
@@ -86,6 +90,7 @@ package actor SecondaryZones {
         self.zones = zones
         self.bounds = bounds
         self.logger = logger
+        queue = TransferInQueue(limit: bounds.transfersAtOnce)
     }
 
     /// Refreshes the secondary zones of `sources` from now on (those that were and are not any
@@ -105,8 +110,11 @@ package actor SecondaryZones {
             let zones = self.zones
             let bounds = self.bounds
             let logger = self.logger
+            let queue = self.queue
             r.task.withLock {
-                $0 = Task { await Self.run(r, wakes: stream, zones: zones, bounds: bounds, logger: logger) }
+                $0 = Task {
+                    await Self.run(r, wakes: stream, zones: zones, bounds: bounds, queue: queue, logger: logger)
+                }
             }
         }
     }
@@ -136,7 +144,8 @@ package actor SecondaryZones {
 
     /// One zone's loop: wait until a refresh is due (or a NOTIFY, or expire), do it, plan the next.
     static func run(
-        _ r: Refresh, wakes: AsyncStream<Void>, zones: any TransferredZones, bounds: Bounds, logger: Logger
+        _ r: Refresh, wakes: AsyncStream<Void>, zones: any TransferredZones, bounds: Bounds, queue: TransferInQueue,
+        logger: Logger
     ) async {
         let origin = r.source.origin
         var record = SecondaryRefreshRecord.read(forZoneFile: r.source.path)
@@ -170,7 +179,8 @@ package actor SecondaryZones {
             if now >= nextRefresh {
                 lastAttempt = now
                 guard let state = await zones.secondary(origin) else { return }
-                let outcome = await refresh(r.source, state: state, zones: zones, bounds: bounds, logger: logger)
+                let outcome = await refresh(
+                    r.source, state: state, zones: zones, bounds: bounds, queue: queue, logger: logger)
                 switch outcome {
                 case .success(let zone):
                     let t = Self.timers(zone)
@@ -221,7 +231,7 @@ package actor SecondaryZones {
     /// after it, or why none did.
     static func refresh(
         _ source: ZoneSource, state: (source: ZoneSource, zone: Zone?, keys: TSIGKeyring), zones: any TransferredZones,
-        bounds: Bounds, logger: Logger
+        bounds: Bounds, queue: TransferInQueue, logger: Logger
     ) async -> Result<Zone, TransferIn.Failure> {
         var why: [String] = []
         for primary in source.primaries {
@@ -236,11 +246,18 @@ package actor SecondaryZones {
             for serial in serials {
                 let started = ContinuousClock.now
                 do {
-                    let outcome = try await onOwnThread(name: "nc-xfr-in") { () throws(TransferIn.Failure) in
-                        try TransferIn.fetch(
-                            source.origin, from: primary.address, port: primary.port, key: key, serial: serial,
-                            timeout: bounds.transferTimeout)
+                    // The transfer itself waits its turn (`queue`); serving what it brought does not.
+                    await queue.take()
+                    let fetched = try? await onOwnThread(name: "nc-xfr-in") {
+                        Result { () throws(TransferIn.Failure) -> TransferIn.Outcome in
+                            try TransferIn.fetch(
+                                source.origin, from: primary.address, port: primary.port, key: key, serial: serial,
+                                timeout: bounds.transferTimeout)
+                        }
                     }
+                    queue.release()
+                    guard let fetched else { throw TransferIn.Failure("its thread could not be started") }
+                    let outcome = try fetched.get()
                     // Stopped meanwhile (the daemon, or a reload that changed the zone's primaries).
                     if Task.isCancelled { return .failure(TransferIn.Failure("stopped")) }
                     let served = try await zones.applyTransfer(source.origin, outcome, from: "\(primary)")

@@ -15,11 +15,16 @@ import Glibc
 /// written back), and the zones that cannot be served now (`unavailable`: SERVFAIL).
 extension ServedConfig: TransferredZones {
     package func secondary(_ origin: DNSName) -> (source: ZoneSource, zone: Zone?, keys: TSIGKeyring)? {
-        if let i = running.zones.firstIndex(where: { $0.origin == origin && $0.isSecondary }) {
-            return (running.zones[i], zones[i], running.tsigKeys)
+        if secondaryPlaces == nil {
+            var places: [DNSName: (served: Bool, index: Int)] = [:]
+            for (i, z) in unavailable.enumerated() { places[z.origin] = (false, i) }
+            for (i, z) in running.zones.enumerated() where z.isSecondary { places[z.origin] = (true, i) }
+            secondaryPlaces = places
         }
-        if let s = unavailable.first(where: { $0.origin == origin }) { return (s, nil, running.tsigKeys) }
-        return nil
+        guard let place = secondaryPlaces?[origin] else { return nil }
+        return place.served
+            ? (running.zones[place.index], zones[place.index], running.tsigKeys)
+            : (unavailable[place.index], nil, running.tsigKeys)
     }
 
     /// The secondary zones configured, served or not.
@@ -100,9 +105,9 @@ extension ServedConfig: TransferredZones {
     /// Serves secondary zone `source` for the first time (or again after it expired), as
     /// transferred whole: written to its file first (a journal of an older copy removed: it must
     /// not be replayed onto this one), off the turn, then served beside the others. The zones
-    /// that are waiting for their first serve when one gets its turn (the first waits
-    /// `firstServeWindow` for others) are served together, in one switch: a catalog's thousand
-    /// members, transferred at once, cost tens of switches of every zone served, not a thousand.
+    /// transferred within a moment of each other (`firstServeWindow`, or as long as the last such
+    /// switch took) are served together, in one switch: a catalog's thousands of members,
+    /// transferred at once, cost tens of switches of every zone served, not thousands.
     func serveFirst(_ source: ZoneSource, _ zone: Zone) async throws(ZoneEditError) {
         let path = source.path
         do {
@@ -118,9 +123,11 @@ extension ServedConfig: TransferredZones {
         } catch {
             throw .failed("the zone's file \(path) cannot be written: \(error)")
         }
+        // The first to wait opens a batch that closes a moment later (as long as the last batch's
+        // switch took, at least `firstServeWindow`); those transferred meanwhile join it.
+        if firstServes.isEmpty { firstServeDue = .now + max(Self.firstServeWindow, lastFirstServeSwitch) }
         firstServes.append((source, zone))
-        // The first to wait holds the door a moment for those transferred just after it.
-        if firstServes.count == 1 { try? await Task.sleep(for: Self.firstServeWindow) }
+        if let due = firstServeDue { try? await Task.sleep(until: due) }
         await takeTurn()
         defer { endTurn() }
         if firstServes.contains(where: { $0.source == source }) { await serveWaitingFirst() }
@@ -138,22 +145,35 @@ extension ServedConfig: TransferredZones {
     /// pass the geo section's check with the others is refused alone.
     func serveWaitingFirst() async {
         let started = ContinuousClock.now
+        defer { lastFirstServeSwitch = min(ContinuousClock.now - started, .seconds(1)) }
         let waiting = firstServes
         firstServes = []
+        firstServeDue = nil
         var next = running
         var nextZones = zones
         var served: [ZoneSource] = []
         var servedOrigins: Set<DNSName> = []
         let waitingToBeServed = Dictionary(unavailable.map { ($0.origin, $0) }, uniquingKeysWith: { a, _ in a })
+        var dropped: [ZoneSource] = []
+        var candidates: [(source: ZoneSource, zone: Zone)] = []
         for (source, zone) in waiting {
             guard waitingToBeServed[source.origin] == source else {
                 firstServed[source] = .failure(
                     .conflict("zone \(source.origin) is no longer a secondary waiting to be served"))
+                // Its catalog stopped listing it during the transfer: the file just written goes too.
+                if source.memberOf != nil { dropped.append(source) }
                 continue
             }
-            do { try next.geo.check(against: nextZones + [zone]) } catch {
-                firstServed[source] = .failure(.zone(error))
-                continue
+            candidates.append((source, zone))
+        }
+        // The geo section checked against all of them at once; only when that fails, one by one.
+        let allPass = (try? next.geo.check(against: nextZones + candidates.map(\.zone))) != nil
+        for (source, zone) in candidates {
+            if !allPass {
+                do { try next.geo.check(against: nextZones + [zone]) } catch {
+                    firstServed[source] = .failure(.zone(error))
+                    continue
+                }
             }
             next.zones.append(source)
             nextZones.append(zone)
@@ -161,6 +181,7 @@ extension ServedConfig: TransferredZones {
             servedOrigins.insert(source.origin)
             journalsMadeWhole.remove(ZoneJournal.path(forZoneFile: source.path))
         }
+        if !dropped.isEmpty { await removeFormerMembers(dropped) }
         guard !served.isEmpty else { return }
         let wasUnavailable = unavailable
         unavailable.removeAll { servedOrigins.contains($0.origin) }

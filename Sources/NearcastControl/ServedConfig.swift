@@ -37,7 +37,7 @@ package actor ServedConfig {
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let load: @Sendable () throws(DiagnosticsError) -> NearcastConfig
-    var running: NearcastConfig
+    var running: NearcastConfig { didSet { secondaryPlaces = nil } }
     /// The zones served now, in the config's order.
     var zones: [Zone]
     /// The counters of the zones and nodes served, which the responders count their answers in.
@@ -81,13 +81,20 @@ package actor ServedConfig {
     var histories: [DNSName: ZoneHistory] = [:]
     /// Secondary zones configured and not served now: never transferred yet, or expired
     /// (ServedConfig+Secondary.swift). Names in them are answered SERVFAIL.
-    var unavailable: [ZoneSource]
+    var unavailable: [ZoneSource] { didSet { secondaryPlaces = nil } }
+    /// Where each secondary zone is, served (its index in `running.zones`) or not (in
+    /// `unavailable`): made when first asked after either changes (`secondary`), as thousands of
+    /// a catalog's members each ask many times.
+    var secondaryPlaces: [DNSName: (served: Bool, index: Int)]?
     /// The refresh of the secondary zones, told of them after each reload (`attach`).
     var secondaries: SecondaryZones?
     /// Secondary zones transferred whole and waiting to be served for the first time, and the
     /// outcome of those served (ServedConfig+Secondary.swift: `serveFirst`).
     var firstServes: [(source: ZoneSource, zone: Zone)] = []
     var firstServed: [ZoneSource: Result<Void, ZoneEditError>] = [:]
+    /// When the batch of first serves waiting closes, and what the last one's switch took.
+    var firstServeDue: ContinuousClock.Instant?
+    var lastFirstServeSwitch: Duration = .zero
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []

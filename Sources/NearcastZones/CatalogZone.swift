@@ -30,7 +30,7 @@ public enum CatalogZone {
         var out: [DNSName] = []
         var seen: Set<DNSName> = []
         let depth = zonesName.labelCount + 1
-        for owner in zone.names where owner.labelCount == depth && owner.parent == zonesName {
+        for owner in zone.owners where owner.labelCount == depth && owner.parent == zonesName {
             guard let ptrs = zone.rrset(owner, .ptr)?.rdatas, ptrs.count == 1, case .ptr(let member) = ptrs[0] else {
                 continue
             }

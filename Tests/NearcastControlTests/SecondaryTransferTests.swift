@@ -162,7 +162,8 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, origin) in origins.enumerated() {
                 group.addTask {
-                    let text = "@ 60 SOA ns hostmaster 1 60 60 600 60\n@ 60 NS ns\nns 60 A 192.0.2.53\nwww 60 A 192.0.2.\(i + 1)"
+                    let text =
+                        "@ 60 SOA ns hostmaster 1 60 60 600 60\n@ 60 NS ns\nns 60 A 192.0.2.53\nwww 60 A 192.0.2.\(i + 1)"
                     let records = try ZoneFileParser.parse(text: text, fileName: "t", origin: origin).map(\.record)
                     _ = try await served.applyTransfer(origin, .zone(records, serial: 1), from: Self.primary)
                 }
@@ -170,7 +171,8 @@ import Testing
             try await group.waitForAll()
         }
         for (i, origin) in origins.enumerated() {
-            #expect(try Self.ask(responders, "www.\(origin)", .a) == (.noError, ["www.\(origin) 60 IN A 192.0.2.\(i + 1)"]))
+            #expect(
+                try Self.ask(responders, "www.\(origin)", .a) == (.noError, ["www.\(origin) 60 IN A 192.0.2.\(i + 1)"]))
             #expect(FileManager.default.fileExists(atPath: dir.file("state/secondary/m\(i).test.zone")))
         }
         #expect(await served.zoneList().allSatisfy { $0.secondary?.state == "served" })
