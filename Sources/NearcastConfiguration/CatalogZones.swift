@@ -92,8 +92,9 @@ extension NearcastConfig {
         guard let stateDirectory else { return ([], []) }
         var out: [ZoneSource] = []
         var notes: [String] = []
+        let configured = Dictionary(zones.map { ($0.origin, $0) }, uniquingKeysWith: { a, _ in a })
         for member in listed {
-            if let other = zones.first(where: { $0.origin == member }) {
+            if let other = configured[member] {
                 if other.memberOf != catalog.origin {
                     let says = other.memberOf.map { "catalog \($0)" } ?? other.declaredAt
                     notes.append("zone \(member), listed in catalog \(catalog.origin), is served as \(says) says")
