@@ -13,9 +13,7 @@ the bench-catalog markers.
 """
 import importlib.util
 import os
-import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,16 +34,7 @@ CATALOG = "catalog.bench."
 def low_port():
     """A free port below the ephemeral range (32768-60999): ten thousand transfers leave as many
     connections in TIME_WAIT there, and a server started after them could not bind."""
-    for _ in range(100):
-        port = random.randint(10000, 30000)
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, socket.socket() as t:
-            try:
-                u.bind(("127.0.0.1", port))
-                t.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no free port")
+    return scale.free_port(10000, 30000)
 
 
 def member(i):

@@ -56,11 +56,12 @@ ORIGIN = "scale.test."
 TOKEN = "w" * 32
 
 
-def free_port():
-    """A port free for UDP and TCP on 127.0.0.1. Fresh sockets for each try: a socket bound by a
-    try whose other bind failed cannot be bound again, and every later try would fail."""
+def free_port(low=20000, high=60000):
+    """A port free for UDP and TCP on 127.0.0.1, from LOW to HIGH. Fresh sockets for each try: a
+    socket bound by a try whose other bind failed cannot be bound again, and every later try would
+    fail."""
     for _ in range(100):
-        port = random.randint(20000, 60000)
+        port = random.randint(low, high)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, socket.socket() as t:
             try:
                 u.bind(("127.0.0.1", port))
