@@ -56,7 +56,7 @@ extension ServedConfig {
         do { _ = try await switchTo(next, nextZones, started: .now) } catch {
             unavailable = wasUnavailable
             logger.error(
-                "catalog's change not served: tried again at its next transfer",
+                "catalog's change of its zones not served: a reload (or restart) serves its members as it lists them",
                 metadata: ["catalog": "\(source.origin)", "why": "\(error)"])
             return
         }

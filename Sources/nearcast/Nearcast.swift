@@ -36,7 +36,11 @@ struct CheckConfig: ParsableCommand {
                     Diagnostic(file: file, line: 0, message: "no 'listen' addresses: nearcastd would need --listen")
                 ])
             }
-            let zones = try cfg.loadZones()
+            // What nearcastd reads at its start: not a secondary zone not transferred yet, nor a
+            // catalog it makes then (its file is nearcastd's to write).
+            var served = cfg.servable().config
+            served.zones.removeAll { $0.catalog == .produce }
+            let zones = try served.loadZones()
             _ = try cfg.api.loadTokens()
             let database = try cfg.geo.openDatabase()
             let records = zones.map(\.recordCount).reduce(0, +)
