@@ -8,6 +8,7 @@ import NearcastServer
 import NearcastTestSupport
 import NearcastTransfer
 import NearcastZones
+import Synchronization
 import Testing
 
 @testable import NearcastControl
@@ -177,4 +178,50 @@ import Testing
         }
         #expect(await served.zoneList().allSatisfy { $0.secondary?.state == "served" })
     }
+
+    /// Transfers in wait their turn (`TransferInQueue`): no more than the limit run at once, those
+    /// over it start in the order they came as places are given back, and none is lost.
+    @Test func transfersInOverTheLimitWaitTheirTurnInOrder() async throws {
+        let queue = TransferInQueue(limit: 2)
+        await queue.take()
+        await queue.take()
+        #expect(queue.load == (2, 0))
+        let started = StartOrder()
+        var waiters: [Task<Void, Never>] = []
+        for i in 0..<3 {
+            waiters.append(
+                Task {
+                    await queue.take()
+                    started.order.withLock { $0.append(i) }
+                })
+            // One after another, so that each is waiting before the next comes.
+            try await Self.until("waiter \(i) queued") { queue.load.waiting == i + 1 }
+        }
+        #expect(started.order.withLock { $0 }.isEmpty)
+        queue.release()
+        await waiters[0].value
+        #expect(queue.load == (2, 2))
+        queue.release()
+        queue.release()
+        for w in waiters { await w.value }
+        #expect(started.order.withLock { $0 } == [0, 1, 2])
+        #expect(queue.load == (2, 0))
+        queue.release()
+        queue.release()
+        #expect(queue.load == (0, 0))
+    }
+
+    /// Waits, without holding a thread, until `condition` holds; fails after 30 s.
+    static func until(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw TestFailure("not within 30 s: \(what)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// The order in which waiting transfers started.
+final class StartOrder: Sendable {
+    let order = Mutex<[Int]>([])
 }

@@ -4,7 +4,6 @@ import NearcastTSIG
 import NearcastTestSupport
 import NearcastTransfer
 import NearcastZones
-import Synchronization
 import Testing
 
 /// Zone transfers in (issue 33): `TransferIn` as a secondary asks Knot, NSD and nearcastd for a
@@ -155,52 +154,4 @@ import Testing
         let took = ContinuousClock.now - start
         #expect(took >= .milliseconds(700) && took < .seconds(10), "\(took)")
     }
-
-    /// Transfers in wait their turn (`TransferInQueue`): no more than the limit run at once, those
-    /// over it start in the order they came as places are given back, and none is lost.
-    @Test func transfersInOverTheLimitWaitTheirTurnInOrder() async throws {
-        let queue = TransferInQueue(limit: 2)
-        await queue.take()
-        await queue.take()
-        #expect(queue.load == (2, 0))
-        let started = StartOrder()
-        let waiters = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for i in 0..<3 {
-                    // One after another, so that each is waiting before the next comes.
-                    try? await Self.until("waiter \(i) queued") { queue.load.waiting == i }
-                    group.addTask {
-                        await queue.take()
-                        started.order.withLock { $0.append(i) }
-                    }
-                }
-            }
-        }
-        try await Self.until("three waiting") { queue.load.waiting == 3 }
-        #expect(started.order.withLock { $0 }.isEmpty)
-        queue.release()
-        try await Self.until("the first started") { started.order.withLock { $0 } == [0] }
-        #expect(queue.load == (2, 2))
-        queue.release()
-        queue.release()
-        await waiters.value
-        #expect(started.order.withLock { $0 } == [0, 1, 2])
-        #expect(queue.load == (2, 0))
-        for _ in 0..<2 { queue.release() }
-        #expect(queue.load == (0, 0))
-    }
-
-    /// Waits, without holding a thread, until `condition` holds; fails after 10 s.
-    static func until(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestFailure("not within 10 s: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-}
-
-/// The order in which waiting transfers started.
-final class StartOrder: Sendable {
-    let order = Mutex<[Int]>([])
 }
