@@ -155,9 +155,12 @@ public struct NearcastConfig: Sendable {
         "interfaces", "pin-root", "object", "keep-on-exit", "pass-rate", "pass-burst", "over-budget", "names-capacity",
     ]
 
-    /// Parses config YAML; relative zone paths are taken from `baseDirectory`.
+    /// Parses config YAML; relative zone paths are taken from `baseDirectory`. `keys`: the TSIG
+    /// keys its zones may name when it has no `tsig` section of its own (a fleet's snapshot,
+    /// whose secondaries name keys each server's own config holds).
     public static func parse(
-        yaml: String, fileName: String, baseDirectory: String, stateDirectory override: String? = nil
+        yaml: String, fileName: String, baseDirectory: String, stateDirectory override: String? = nil,
+        keys: TSIGKeyring? = nil
     ) throws(DiagnosticsError)
         -> NearcastConfig
     {
@@ -188,6 +191,7 @@ public struct NearcastConfig: Sendable {
             ])
         }
         var config = NearcastConfig()
+        if let keys { config.tsigKeys = keys }
         for (k, v) in top {
             guard let key = k.string else {
                 fail(k, "keys must be strings")

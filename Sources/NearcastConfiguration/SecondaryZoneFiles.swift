@@ -48,7 +48,7 @@ public enum SecondaryZoneFiles {
     }
 
     /// The file and line a zone was declared at.
-    static func declaration(_ zone: ZoneSource) -> (String, Int) {
+    public static func declaration(_ zone: ZoneSource) -> (String, Int) {
         let colon = zone.declaredAt.lastIndex(of: ":") ?? zone.declaredAt.endIndex
         return (String(zone.declaredAt[..<colon]), Int(zone.declaredAt[colon...].dropFirst()) ?? 0)
     }

@@ -85,10 +85,20 @@ package actor SecondaryZones {
     let logger: Logger
     var refreshes: [DNSName: Refresh] = [:]
     var stopped = false
+    /// The zones configured (`follow`), refreshed while `held`.
+    var configured: [ZoneSource] = []
+    /// Whether this server transfers the secondary zones: always a single server; in a fleet, the
+    /// one holding `P transferrer` (`TransferDuty`), the others serving what the store brings.
+    var held: Bool
+    let fleet: Bool
 
-    package init(zones: any TransferredZones, bounds: Bounds = Bounds(), logger: Logger) {
+    /// `fleet`: a fleet's server, which transfers the zones only while it holds the duty (`hold`),
+    /// and then refreshes each at once (the last refresh may have been another server's).
+    package init(zones: any TransferredZones, bounds: Bounds = Bounds(), fleet: Bool = false, logger: Logger) {
         self.zones = zones
         self.bounds = bounds
+        self.fleet = fleet
+        self.held = !fleet
         self.logger = logger
         queue = TransferInQueue(limit: bounds.transfersAtOnce)
     }
@@ -96,9 +106,30 @@ package actor SecondaryZones {
     /// Refreshes the secondary zones of `sources` from now on (those that were and are not any
     /// more stop; one whose primaries changed starts anew).
     package func follow(_ sources: [ZoneSource]) {
+        configured = sources
+        refreshWanted()
+    }
+
+    /// Whether this server transfers the zones from now on: a fleet's server that took the duty
+    /// refreshes every zone at once (it may have been nobody's for a while); one that lost it
+    /// stops, a transfer under way not served.
+    package func hold(_ held: Bool) {
+        guard held != self.held else { return }
+        self.held = held
+        logger.notice(
+            held
+                ? "this server now transfers the fleet's secondary zones"
+                : "this server no longer transfers the fleet's secondary zones",
+            metadata: ["zones": "\(configured.filter(\.isSecondary).count)"])
+        refreshWanted()
+    }
+
+    /// Runs a refresh for each secondary configured, while held, and no other.
+    func refreshWanted() {
         guard !stopped else { return }
+        let sources = held ? configured : []
         let wanted = Dictionary(sources.filter(\.isSecondary).map { ($0.origin, $0) }, uniquingKeysWith: { a, _ in a })
-        for (origin, r) in refreshes where wanted[origin] != r.source {
+        for (origin, r) in refreshes where wanted[origin].map({ !sameRefresh($0, r.source) }) ?? true {
             r.task.withLock { $0?.cancel() }
             r.wake.finish()
             refreshes[origin] = nil
@@ -111,12 +142,21 @@ package actor SecondaryZones {
             let bounds = self.bounds
             let logger = self.logger
             let queue = self.queue
+            let fleet = self.fleet
             r.task.withLock {
                 $0 = Task {
-                    await Self.run(r, wakes: stream, zones: zones, bounds: bounds, queue: queue, logger: logger)
+                    await Self.run(
+                        r, wakes: stream, zones: zones, bounds: bounds, queue: queue, fleet: fleet, logger: logger)
                 }
             }
         }
+    }
+
+    /// Whether a zone's refresh goes on as it is when its declaration becomes `b`: the same, or,
+    /// in a fleet, the same primaries (its file moves with each read of the store, and is not
+    /// where a fleet's refresh is kept).
+    func sameRefresh(_ a: ZoneSource, _ b: ZoneSource) -> Bool {
+        fleet ? a.primaries == b.primaries : a == b
     }
 
     /// A NOTIFY of zone `origin` was accepted (from one of its primaries): it is refreshed now.
@@ -143,12 +183,15 @@ package actor SecondaryZones {
     }
 
     /// One zone's loop: wait until a refresh is due (or a NOTIFY, or expire), do it, plan the next.
+    /// `fleet`: the zone is a fleet's, refreshed by whichever server holds the duty: its first
+    /// refresh is at once, and its refresh is kept in memory (the server that took the duty may
+    /// have no record of the last; its expire runs from when it took it).
     static func run(
         _ r: Refresh, wakes: AsyncStream<Void>, zones: any TransferredZones, bounds: Bounds, queue: TransferInQueue,
-        logger: Logger
+        fleet: Bool = false, logger: Logger
     ) async {
         let origin = r.source.origin
-        var record = SecondaryRefreshRecord.read(forZoneFile: r.source.path)
+        var record = fleet ? nil : SecondaryRefreshRecord.read(forZoneFile: r.source.path)
         var nextRefresh = ContinuousClock.now
         var lastAttempt: ContinuousClock.Instant?
         var timer: Task<Void, Never>?
@@ -158,13 +201,12 @@ package actor SecondaryZones {
         // record lost) was last refreshed when its file was written, as far as anyone knows: its
         // expire runs from then, not from never.
         if record == nil, let state = await zones.secondary(origin), let zone = state.zone,
-            let written = FileStamp(r.source.path)
+            let written = fleet ? Self.now() : FileStamp(r.source.path)?.modified
         {
-            record = SecondaryRefreshRecord(
-                refreshed: written.modified, expire: Self.timers(zone).expire, serial: zone.serial)
+            record = SecondaryRefreshRecord(refreshed: written, expire: Self.timers(zone).expire, serial: zone.serial)
         }
         // A served zone is refreshed when its last refresh says; any other now.
-        if let record, let state = await zones.secondary(origin), let zone = state.zone {
+        if !fleet, let record, let state = await zones.secondary(origin), let zone = state.zone {
             let since = Duration.seconds(max(0, Self.now() - record.refreshed))
             let refresh = Self.bounded(.seconds(Int64(Self.timers(zone).refresh)), bounds)
             if since < refresh { nextRefresh = ContinuousClock.now + (refresh - since) }
@@ -185,7 +227,7 @@ package actor SecondaryZones {
                 case .success(let zone):
                     let t = Self.timers(zone)
                     let fresh = SecondaryRefreshRecord(refreshed: Self.now(), expire: t.expire, serial: zone.serial)
-                    do { try fresh.write(forZoneFile: r.source.path) } catch {
+                    do { if !fleet { try fresh.write(forZoneFile: r.source.path) } } catch {
                         logger.error(
                             "secondary zone's refresh not recorded", metadata: ["zone": "\(origin)", "why": "\(error)"])
                     }

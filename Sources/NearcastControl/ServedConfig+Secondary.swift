@@ -33,6 +33,8 @@ extension ServedConfig: TransferredZones {
     package func applyTransfer(_ origin: DNSName, _ outcome: TransferIn.Outcome, from primary: String)
         async throws(ZoneEditError) -> Zone
     {
+        // A fleet's secondary: the store carries it to every server.
+        if let shared { return try await applyTransferToStore(shared, origin, outcome, from: primary) }
         // A zone not served yet, transferred whole: served with the others that come meanwhile.
         if case .zone(let records, _) = outcome, let state = secondary(origin), state.zone == nil {
             let source = state.source
@@ -200,6 +202,7 @@ extension ServedConfig: TransferredZones {
     }
 
     package func expireSecondary(_ origin: DNSName) async {
+        if let shared { return await expireInStore(shared, origin) }
         await takeTurn()
         defer { endTurn() }
         guard let i = running.zones.firstIndex(where: { $0.origin == origin && $0.isSecondary }) else { return }

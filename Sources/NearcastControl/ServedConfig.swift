@@ -557,6 +557,10 @@ package actor ServedConfig {
             throw .notFound("no zone \(origin) is served here")
         }
         let source = running.zones[i]
+        if source.isSecondary {  // a fleet's too: its next transfer would undo the change
+            endTurn()
+            throw .conflict("zone \(source.origin) is a secondary, transferred from its primaries: change it there")
+        }
         if let shared {  // it ends the turn itself, before it waits for the change to come back
             return try await editShared(
                 shared, source.origin, index: i, edit, by: by, ifMatch: ifMatch, started: started)
@@ -570,9 +574,6 @@ package actor ServedConfig {
         }
         if zone.fromSeveralFiles {
             throw .conflict("zone \(source.origin) is read from several files ($INCLUDE): change its files and reload")
-        }
-        if source.isSecondary {
-            throw .conflict("zone \(source.origin) is a secondary, transferred from its primaries: change it there")
         }
         if source.catalog == .produce {
             throw .conflict(

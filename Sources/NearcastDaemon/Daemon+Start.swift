@@ -238,12 +238,16 @@ extension Daemon {
     }
 
     /// The refresh of the secondary zones (transfers in from their primaries), with the NOTIFY the
-    /// listeners accept handed to it.
-    func startSecondaries(served: ServedConfig, notifies: NotifyInbox, _ started: StartedServices) async {
-        let secondaries = SecondaryZones(zones: served, logger: logger)
+    /// listeners accept handed to it. A fleet's server refreshes them only while it holds the
+    /// fleet's transfer duty (`follow`).
+    func startSecondaries(served: ServedConfig, notifies: NotifyInbox, fleet: Bool, _ started: StartedServices) async
+        -> SecondaryZones
+    {
+        let secondaries = SecondaryZones(zones: served, fleet: fleet, logger: logger)
         notifies.deliver { origin in Task { await secondaries.notified(origin) } }
         await started.add("secondary zones' refresh", secondaries)
         await served.attach(secondaries)
+        return secondaries
     }
 
     /// The state directory, made if need be: operators' overrides and the audit log are kept there.
@@ -295,17 +299,22 @@ extension Daemon {
         return Health(monitor: monitor, changes: changes, writes: writes)
     }
 
-    /// A fleet's server: the store's changes applied as they come, and nodes judged from every
-    /// server's vantage point (the views stop before the follower, which closes the connection).
+    /// A fleet's server: the store's changes applied as they come, nodes judged from every
+    /// server's vantage point, and the secondary zones transferred while this server holds the
+    /// duty (the views and the duty stop before the follower, which closes the connection).
     func follow(
         _ follower: StoreFollower, served: ServedConfig, health: Health, tokens: LiveTokens,
-        _ started: StartedServices
+        secondaries: SecondaryZones, _ started: StartedServices
     ) async {
         await follower.start(served, changes: health.changes, tokens: tokens)
         await started.add("store follower", follower)
         let views = FleetHealth(
             connection: follower.connection, monitor: health.monitor, name: follower.serverName, logger: logger)
         await started.add("fleet health views", views)
+        let duty = TransferDuty(connection: follower.connection, name: follower.serverName, logger: logger) {
+            held in await secondaries.hold(held)
+        }
+        await started.add("fleet transfer duty", duty)
     }
 
     /// The management API, a service of the group: it binds when the group runs.

@@ -103,12 +103,13 @@ public struct Daemon: Sendable {
             notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
             logger: logger)
         data.zones = []
-        await startSecondaries(served: served, notifies: listeners.notifies, started)
+        let secondaries = await startSecondaries(
+            served: served, notifies: listeners.notifies, fleet: data.follower != nil, started)
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)
         let reloads = Reloads(served: served, tokens: tokens, api: cfg.api, logger: logger)
         if let follower = data.follower {
-            await follow(follower, served: served, health: health, tokens: tokens, started)
+            await follow(follower, served: served, health: health, tokens: tokens, secondaries: secondaries, started)
         }
         let parts = DaemonParts(
             startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,

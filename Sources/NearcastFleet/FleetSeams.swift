@@ -19,6 +19,12 @@ package protocol SharedZones: Sendable {
         -> Int64?
     /// Waits until what is served comes from `revision` or later; false after `timeout`.
     func waitServed(_ revision: Int64, timeout: Duration) async -> Bool
+    /// Writes secondary zone `origin` (of `primaries`) as a transfer brought it (master-file
+    /// `text`) into the store, as an import writes a zone; the store's revision after it.
+    func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64
+    /// Takes secondary zone `origin`'s records out of the store (its expire passed), keeping its
+    /// declaration; the store's revision after it.
+    func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64
 }
 
 /// An operator's override as kept on disk (and in a fleet's store): its end in wall-clock time

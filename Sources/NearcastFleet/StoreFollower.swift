@@ -447,6 +447,14 @@ extension StoreFollower: SharedZones {
         }
     }
 
+    package func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64 {
+        try await connection.importZone(origin, text: text, primaries: primaries)
+    }
+
+    package func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64 {
+        try await connection.clearSecondary(origin, primaries: primaries)
+    }
+
     package func waitServed(_ target: Int64, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while (revision ?? 0) < target {

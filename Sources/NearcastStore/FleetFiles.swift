@@ -27,26 +27,55 @@ public struct FleetFiles: Equatable, Sendable {
     /// Where each zone's served serial counts from (of `zones` read from a store): what a
     /// follower derives the serial from as the zone's keys change after the read.
     public var serialBases: [DNSName: StoredZone.SerialBase] = [:]
+    /// The fleet's secondary zones, by origin: their primaries (`ADDRESS[:PORT] [key NAME]`).
+    /// Their records, once a transfer brought them into the store, are in `zones` too; until
+    /// then a secondary is declared and not served (SERVFAIL), as a single server's is before
+    /// its first transfer (ARCHITECTURE §17).
+    public var secondaries: [DNSName: [String]] = [:]
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
         self.geo = geo
     }
 
-    /// These files without their zones (the geo section, registered nodes and tokens).
+    /// These files without their zones' records (the geo section, registered nodes, tokens and
+    /// the secondaries' declarations).
     public var withoutZones: FleetFiles {
         var out = self
+        // (The secondaries' declarations stay: the snapshot's config names them, files or not.)
         (out.zones, out.unready, out.serialBases) = ([:], [:], [:])
         return out
     }
 
+    /// The config at `path`, as the store's commands read it: a secondary zone needs no state
+    /// directory there (its records are the fleet's transfers, not a file a server keeps), so any
+    /// will do for where a single server would keep it.
+    public static func config(at path: String) throws(DiagnosticsError) -> NearcastConfig {
+        try NearcastConfig.load(path: path, stateDirectory: "/var/lib/nearcast")
+    }
+
     /// The zones and geo section of the config at `path`, each zone checked as the daemon loads
-    /// it and written in one piece ($INCLUDEs resolved).
+    /// it and written in one piece ($INCLUDEs resolved); its secondary zones declared with their
+    /// primaries (their records are the transfers', not a file's).
     public static func read(config path: String) throws(DiagnosticsError) -> FleetFiles {
-        let config = try NearcastConfig.load(path: path)
+        let config = try Self.config(at: path)
         var out = FleetFiles()
         var diags: [Diagnostic] = []
         for source in config.zones {
+            if let role = source.catalog {
+                let (file, line) = SecondaryZoneFiles.declaration(source)
+                diags.append(
+                    Diagnostic(
+                        file: file, line: line,
+                        message:
+                            "zone \(source.origin): a catalog zone (catalog: \(role)) is a single server's; a fleet's store does not hold one"
+                    ))
+                continue
+            }
+            if source.isSecondary {
+                out.secondaries[source.origin] = source.primaries.map(\.description)
+                continue
+            }
             do {
                 let records = try ZoneFileParser.parse(path: source.path, origin: source.origin)
                 _ = try Zone.build(origin: source.origin, records: records, sourceName: source.path)
@@ -98,10 +127,14 @@ public struct FleetFiles: Equatable, Sendable {
         }
         for (origin, keys) in zoneKeys {
             let read = StoredZone.Read(origin: origin, kvs: keys, layout: layout)
+            // A secondary stays declared while a transfer is written in (an import under way).
+            if let primaries = read.meta?.primaries { secondaries[origin] = primaries }
             guard read.isReady else {
                 unready[origin] = "its import is under way"
                 continue
             }
+            // Declared, not transferred yet (or expired): nothing to serve.
+            if secondaries[origin] != nil && read.values.isEmpty { continue }
             do {
                 let text = try read.text()
                 if let why = Self.checksumProblem(read, text) {
@@ -146,14 +179,21 @@ public struct FleetFiles: Equatable, Sendable {
     public func writeShared(to directory: String, zones origins: [DNSName], served: Bool) throws {
         var config = """
             # Written by `nearcast store export`: the zones and the geo section of a fleet's store.
-            # Listen addresses, the API, XDP and the state directory are each server's own: add them.
+            # Listen addresses, the API, XDP, the state directory and the tsig keys its secondary
+            # zones name are each server's own: add them.
             zones:
 
             """
-        for origin in origins.sorted() {
-            config += "  - { origin: \(origin.lowercased()), file: \(Self.zoneFile(origin)) }\n"
+        for origin in Set(origins).union(secondaries.keys).sorted() {
+            // A secondary's file is there once a transfer brought it; until then it is declared.
+            let primaries = secondaries[origin].map {
+                ", primaries: [" + $0.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+            }
+            config += "  - { origin: \(origin.lowercased()), file: \(Self.zoneFile(origin))\(primaries ?? "") }\n"
         }
-        if origins.isEmpty { config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n") }
+        if origins.isEmpty && secondaries.isEmpty {
+            config = config.replacingOccurrences(of: "zones:\n", with: "zones: []\n")
+        }
         if let geo {
             let body = geo.trimmingCharacters(in: .newlines)
             config += "geo:\n" + body.split(separator: "\n").map { "  " + $0 + "\n" }.joined()

@@ -52,10 +52,13 @@ public final class FleetStoreConnection: Sendable {
         for (origin, text) in files.zones.sorted(by: { $0.key < $1.key }) {
             revision = try await importZone(origin, text: text)
         }
+        for (origin, primaries) in files.secondaries.sorted(by: { $0.key < $1.key }) {
+            revision = try await declareSecondary(origin, primaries: primaries)
+        }
         let (_, stored) = try await etcd.range(prefix: Array(layout.zones.utf8))
         let storedOrigins = Set(stored.compactMap { StoredZone.origin(ofKey: $0.keyString, layout) })
         var ops: [EtcdOperation] = []
-        for origin in storedOrigins where files.zones[origin] == nil {
+        for origin in storedOrigins where files.zones[origin] == nil && files.secondaries[origin] == nil {
             ops.append(.deletePrefix(Array(StoredZone.prefix(layout, origin).utf8)))
         }
         ops.append(files.geo.map { .put(Array(layout.geo.utf8), Array($0.utf8)) } ?? .delete(Array(layout.geo.utf8)))
@@ -84,8 +87,9 @@ public final class FleetStoreConnection: Sendable {
     /// transactions within etcd's limits (`chunks`), each conditioned on the meta as this import
     /// wrote it (another import meanwhile stops this one), then `meta` marked `ready` with the
     /// zone's checksum and the serial's base (`serialBase`). Run again after an interruption,
-    /// it writes only what is still missing. Returns the revision of the last write.
-    public func importZone(_ origin: DNSName, text: String) async throws -> Int64 {
+    /// it writes only what is still missing. Returns the revision of the last write. `primaries`:
+    /// the zone is a secondary of the fleet's, and this a transfer of it (their declaration kept).
+    public func importZone(_ origin: DNSName, text: String, primaries: [String]? = nil) async throws -> Int64 {
         let zone: Zone
         do {
             let records = try ZoneFileParser.parse(text: text, fileName: "zone \(origin)", origin: origin)
@@ -107,7 +111,7 @@ public final class FleetStoreConnection: Sendable {
         let serial = Self.serialBase(
             file: zone.serial, served: StoredZone.Read(origin: origin, kvs: current, layout: layout),
             changes: !ops.isEmpty)
-        let importing = StoredZone.Meta(serialBase: serial, state: .importing)
+        let importing = StoredZone.Meta(serialBase: serial, state: .importing, primaries: primaries)
         let begun = try await etcd.txn(
             [.modRevision(metaKey, equals: metaRevision)], success: [.put(metaKey, importing.json)])
         guard begun.succeeded else { throw FleetStoreError.changedMeanwhile }
@@ -115,11 +119,55 @@ public final class FleetStoreConnection: Sendable {
             let r = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: chunk)
             guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
         }
-        let ready = StoredZone.Meta(serialBase: serial, state: .ready, checksum: zone.checksum, rrsets: entries.count)
+        let ready = StoredZone.Meta(
+            serialBase: serial, state: .ready, checksum: zone.checksum, rrsets: entries.count, primaries: primaries)
         let done = try await etcd.txn(
             [.modRevision(metaKey, equals: begun.revision)], success: [.put(metaKey, ready.json)])
         guard done.succeeded else { throw FleetStoreError.changedMeanwhile }
         return done.revision
+    }
+
+    /// Declares zone `origin` a secondary of the fleet's, transferred from `primaries` by the
+    /// server that holds `P transferrer` (ARCHITECTURE §17): its meta says so. A zone the store
+    /// does not hold yet is declared with no records (not served until its first transfer); one
+    /// it holds keeps its records, and the serial they are served at, until a transfer replaces
+    /// them. Returns the store's revision after it.
+    public func declareSecondary(_ origin: DNSName, primaries: [String]) async throws -> Int64 {
+        let metaKey = Array(StoredZone.metaKey(layout, origin).utf8)
+        let (revision, current) = try await etcd.range(prefix: Array(StoredZone.prefix(layout, origin).utf8))
+        let read = StoredZone.Read(origin: origin, kvs: current, layout: layout)
+        guard var meta = read.meta else {
+            let declared = StoredZone.Meta(serialBase: 0, state: .ready, rrsets: 0, primaries: primaries)
+            return try await putMeta(declared, metaKey, ifAt: 0)
+        }
+        if meta.primaries == primaries { return revision }
+        // Written anew, the meta is the zone's latest key: its base is the serial served now.
+        (meta.serialBase, meta.primaries) = (read.serial, primaries)
+        return try await putMeta(meta, metaKey, ifAt: read.metaRevision)
+    }
+
+    /// Takes the records of secondary zone `origin` (of `primaries`) out of the store, keeping its
+    /// declaration: its expire passed without a refresh, and every server answers SERVFAIL until
+    /// a transfer brings it again. Returns the store's revision after it.
+    public func clearSecondary(_ origin: DNSName, primaries: [String]) async throws -> Int64 {
+        let metaKey = Array(StoredZone.metaKey(layout, origin).utf8)
+        let (_, kv) = try await etcd.get(metaKey)
+        let base = kv.flatMap { StoredZone.Meta(json: $0.value) }?.serialBase ?? 0
+        let declared = StoredZone.Meta(serialBase: base, state: .ready, rrsets: 0, primaries: primaries)
+        let r = try await etcd.txn(
+            [.modRevision(metaKey, equals: kv?.modRevision ?? 0)],
+            success: [
+                .deletePrefix(Array(StoredZone.rrsetsPrefix(layout, origin).utf8)), .put(metaKey, declared.json),
+            ])
+        guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
+        return r.revision
+    }
+
+    /// Puts `meta` at `key` if the key's modification revision is `revision` (0: absent).
+    func putMeta(_ meta: StoredZone.Meta, _ key: [UInt8], ifAt revision: Int64) async throws -> Int64 {
+        let r = try await etcd.txn([.modRevision(key, equals: revision)], success: [.put(key, meta.json)])
+        guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
+        return r.revision
     }
 
     /// The serial an import starts the zone at: the file's, unless the zone is served at a serial

@@ -15,6 +15,7 @@ import DNSWire
 /// | `P nodes/NODE` | a node that registered itself (JSON) |
 /// | `P servers/SERVER` | a live server (under its lease) |
 /// | `P health/SERVER/NODE` | SERVER's view of NODE (under SERVER's lease) |
+/// | `P transferrer` | the server that transfers the fleet's secondary zones (under its lease) |
 public struct StoreLayout: Hashable, Sendable {
     /// The layout this build writes and reads.
     public static let version = "2"
@@ -32,4 +33,5 @@ public struct StoreLayout: Hashable, Sendable {
     public var nodes: String { prefix + "nodes/" }
     public var servers: String { prefix + "servers/" }
     public var health: String { prefix + "health/" }
+    public var transferrer: String { prefix + "transferrer" }
 }

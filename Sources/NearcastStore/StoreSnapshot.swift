@@ -93,8 +93,10 @@ public struct StoreSnapshot: Sendable {
             ])
         }
         let base = local.sourcePath.map { ($0 as NSString).deletingLastPathComponent } ?? ""
+        // Its secondaries' keys are this server's own (the store holds no secret).
         var shared = try NearcastConfig.parse(
-            yaml: String(decoding: data, as: UTF8.self), fileName: configPath, baseDirectory: base)
+            yaml: String(decoding: data, as: UTF8.self), fileName: configPath, baseDirectory: base,
+            keys: local.tsigKeys)
         for i in shared.zones.indices {
             shared.zones[i].path = directory + "/zones/" + (shared.zones[i].path as NSString).lastPathComponent
         }

@@ -35,21 +35,28 @@ public enum StoredZone {
         public var checksum: String?
         /// The RRsets the import wrote (ready only).
         public var rrsets: Int?
+        /// For a secondary zone of the fleet (ARCHITECTURE §17): its primaries, as
+        /// `ADDRESS[:PORT] [key NAME]`, from which the server holding `P transferrer` transfers
+        /// it into the store. nil: a zone of the store's own.
+        public var primaries: [String]?
 
         public enum State: String, Codable, Sendable {
             case importing, ready
         }
 
-        public init(serialBase: UInt32, state: State, checksum: String? = nil, rrsets: Int? = nil) {
+        public init(
+            serialBase: UInt32, state: State, checksum: String? = nil, rrsets: Int? = nil, primaries: [String]? = nil
+        ) {
             self.serialBase = serialBase
             self.state = state
             self.checksum = checksum
             self.rrsets = rrsets
+            self.primaries = primaries
         }
 
         enum CodingKeys: String, CodingKey {
             case serialBase = "serial-base"
-            case state, checksum, rrsets
+            case state, checksum, rrsets, primaries
         }
 
         public var json: [UInt8] {

@@ -13,7 +13,7 @@ struct Store: AsyncParsableCommand {
     /// The etcd settings of the config at `path`, or a clear refusal.
     static func settings(_ path: String) throws -> EtcdSettings {
         let config: NearcastConfig
-        do { config = try NearcastConfig.load(path: path) } catch {
+        do { config = try FleetFiles.config(at: path) } catch {
             for d in error.diagnostics { FileHandle.standardError.write(Data((d.description + "\n").utf8)) }
             throw ExitCode(1)
         }

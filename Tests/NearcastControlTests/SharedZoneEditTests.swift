@@ -66,6 +66,15 @@ import Testing
 
         func waitServed(_ revision: Int64, timeout: Duration) async -> Bool { true }
 
+        // (Transfers into the store are FleetSecondaryTests', against a real etcd.)
+        func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64 {
+            throw CancellationError()
+        }
+
+        func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64 {
+            throw CancellationError()
+        }
+
         func value(_ key: String) -> String? { values[key].map { String(decoding: $0.value, as: UTF8.self) } }
     }
 

@@ -64,14 +64,15 @@ import Testing
             #expect(imported.status == 0, "\(imported.stderr)")
         }
 
-        /// Server `i`, following the store.
-        func startServer(_ i: Int) throws -> Daemon {
+        /// Server `i`, following the store; `extra`: more of its config (top-level YAML).
+        func startServer(_ i: Int, extra: String = "") throws -> Daemon {
             let config = dir.appendingPathComponent("server\(i).yaml")
             try """
             listen: ["127.0.0.1:0"]
             state-dir: \(dir.path)/state\(i)
             api: { listen: "127.0.0.1:0", tokens: tokens }
             \(store)  server: s\(i)
+            \(extra)
             """.write(to: config, atomically: true, encoding: .utf8)
             return try Daemon(["--config", config.path])
         }

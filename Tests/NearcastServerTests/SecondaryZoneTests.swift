@@ -39,22 +39,29 @@ import Testing
     /// Knot serving `file` at `port`, transferring it to 127.0.0.1 with the key, its changes
     /// journaled for IXFR, and telling nearcastd at `notify` of them; its process and control socket.
     static func knot(file: URL, port: Int, notify: Int, label: String) throws -> (ServerProcess, socket: String) {
+        try knot(file: file, port: port, notify: [notify], label: label)
+    }
+
+    /// The same, telling each nearcastd at `notify` (a remote each: a remote's addresses are
+    /// alternatives to Knot).
+    static func knot(file: URL, port: Int, notify: [Int], label: String) throws -> (ServerProcess, socket: String) {
         let dir = try TemporaryDirectory.url(label)
+        let remotes = notify.enumerated().map {
+            "  - id: nearcast\($0.offset)\n    address: 127.0.0.1@\($0.element)\n    key: \(keyName)\n"
+        }.joined()
+        let notified = notify.indices.map { "nearcast\($0)" }.joined(separator: ", ")
         let knot = try ReferenceServerDifferentialTests.startKnot(
             dir: dir, port: port, origin: "example.test", file: file,
             sections: ZoneTransferTests.knotKey + """
 
                 remote:
-                  - id: nearcast
-                    address: 127.0.0.1@\(notify)
-                    key: \(keyName)
-                acl:
+                \(remotes)acl:
                   - id: signed
                     address: 127.0.0.1
                     key: \(keyName)
                     action: transfer
                 """,
-            zoneOptions: "    acl: [signed]\n    notify: [nearcast]\n    journal-content: changes")
+            zoneOptions: "    acl: [signed]\n    notify: [\(notified)]\n    journal-content: changes")
         let socket = dir.appendingPathComponent("knot.sock").path
         do {
             try knot.waitUntilReady {

@@ -1,0 +1,105 @@
+import EtcdClient
+import Foundation
+import Logging
+import NearcastStore
+import ServiceLifecycle
+
+/// Which server of a fleet transfers its secondary zones (ARCHITECTURE §17): the one that holds
+/// `P transferrer`, put there under a lease of its own by a transaction on the key's absence (as
+/// `servers/NAME` is claimed). The others watch the key and try again when it goes: when its
+/// holder stops (the lease revoked) or dies (the lease expires, within `leaseTTL`). One server
+/// transfers, so the primaries see one secondary's load, and the store holds one copy; every
+/// server serves what the store brings. A holder cut off from the store gives the duty up as
+/// soon as a renewal fails, before its lease can have ended (renewed every third of it), so two
+/// servers do not transfer into the store at once; were they to, each import is conditioned on
+/// the zone's meta as it read it, and one of them stops.
+package actor TransferDuty: Service {
+    let connection: FleetStoreConnection
+    let name: String
+    let leaseTTL: Int
+    let logger: Logger
+    /// Told true when this server takes the duty, false when it gives it up.
+    let onChange: @Sendable (Bool) async -> Void
+    var lease: Int64?
+    /// The last failure logged (each different one is logged once).
+    var logged: String?
+
+    package init(
+        connection: FleetStoreConnection, name: String, leaseTTL: Int = 10, logger: Logger,
+        onChange: @escaping @Sendable (Bool) async -> Void
+    ) {
+        self.connection = connection
+        self.name = name
+        self.leaseTTL = leaseTTL
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    nonisolated var key: [UInt8] { Array(connection.layout.transferrer.utf8) }
+
+    /// Takes the duty whenever it is free, until the group shuts down; then gives it up at once
+    /// (the lease revoked), so another server takes it without waiting for the lease to end.
+    package func run() async {
+        await cancelWhenGracefulShutdown { await self.keepTrying() }
+        await onChange(false)
+        if let lease { try? await connection.etcd.revoke(lease) }
+        lease = nil
+    }
+
+    /// Claims one after the other (a failure retried, backing off to 5 s) until cancelled.
+    func keepTrying() async {
+        var pause = Duration.milliseconds(200)
+        while !Task.isCancelled {
+            do {
+                try await claim()
+                pause = .milliseconds(200)
+            } catch {
+                await onChange(false)
+                if Task.isCancelled { return }
+                if let given = lease { try? await connection.etcd.revoke(given) }
+                lease = nil
+                if logged != "\(error)" {
+                    logger.warning("the fleet's transfer duty: store out of reach", metadata: ["error": "\(error)"])
+                    logged = "\(error)"
+                }
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// One try: the key claimed under a new lease and held (renewed) until that fails; or, held
+    /// by another, watched until it goes.
+    func claim() async throws {
+        let lease = try await connection.etcd.grantLease(ttl: leaseTTL)
+        self.lease = lease
+        let claimed = try await connection.etcd.txn(
+            [.modRevision(key, equals: 0)], success: [.put(key, Array(name.utf8), lease: lease)])
+        logged = nil
+        guard claimed.succeeded else {
+            try? await connection.etcd.revoke(lease)
+            self.lease = nil
+            try await waitUntilFree(from: claimed.revision + 1)
+            return
+        }
+        await onChange(true)
+        while !Task.isCancelled {
+            try await Task.sleep(for: .seconds(Double(leaseTTL) / 3))
+            guard try await connection.etcd.keepAlive(lease) > 0 else {
+                throw TransferDutyError(description: "the lease expired")
+            }
+        }
+    }
+
+    /// Returns once the key is deleted (its holder's lease revoked or ended).
+    func waitUntilFree(from revision: Int64) async throws {
+        for try await batch in connection.etcd.watch(prefix: key, from: revision) {
+            if batch.events.contains(where: { $0.kv.key == key && $0.kind != .put }) { return }
+        }
+        throw TransferDutyError(description: "the watch of \(connection.layout.transferrer) ended")
+    }
+}
+
+struct TransferDutyError: Error, CustomStringConvertible {
+    var description: String
+}
