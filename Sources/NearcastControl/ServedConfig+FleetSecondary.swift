@@ -1,6 +1,7 @@
 import DNSWire
 import NearcastConfiguration
 import NearcastFleet
+import NearcastStore
 import NearcastTransfer
 import NearcastZones
 
@@ -18,9 +19,16 @@ extension ServedConfig {
         let (source, served, zone) = try await transferred(origin, outcome, from: primary)
         // Nothing new: no write (an import of the same records would still make every server read it again).
         if let served, served.serial == zone.serial { return served }
+        let primaries = source.primaries.map(\.description)
+        // An IXFR: the RRsets it touched, in one transaction, when they fit one.
+        if case .changes(let changesets) = outcome, let served,
+            let revision = await writeChange(shared, zone, changesets, from: served.serial, primaries: primaries)
+        {
+            await waitServed(shared, origin, revision)
+            return zone
+        }
         let text = ZoneText.render(zone)
         let revision: Int64
-        let primaries = source.primaries.map(\.description)
         do {
             // Not cancelled with the refresh: the write's own change of the store (a read of it,
             // where the zone's file moves) restarts the refresh, and an import cut short would
@@ -28,12 +36,48 @@ extension ServedConfig {
             revision = try await Task { try await shared.writeTransferred(origin, text: text, primaries: primaries) }
                 .value
         } catch { throw .unavailable("the store cannot be written (\(error)): the transfer is not served") }
+        await waitServed(shared, origin, revision)
+        return zone
+    }
+
+    /// Writes the RRsets `changesets` touched of `zone` (as they are in it after them) into the
+    /// store in one transaction; the revision, or nil when it was not written (see
+    /// `SharedZones.writeTransferredChange`; a failure is logged: the whole zone is written then).
+    func writeChange(
+        _ shared: any SharedZones, _ zone: Zone, _ changesets: [ZoneChangeset], from before: UInt32,
+        primaries: [String]
+    ) async -> Int64? {
+        var touched: [RRsetName] = []
+        var seen = Set<RRsetName>()
+        for c in changesets {
+            for r in c.removed + c.added where seen.insert(RRsetName(owner: r.name, type: r.type)).inserted {
+                touched.append(RRsetName(owner: r.name, type: r.type))
+            }
+        }
+        let sets = touched.map { k in
+            (owner: k.owner, type: k.type, value: zone.rrset(k.owner, k.type).map(StoredZone.value) ?? [])
+        }
+        do {
+            // Not cancelled with the refresh, as `writeTransferred` (below) is not.
+            return try await Task {
+                try await shared.writeTransferredChange(
+                    zone.origin, sets, serial: zone.serial, from: before, primaries: primaries)
+            }.value
+        } catch {
+            logger.warning(
+                "an IXFR's changes not written to the store as a change: writing the zone",
+                metadata: ["zone": "\(zone.origin)", "why": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Waits until the store's change at `revision` is served here (logged when it is not, after a minute).
+    func waitServed(_ shared: any SharedZones, _ origin: DNSName, _ revision: Int64) async {
         if !(await shared.waitServed(revision, timeout: .seconds(60))) {
             logger.warning(
                 "a transfer written to the store is not served here yet",
                 metadata: ["zone": "\(origin)", "revision": "\(revision)"])
         }
-        return zone
     }
 
     /// The zone a transfer of `origin` makes of the one served, checked as a single server's
@@ -83,4 +127,10 @@ extension ServedConfig {
             logger.error("expired zone not taken out of the store", metadata: ["zone": "\(origin)", "why": "\(error)"])
         }
     }
+}
+
+/// An RRset's owner and type.
+private struct RRsetName: Hashable {
+    var owner: DNSName
+    var type: RRType
 }

@@ -22,6 +22,14 @@ package protocol SharedZones: Sendable {
     /// Writes secondary zone `origin` (of `primaries`) as a transfer brought it (master-file
     /// `text`) into the store, as an import writes a zone; the store's revision after it.
     func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64
+    /// Writes the RRsets an IXFR of secondary zone `origin` changed (each whole; empty: removed)
+    /// at the primary's `serial`, in one transaction, if the store holds the zone at `before`;
+    /// the store's revision after it, or nil when it cannot be so written (another serial, or too
+    /// large: `writeTransferred` then writes the zone).
+    func writeTransferredChange(
+        _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
+        from before: UInt32, primaries: [String]
+    ) async throws -> Int64?
     /// Takes secondary zone `origin`'s records out of the store (its expire passed), keeping its
     /// declaration; the store's revision after it.
     func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64

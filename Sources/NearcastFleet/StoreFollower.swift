@@ -72,6 +72,10 @@ package actor StoreFollower {
     /// state was refused (and the two below nil): every change is then a read of the whole store
     /// again, until one is served.
     var serialBases: [DNSName: StoredZone.SerialBase] = [:]
+    /// The zones whose import is under way (their meta `importing`): their keys' changes are
+    /// not served, nor read for, until the meta says `ready` (a million names imported in ten
+    /// thousand transactions are one read of the store, not one per batch the watch brings).
+    var importing: Set<DNSName> = []
     /// The zones the snapshot holds (as last read whole); nil when not known (the snapshot a
     /// previous run kept): a change of the geo section, nodes or tokens then reads the whole store.
     var snapshotZones: [DNSName]?
@@ -95,7 +99,7 @@ package actor StoreFollower {
             try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
             revision = rev
             storeTokens = files.tokens
-            serialBases = files.serialBases
+            (serialBases, importing) = (files.serialBases, files.importing)
             (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
@@ -226,7 +230,7 @@ package actor StoreFollower {
             await served.zoneFilesMoved(from: candidate.directory, to: snapshot.directory)
             source.use(snapshot, registered: registered)
             revision = rev
-            serialBases = files.serialBases
+            (serialBases, importing) = (files.serialBases, files.importing)
             (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
         } catch {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
@@ -251,14 +255,18 @@ package actor StoreFollower {
     /// then, if it changed them, the geo section, nodes and tokens without the zones; anything
     /// else (or a change refused) by reading the whole store again.
     func serve(_ events: [WatchEvent], at latest: Int64, _ served: any ServedFromStore) async throws {
-        let serving = events.filter { affectsServing($0.kv.keyString) }
+        // (An import ends by writing the layout's version again: the same, it changes nothing.)
+        let serving = events.filter { affectsServing($0.kv.keyString) && !rewritesLayout($0) }
         let shared = serving.filter { isShared($0.kv.keyString) }
         let followed = shared.isEmpty ? followedShared : followedShared.flatMap { self.followed($0, shared) }
-        if let changes = rrsetChanges(serving.filter { !isShared($0.kv.keyString) }),
+        if let (changes, bases) = zoneChanges(serving.filter { !isShared($0.kv.keyString) }),
             shared.isEmpty || (snapshotZones != nil && followed != nil),
-            await applyChanges(changes, served, revision: latest)
+            await applyChanges(changes, served, revision: latest, bases: bases)
         {
-            if !shared.isEmpty, let followed { try await applyShared(followed, served, at: latest) }
+            // (An import writes the geo section and tokens again: as they were, nothing to reload.)
+            if !shared.isEmpty, let followed, followed != followedShared {
+                try await applyShared(followed, served, at: latest)
+            }
         } else {
             try await apply(served)
         }
@@ -322,6 +330,55 @@ package actor StoreFollower {
     /// when they change anything else (a zone's meta: an import; the layout) or a zone not
     /// followed as a change (not served as the store holds it), or hold an RRset that does not
     /// read: those are a read of the whole.
+    /// What a batch's keys of zones ask for, their metas read: the RRset changes to serve
+    /// (`rrsetChanges`), with the serial's new base of each zone a transfer wrote in one
+    /// transaction, its RRsets and its meta (`FleetStoreConnection.writeSecondaryChange`). The keys
+    /// of imports under way are left out (a meta `importing` begins one). nil: anything else (an
+    /// import's end, a meta removed), which a read of the whole store serves.
+    func zoneChanges(_ events: [WatchEvent]) -> ([DNSName: StoredChange], [DNSName: StoredZone.SerialBase])? {
+        let layout = connection.layout
+        var metas: [DNSName: (meta: StoredZone.Meta?, revision: Int64)] = [:]
+        var rrsets: [WatchEvent] = []
+        for e in events {
+            let key = e.kv.keyString
+            if let origin = StoredZone.origin(ofKey: key, layout), key == StoredZone.metaKey(layout, origin) {
+                metas[origin] = (e.kind == .put ? StoredZone.Meta(json: e.kv.value) : nil, e.kv.modRevision)
+            } else {
+                rrsets.append(e)
+            }
+        }
+        var bases: [DNSName: StoredZone.SerialBase] = [:]
+        for (origin, written) in metas {
+            guard let meta = written.meta else { return nil }
+            if meta.state == .importing {
+                importing.insert(origin)
+            } else if isTransferWrite(origin, meta, at: written.revision, rrsets) {
+                bases[origin] = StoredZone.SerialBase(meta, metaRevision: written.revision)
+            } else {
+                return nil
+            }
+        }
+        let served = rrsets.filter { e in
+            StoredZone.origin(ofKey: e.kv.keyString, layout).map { !importing.contains($0) } ?? true
+        }
+        guard let changes = rrsetChanges(served) else { return nil }
+        return (changes, bases)
+    }
+
+    /// Whether `meta`, written at `revision`, is a transfer's change of a secondary zone served
+    /// here: ready, of the same primaries, and written with every RRset of the zone the batch has
+    /// (one transaction, so the zone's serial is the meta's base).
+    func isTransferWrite(_ origin: DNSName, _ meta: StoredZone.Meta, at revision: Int64, _ events: [WatchEvent])
+        -> Bool
+    {
+        guard meta.state == .ready, !importing.contains(origin), serialBases[origin] != nil,
+            let primaries = meta.primaries, followedShared?.secondaries[origin] == primaries
+        else { return false }
+        let layout = connection.layout
+        let own = events.filter { StoredZone.origin(ofKey: $0.kv.keyString, layout) == origin }
+        return !own.isEmpty && own.allSatisfy { $0.kv.modRevision == revision }
+    }
+
     func rrsetChanges(_ events: [WatchEvent]) -> [DNSName: StoredChange]? {
         let layout = connection.layout
         var out: [DNSName: StoredChange] = [:]
@@ -338,18 +395,20 @@ package actor StoreFollower {
         return out
     }
 
-    /// Serves `changes` (`rrsetChanges`), each zone's serial derived from its latest revision;
+    /// Serves `changes` (`rrsetChanges`), each zone's serial derived from its latest revision
+    /// (from the base in `bases` for a zone a transfer wrote, which then becomes its base);
     /// false when one is refused (the rest of the batch is then not applied: the caller reads
     /// the store whole, which serves its state or keeps the last good one).
     func applyChanges(
         _ changes: [DNSName: StoredChange], _ served: any ServedFromStore,
-        revision: Int64
+        revision: Int64, bases: [DNSName: StoredZone.SerialBase] = [:]
     ) async -> Bool {
         for (origin, change) in changes {
-            guard let base = serialBases[origin] else { return false }
+            guard let base = bases[origin] ?? serialBases[origin] else { return false }
             do {
                 try await served.applyFromStore(
                     origin, change.sets, serial: base.serial(at: change.at), revision: revision)
+                if let new = bases[origin] { serialBases[origin] = new }
             } catch {
                 logger.warning(
                     "a change from the store is not served as a change: reading the store whole",
@@ -372,6 +431,12 @@ package actor StoreFollower {
         let node = String(key.dropFirst(connection.layout.overrides.count))
         let kept = value.flatMap { try? JSONDecoder().decode(KeptOverride.self, from: Data($0)) }
         await changes?.applyShared(node, kept)
+    }
+
+    /// Whether `event` puts the layout's version this server reads, as it was.
+    func rewritesLayout(_ event: WatchEvent) -> Bool {
+        event.kv.keyString == connection.layout.layoutKey && event.kind == .put
+            && String(decoding: event.kv.value, as: UTF8.self) == StoreLayout.version
     }
 
     func affectsServing(_ key: String) -> Bool {
@@ -449,6 +514,13 @@ extension StoreFollower: SharedZones {
 
     package func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64 {
         try await connection.importZone(origin, text: text, primaries: primaries)
+    }
+
+    package func writeTransferredChange(
+        _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
+        from before: UInt32, primaries: [String]
+    ) async throws -> Int64? {
+        try await connection.writeSecondaryChange(origin, sets, serial: serial, from: before, primaries: primaries)
     }
 
     package func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64 {

@@ -32,6 +32,9 @@ public struct FleetFiles: Equatable, Sendable {
     /// then a secondary is declared and not served (SERVFAIL), as a single server's is before
     /// its first transfer (ARCHITECTURE §17).
     public var secondaries: [DNSName: [String]] = [:]
+    /// The zones of `unready` whose import is under way: nothing of theirs is served before it
+    /// ends, so a follower lets their keys' changes pass until their meta says `ready`.
+    public var importing: Set<DNSName> = []
 
     public init(zones: [DNSName: String] = [:], geo: String? = nil) {
         self.zones = zones
@@ -131,6 +134,7 @@ public struct FleetFiles: Equatable, Sendable {
             if let primaries = read.meta?.primaries { secondaries[origin] = primaries }
             guard read.isReady else {
                 unready[origin] = "its import is under way"
+                importing.insert(origin)
                 continue
             }
             // Declared, not transferred yet (or expired): nothing to serve.

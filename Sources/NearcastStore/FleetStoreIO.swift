@@ -146,6 +146,32 @@ public final class FleetStoreConnection: Sendable {
         return try await putMeta(meta, metaKey, ifAt: read.metaRevision)
     }
 
+    /// Writes what an IXFR changed of secondary zone `origin` (of `primaries`): each RRset it
+    /// touched, whole (an empty value: removed), and the meta with the primary's `serial` as the
+    /// serial's base, in one transaction, so its keys are all of one revision and every server
+    /// serves the primary's serial, as a change (StoreFollower). It is conditioned on the meta as
+    /// read, which must say the zone is at `before`, the serial the changes were applied to. nil,
+    /// nothing written, when it is not, or when the change does not fit one transaction: an
+    /// import of the zone (`importZone`) then writes it.
+    public func writeSecondaryChange(
+        _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
+        from before: UInt32, primaries: [String]
+    ) async throws -> Int64? {
+        let metaKey = Array(StoredZone.metaKey(layout, origin).utf8)
+        let (_, kv) = try await etcd.get(metaKey)
+        guard let kv, let meta = StoredZone.Meta(json: kv.value), meta.state == .ready, meta.primaries == primaries,
+            meta.serialBase == before
+        else { return nil }
+        var ops: [EtcdOperation] = sets.map {
+            .put(Array(StoredZone.rrsetKey(layout, origin, $0.owner, $0.type).utf8), $0.value)
+        }
+        // No checksum: one transaction is whole or nothing, and a sum would cost a walk of the zone.
+        ops.append(.put(metaKey, StoredZone.Meta(serialBase: serial, state: .ready, primaries: primaries).json))
+        guard Self.chunks(ops).count == 1 else { return nil }
+        let r = try await etcd.txn([.modRevision(metaKey, equals: kv.modRevision)], success: ops)
+        return r.succeeded ? r.revision : nil
+    }
+
     /// Takes the records of secondary zone `origin` (of `primaries`) out of the store, keeping its
     /// declaration: its expire passed without a refresh, and every server answers SERVFAIL until
     /// a transfer brings it again. Returns the store's revision after it.

@@ -71,6 +71,11 @@ import Testing
             throw CancellationError()
         }
 
+        func writeTransferredChange(
+            _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
+            from before: UInt32, primaries: [String]
+        ) async throws -> Int64? { throw CancellationError() }
+
         func clearTransferred(_ origin: DNSName, primaries: [String]) async throws -> Int64 {
             throw CancellationError()
         }
