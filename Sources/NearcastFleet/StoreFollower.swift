@@ -326,10 +326,6 @@ package actor StoreFollower {
         }
     }
 
-    /// The RRsets that `events` change, by zone, each with the latest revision among them; nil
-    /// when they change anything else (a zone's meta: an import; the layout) or a zone not
-    /// followed as a change (not served as the store holds it), or hold an RRset that does not
-    /// read: those are a read of the whole.
     /// What a batch's keys of zones ask for, their metas read: the RRset changes to serve
     /// (`rrsetChanges`), with the serial's new base of each zone a transfer wrote in one
     /// transaction, its RRsets and its meta (`FleetStoreConnection.writeSecondaryChange`). The keys
@@ -379,6 +375,10 @@ package actor StoreFollower {
         return !own.isEmpty && own.allSatisfy { $0.kv.modRevision == revision }
     }
 
+    /// The RRsets that `events` change, by zone, each with the latest revision among them; nil
+    /// when they change anything else (a zone's meta: an import; the layout) or a zone not
+    /// followed as a change (not served as the store holds it), or hold an RRset that does not
+    /// read: those are a read of the whole.
     func rrsetChanges(_ events: [WatchEvent]) -> [DNSName: StoredChange]? {
         let layout = connection.layout
         var out: [DNSName: StoredChange] = [:]

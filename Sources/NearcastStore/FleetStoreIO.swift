@@ -115,7 +115,8 @@ public final class FleetStoreConnection: Sendable {
         let begun = try await etcd.txn(
             [.modRevision(metaKey, equals: metaRevision)], success: [.put(metaKey, importing.json)])
         guard begun.succeeded else { throw FleetStoreError.changedMeanwhile }
-        for chunk in Self.chunks(ops) {
+        let etcd = self.etcd
+        try await Self.inFlight(Self.chunks(ops)) { chunk in
             let r = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: chunk)
             guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
         }
@@ -203,6 +204,29 @@ public final class FleetStoreConnection: Sendable {
     static func serialBase(file: UInt32, served: StoredZone.Read, changes: Bool) -> UInt32 {
         guard served.isReady, Int32(bitPattern: file &- served.serial) <= 0 else { return file }
         return changes ? served.serial &+ 1 : served.serial
+    }
+
+    /// Runs `write` for each of `chunks`, `limit` at once: etcd commits the transactions that
+    /// come together in one write to its disk, where one after another each waits for its own
+    /// (an import of a million names is some 15,000 of them). The chunks of one import touch
+    /// different keys, each conditioned on the same meta, so their order does not matter.
+    static func inFlight(
+        _ chunks: [[EtcdOperation]], limit: Int = 8, _ write: @escaping @Sendable ([EtcdOperation]) async throws -> Void
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            while next < min(limit, chunks.count) {
+                let chunk = chunks[next]
+                group.addTask { try await write(chunk) }
+                next += 1
+            }
+            while try await group.next() != nil {
+                guard next < chunks.count else { continue }
+                let chunk = chunks[next]
+                group.addTask { try await write(chunk) }
+                next += 1
+            }
+        }
     }
 
     /// `ops` cut into transactions etcd takes: at most 100 operations (its default limit is 128)

@@ -1,7 +1,9 @@
 import DNSWire
 import EtcdClient
 import NearcastBasics
+import NearcastConfiguration
 import NearcastStore
+import NearcastTestSupport
 import NearcastZones
 import Testing
 
@@ -100,4 +102,47 @@ import Testing
         let read = StoredZone.Read(origin: Self.origin, kvs: kvs, layout: Self.layout)
         #expect(throws: DiagnosticsError.self) { try read.text() }
     }
+
+    /// A fleet's secondary declared by `store import` (its meta: primaries, no records yet).
+    static func declared(_ state: StoredZone.Meta.State = .ready, revision: Int64 = 10) -> KeyValue {
+        let meta = StoredZone.Meta(serialBase: 0, state: state, rrsets: 0, primaries: ["192.0.2.1:53 key xfr.example."])
+        return KeyValue(
+            key: Array(StoredZone.metaKey(layout, origin).utf8), value: meta.json, createRevision: 1,
+            modRevision: revision)
+    }
+
+    @Test func aSecondaryDeclaredWithoutRecordsIsListedWithItsPrimariesAndNotServed() throws {
+        let files = try FleetFiles([Self.declared()], layout: Self.layout)
+        #expect(files.secondaries == [Self.origin: ["192.0.2.1:53 key xfr.example."]])
+        #expect(files.zones.isEmpty && files.unready.isEmpty)
+        // While a transfer is written in (an import under way), it stays declared.
+        let importing = try FleetFiles([Self.declared(.importing)], layout: Self.layout)
+        #expect(importing.secondaries[Self.origin] != nil && importing.importing == [Self.origin])
+    }
+
+    @Test func aServersSnapshotConfiguresTheSecondaryWithItsOwnKeys() throws {
+        let dir = try TemporaryDirectory("nearcast-stored-secondary")
+        let snapshot = StoreSnapshot(directory: dir.path + "/store")
+        try snapshot.write(try FleetFiles([Self.declared()], layout: Self.layout), revision: 10)
+        let local = try NearcastConfig.parse(
+            yaml: """
+                tsig:
+                  keys: [{ name: xfr.example., algorithm: hmac-sha256, secret: \(Self.secret) }]
+                """, fileName: "server.yaml", baseDirectory: dir.path)
+        let config = try snapshot.config(over: local)
+        #expect(config.zones.map(\.origin) == [Self.origin])
+        #expect(config.zones.first?.primaries.map(\.description) == ["192.0.2.1:53 key xfr.example."])
+        // Not transferred yet: configured, not served.
+        #expect(config.servable().unavailable.map(\.origin) == [Self.origin])
+        // A server whose config lacks the key is told which key, and where the zone came from.
+        do {
+            _ = try snapshot.config(over: try NearcastConfig.parse(yaml: "{}", fileName: "s.yaml", baseDirectory: ""))
+            Issue.record("a secondary naming a key the server does not have was configured")
+        } catch {
+            #expect(
+                error.diagnostics.contains { $0.message.contains("xfr.example.") && $0.file == snapshot.configPath })
+        }
+    }
+
+    static let secret = "6Nd4hW6X0W8cGSUhv3kYVZ4UpmjtwcIs4hGJgkZ61ZE="
 }

@@ -108,4 +108,54 @@ import Testing
         }
         #expect(!servers[holder].log.contains("secondary zone refreshed"), "\(servers[holder].log)")
     }
+
+    @Test func expiresAtEveryServerWithoutItsPrimaryAndComesBackWithIt() async throws {
+        try await TestSupport.blocking { try Self.expiresBody() }
+    }
+
+    /// The primary goes away: the zone is served until its SOA's expire (6 s), then the server
+    /// that transfers it takes its records out of the store and every server answers SERVFAIL;
+    /// the primary back, its NOTIFY brings the zone back to every server.
+    static func expiresBody() throws {
+        let fleet = try FleetTests.Fleet()
+        defer { fleet.finish() }
+        let dir = try TemporaryDirectory("nearcast-fleet-secondary-expire")
+        let text = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8
+        ).replacingOccurrences(of: "2026112201 3600 600 1209600 60", with: "2026112201 2 2 6 60")
+        let file = URL(fileURLWithPath: try dir.write(text, to: "primary.zone"))
+        let knotPort = try TestSupport.unusedPort()
+        try fleet.seed(
+            """
+            zones:
+              - { origin: example.test., primaries: ["127.0.0.1:\(knotPort)"], tsig: \(keyName) }
+            \(keys)
+            """)
+        let servers = [try fleet.startServer(0, extra: keys), try fleet.startServer(1, extra: keys)]
+        defer { for s in servers { s.stop() } }
+        var (knot, _) = try SecondaryZoneTests.knot(
+            file: file, port: knotPort, notify: servers.map(\.dnsPort), label: "nearcast-fleet-expire-primary")
+        for s in servers {
+            try poll("the zone served", timeout: 30) {
+                try SecondaryZoneTests.answer(s, "www.example.test.").0 == "NOERROR"
+            }
+        }
+        knot.stop()
+        let gone = Date()
+        for s in servers {
+            try poll("the zone expired everywhere", timeout: 30) {
+                try SecondaryZoneTests.answer(s, "www.example.test.").0 == "SERVFAIL"
+            }
+        }
+        #expect(Date().timeIntervalSince(gone) > 3, "served until its expire, 6 s after its last refresh")
+        #expect(servers.filter { $0.log.contains("secondary zone expired") }.count == 1)
+        (knot, _) = try SecondaryZoneTests.knot(
+            file: file, port: knotPort, notify: servers.map(\.dnsPort), label: "nearcast-fleet-expire-back")
+        defer { knot.stop() }
+        for s in servers {
+            try poll("the zone served again", timeout: 30) {
+                try SecondaryZoneTests.answer(s, "www.example.test.") == ("NOERROR", ["192.0.2.1", "192.0.2.2"])
+            }
+        }
+    }
 }
