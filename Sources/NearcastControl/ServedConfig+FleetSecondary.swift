@@ -27,14 +27,12 @@ extension ServedConfig {
             await waitServed(shared, origin, revision)
             return zone
         }
-        let text = ZoneText.render(zone)
         let revision: Int64
         do {
             // Not cancelled with the refresh: the write's own change of the store (a read of it,
             // where the zone's file moves) restarts the refresh, and an import cut short would
             // leave the zone `importing` until the next transfer.
-            revision = try await Task { try await shared.writeTransferred(origin, text: text, primaries: primaries) }
-                .value
+            revision = try await Task { try await shared.writeTransferred(zone, primaries: primaries) }.value
         } catch { throw .unavailable("the store cannot be written (\(error)): the transfer is not served") }
         await waitServed(shared, origin, revision)
         return zone

@@ -19,9 +19,9 @@ package protocol SharedZones: Sendable {
         -> Int64?
     /// Waits until what is served comes from `revision` or later; false after `timeout`.
     func waitServed(_ revision: Int64, timeout: Duration) async -> Bool
-    /// Writes secondary zone `origin` (of `primaries`) as a transfer brought it (master-file
-    /// `text`) into the store, as an import writes a zone; the store's revision after it.
-    func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64
+    /// Writes secondary zone `zone` (of `primaries`) as a transfer brought it (checked) into the
+    /// store, as an import writes a zone; the store's revision after it.
+    func writeTransferred(_ zone: Zone, primaries: [String]) async throws -> Int64
     /// Writes the RRsets an IXFR of secondary zone `origin` changed (each whole; empty: removed)
     /// at the primary's `serial`, in one transaction, if the store holds the zone at `before`;
     /// the store's revision after it, or nil when it cannot be so written (another serial, or too

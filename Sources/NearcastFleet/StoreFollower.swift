@@ -512,8 +512,8 @@ extension StoreFollower: SharedZones {
         }
     }
 
-    package func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64 {
-        try await connection.importZone(origin, text: text, primaries: primaries)
+    package func writeTransferred(_ zone: Zone, primaries: [String]) async throws -> Int64 {
+        try await connection.importZone(zone, primaries: primaries)
     }
 
     package func writeTransferredChange(

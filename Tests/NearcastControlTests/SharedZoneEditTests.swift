@@ -67,7 +67,7 @@ import Testing
         func waitServed(_ revision: Int64, timeout: Duration) async -> Bool { true }
 
         // (Transfers into the store are FleetSecondaryTests', against a real etcd.)
-        func writeTransferred(_ origin: DNSName, text: String, primaries: [String]) async throws -> Int64 {
+        func writeTransferred(_ zone: Zone, primaries: [String]) async throws -> Int64 {
             throw CancellationError()
         }
 
