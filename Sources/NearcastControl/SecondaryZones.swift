@@ -91,6 +91,8 @@ package actor SecondaryZones {
     /// one holding `P transferrer` (`TransferDuty`), the others serving what the store brings.
     var held: Bool
     let fleet: Bool
+    /// In a fleet, the server that transfers the zones, as last known (nil: not known).
+    var holder: String?
 
     /// `fleet`: a fleet's server, which transfers the zones only while it holds the duty (`hold`),
     /// and then refreshes each at once (the last refresh may have been another server's).
@@ -113,7 +115,8 @@ package actor SecondaryZones {
     /// Whether this server transfers the zones from now on: a fleet's server that took the duty
     /// refreshes every zone at once (it may have been nobody's for a while); one that lost it
     /// stops, a transfer under way not served.
-    package func hold(_ held: Bool) {
+    package func hold(_ held: Bool, holder: String? = nil) {
+        self.holder = holder
         guard held != self.held else { return }
         self.held = held
         logger.notice(
@@ -165,6 +168,10 @@ package actor SecondaryZones {
         r.notified.store(true, ordering: .sequentiallyConsistent)
         r.wake.yield()
     }
+
+    /// In a fleet, the server that transfers the secondary zones, as last known; nil for a single
+    /// server, or while it is not known.
+    package func transferredBy() -> String? { fleet ? holder : nil }
 
     /// Each secondary zone's refresh status, by origin.
     package func statuses() -> [DNSName: Status] { refreshes.mapValues { $0.status.withLock { $0 } } }

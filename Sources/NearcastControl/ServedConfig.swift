@@ -452,10 +452,11 @@ package actor ServedConfig {
     /// Secondary zones not served come last, with no serial or records.
     package func zoneList() async -> [ZoneSummary] {
         let statuses = await secondaries?.statuses() ?? [:]
+        let by = await secondaries?.transferredBy()
         var list = zip(running.zones, zones).map { src, z in
             ZoneSummary(
                 origin: z.origin.description, file: src.path, serial: z.serial, records: z.recordCount,
-                secondary: src.isSecondary ? Self.status(src, statuses[src.origin], state: "served") : nil,
+                secondary: src.isSecondary ? Self.status(src, statuses[src.origin], state: "served", by: by) : nil,
                 catalog: src.catalog?.rawValue, memberOf: src.memberOf?.description)
         }
         for src in unavailable {
@@ -463,17 +464,20 @@ package actor ServedConfig {
             list.append(
                 ZoneSummary(
                     origin: src.origin.description, file: src.path, serial: 0, records: 0,
-                    secondary: Self.status(src, statuses[src.origin], state: state), catalog: src.catalog?.rawValue,
+                    secondary: Self.status(src, statuses[src.origin], state: state, by: by),
+                    catalog: src.catalog?.rawValue,
                     memberOf: src.memberOf?.description))
         }
         return list
     }
 
-    static func status(_ source: ZoneSource, _ s: SecondaryZones.Status?, state: String) -> SecondaryZoneStatus {
+    static func status(_ source: ZoneSource, _ s: SecondaryZones.Status?, state: String, by: String?)
+        -> SecondaryZoneStatus
+    {
         SecondaryZoneStatus(
             state: state, primaries: source.primaries.map(\.description),
             lastRefresh: s?.lastRefresh ?? SecondaryRefreshRecord.read(forZoneFile: source.path)?.refreshed,
-            nextRefresh: s?.nextRefresh, lastError: s?.lastError)
+            nextRefresh: s?.nextRefresh, lastError: s?.lastError, transferredBy: by)
     }
 
     /// The zones served with their checksums (`Zone.checksum`), for the status: a walk over

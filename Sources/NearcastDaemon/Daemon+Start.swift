@@ -312,7 +312,7 @@ extension Daemon {
             connection: follower.connection, monitor: health.monitor, name: follower.serverName, logger: logger)
         await started.add("fleet health views", views)
         let duty = TransferDuty(connection: follower.connection, name: follower.serverName, logger: logger) {
-            held in await secondaries.hold(held)
+            held, holder in await secondaries.hold(held, holder: holder)
         }
         await started.add("fleet transfer duty", duty)
     }

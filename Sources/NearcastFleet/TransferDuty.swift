@@ -18,15 +18,16 @@ package actor TransferDuty: Service {
     let name: String
     let leaseTTL: Int
     let logger: Logger
-    /// Told true when this server takes the duty, false when it gives it up.
-    let onChange: @Sendable (Bool) async -> Void
+    /// Told whether this server holds the duty, and which server does (nil: not known), when it
+    /// takes it, gives it up, or finds another holding it.
+    let onChange: @Sendable (_ held: Bool, _ holder: String?) async -> Void
     var lease: Int64?
     /// The last failure logged (each different one is logged once).
     var logged: String?
 
     package init(
         connection: FleetStoreConnection, name: String, leaseTTL: Int = 10, logger: Logger,
-        onChange: @escaping @Sendable (Bool) async -> Void
+        onChange: @escaping @Sendable (_ held: Bool, _ holder: String?) async -> Void
     ) {
         self.connection = connection
         self.name = name
@@ -41,7 +42,7 @@ package actor TransferDuty: Service {
     /// (the lease revoked), so another server takes it without waiting for the lease to end.
     package func run() async {
         await cancelWhenGracefulShutdown { await self.keepTrying() }
-        await onChange(false)
+        await onChange(false, nil)
         if let lease { try? await connection.etcd.revoke(lease) }
         lease = nil
     }
@@ -54,7 +55,7 @@ package actor TransferDuty: Service {
                 try await claim()
                 pause = .milliseconds(200)
             } catch {
-                await onChange(false)
+                await onChange(false, nil)
                 if Task.isCancelled { return }
                 if let given = lease { try? await connection.etcd.revoke(given) }
                 lease = nil
@@ -79,10 +80,12 @@ package actor TransferDuty: Service {
         guard claimed.succeeded else {
             try? await connection.etcd.revoke(lease)
             self.lease = nil
+            let (_, holder) = try await connection.etcd.get(key)
+            await onChange(false, holder.map { String(decoding: $0.value, as: UTF8.self) })
             try await waitUntilFree(from: claimed.revision + 1)
             return
         }
-        await onChange(true)
+        await onChange(true, name)
         while !Task.isCancelled {
             try await Task.sleep(for: .seconds(Double(leaseTTL) / 3))
             guard try await connection.etcd.keepAlive(lease) > 0 else {

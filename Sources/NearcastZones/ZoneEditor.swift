@@ -75,16 +75,20 @@ public struct SecondaryZoneStatus: Codable, Equatable, Sendable {
     public var nextRefresh: Int64?
     /// Why the last refresh failed; nil once one succeeds.
     public var lastError: String?
+    /// In a fleet, the server that transfers it (its refresh is that server's); nil for a single
+    /// server's secondary, or while no server is known to.
+    public var transferredBy: String?
 
     public init(
         state: String, primaries: [String], lastRefresh: Int64? = nil, nextRefresh: Int64? = nil,
-        lastError: String? = nil
+        lastError: String? = nil, transferredBy: String? = nil
     ) {
         self.state = state
         self.primaries = primaries
         self.lastRefresh = lastRefresh
         self.nextRefresh = nextRefresh
         self.lastError = lastError
+        self.transferredBy = transferredBy
     }
 }
 

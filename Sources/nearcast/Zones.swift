@@ -32,7 +32,13 @@ struct Zones: AsyncParsableCommand {
         guard let s = z.secondary else { return out }
         var refresh = "  secondary of \(s.primaries.joined(separator: ", ")): \(s.state)"
         if s.state != "served" { refresh += " (answered SERVFAIL)" }
-        refresh += s.lastRefresh.map { "; refreshed \(max(0, now - $0)) s ago" } ?? "; never refreshed"
+        if let by = s.transferredBy { refresh += "; transferred by \(by)" }
+        // (In a fleet, another server's refresh is its own.)
+        if let last = s.lastRefresh {
+            refresh += "; refreshed \(max(0, now - last)) s ago"
+        } else if s.transferredBy == nil {
+            refresh += "; never refreshed"
+        }
         if let next = s.nextRefresh { refresh += "; next refresh in \(max(0, next - now)) s" }
         out.append(refresh)
         if let e = s.lastError { out.append("  last error: \(e)") }

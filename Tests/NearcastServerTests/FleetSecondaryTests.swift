@@ -80,6 +80,11 @@ import Testing
         #expect(knotSerial != nil && knotSerial != "2026112201")
         for s in servers { #expect(try Self.serial(s) == knotSerial) }
 
+        // Every server says which one transfers it.
+        for s in servers {
+            let zones = try fleet.api(["zones"], via: s)
+            #expect(zones.stdout.contains("transferred by s\(holder)"), "\(zones.stdout)\(zones.stderr)")
+        }
         // Not changed through the API: its primary would undo it.
         let refused = try fleet.api(
             ["record", "set", "example.test.", "www", "A", "192.0.2.99"], via: servers[other])

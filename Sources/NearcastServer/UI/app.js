@@ -80,6 +80,7 @@ function drawZones(zones) {
     row.append(element("td", {}, s && s.state !== "served" ? "" : String(z.records)));
     const catalog = { produce: "catalog made here", consume: "catalog followed" }[z.catalog];
     const source = (s ? `secondary of ${s.primaries.join(", ")}` + (s.state === "served" ? "" : ` (${s.state}: SERVFAIL)`)
+      + (s.transferredBy ? `; transferred by ${s.transferredBy}` : "")
       : z.file) + (catalog ? `; ${catalog}` : "") + (z.memberOf ? `; listed in catalog ${z.memberOf}` : "");
     row.append(element("td", {}, source));
     row.append(element("td", {}, s ? utc(s.lastRefresh) : ""));
