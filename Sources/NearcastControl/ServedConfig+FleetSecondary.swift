@@ -20,7 +20,8 @@ extension ServedConfig {
         // Nothing new: no write (an import of the same records would still make every server read it again).
         if let served, served.serial == zone.serial { return served }
         let primaries = source.primaries.map(\.description)
-        // An IXFR: the RRsets it touched, in one transaction, when they fit one.
+        // An IXFR: the RRsets it touched (in one transaction when they fit one), when the store
+        // holds the zone the changes were applied to.
         if case .changes(let changesets) = outcome, let served,
             let revision = await writeChange(shared, zone, changesets, from: served.serial, primaries: primaries)
         {

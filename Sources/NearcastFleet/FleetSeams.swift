@@ -23,9 +23,9 @@ package protocol SharedZones: Sendable {
     /// store, as an import writes a zone; the store's revision after it.
     func writeTransferred(_ zone: Zone, primaries: [String]) async throws -> Int64
     /// Writes the RRsets an IXFR of secondary zone `origin` changed (each whole; empty: removed)
-    /// at the primary's `serial`, in one transaction, if the store holds the zone at `before`;
-    /// the store's revision after it, or nil when it cannot be so written (another serial, or too
-    /// large: `writeTransferred` then writes the zone).
+    /// at the primary's `serial`, if the store holds the zone at `before`: in one transaction, or
+    /// as an import of them when they do not fit one; the store's revision after it, or nil when
+    /// the store holds another serial (`writeTransferred` then writes the zone).
     func writeTransferredChange(
         _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
         from before: UInt32, primaries: [String]

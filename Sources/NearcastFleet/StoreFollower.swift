@@ -74,8 +74,9 @@ package actor StoreFollower {
     var serialBases: [DNSName: StoredZone.SerialBase] = [:]
     /// The zones whose import is under way (their meta `importing`): their keys' changes are
     /// not served, nor read for, until the meta says `ready` (a million names imported in ten
-    /// thousand transactions are one read of the store, not one per batch the watch brings).
-    var importing: Set<DNSName> = []
+    /// thousand transactions are one change, or one read of the store, not one per batch the
+    /// watch brings).
+    var imports = ImportsUnderWay()
     /// The zones the snapshot holds (as last read whole); nil when not known (the snapshot a
     /// previous run kept): a change of the geo section, nodes or tokens then reads the whole store.
     var snapshotZones: [DNSName]?
@@ -99,7 +100,7 @@ package actor StoreFollower {
             try await onOwnThread { [snapshot] in try snapshot.write(files, revision: rev) }
             revision = rev
             storeTokens = files.tokens
-            (serialBases, importing) = (files.serialBases, files.importing)
+            (serialBases, imports) = (files.serialBases, ImportsUnderWay(zones: files.importing))
             (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
             logger.info("store read", metadata: ["revision": "\(rev)", "zones": "\(files.zones.count)"])
         } catch {
@@ -230,7 +231,7 @@ package actor StoreFollower {
             await served.zoneFilesMoved(from: candidate.directory, to: snapshot.directory)
             source.use(snapshot, registered: registered)
             revision = rev
-            (serialBases, importing) = (files.serialBases, files.importing)
+            (serialBases, imports) = (files.serialBases, ImportsUnderWay(zones: files.importing))
             (snapshotZones, followedShared) = (Array(files.zones.keys), files.withoutZones)
         } catch {
             // Refused (logged by the reload): the last good snapshot stays, and is served.
@@ -259,10 +260,11 @@ package actor StoreFollower {
         let serving = events.filter { affectsServing($0.kv.keyString) && !rewritesLayout($0) }
         let shared = serving.filter { isShared($0.kv.keyString) }
         let followed = shared.isEmpty ? followedShared : followedShared.flatMap { self.followed($0, shared) }
-        if let (changes, bases) = zoneChanges(serving.filter { !isShared($0.kv.keyString) }),
+        if let (changes, bases, after) = zoneChanges(serving.filter { !isShared($0.kv.keyString) }),
             shared.isEmpty || (snapshotZones != nil && followed != nil),
             await applyChanges(changes, served, revision: latest, bases: bases)
         {
+            imports = after
             // (An import writes the geo section and tokens again: as they were, nothing to reload.)
             if !shared.isEmpty, let followed, followed != followedShared {
                 try await applyShared(followed, served, at: latest)
@@ -326,52 +328,72 @@ package actor StoreFollower {
         }
     }
 
-    /// What a batch's keys of zones ask for, their metas read: the RRset changes to serve
-    /// (`rrsetChanges`), with the serial's new base of each zone a transfer wrote in one
-    /// transaction, its RRsets and its meta (`FleetStoreConnection.writeSecondaryChange`). The keys
-    /// of imports under way are left out (a meta `importing` begins one). nil: anything else (an
-    /// import's end, a meta removed), which a read of the whole store serves.
-    func zoneChanges(_ events: [WatchEvent]) -> ([DNSName: StoredChange], [DNSName: StoredZone.SerialBase])? {
+    /// What a batch's keys of zones ask for, their metas read in order: the RRset changes to serve
+    /// (`rrsetChanges`), with the serial's new base of each zone whose meta the batch rewrote. A
+    /// meta `importing` begins an import: the zone's keys after it are held (`held`), not served,
+    /// until its meta says `ready`, when they are served as one change at the meta's base; they
+    /// are what the import changed (it writes only the RRsets that differ, and deletes the
+    /// others). A transfer's write of one transaction (`FleetStoreConnection.writeSecondaryChange`)
+    /// is served so too. nil: anything else (an import whose start this server did not see, or
+    /// of more than `heldLimit` keys; a meta removed; a declaration changed), which a read of the
+    /// whole store serves.
+    func zoneChanges(_ events: [WatchEvent]) -> (
+        [DNSName: StoredChange], [DNSName: StoredZone.SerialBase], ImportsUnderWay
+    )? {
         let layout = connection.layout
-        var metas: [DNSName: (meta: StoredZone.Meta?, revision: Int64)] = [:]
-        var rrsets: [WatchEvent] = []
+        var bases: [DNSName: StoredZone.SerialBase] = [:]
+        // (Kept only once the batch is served: a batch that is not comes again after the read.)
+        var imports = self.imports
+        var now: [WatchEvent] = []
         for e in events {
             let key = e.kv.keyString
-            if let origin = StoredZone.origin(ofKey: key, layout), key == StoredZone.metaKey(layout, origin) {
-                metas[origin] = (e.kind == .put ? StoredZone.Meta(json: e.kv.value) : nil, e.kv.modRevision)
-            } else {
-                rrsets.append(e)
+            let origin = StoredZone.origin(ofKey: key, layout)
+            guard let origin, key == StoredZone.metaKey(layout, origin) else {
+                if let origin, imports.zones.contains(origin) {
+                    // (An import whose start came before this server's read: not held.)
+                    imports.held[origin]?.append(e)
+                    if (imports.held[origin]?.count ?? 0) > Self.heldLimit { imports.held[origin] = nil }
+                } else {
+                    now.append(e)
+                }
+                continue
             }
-        }
-        var bases: [DNSName: StoredZone.SerialBase] = [:]
-        for (origin, written) in metas {
-            guard let meta = written.meta else { return nil }
+            guard e.kind == .put, let meta = StoredZone.Meta(json: e.kv.value),
+                let declared = followedShared?.secondaries, meta.primaries == declared[origin]
+            else { return nil }
+            let base = StoredZone.SerialBase(meta, metaRevision: e.kv.modRevision)
             if meta.state == .importing {
-                importing.insert(origin)
-            } else if isTransferWrite(origin, meta, at: written.revision, rrsets) {
-                bases[origin] = StoredZone.SerialBase(meta, metaRevision: written.revision)
+                if !imports.zones.contains(origin) { imports.held[origin] = serialBases[origin] != nil ? [] : nil }
+                imports.zones.insert(origin)
+            } else if imports.zones.contains(origin) {
+                guard let kept = imports.held[origin] else { return nil }
+                (imports.zones, imports.held[origin]) = (imports.zones.subtracting([origin]), nil)
+                now += kept
+                bases[origin] = base
+            } else if meta.rrsets != 0, isTransferWrite(origin, at: e.kv.modRevision, events) {
+                // (rrsets 0: an expired secondary's records taken out, which a read serves as unavailable.)
+                bases[origin] = base
             } else {
                 return nil
             }
         }
-        let served = rrsets.filter { e in
-            StoredZone.origin(ofKey: e.kv.keyString, layout).map { !importing.contains($0) } ?? true
-        }
-        guard let changes = rrsetChanges(served) else { return nil }
-        return (changes, bases)
+        guard let changes = rrsetChanges(now) else { return nil }
+        return (changes, bases, imports)
     }
 
-    /// Whether `meta`, written at `revision`, is a transfer's change of a secondary zone served
-    /// here: ready, of the same primaries, and written with every RRset of the zone the batch has
-    /// (one transaction, so the zone's serial is the meta's base).
-    func isTransferWrite(_ origin: DNSName, _ meta: StoredZone.Meta, at revision: Int64, _ events: [WatchEvent])
-        -> Bool
-    {
-        guard meta.state == .ready, !importing.contains(origin), serialBases[origin] != nil,
-            let primaries = meta.primaries, followedShared?.secondaries[origin] == primaries
-        else { return false }
+    /// The most keys of one import held until it ends: a larger import is read whole at its end
+    /// (a million names held would be the whole read's memory, twice).
+    static let heldLimit = 200_000
+
+    /// Whether a zone served here whose meta (ready) was written at `revision` was written with
+    /// every RRset of it the batch has, in one transaction: its serial is then the meta's base.
+    func isTransferWrite(_ origin: DNSName, at revision: Int64, _ events: [WatchEvent]) -> Bool {
+        guard serialBases[origin] != nil else { return false }
         let layout = connection.layout
-        let own = events.filter { StoredZone.origin(ofKey: $0.kv.keyString, layout) == origin }
+        let own = events.filter {
+            StoredZone.origin(ofKey: $0.kv.keyString, layout) == origin
+                && $0.kv.keyString != StoredZone.metaKey(layout, origin)
+        }
         return !own.isEmpty && own.allSatisfy { $0.kv.modRevision == revision }
     }
 
@@ -403,11 +425,14 @@ package actor StoreFollower {
         _ changes: [DNSName: StoredChange], _ served: any ServedFromStore,
         revision: Int64, bases: [DNSName: StoredZone.SerialBase] = [:]
     ) async -> Bool {
+        // A rewritten meta is the zone's latest key: its serial is the meta's base (its keys, held
+        // through an import, are older).
+        for (origin, base) in bases where changes[origin] == nil { serialBases[origin] = base }
         for (origin, change) in changes {
             guard let base = bases[origin] ?? serialBases[origin] else { return false }
+            let at = bases[origin].map { max(change.at, $0.metaRevision) } ?? change.at
             do {
-                try await served.applyFromStore(
-                    origin, change.sets, serial: base.serial(at: change.at), revision: revision)
+                try await served.applyFromStore(origin, change.sets, serial: base.serial(at: at), revision: revision)
                 if let new = bases[origin] { serialBases[origin] = new }
             } catch {
                 logger.warning(
@@ -535,6 +560,15 @@ extension StoreFollower: SharedZones {
         }
         return true
     }
+}
+
+/// The imports under way a follower knows of (`StoreFollower.zoneChanges`).
+struct ImportsUnderWay {
+    /// The zones whose meta says `importing`.
+    var zones: Set<DNSName> = []
+    /// The keys each changed since, as the watch brought them, for the zones served here whose
+    /// import began in the watch (none for one that began before the last read).
+    var held: [DNSName: [WatchEvent]] = [:]
 }
 
 /// An audit line in the store: the entry and the server that took the change.

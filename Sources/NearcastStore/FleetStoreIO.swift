@@ -158,9 +158,10 @@ public final class FleetStoreConnection: Sendable {
     /// touched, whole (an empty value: removed), and the meta with the primary's `serial` as the
     /// serial's base, in one transaction, so its keys are all of one revision and every server
     /// serves the primary's serial, as a change (StoreFollower). It is conditioned on the meta as
-    /// read, which must say the zone is at `before`, the serial the changes were applied to. nil,
-    /// nothing written, when it is not, or when the change does not fit one transaction: an
-    /// import of the zone (`importZone`) then writes it.
+    /// read, which must say the zone is at `before`, the serial the changes were applied to (nil,
+    /// nothing written, when it is not: an import of the zone, `importZone`, then writes it). A
+    /// change that does not fit one transaction is written as an import of those RRsets alone:
+    /// the meta `importing`, the RRsets, the meta `ready`.
     public func writeSecondaryChange(
         _ origin: DNSName, _ sets: [(owner: DNSName, type: RRType, value: [UInt8])], serial: UInt32,
         from before: UInt32, primaries: [String]
@@ -170,14 +171,28 @@ public final class FleetStoreConnection: Sendable {
         guard let kv, let meta = StoredZone.Meta(json: kv.value), meta.state == .ready, meta.primaries == primaries,
             meta.serialBase == before
         else { return nil }
-        var ops: [EtcdOperation] = sets.map {
+        let ops: [EtcdOperation] = sets.map {
             .put(Array(StoredZone.rrsetKey(layout, origin, $0.owner, $0.type).utf8), $0.value)
         }
-        // No checksum: one transaction is whole or nothing, and a sum would cost a walk of the zone.
-        ops.append(.put(metaKey, StoredZone.Meta(serialBase: serial, state: .ready, primaries: primaries).json))
-        guard Self.chunks(ops).count == 1 else { return nil }
-        let r = try await etcd.txn([.modRevision(metaKey, equals: kv.modRevision)], success: ops)
-        return r.succeeded ? r.revision : nil
+        // No checksum: the write is whole or not served, and a sum would cost a walk of the zone.
+        let ready = EtcdOperation.put(
+            metaKey, StoredZone.Meta(serialBase: serial, state: .ready, primaries: primaries).json)
+        if Self.chunks(ops + [ready]).count == 1 {
+            let r = try await etcd.txn([.modRevision(metaKey, equals: kv.modRevision)], success: ops + [ready])
+            return r.succeeded ? r.revision : nil
+        }
+        // Larger: as an import, which servers serve when it ends (as one change: StoreFollower).
+        let importing = StoredZone.Meta(serialBase: before, state: .importing, primaries: primaries)
+        let begun = try await etcd.txn(
+            [.modRevision(metaKey, equals: kv.modRevision)], success: [.put(metaKey, importing.json)])
+        guard begun.succeeded else { return nil }
+        for chunk in Self.chunks(ops) {
+            let r = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: chunk)
+            guard r.succeeded else { throw FleetStoreError.changedMeanwhile }
+        }
+        let done = try await etcd.txn([.modRevision(metaKey, equals: begun.revision)], success: [ready])
+        guard done.succeeded else { throw FleetStoreError.changedMeanwhile }
+        return done.revision
     }
 
     /// Takes the records of secondary zone `origin` (of `primaries`) out of the store, keeping its

@@ -80,6 +80,24 @@ import Testing
         #expect(knotSerial != nil && knotSerial != "2026112201")
         for s in servers { #expect(try Self.serial(s) == knotSerial) }
 
+        // A change of more RRsets than one transaction holds (150 names): written as an import of
+        // those alone, and served by every server as one change when it ends, not a read of the store.
+        let knotc = try TestSupport.tool("knotc")
+        let bulk =
+            [["zone-begin", "example.test."]]
+            + (0..<150).map { ["zone-set", "example.test.", "bulk\($0)", "300", "A", "198.51.100.\($0 % 250)"] }
+            + [["zone-commit", "example.test."]]
+        for command in bulk {
+            let out = try TestSupport.run(knotc, ["-s", socket] + command)
+            #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
+        }
+        for s in servers {
+            try poll("the bulk change served by every server", timeout: 30) {
+                try SecondaryZoneTests.answer(s, "bulk149.example.test.") == ("NOERROR", ["198.51.100.149"])
+            }
+            #expect(s.log.contains("rrsets=151"), "150 names and the SOA in one change:\n\(s.log)")
+            #expect(s.log.components(separatedBy: "by=store@").count - 1 == 1, "\(s.log)")
+        }
         // Every server says which one transfers it.
         for s in servers {
             let zones = try fleet.api(["zones"], via: s)
@@ -95,7 +113,6 @@ import Testing
         try servers[other].waitUntilReady(timeout: 30) {
             servers[other].log.contains("now transfers the fleet's secondary zones")
         }
-        let knotc = try TestSupport.tool("knotc")
         for command in [
             ["zone-begin", "example.test."], ["zone-unset", "example.test.", "www", "A"],
             ["zone-set", "example.test.", "www", "300", "A", "192.0.2.32"], ["zone-commit", "example.test."],
