@@ -13,7 +13,9 @@ transfers the zone by AXFR and writes it into the store, and every one serves it
   - CHANGES changes made in the primary with knotc's transaction (one name's address each), each
     timed from the commit to the new address answered by every server of the fleet (the last of
     them) and by the Knot secondary: the holder's IXFR, its write of the changed RRsets to the
-    store, every server's watch.
+    store, every server's watch;
+  - one change of BULK names (new names, one knotc transaction), timed the same to the last of
+    them answered: more RRsets than one etcd transaction holds, written as an import of them.
 Everything listens on 127.0.0.1. Results go to stdout and into BENCHMARKS.md between the
 bench-fleet-secondary markers.
 """
@@ -36,6 +38,7 @@ scale = transfer.scale
 SIZES = [int(s) for s in os.environ.get("SIZES", "100000 1000000").split()]
 SERVERS = int(os.environ.get("SERVERS", "3"))
 CHANGES = int(os.environ.get("CHANGES", "10"))
+BULK = int(os.environ.get("BULK", "1000"))
 ORIGIN = scale.ORIGIN
 NEARCAST = os.path.join(os.path.dirname(scale.NEARCASTD), "nearcast")
 
@@ -175,6 +178,23 @@ def run(work, zone, n):
                 raise RuntimeError(f"the Knot secondary did not serve {name} {addr}")
             times["fleet"].append(max(served))
             times["knot"].append(float(out) - t0)
+        # One change of BULK new names, timed from the commit to the last name answered.
+        transfer.knotc(conf, "zone-begin", ORIGIN)
+        for k in range(BULK):
+            transfer.knotc(conf, "zone-set", ORIGIN, f"bulk{k}", "300", "A", f"198.51.100.{k % 250}")
+        name, addr = f"bulk{BULK - 1}.{ORIGIN}", f"198.51.100.{(BULK - 1) % 250}"
+        polls = [transfer.poller("127.0.0.1", p, name, addr) for p in ports]
+        knot_poll = transfer.poller("127.0.0.1", knot2_port, name, addr)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        transfer.knotc(conf, "zone-commit", ORIGIN)
+        bulk = []
+        for i, p in enumerate(polls + [knot_poll]):
+            out, _ = p.communicate(timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"poller {i} did not see {name} {addr}")
+            bulk.append(float(out) - t0)
+        times["bulk_fleet"], times["bulk_knot"] = max(bulk[:-1]), bulk[-1]
         whole_reads = [open(f"{work}/nc{i}/nc.log").read().count("by=store@") for i in range(SERVERS)]
         return {"fleet": fleet_seconds, "peaks": peaks, "db": db, "holders": holders, "knot": knot_seconds,
                 "knot_peak": knot_peak, "times": times, "reads": whole_reads}
@@ -216,6 +236,8 @@ def main():
             f"| | etcd's database (MiB) | {r['db']:.0f} | |",
             f"| | one change, commit to served by every server / Knot, median / max of {CHANGES} (ms) "
             f"| {ms(r['times']['fleet'])} | {ms(r['times']['knot'])} |",
+            f"| | one change of {BULK:,} new names, commit to served by every server / Knot (ms) "
+            f"| {r['times']['bulk_fleet'] * 1000:.0f} | {r['times']['bulk_knot'] * 1000:.0f} |",
             f"| | reads of the whole store per server in all (the AXFR's import: 1 each) "
             f"| {', '.join(str(x) for x in r['reads'])} | |",
         ]
