@@ -8,8 +8,9 @@ import NearcastZones
 /// Secondary zones of a fleet (ARCHITECTURE §17): declared in the store, transferred by the one
 /// server that holds `P transferrer` (`TransferDuty`), and carried to every server, that one
 /// too, by the store. What a transfer brings is checked here as a single server's is, then
-/// written into the store as an import (`SharedZones.writeTransferred`); it is served when the
-/// store's watch brings it back, on every server alike.
+/// written into the store: an IXFR as the RRsets it changed (`SharedZones.writeTransferredChange`),
+/// an AXFR as an import (`writeTransferred`); it is served when the store's watch brings it back,
+/// on every server alike.
 extension ServedConfig {
     /// Writes into the store what a transfer of fleet secondary `origin` from `primary` brought,
     /// once it checks; returns the zone as served after it (the store's change waited for).
@@ -30,9 +31,8 @@ extension ServedConfig {
         }
         let revision: Int64
         do {
-            // Not cancelled with the refresh: the write's own change of the store (a read of it,
-            // where the zone's file moves) restarts the refresh, and an import cut short would
-            // leave the zone `importing` until the next transfer.
+            // Not cancelled with the refresh (the duty given up, the daemon stopping): an import
+            // cut short would leave the zone `importing` until the next transfer.
             revision = try await Task { try await shared.writeTransferred(zone, primaries: primaries) }.value
         } catch { throw .unavailable("the store cannot be written (\(error)): the transfer is not served") }
         await waitServed(shared, origin, revision)
@@ -40,8 +40,9 @@ extension ServedConfig {
     }
 
     /// Writes the RRsets `changesets` touched of `zone` (as they are in it after them) into the
-    /// store in one transaction; the revision, or nil when it was not written (see
-    /// `SharedZones.writeTransferredChange`; a failure is logged: the whole zone is written then).
+    /// store (in one transaction, or as an import of them when they do not fit one); the
+    /// revision, or nil when it was not written (the store holds another serial, or a failure,
+    /// logged: the whole zone is written then).
     func writeChange(
         _ shared: any SharedZones, _ zone: Zone, _ changesets: [ZoneChangeset], from before: UInt32,
         primaries: [String]
