@@ -90,19 +90,6 @@ def primary(work, zone, notify):
     return p, port, conf
 
 
-def knot_secondary(work, port, primary_port):
-    d = f"{work}/knot-secondary"
-    os.makedirs(d, exist_ok=True)
-    with open(f"{d}/knot.conf", "w") as f:
-        f.write(f"server:\n  listen: 127.0.0.1@{port}\n  rundir: {d}\ndatabase:\n  storage: {d}\n"
-                f"remote:\n  - id: primary\n    address: 127.0.0.1@{primary_port}\n"
-                f"acl:\n  - id: notify\n    address: 127.0.0.1\n    action: notify\n"
-                f"template:\n  - id: default\n    storage: {d}\n    zonefile-sync: -1\n"
-                f"    journal-content: changes\n    semantic-checks: off\n"
-                f"zone:\n  - domain: {ORIGIN}\n    file: secondary.zone\n    master: primary\n    acl: notify\n")
-    return subprocess.Popen(["knotd", "-c", f"{d}/knot.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def server(work, i, port, etcd_port):
     d = f"{work}/nc{i}"
     os.makedirs(d, exist_ok=True)
@@ -149,7 +136,7 @@ def run(work, zone, n):
         print(n, "fleet served", fleet_seconds, "peaks", peaks, "etcd MiB", db, "holders", holders, flush=True)
 
         t0 = time.monotonic()
-        knot2 = knot_secondary(work, knot2_port, primary_port)
+        knot2 = transfer.notified_knot_secondary(f"{work}/knot-secondary", knot2_port, primary_port)
         procs.append(knot2)
         scale.wait_answer(knot2_port, last, deadline_s=3600)
         knot_seconds = time.monotonic() - t0

@@ -197,6 +197,20 @@ def knot_secondary(work, primary, n):
     return knot(work, None, n, primary=primary, name="knot-secondary")
 
 
+def notified_knot_secondary(d, port, primary_port):
+    """Knot at PORT as a secondary of the server at PRIMARY_PORT, told of its changes by NOTIFY and
+    taking them by IXFR (its data in D); its process."""
+    os.makedirs(d, exist_ok=True)
+    with open(f"{d}/knot.conf", "w") as f:
+        f.write(f"server:\n  listen: 127.0.0.1@{port}\n  rundir: {d}\ndatabase:\n  storage: {d}\n"
+                f"remote:\n  - id: primary\n    address: 127.0.0.1@{primary_port}\n"
+                f"acl:\n  - id: notify\n    address: 127.0.0.1\n    action: notify\n"
+                f"template:\n  - id: default\n    storage: {d}\n    zonefile-sync: -1\n"
+                f"    journal-content: changes\n    semantic-checks: off\n"
+                f"zone:\n  - domain: {ORIGIN}\n    file: secondary.zone\n    master: primary\n    acl: notify\n")
+    return subprocess.Popen(["knotd", "-c", f"{d}/knot.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def transfer_in(work, zone, n):
     """Each server as a secondary of one Knot: start to its last name served, and its peak RSS."""
     primary, primary_port = knot(work, zone, n)
@@ -260,18 +274,7 @@ def notify_to_served(work, zone, n):
                 # none, and a table sized for none leaves most names to the slow path.
                 extra=f'xdp:\n  interfaces: ["{a}:native"]\n  pin-root: {pins}\n  names-capacity: {n + n // 4}\n')
             procs.append(nc)
-            d2 = f"{work}/knot2"
-            os.makedirs(d2, exist_ok=True)
-            with open(f"{d2}/knot.conf", "w") as f:
-                f.write(f"server:\n  listen: 127.0.0.1@{knot2_port}\n  rundir: {d2}\ndatabase:\n  storage: {d2}\n"
-                        f"remote:\n  - id: primary\n    address: 127.0.0.1@{port}\n"
-                        f"acl:\n  - id: notify\n    address: 127.0.0.1\n    action: notify\n"
-                        f"template:\n  - id: default\n    storage: {d2}\n    zonefile-sync: -1\n"
-                        f"    journal-content: changes\n    semantic-checks: off\n"
-                        f"zone:\n  - domain: {ORIGIN}\n    file: secondary.zone\n    master: primary\n"
-                        f"    acl: notify\n")
-            procs.append(subprocess.Popen(["knotd", "-c", f"{d2}/knot.conf"], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+            procs.append(notified_knot_secondary(f"{work}/knot2", knot2_port, port))
             last = f"n{n - 1}.{ORIGIN}"
             scale.wait_answer(knot2_port, last, deadline_s=1200)
             # nearcast's zone through XDP: asked from the namespace until answered.
