@@ -50,12 +50,14 @@ let package = Package(
         // The vocabulary every module shares: a problem in an input file (file, line, message), durations in seconds.
         .target(name: "NearcastBasics"),
         // Zones: the master-file parser and writer, the zone (persistent: a change shares what it does not touch) and
-        // its lookup, record changes and their journal, which zone is authoritative.
+        // its lookup (with a signed zone's signatures and proofs), record changes and their journal, which zone is authoritative.
         .target(
             name: "NearcastZones",
             dependencies: [
                 "CMemoryHints", "DNSWire", "NearcastBasics",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
+                // SHA-1, for NSEC3's hashed owner names (RFC 5155 §5)
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // The geo section (nodes, pools, names, their checks), the policy, the compiler over a MaxMind database,
         // the compiled table with explain, and the health board answers follow.

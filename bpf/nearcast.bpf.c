@@ -168,6 +168,11 @@ static __always_inline void nc_step_answer(void *data, void *data_end, struct nc
 	} else {
 		f->reason = NC_PASS_MISS;
 	}
+	/* DO=1 in a signed zone: the slow path answers with the signatures and proofs. */
+	if (f->ans && s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED)) {
+		f->ans = NULL;
+		f->reason = NC_PASS_DNSSEC;
+	}
 	if (f->ans && !nc_reply_fits(&s->q, f->ans, f->cfg))
 		f->reason = NC_PASS_TOO_BIG;
 }

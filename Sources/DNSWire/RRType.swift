@@ -18,6 +18,10 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
     public static let opt = RRType(41)
     public static let ds = RRType(43)
     public static let rrsig = RRType(46)
+    public static let nsec = RRType(47)
+    public static let dnskey = RRType(48)
+    public static let nsec3 = RRType(50)
+    public static let nsec3param = RRType(51)
     public static let svcb = RRType(64)
     public static let https = RRType(65)
     public static let tsig = RRType(250)
@@ -33,8 +37,8 @@ public struct RRType: RawRepresentable, Hashable, Sendable, Comparable, CustomSt
         ("TXT", .txt), ("RP", RRType(17)), ("AFSDB", RRType(18)), ("AAAA", .aaaa), ("LOC", RRType(29)), ("SRV", .srv),
         ("NAPTR", RRType(35)), ("CERT", RRType(37)), ("DNAME", .dname), ("OPT", .opt), ("DS", .ds),
         ("SSHFP", RRType(44)),
-        ("RRSIG", .rrsig), ("NSEC", RRType(47)), ("DNSKEY", RRType(48)), ("NSEC3", RRType(50)),
-        ("NSEC3PARAM", RRType(51)), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
+        ("RRSIG", .rrsig), ("NSEC", .nsec), ("DNSKEY", .dnskey), ("NSEC3", .nsec3),
+        ("NSEC3PARAM", .nsec3param), ("TLSA", RRType(52)), ("SMIMEA", RRType(53)),
         ("CDS", RRType(59)), ("CDNSKEY", RRType(60)), ("OPENPGPKEY", RRType(61)), ("CSYNC", RRType(62)),
         ("ZONEMD", RRType(63)), ("SVCB", .svcb), ("HTTPS", .https),
         ("SPF", RRType(99)), ("TSIG", .tsig), ("IXFR", .ixfr), ("AXFR", .axfr), ("MAILB", .mailb), ("MAILA", .maila),

@@ -50,6 +50,9 @@ public struct AnswerImage: Sendable {
         public var negative: Negative?
         /// Types whose answers depend on the client (geo names): the fast path adds them.
         public var geoTypes: [UInt16] = []
+        /// The name's zone is signed: a query with the DO bit is the slow path's, which adds the
+        /// signatures and proofs (docs/ARCHITECTURE.md §18).
+        public var signed = false
 
         public init(name: [UInt8]) { self.name = name }
     }
@@ -171,9 +174,12 @@ public struct AnswerImage: Sendable {
         /// The zone the responder answers every name of this one from (the zone it serves at
         /// this origin), when no other lies below it: asked directly (`Responder.plainReply`).
         let servedFrom: Zone?
+        /// Whether the zone is signed (`Name.signed`).
+        let signed: Bool
 
         init(_ zone: Zone, responder: Responder, maxSections: Int) {
             self.zone = zone
+            signed = zone.isSigned
             anchors = negativeAnchors(zone)
             for a in anchors.names {
                 negatives[a] = negative(at: a, zone: zone, responder: responder, maxSections: maxSections)
@@ -211,6 +217,7 @@ public struct AnswerImage: Sendable {
         // write reads every record's name in the image's order, and copies made here lie in that
         // order in memory. Sharing the zone's own made the write of 1M names 0.2 s slower.)
         var n = Name(name: lowercased.wire)
+        n.signed = c.signed
         let sets = node?.sets ?? []
         let geoTypes = geo.map { g in [RRType.a, .aaaa].filter { g.name(name, $0) != nil } } ?? []
         if !geoTypes.isEmpty { n.geoTypes = geoTypes.map(\.rawValue) }
@@ -327,7 +334,7 @@ public struct AnswerImage: Sendable {
             }
             w.u16(0xC000 | 12)  // the question's name
             do {
-                try w.recordAfterOwner(type: set.type, rrClass: .in, ttl: set.ttl, rdata: rdata)
+                try w.recordAfterOwner(type: set.type, rrClass: .in, ttl: set.ttl(of: rdata), rdata: rdata)
             } catch {
                 return nil
             }

@@ -226,7 +226,7 @@ public struct Responder: Sendable {
                 header, question, name, geo: geo, zone: zone, client: client, subnet: subnet, edns: replyEDNS,
                 limit: limit)
         }
-        var answer = zone.lookup(question.name, question.type)
+        var answer = zone.lookup(question.name, question.type, dnssec: replyEDNS?.dnssecOK == true)
         if answer.rcode == .nxDomain, geo?.exists(question.name) == true {
             // The name has a geo name of another type, or one below it: NODATA (RFC 2308 §2.2, RFC 8020).
             answer.rcode = .noError

@@ -259,7 +259,9 @@ extension FastPath {
             let nodata =
                 negative != 0 && n.nodata && kept == answers.count
                 && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
-            flags = UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(negative != 0 && nxdomain ? NC_NAME_NXDOMAIN : 0)
+            flags =
+                UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(negative != 0 && nxdomain ? NC_NAME_NXDOMAIN : 0)
+                | UInt8(n.signed ? NC_NAME_SIGNED : 0)
             self.length = length
             tooBig = answers.count - kept
         }

@@ -795,6 +795,7 @@ public final class FastPath: Sendable {
             total.answeredNXDomain += s.answered_nxdomain
             total.passCookie += s.pass_cookie
             total.passNotOurs += s.pass_not_ours
+            total.passDNSSEC += s.pass_dnssec
         }
         return total
     }
@@ -828,6 +829,7 @@ public struct FastPathStats: Equatable, Sendable {
     public var passCookie: UInt64 = 0
     /// Queries to an address the daemon does not listen on (nc_local): passed untouched.
     public var passNotOurs: UInt64 = 0
+    public var passDNSSEC: UInt64 = 0
     public init() {}
 
     /// The counters in the program's reason order, named as in `struct nc_stats` (and so as
@@ -840,7 +842,7 @@ public struct FastPathStats: Equatable, Sendable {
             ("limit_dropped", limitDropped), ("answered_geo", answeredGeo), ("pass_geo", passGeo),
             ("answered_geo_all_down", answeredGeoAllDown), ("rrl_slipped", rrlSlipped), ("rrl_dropped", rrlDropped),
             ("answered_nxdomain", answeredNXDomain), ("pass_cookie", passCookie),
-            ("pass_not_ours", passNotOurs),
+            ("pass_not_ours", passNotOurs), ("pass_dnssec", passDNSSEC),
         ].map { StatsReport.Counter(name: $0.0, value: $0.1) }
     }
 }

@@ -189,7 +189,7 @@ struct RecordSequence: Sendable {
             index = 0
         }
         if let s = set {
-            let r = ResourceRecord(name: s.name, type: s.type, ttl: s.ttl, rdata: s.rdatas[index])
+            let r = ResourceRecord(name: s.name, type: s.type, ttl: s.ttl(of: s.rdatas[index]), rdata: s.rdatas[index])
             index += 1
             if index == s.rdatas.count { set = nil }
             return r

@@ -117,7 +117,7 @@ extension Zone {
             if c.rdatas.count > 1 {
                 fail(name, .cname, "\(name) has \(c.rdatas.count) CNAME records; at most one is allowed")
             }
-            let others = sets.types.filter { $0 != .cname }.sorted()
+            let others = sets.types.filter { $0 != .cname && !RRSet.isSignedZoneMeta($0) }.sorted()
             if !others.isEmpty {
                 fail(
                     name, .cname,
@@ -132,8 +132,8 @@ extension Zone {
             }
         }
         for name in cuts {
-            for t in nodes[name]!.types where t != .ns && t != .ds && !RRSet.isGlue(t) {
-                fail(name, t, "\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
+            for t in nodes[name]!.types where t != .ns && t != .ds && !RRSet.isGlue(t) && !RRSet.isSignedZoneMeta(t) {
+                fail(name, t, "\(name) \(t): only NS, DS, glue, NSEC and RRSIG may be at the delegation point \(name)")
             }
         }
 
@@ -193,6 +193,9 @@ extension Zone {
             negativeSOA: Self.negative(soa!))
 
         zone.referrers = gathered.referred
+        if !gathered.nsecOwners.isEmpty || !gathered.nsec3Owners.isEmpty {
+            zone.chains = DenialChains(nsecOwners: gathered.nsecOwners, nsec3Owners: gathered.nsec3Owners)
+        }
         return zone
     }
 }
@@ -217,6 +220,9 @@ private struct Gathered: Sendable {
     /// by index.
     var outside: [Int] = []
     var ttlsDiffering: [(Int, UInt32)] = []
+    /// The owners of NSEC and NSEC3 RRsets (`Zone.chains`).
+    var nsecOwners: [DNSName] = []
+    var nsec3Owners: [DNSName] = []
     /// What the apex has below it, and what the names between the apex and a deeper owner have
     /// (counted when the shares are joined: such a name may be in another share).
     var apexCounts = ZoneNode()
@@ -287,6 +293,8 @@ private struct Gathered: Sendable {
             switch node.add(rr) {
             case .added:
                 count += 1
+                if node.sets.count > sets && rr.type == .nsec { nsecOwners.append(rr.name) }
+                if node.sets.count > sets && rr.type == .nsec3 { nsec3Owners.append(rr.name) }
                 if node.sets.count > sets && !RRSet.isGlue(rr.type) { nonGlue += 1 }
             case .duplicate: continue  // duplicates are dropped (RFC 2181 §5)
             case .ttlDiffers(let ttl): ttlsDiffering.append((base + i, ttl))
@@ -306,6 +314,8 @@ private struct Gathered: Sendable {
         referred.merge(other.referred) { $0.union($1) }
         outside += other.outside
         ttlsDiffering += other.ttlsDiffering
+        nsecOwners += other.nsecOwners
+        nsec3Owners += other.nsec3Owners
         apexCounts.countBelow(other.apexCounts)
         aboveCounts += other.aboveCounts
     }

@@ -185,6 +185,7 @@ extension Zone {
                 referrers[t, default: []].insert(name)
             }
         }
+        if (old == nil) != (set == nil) { chains.note(name, type, present: set != nil) }
         switch type {
         case .soa where name == origin:
             if let set, !set.rdatas.isEmpty, case .soa = set.rdatas[0] {
@@ -244,7 +245,7 @@ extension Zone {
             }
             if let c = rrset(name, .cname) {
                 if c.rdatas.count > 1 { fail("\(name) has \(c.rdatas.count) CNAME records; at most one is allowed") }
-                let others = present.filter { $0 != .cname }
+                let others = present.filter { $0 != .cname && !RRSet.isSignedZoneMeta($0) }
                 if !others.isEmpty {
                     fail(
                         "\(name) has a CNAME and other data (\(others.map(\.description).joined(separator: ", "))); a CNAME must be alone (RFC 1034 §3.6.2)"
@@ -265,8 +266,8 @@ extension Zone {
                 fail("\(name) \(present[0]) is below the DNAME at \(d) and would never be served (RFC 6672 §2.3)")
             }
             if cuts.contains(name) {
-                for t in present where t != .ns && t != .ds && !RRSet.isGlue(t) {
-                    fail("\(name) \(t): only NS, DS and glue may be at the delegation point \(name)")
+                for t in present where t != .ns && t != .ds && !RRSet.isGlue(t) && !RRSet.isSignedZoneMeta(t) {
+                    fail("\(name) \(t): only NS, DS, glue, NSEC and RRSIG may be at the delegation point \(name)")
                 }
                 if let n = here?.nonGlueBelow, n > 0 {
                     fail(

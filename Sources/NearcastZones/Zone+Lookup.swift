@@ -20,16 +20,18 @@ extension Zone {
     /// The longest CNAME chain followed inside one zone before giving up (loops end here too).
     public static let maxCNAMEChain = 16
 
-    /// What one name resolves to inside this zone (one step of RFC 1034 §4.3.2).
+    /// What one name resolves to inside this zone (one step of RFC 1034 §4.3.2). `wildcard`: the
+    /// wildcard that stands for the name, when one does (a signed answer proves why).
     enum Step {
-        case answer(RRSet, owner: DNSName)
-        case cname(RRSet, owner: DNSName, target: DNSName)
+        case answer(RRSet, owner: DNSName, wildcard: DNSName?)
+        case cname(RRSet, owner: DNSName, target: DNSName, wildcard: DNSName?)
         /// A DNAME above the name (RFC 6672 §3.2): `target` is the name with the DNAME's owner
         /// replaced by its target; nil when that name would be longer than 255 octets.
         case dname(RRSet, target: DNSName?)
         case referral(cut: DNSName)
-        case noData
-        case nxDomain
+        case noData(wildcard: DNSName?)
+        /// No such name: `encloser` is its closest encloser.
+        case nxDomain(encloser: DNSName)
     }
 
     func step(_ name: DNSName, _ qtype: RRType) -> Step {
@@ -45,16 +47,21 @@ extension Zone {
             }
             if cuts.contains(name) && qtype != .ds { return .referral(cut: name) }
         }
-        if let node = tree[name] {
-            return node.sets.isEmpty ? .noData : match(node, qtype, owner: name)  // empty: a non-terminal
+        // (A hashed owner name of NSEC3 is not a name of the zone's: RFC 5155 §7.2.8.)
+        if let node = tree[name], !node.isHashedOwner {
+            if node.sets.isEmpty { return .noData(wildcard: nil) }  // an empty non-terminal
+            let step = match(node, qtype, owner: name, wildcard: nil)
+            // NODATA at a wildcard's own name is proved as a wildcard's (RFC 5155 §7.2.5), as NSD does.
+            if case .noData = step, name.isWildcard { return .noData(wildcard: name) }
+            return step
         }
         // Wildcard (RFC 4592): the source of synthesis is `*.` + the closest encloser.
         var ce = name.parent
-        while tree[ce] == nil && ce != origin { ce = ce.parent }
+        while ce != origin, tree[ce] == nil || tree[ce]!.isHashedOwner { ce = ce.parent }
         if let wild = ce.wildcardChild, let node = tree[wild], !node.sets.isEmpty {
-            return match(node, qtype, owner: name)
+            return match(node, qtype, owner: name, wildcard: wild)
         }
-        return .nxDomain
+        return .nxDomain(encloser: ce)
     }
 
     /// What the zone holds at a name that exists, and what that says of the questions about it
@@ -69,10 +76,12 @@ extension Zone {
         /// The name is a delegation point (below the apex).
         let cut: Bool
         let ownersBelow: UInt32
+        /// The name is a hashed owner name of NSEC3, which answers as a name that does not exist.
+        let hashed: Bool
 
         /// Whether each RRset answers the question of its type about the name as it is (what
         /// `step` finds: nothing at or above the name answers it otherwise).
-        public var asTheyAre: Bool { !redirectedAbove && !cut }
+        public var asTheyAre: Bool { !redirectedAbove && !cut && !hashed }
 
         /// Whether `qtype`, a type the name has no records of, is answered with the zone's NODATA
         /// (the SOA alone, nothing else); nil where `lookup` must say (the name has records of
@@ -80,7 +89,9 @@ extension Zone {
         /// unless a delegation at or above it (but for DS at the delegation itself) or a DNAME
         /// above it redirects it first.
         public func answersNODATA(_ qtype: RRType) -> Bool? {
-            guard qtype != .any, !sets.contains(where: { $0.type == qtype || $0.type == .cname }) else { return nil }
+            guard qtype != .any, !hashed, !sets.contains(where: { $0.type == qtype || $0.type == .cname }) else {
+                return nil
+            }
             return !redirectedAbove && !(cut && qtype != .ds)
         }
 
@@ -90,7 +101,7 @@ extension Zone {
         /// encloser, no wildcard below it (nothing is); NXDOMAIN unless a delegation or DNAME at
         /// or above this name redirects it first.
         public var answersNXDOMAINBelow: Bool? {
-            guard ownersBelow == 0 else { return nil }
+            guard ownersBelow == 0, !hashed else { return nil }
             return asTheyAre && !sets.contains { $0.type == .dname }
         }
     }
@@ -173,7 +184,7 @@ extension Zone {
         }
         return NameNode(
             sets: node.sets, redirectedAbove: above, cut: name != origin && cuts.contains(name),
-            ownersBelow: node.ownersBelow)
+            ownersBelow: node.ownersBelow, hashed: node.isHashedOwner)
     }
 
     /// `NameNode.answersNXDOMAINBelow` of `name`; nil where `name` does not exist either.
@@ -182,33 +193,48 @@ extension Zone {
     /// `NameNode.answersNODATA` of `name`; nil where `name` does not exist either.
     public func answersNODATA(_ name: DNSName, _ qtype: RRType) -> Bool? { node(at: name)?.answersNODATA(qtype) }
 
-    private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName) -> Step {
-        if let set = sets[qtype] { return .answer(set, owner: owner) }
+    private func match(_ sets: ZoneNode, _ qtype: RRType, owner: DNSName, wildcard: DNSName?) -> Step {
+        if let set = sets[qtype] { return .answer(set, owner: owner, wildcard: wildcard) }
         if qtype == .any {
-            // RFC 8482: answer ANY with one RRset; the lowest type present is the deterministic choice.
-            if let set = sets.sets.min(by: { $0.type < $1.type }) { return .answer(set, owner: owner) }
-            return .noData
+            // RFC 8482: answer ANY with one RRset; the lowest type present is the deterministic
+            // choice, a signed zone's RRSIG, NSEC and NSEC3 last (they are about the others).
+            let dnssec: Set<RRType> = [.rrsig, .nsec, .nsec3]
+            func rank(_ s: RRSet) -> UInt32 { (dnssec.contains(s.type) ? 1 << 16 : 0) | UInt32(s.type.rawValue) }
+            if let set = sets.sets.min(by: { rank($0) < rank($1) }) {
+                return .answer(set, owner: owner, wildcard: wildcard)
+            }
+            return .noData(wildcard: wildcard)
         }
-        if let c = sets[.cname], case .cname(let target) = c.rdatas[0] {
-            return .cname(c, owner: owner, target: target)
+        // The DNSSEC types a CNAME's owner has beside it (RRSIG, NSEC: RFC 4035 §2.5, RFC 2181
+        // §10.1.1) are asked of the name itself, as Knot answers them (docs/CONFORMANCE.md).
+        if let c = sets[.cname], case .cname(let target) = c.rdatas[0], !RRSet.isSignedZoneMeta(qtype) {
+            return .cname(c, owner: owner, target: target, wildcard: wildcard)
         }
-        return .noData
+        return .noData(wildcard: wildcard)
     }
 
     /// Answers `qname`/`qtype` from this zone: positive answers with CNAME chasing inside the zone,
-    /// referrals with glue, NODATA and NXDOMAIN with the SOA for negative caching.
-    public func lookup(_ qname: DNSName, _ qtype: RRType) -> ZoneAnswer {
+    /// referrals with glue, NODATA and NXDOMAIN with the SOA for negative caching. `dnssec` (the
+    /// query's DO bit): in a signed zone, with the signatures and the proofs of nonexistence
+    /// (RFC 4035 §3.1) the zone holds.
+    public func lookup(_ qname: DNSName, _ qtype: RRType, dnssec: Bool = false) -> ZoneAnswer {
         var out = ZoneAnswer()
+        var proofs = dnssec ? Proofs(self) : nil
         var name = qname
         var seen: Set<DNSName> = []
         for _ in 0..<Zone.maxCNAMEChain {
             switch step(name, qtype) {
-            case .answer(let set, let owner):
-                out.answer += set.records(owner: owner)
+            case .answer(let set, let owner, let wildcard):
+                out.answer += proofs?.signed(set, at: owner) ?? set.records(owner: owner)
+                if let wildcard, wildcard != name {
+                    out.authority += proofs?.wildcardAnswer(name, wildcard: wildcard) ?? []
+                }
                 addAdditional(for: set, to: &out)
+                if let proofs { out.additional = proofs.signedAdditional(out.additional) }
                 return out
-            case .cname(let set, let owner, let target):
-                out.answer += set.records(owner: owner)
+            case .cname(let set, let owner, let target, let wildcard):
+                out.answer += proofs?.signed(set, at: owner) ?? set.records(owner: owner)
+                if let wildcard { out.authority += proofs?.wildcardAnswer(name, wildcard: wildcard) ?? [] }
                 seen.insert(name)
                 guard target.isSubdomain(of: origin), !seen.contains(target) else { return out }
                 name = target
@@ -216,7 +242,7 @@ extension Zone {
                 // The DNAME, then the CNAME it stands for, with the DNAME's TTL (RFC 6672 §3.2);
                 // then on as for a CNAME, unless CNAME was asked.
                 // A chain that meets the same DNAME twice carries it once, as NSD sends it.
-                for r in set.records() where !out.answer.contains(r) { out.answer.append(r) }
+                for r in proofs?.signed(set) ?? set.records() where !out.answer.contains(r) { out.answer.append(r) }
                 guard let target else {
                     out.rcode = .yxDomain
                     out.extendedError = .extendedError(.other, text: "DNAME expansion became too large")  // as NSD says
@@ -229,18 +255,21 @@ extension Zone {
             case .referral(let cut):
                 let ns = tree[cut]![.ns]!
                 out.authority += ns.records()
+                out.authority += proofs?.referral(cut) ?? []
                 if out.answer.isEmpty { out.authoritative = false }
                 for case .ns(let target) in ns.rdatas {
                     out.additional += glue(for: target)
                 }
                 out.additionalIsRequiredGlue = !out.additional.isEmpty
                 return out
-            case .noData:
-                out.authority.append(negativeSOA)
+            case .noData(let wildcard):
+                out.authority += proofs?.negativeSOA ?? [negativeSOA]
+                out.authority += proofs?.noData(name, qtype, wildcard: wildcard) ?? []
                 return out
-            case .nxDomain:
+            case .nxDomain(let encloser):
                 out.rcode = .nxDomain
-                out.authority.append(negativeSOA)
+                out.authority += proofs?.negativeSOA ?? [negativeSOA]
+                out.authority += proofs?.nameError(name, encloser: encloser) ?? []
                 return out
             }
         }

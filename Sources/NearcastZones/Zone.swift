@@ -18,11 +18,23 @@ public struct RRSet: Hashable, Sendable {
 
     /// The records, with `owner` as the owner name (the query name for wildcard synthesis).
     public func records(owner: DNSName? = nil, ttl override: UInt32? = nil) -> [ResourceRecord] {
-        rdatas.map { ResourceRecord(name: owner ?? name, type: type, ttl: override ?? ttl, rdata: $0) }
+        rdatas.map { ResourceRecord(name: owner ?? name, type: type, ttl: override ?? ttl(of: $0), rdata: $0) }
+    }
+
+    /// The TTL of the record of `rdata` in this RRset: the RRset's, but for an RRSIG, whose
+    /// RRset at a name holds the signatures of every type there, each with the TTL of the RRset
+    /// it covers (RFC 4034 §3), which its Original TTL field states.
+    public func ttl(of rdata: RData) -> UInt32 {
+        guard type == .rrsig, let original = Signature(rdata)?.originalTTL else { return ttl }
+        return original
     }
 
     /// Types that may lie below a delegation (glue) and that a delegation itself may have beside NS and DS.
     static func isGlue(_ type: RRType) -> Bool { type == .a || type == .aaaa }
+
+    /// Types a signed zone has at every name it signs, a CNAME's owner and a delegation point
+    /// included (RFC 4035 §2.3, §2.4, §2.5): they are not data a CNAME or a delegation excludes.
+    static func isSignedZoneMeta(_ type: RRType) -> Bool { type == .rrsig || type == .nsec }
 }
 
 /// What a zone holds at one name that exists: its RRsets (none at an empty non-terminal), and
@@ -61,7 +73,8 @@ struct ZoneNode: Equatable, Sendable {
             sets.append(RRSet(name: rr.name, type: rr.type, ttl: rr.ttl, rdatas: [rr.rdata]))
             return .added
         }
-        if sets[i].ttl != rr.ttl { return .ttlDiffers(ttl: sets[i].ttl) }
+        // (The RRSIGs at a name have the TTLs of the RRsets they cover: `RRSet.ttl(of:)`.)
+        if sets[i].ttl != rr.ttl && rr.type != .rrsig { return .ttlDiffers(ttl: sets[i].ttl) }
         if sets[i].rdatas.contains(rr.rdata) { return .duplicate }
         sets[i].rdatas.append(rr.rdata)
         return .added
@@ -105,6 +118,7 @@ public struct Zone: Sendable {
         var recordCount: Int
         var negativeSOA: ResourceRecord
         var fromSeveralFiles = false
+        var chains = DenialChains()
 
         init(
             tree: TreeDictionary<DNSName, ZoneNode>, cuts: TreeSet<DNSName>, dnames: TreeSet<DNSName>,
@@ -118,7 +132,7 @@ public struct Zone: Sendable {
             let c = Parts(
                 tree: tree, cuts: cuts, dnames: dnames, servers: servers, soa: soa, recordCount: recordCount,
                 negativeSOA: negativeSOA)
-            (c.referrers, c.fromSeveralFiles) = (referrers, fromSeveralFiles)
+            (c.referrers, c.fromSeveralFiles, c.chains) = (referrers, fromSeveralFiles, chains)
             return c
         }
     }
@@ -203,6 +217,14 @@ public struct Zone: Sendable {
         set {
             unique()
             parts.negativeSOA = newValue
+        }
+    }
+    /// The owners of the zone's NSEC and NSEC3 records in their chains' orders.
+    var chains: DenialChains {
+        _read { yield parts.chains }
+        _modify {
+            unique()
+            yield &parts.chains
         }
     }
     /// Whether the zone was read from more than one file ($INCLUDE): a change cannot be written

@@ -50,6 +50,50 @@ import XDPFuzz
         #expect(answeredDNAME > 0, "a DNAME at its owner is answered from XDP")
     }
 
+    /// The fixture signed ahead (NSEC, then NSEC3): without the DO bit XDP answers as for the
+    /// unsigned zone, byte for byte the slow path's reply (which carries no signature then); with
+    /// it, every question about the signed zone passes, for the slow path to add the signatures
+    /// and proofs (counted as `pass_dnssec`); and the names below the hashed owner names of NSEC3,
+    /// which are no names of the zone, are answered NXDOMAIN.
+    @Test(arguments: [false, true]) func aSignedZoneIsAnsweredWithoutTheDOBitAndPassedWithIt(nsec3: Bool) throws {
+        let dir = try TemporaryDirectory.url("nearcast-signed-xdp")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let signed = try SignedFixture.make(in: dir, nsec3: nsec3)
+        let zone = try Zone.load(path: signed.zoneFile.path, origin: DNSName(SignedFixture.origin))
+        #expect(zone.isSigned)
+        let responder = Responder(authority: Authority(zones: [zone]))
+        let fastPath = try FastPath(objectPath: Repository.program)
+        try fastPath.configure(dnsPort: 53, udpPayload: responder.maxUDPPayload)
+        try fastPath.answer(queriesTo: Packet.servers)
+        try fastPath.write(AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity))
+
+        var (answered, passedWithDO, answeredHashed) = (0, 0, 0)
+        for (i, (name, type, edns)) in signed.queries().enumerated() {
+            let query = RawClient.query(name, type, id: UInt16(truncatingIfNeeded: i), edns: edns)
+            let frame = Packet(payload: query)
+            let out = try fastPath.program.testRun(frame.bytes)
+            switch out.returnValue {
+            case 3:  // XDP_TX
+                let reply = try #require(frame.parseReply(out.data))
+                #expect(reply.payload == responder.respond(to: query, transport: .udp), "\(name) \(type)")
+                #expect(edns?.dnssecOK != true || !name.hasSuffix("example.test."), "\(name) \(type): DO=1 answered")
+                answered += 1
+                if signed.hashedOwners.contains(where: { name == "x." + $0 }) { answeredHashed += 1 }
+            case 2:  // XDP_PASS
+                #expect(out.data == frame.bytes, "a passed frame is not changed")
+                if edns?.dnssecOK == true { passedWithDO += 1 }
+            default:
+                Issue.record("\(name) \(type): verdict \(out.returnValue)")
+            }
+        }
+        #expect(answered > 300, "answered \(answered)")
+        #expect(passedWithDO > 1000, "passed with DO=1: \(passedWithDO)")
+        let stats = try fastPath.statistics()
+        #expect(stats.passDNSSEC > 500, "\(stats.counters)")
+        // (The hashed owner names themselves have records, which the slow path answers.)
+        if nsec3 { #expect(answeredHashed > 0, "a name below a hashed owner name: NXDOMAIN from XDP") }
+    }
+
     /// The daemon writes its first generation from the image's stream, each record made as its
     /// name is (`FastPath.records`, `writeFirst`); a generation written from the whole image is
     /// what every later one is. Both answer every question of the fixture's zone and geo names,

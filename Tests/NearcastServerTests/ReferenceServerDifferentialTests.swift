@@ -41,6 +41,29 @@ import Testing
         /// A DNAME substitution too long for a name is YXDOMAIN (RFC 6672 §2.2); nearcast says why in
         /// an Extended DNS Error, as NSD does (RFC 8914 allows it on any reply with EDNS); Knot does not.
         case yxdomainExplained = "EDE on a YXDOMAIN from a DNAME (RFC 8914)"
+        /// NSEC or NSEC3 asked at a CNAME's owner: no RFC says whether the CNAME is followed.
+        /// nearcast answers the name's own RRSIG and NSEC (the types RFC 4035 §2.5 puts beside a
+        /// CNAME) and follows the CNAME for every other type, as Knot does; NSD follows it for
+        /// NSEC where the name has none, and answers NSEC3 at the name.
+        case dnssecTypeAtCNAME = "NSEC or NSEC3 asked at a CNAME's owner (no RFC says)"
+        /// RRSIG asked: Knot answers with some of the name's signatures, nearcast (and NSD) with
+        /// all of them; RFC 4035 §3.1.5 leaves the question to the server.
+        case rrsigAnsweredInPart = "RRSIG asked: Knot answers with some of the signatures"
+        /// NSEC asked at a name a wildcard stands for: Knot leaves out the NSEC that proves no
+        /// closer name matched (RFC 4035 §3.1.3.3 asks for it), which nearcast and NSD send.
+        case wildcardNSECUnproved = "NSEC of a wildcard: Knot sends no proof that no closer name matched"
+        /// NXDOMAIN for the name a DNAME leads to: NSD proves only that no wildcard matches it, and
+        /// not that the name itself does not exist (RFC 4035 §3.1.3.2 asks for both); nearcast
+        /// and Knot send both.
+        case dnameNXDOMAINHalfProved = "NXDOMAIN after a DNAME: NSD leaves out the NSEC that covers the name"
+        /// A name below a hashed owner name of NSEC3: NSD keeps hashed owner names among the
+        /// zone's names, so it takes one as the closest encloser; nearcast and Knot prove the name
+        /// as any other that does not exist (RFC 5155 §7.2.8).
+        case belowHashedOwner = "a name below an NSEC3 owner: NSD takes the owner as its closest encloser"
+        /// NODATA at a wildcard's own name: Knot sends the NSEC3 that matches it, as for any
+        /// name; nearcast and NSD prove it as a wildcard's NODATA (RFC 5155 §7.2.5), which adds
+        /// the closest encloser's. Both are proofs.
+        case wildcardOwnNameNoData = "NODATA at a wildcard's own name: Knot sends only its matching NSEC3"
     }
 
     static let zoneFile = TestSupport.fixtures.appendingPathComponent("example.test.zone")
@@ -149,7 +172,7 @@ import Testing
         -> Normalized
     {
         var r = n
-        if !r.answer.isEmpty && r.authority == apexNS { r.authority = [] }
+        if !r.answer.isEmpty { r.authority = r.authority.filter { !apexNS.contains($0) } }
         r.additional = r.additional.filter { !nsAddresses.contains($0) || keep.contains($0) }
         return r
     }
@@ -158,10 +181,12 @@ import Testing
     /// every third one over TCP too, and compares the replies, allowing only the reference's listed
     /// differences (`apexNS`, `nsAddresses`: what `minimalResponses` lets it add). Returns how many
     /// replies were compared, each unexplained difference, and how often each difference was used.
+    /// `differences`: those allowed, the reference's own unless given.
     static func compare(
         _ queries: [(String, RRType, EDNS?)], nearcast port: Int, _ reference: Reference, at nsdPort: Int,
-        apexNS: [String], nsAddresses: Set<String>
+        apexNS: [String], nsAddresses: Set<String>, differences: [KnownDifference]? = nil
     ) throws -> (compared: Int, mismatches: [String], used: [KnownDifference: Int]) {
+        let differences = differences ?? reference.differences
         var used: [KnownDifference: Int] = [:]
         var mismatches: [String] = []
         var compared = 0
@@ -187,21 +212,31 @@ import Testing
                 if n1 == n2 { continue }
                 let keep = Set(n1.additional)
                 let trimmed = Self.withoutApexNS(n2, apexNS: apexNS, nsAddresses: nsAddresses, keep: keep)
-                if reference.differences.contains(.minimalResponses), trimmed == n1 {
+                if differences.contains(.minimalResponses), trimmed == n1 {
                     used[.minimalResponses, default: 0] += 1
                     continue
                 }
                 n2 = trimmed
+                // (With the DO bit each RRset comes with its signatures.)
+                func types(_ m: DNSMessage) -> Set<RRType> {
+                    let all = Set(m.answers.map(\.type))
+                    return all == [.rrsig] ? all : all.subtracting([.rrsig])
+                }
+                let (ourTypes, theirTypes) = (types(ours), types(theirs))
                 if type == .any, n1.rcode == n2.rcode, n1.aa == n2.aa, !n1.answer.isEmpty, !n2.answer.isEmpty,
-                    Set(ours.answers.map(\.type)).count == 1, Set(theirs.answers.map(\.type)).count == 1
+                    ourTypes.count == 1, theirTypes.count == 1
                 {
                     used[.anyPicksOneRRset, default: 0] += 1
                     continue
                 }
                 var explained = n1
                 explained.edns = explained.edns?.replacingOccurrences(of: "opts=[15]", with: "opts=[]")
-                if reference.differences.contains(.yxdomainExplained), n1.rcode == .yxDomain, explained == n2 {
+                if differences.contains(.yxdomainExplained), n1.rcode == .yxDomain, explained == n2 {
                     used[.yxdomainExplained, default: 0] += 1
+                    continue
+                }
+                if let d = dnssecDifferences(name, type, ours, theirs, n1, n2).first(where: differences.contains) {
+                    used[d, default: 0] += 1
                     continue
                 }
                 mismatches.append(
@@ -210,6 +245,31 @@ import Testing
             }
         }
         return (compared, mismatches, used)
+    }
+
+    /// The DNSSEC differences that explain `ours` against `theirs` (asked `name` and `type`).
+    static func dnssecDifferences(
+        _ name: String, _ type: RRType, _ ours: DNSMessage, _ theirs: DNSMessage, _ n1: Normalized, _ n2: Normalized
+    ) -> [KnownDifference] {
+        var out: [KnownDifference] = []
+        let fewer =
+            n1.rcode == n2.rcode && n1.answer == n2.answer && n1.authority != n2.authority
+            && Set(n2.authority).isSubset(of: n1.authority)
+        func cnames(_ m: DNSMessage) -> Int { m.answers.count { $0.type == .cname } }
+        if type == .nsec || type == .nsec3, cnames(ours) != cnames(theirs) { out.append(.dnssecTypeAtCNAME) }
+        if type == .rrsig, n1.rcode == n2.rcode, n1.tc || Set(n2.answer).isSubset(of: n1.answer) {
+            out.append(.rrsigAnsweredInPart)
+        }
+        if type == .nsec, fewer { out.append(.wildcardNSECUnproved) }
+        if fewer, n1.rcode == .nxDomain, ours.answers.contains(where: { $0.type == .dname }) {
+            out.append(.dnameNXDOMAINHalfProved)
+        }
+        let labels = name.split(separator: ".")
+        if n1.rcode == .nxDomain, n1.rcode == n2.rcode, n1.answer.isEmpty, labels.count > 2, labels[1].count == 32 {
+            out.append(.belowHashedOwner)
+        }
+        if fewer, name.hasPrefix("*."), n1.answer.isEmpty { out.append(.wildcardOwnNameNoData) }
+        return out
     }
 
     /// Thousands of blocking exchanges: on a thread of its own, never one of the cooperative pool

@@ -298,7 +298,7 @@ import Testing
         ),
         (
             "sub NS ns.other.test.\nsub MX 1 x\n",
-            "z.zone:6: sub.example.test. MX: only NS, DS and glue may be at the delegation point"
+            "z.zone:6: sub.example.test. MX: only NS, DS, glue, NSEC and RRSIG may be at the delegation point"
         ),
         ("x SOA ns1 h 1 2 3 4 5\n", "z.zone:5: SOA record at x.example.test., which is not the zone apex"),
         ("@ SOA ns1 h 2 2 3 4 60\n", "z.zone:2: zone example.test. has 2 SOA records; it needs exactly one"),

@@ -156,10 +156,13 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 		return 0;
 	__u32 key = (gen & 1) * NC_NEGATIVES_MAX + index;
 	__u64 *ref = bpf_map_lookup_elem(&nc_negatives, &key);
+	__u8 flags = s->rec_flags;
 
 	if (!ref || !*ref || nc_find_answer((__u32)*ref, NC_FIND_NEGATIVE) != 1 + NC_KIND_NEGATIVE)
 		return 0;
-	s->negative = index; /* the answer's zone (tally.h), not the negative answer's own record's 0 */
+	/* The name's (the answer's zone: tally.h; signed or not), not the negative answer's own record's. */
+	s->negative = index;
+	s->rec_flags = flags;
 	return nc_nx_build(s, nodata);
 }
 

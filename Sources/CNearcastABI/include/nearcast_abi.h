@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 26
+#define NC_ABI_VERSION 27
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -120,6 +120,12 @@
 #define NC_QTYPE_NEGATIVE 0
 #define NC_NAME_NODATA 1
 #define NC_NAME_NXDOMAIN 2
+/*
+ * The name's zone is signed: a query with the DO bit passes, for the slow path to answer with
+ * the signatures and the proofs of nonexistence (ARCHITECTURE §18). A NXDOMAIN's closest encloser
+ * says it for the names below it.
+ */
+#define NC_NAME_SIGNED 4
 #define NC_NX_DEPTH 8
 #define NC_NX_PTRS 4
 
@@ -314,7 +320,7 @@ struct nc_arena_page {
 struct nc_record_head {
 	__u16 len;	/* wire length of the name that follows, root label included: 1..255 */
 	__u8 types;	/* entries of the directory after the name: at most NC_TYPES_MAX */
-	__u8 flags;	/* NC_NAME_NODATA, NC_NAME_NXDOMAIN */
+	__u8 flags;	/* NC_NAME_NODATA, NC_NAME_NXDOMAIN, NC_NAME_SIGNED */
 	__u16 negative; /* the index of its negative answer in nc_negatives (0: none) */
 	__u16 words;	/* the record's length in 8-octet words */
 };
@@ -389,6 +395,7 @@ enum nc_reason {
 	NC_ANSWERED_NXDOMAIN,	/* a name that does not exist, answered NXDOMAIN from its zone's record (XDP_TX) */
 	NC_PASS_COOKIE,		/* a server cookie that is not valid: the slow path answers BADCOOKIE */
 	NC_PASS_NOT_OURS,	/* to the DNS port of an address that is not in nc_local: another server's, or forwarded */
+	NC_PASS_DNSSEC,		/* DO=1 about a signed zone's name: the slow path adds the signatures and proofs */
 	NC_REASON_MAX,
 };
 
@@ -436,6 +443,7 @@ struct nc_stats {
 	__u64 answered_nxdomain;
 	__u64 pass_cookie;
 	__u64 pass_not_ours;
+	__u64 pass_dnssec;
 	__u64 answered_by_type[NC_TYPE_TALLY]; /* not a verdict: XDP's answers by question type (above) */
 };
 

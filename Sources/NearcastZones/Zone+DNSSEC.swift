@@ -1,0 +1,324 @@
+import Crypto
+import DNSWire
+
+/// The fields of an RRSIG record (RFC 4034 §3.1) that serving a signed zone reads.
+public struct Signature: Sendable {
+    public let typeCovered: RRType
+    public let originalTTL: UInt32
+
+    /// The fields of `rdata`, an RRSIG's; nil when it is too short to be one.
+    public init?(_ rdata: RData) {
+        guard case .unknown(let b) = rdata, b.count >= 18 else { return nil }
+        typeCovered = RRType(UInt16(b[0]) << 8 | UInt16(b[1]))
+        originalTTL = UInt32(b[4]) << 24 | UInt32(b[5]) << 16 | UInt32(b[6]) << 8 | UInt32(b[7])
+    }
+}
+
+/// How a signed zone hashes its names for NSEC3 (RFC 5155 §5), as its NSEC3PARAM says.
+public struct NSEC3Parameters: Hashable, Sendable {
+    public let algorithm: UInt8
+    public let iterations: UInt16
+    public let salt: [UInt8]
+
+    /// The parameters of `rdata`, an NSEC3PARAM's; nil when it is malformed or its hash is not SHA-1.
+    init?(_ rdata: RData) {
+        guard case .unknown(let b) = rdata, b.count >= 5, b[0] == 1, b.count == 5 + Int(b[4]) else { return nil }
+        (algorithm, iterations, salt) = (b[0], UInt16(b[2]) << 8 | UInt16(b[3]), Array(b[5...]))
+    }
+
+    /// The hashed owner name of `name` in the zone `origin` (RFC 5155 §5): the base32hex of the
+    /// iterated SHA-1 of its canonical form, as the first label below the apex.
+    func hashedOwner(_ name: DNSName, origin: DNSName) -> DNSName {
+        var digest = Array(Insecure.SHA1.hash(data: name.lowercased().wire + salt))
+        for _ in 0..<iterations { digest = Array(Insecure.SHA1.hash(data: digest + salt)) }
+        return try! origin.prepending(Self.base32hex(digest))
+    }
+
+    /// Base32 with the extended hex alphabet (RFC 4648 §7), lower case, without padding: its
+    /// order is the order of the bytes it encodes.
+    static func base32hex(_ bytes: [UInt8]) -> [UInt8] {
+        let alphabet = Array("0123456789abcdefghijklmnopqrstuv".utf8)
+        var out: [UInt8] = []
+        var (buffer, bits) = (0, 0)
+        for b in bytes {
+            buffer = buffer << 8 | Int(b)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                out.append(alphabet[(buffer >> bits) & 31])
+            }
+        }
+        if bits > 0 { out.append(alphabet[(buffer << (5 - bits)) & 31]) }
+        return out
+    }
+}
+
+/// The owners of a zone's NSEC or NSEC3 records in their chain's order, so that the record that
+/// matches or covers a name is found by a binary search: the canonical order of names (RFC 4034
+/// §6.1) for NSEC, the order of the hashed label for NSEC3 (all its owners are below the apex).
+/// Kept by `Zone.put` as records come and go: an insertion or a removal moves part of one array,
+/// which a change of a few names pays for each NSEC or NSEC3 it touches.
+struct DenialChain: Sendable {
+    let hashed: Bool
+    private(set) var owners: [DNSName] = []
+
+    init(hashed: Bool) { self.hashed = hashed }
+
+    /// The chain of `owners`, in no order.
+    init(hashed: Bool, owners: [DNSName]) {
+        self.hashed = hashed
+        if hashed {
+            self.owners = owners.sorted { Self.labelPrecedes($0, $1) }
+        } else {
+            let order = ZoneText.CanonicalOrder(owners)
+            self.owners = order.order.map { order.names[Int($0)] }
+        }
+    }
+
+    var isEmpty: Bool { owners.isEmpty }
+
+    private func precedes(_ a: DNSName, _ b: DNSName) -> Bool { hashed ? Self.labelPrecedes(a, b) : a < b }
+
+    /// Whether `a`'s first label precedes `b`'s, case-folded (base32hex keeps the hashes' order).
+    static func labelPrecedes(_ a: DNSName, _ b: DNSName) -> Bool {
+        a.wire.withUnsafeBufferPointer { x in
+            b.wire.withUnsafeBufferPointer { y in
+                let (m, n) = (Int(x[0]), Int(y[0]))
+                for i in 1...max(1, min(m, n)) where i <= min(m, n) {
+                    let (p, q) = (DNSName.fold(x[i]), DNSName.fold(y[i]))
+                    if p != q { return p < q }
+                }
+                return m < n
+            }
+        }
+    }
+
+    /// The first position whose owner does not precede `name`.
+    private func position(_ name: DNSName) -> Int {
+        var (low, high) = (0, owners.count)
+        while low < high {
+            let mid = (low + high) / 2
+            if precedes(owners[mid], name) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The owner whose record matches `name` (it is `name`), or else covers it (the last owner
+    /// before it, the chain's last for a name before them all); nil for an empty chain.
+    func matchingOrCovering(_ name: DNSName) -> DNSName? {
+        guard !owners.isEmpty else { return nil }
+        let i = position(name)
+        if i < owners.count, !precedes(name, owners[i]) { return owners[i] }
+        return owners[(i + owners.count - 1) % owners.count]
+    }
+
+    /// Whether `name` owns a record of the chain.
+    func contains(_ name: DNSName) -> Bool {
+        let i = position(name)
+        return i < owners.count && !precedes(name, owners[i])
+    }
+
+    mutating func insert(_ name: DNSName) {
+        let i = position(name)
+        if i < owners.count, !precedes(name, owners[i]) { return }
+        owners.insert(name, at: i)
+    }
+
+    mutating func remove(_ name: DNSName) {
+        let i = position(name)
+        if i < owners.count, !precedes(name, owners[i]) { owners.remove(at: i) }
+    }
+}
+
+/// A zone's NSEC and NSEC3 chains (empty in a zone that is not signed).
+struct DenialChains: Sendable {
+    var nsec = DenialChain(hashed: false)
+    var nsec3 = DenialChain(hashed: true)
+
+    init() {}
+
+    /// The chains of the owners of NSEC and NSEC3 RRsets, in no order.
+    init(nsecOwners: [DNSName], nsec3Owners: [DNSName]) {
+        if !nsecOwners.isEmpty { nsec = DenialChain(hashed: false, owners: nsecOwners) }
+        if !nsec3Owners.isEmpty { nsec3 = DenialChain(hashed: true, owners: nsec3Owners) }
+    }
+
+    /// Notes that `name` now has (`present`) or has not an RRset of `type`.
+    mutating func note(_ name: DNSName, _ type: RRType, present: Bool) {
+        switch (type, present) {
+        case (.nsec, true): nsec.insert(name)
+        case (.nsec, false): nsec.remove(name)
+        case (.nsec3, true): nsec3.insert(name)
+        case (.nsec3, false): nsec3.remove(name)
+        default: break
+        }
+    }
+}
+
+extension ZoneNode {
+    /// Whether this name owns an NSEC3 record and nothing else but its signatures: a hashed
+    /// owner name, which is in no other chain and answers as a name that does not exist (RFC 5155
+    /// §7.2.8), as NSD and Knot answer it.
+    var isHashedOwner: Bool {
+        var nsec3 = false
+        for s in sets {
+            if s.type == .nsec3 { nsec3 = true } else if s.type != .rrsig { return false }
+        }
+        return nsec3
+    }
+}
+
+extension Zone {
+    /// Whether the zone is signed: its SOA has a signature. Then a query with the DO bit is
+    /// answered with the signatures of what it carries and the proofs of what does not exist
+    /// (RFC 4035 §3.1), from the records the zone holds: nearcast serves a signed zone as NSD and
+    /// Knot serve one signed ahead (docs/ARCHITECTURE.md §18).
+    public var isSigned: Bool {
+        guard let sigs = tree[origin]?[.rrsig] else { return false }
+        return sigs.rdatas.contains { Signature($0)?.typeCovered == .soa }
+    }
+
+    /// The zone's NSEC3 parameters, when it denies with NSEC3: an NSEC3PARAM at the apex and
+    /// NSEC3 records.
+    var nsec3Parameters: NSEC3Parameters? {
+        guard !chains.nsec3.isEmpty, let set = tree[origin]?[.nsec3param] else { return nil }
+        return set.rdatas.lazy.compactMap(NSEC3Parameters.init).first
+    }
+
+    /// What a DNSSEC answer adds to the data of one lookup in a signed zone: signatures beside
+    /// the RRsets, and the NSEC or NSEC3 records (with theirs) that prove what is not there.
+    struct Proofs {
+        let zone: Zone
+        let nsec3: NSEC3Parameters?
+        /// The NSEC and NSEC3 RRsets placed in the authority section so far (each once).
+        var placed: Set<DNSName> = []
+
+        /// The proofs of `zone`, nil when it is not signed.
+        init?(_ zone: Zone) {
+            guard zone.isSigned else { return nil }
+            (self.zone, nsec3) = (zone, zone.nsec3Parameters)
+        }
+
+        /// The signatures of `set` (held at `set.name`) as served at `owner` with `ttl`.
+        func signatures(of set: RRSet, at owner: DNSName? = nil, ttl: UInt32? = nil) -> [ResourceRecord] {
+            guard let sigs = zone.tree[set.name]?[.rrsig] else { return [] }
+            return sigs.rdatas.compactMap { rdata in
+                guard Signature(rdata)?.typeCovered == set.type else { return nil }
+                return ResourceRecord(name: owner ?? set.name, type: .rrsig, ttl: ttl ?? set.ttl, rdata: rdata)
+            }
+        }
+
+        /// `set`'s records at `owner` and their signatures.
+        func signed(_ set: RRSet, at owner: DNSName? = nil) -> [ResourceRecord] {
+            set.records(owner: owner) + signatures(of: set, at: owner)
+        }
+
+        /// `records` (the additional section's addresses, an RRset's records one after another),
+        /// each RRset followed by its signatures.
+        func signedAdditional(_ records: [ResourceRecord]) -> [ResourceRecord] {
+            var out: [ResourceRecord] = []
+            for (i, r) in records.enumerated() {
+                out.append(r)
+                let next = i + 1 < records.count ? records[i + 1] : nil
+                if next?.type != r.type || next?.name != r.name, let set = zone.rrset(r.name, r.type) {
+                    out += signatures(of: set)
+                }
+            }
+            return out
+        }
+
+        /// The negative answer's SOA and its signatures.
+        var negativeSOA: [ResourceRecord] {
+            let soa = zone.negativeSOA
+            return [soa] + signatures(of: zone.soa, ttl: soa.ttl)
+        }
+
+        /// The denial record (NSEC or NSEC3) at `owner` with its signatures, unless placed already.
+        mutating func denial(at owner: DNSName?, _ type: RRType) -> [ResourceRecord] {
+            guard let owner, let set = zone.tree[owner]?[type], placed.insert(owner).inserted else { return [] }
+            return signed(set)
+        }
+
+        /// The NSEC that matches `name` or covers it.
+        mutating func nsec(for name: DNSName) -> [ResourceRecord] {
+            denial(at: zone.chains.nsec.matchingOrCovering(name), .nsec)
+        }
+
+        /// The NSEC3 that matches `name`'s hash or covers it.
+        mutating func nsec3(for name: DNSName, _ p: NSEC3Parameters) -> [ResourceRecord] {
+            denial(at: zone.chains.nsec3.matchingOrCovering(p.hashedOwner(name, origin: zone.origin)), .nsec3)
+        }
+
+        /// Whether an NSEC3 matches `name`'s hash.
+        func nsec3Matches(_ name: DNSName, _ p: NSEC3Parameters) -> Bool {
+            zone.chains.nsec3.contains(p.hashedOwner(name, origin: zone.origin))
+        }
+
+        /// The name one label longer than `encloser` on the way down to `name` (RFC 5155 §1.3).
+        func nextCloser(_ name: DNSName, below encloser: DNSName) -> DNSName {
+            var n = name
+            while n.labels.count > encloser.labels.count + 1 { n = n.parent }
+            return n
+        }
+
+        /// The closest encloser proof of `name` (RFC 5155 §7.2.1) from `encloser`, the closest
+        /// name above it that an NSEC3 matches: that NSEC3, and the one covering the next closer
+        /// name.
+        mutating func closestEncloserProof(_ name: DNSName, _ encloser: DNSName, _ p: NSEC3Parameters)
+            -> [ResourceRecord]
+        {
+            nsec3(for: encloser, p) + nsec3(for: nextCloser(name, below: encloser), p)
+        }
+
+        /// The closest provable encloser of `name` (RFC 5155 §7.2.4 and §7.2.7: under opt-out a
+        /// delegation has no NSEC3 of its own): the closest ancestor an NSEC3 matches.
+        func provableEncloser(of name: DNSName, _ p: NSEC3Parameters) -> DNSName {
+            var a = name.parent
+            while a != zone.origin && !nsec3Matches(a, p) { a = a.parent }
+            return a
+        }
+
+        /// Proof that `name` does not exist, `encloser` being its closest encloser (RFC 4035
+        /// §3.1.3.2, RFC 5155 §7.2.2): no such name, and no wildcard that could stand for it.
+        mutating func nameError(_ name: DNSName, encloser: DNSName) -> [ResourceRecord] {
+            let wildcard = encloser.wildcardChild!
+            if let p = nsec3 {
+                return closestEncloserProof(name, encloser, p) + nsec3(for: wildcard, p)
+            }
+            return nsec(for: name) + nsec(for: wildcard)
+        }
+
+        /// Proof that `name`, which exists (at `wildcard` when a wildcard stands for it), has no
+        /// RRset of `qtype` (RFC 4035 §3.1.3.1 and §3.1.3.4, RFC 5155 §7.2.3 to §7.2.5).
+        mutating func noData(_ name: DNSName, _ qtype: RRType, wildcard: DNSName?) -> [ResourceRecord] {
+            if let p = nsec3 {
+                if let wildcard {
+                    let encloser = wildcard.parent
+                    return closestEncloserProof(name, encloser, p) + nsec3(for: wildcard, p)
+                }
+                if nsec3Matches(name, p) { return nsec3(for: name, p) }
+                // A DS question at a delegation under opt-out: the closest provable encloser.
+                return closestEncloserProof(name, provableEncloser(of: name, p), p)
+            }
+            if let wildcard { return nsec(for: name) + nsec(for: wildcard) }
+            return nsec(for: name)
+        }
+
+        /// Proof that no closer name than `wildcard` matched `name` (RFC 4035 §3.1.3.3, RFC 5155 §7.2.6).
+        mutating func wildcardAnswer(_ name: DNSName, wildcard: DNSName) -> [ResourceRecord] {
+            if let p = nsec3 { return nsec3(for: nextCloser(name, below: wildcard.parent), p) }
+            return nsec(for: name)
+        }
+
+        /// What a referral to `cut` carries beside its NS RRset: its DS RRset signed, or proof
+        /// that it has none (RFC 4035 §3.1.4, RFC 5155 §7.2.7).
+        mutating func referral(_ cut: DNSName) -> [ResourceRecord] {
+            if let ds = zone.tree[cut]?[.ds] { return signed(ds) }
+            if let p = nsec3 {
+                if nsec3Matches(cut, p) { return nsec3(for: cut, p) }
+                return closestEncloserProof(cut, provableEncloser(of: cut, p), p)
+            }
+            return nsec(for: cut)
+        }
+    }
+}
