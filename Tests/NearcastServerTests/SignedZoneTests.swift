@@ -43,7 +43,6 @@ import Testing
         Int, [String], [ReferenceServerDifferentialTests.KnownDifference: Int]
     ) {
         let dir = try TemporaryDirectory.url("nearcast-signed-\(reference)")
-        defer { try? FileManager.default.removeItem(at: dir) }
         let signed = try SignedFixture.make(in: dir, nsec3: nsec3)
         let port = try TestSupport.unusedPort()
         let server = try reference.start(dir: dir, port: port, file: signed.zoneFile)
@@ -74,5 +73,91 @@ import Testing
         return try ReferenceServerDifferentialTests.compare(
             withDO, nearcast: nearcast.dnsPort, reference, at: port, apexNS: apexNS, nsAddresses: Set(addresses),
             differences: differences(reference, nsec3: nsec3))
+    }
+
+    /// The questions a validator asks and what it must conclude: a signed answer (static, a
+    /// wildcard's, a CNAME chain's, a DNAME's), or a signed NXDOMAIN or NODATA.
+    static let validated: [(String, String, outcome: String)] = [
+        ("www.example.test", "A", "192.0.2.1"), ("example.test", "MX", "mail.example.test."),
+        ("x.wild.example.test", "TXT", "\"wild\""), ("alias.example.test", "AAAA", "2001:db8::1"),
+        ("chain1.example.test", "A", "192.0.2.2"), ("q.cw.example.test", "A", "192.0.2.1"),
+        ("www.home.example.test", "A", "192.0.2.1"), ("types.example.test", "TLSA", "3 1 1"),
+        ("nope.example.test", "A", "nxdomain"), ("deep.nope.example.test", "TXT", "nxdomain"),
+        ("dangling.example.test", "A", "nxdomain"), ("nope.home.example.test", "A", "nxdomain"),
+        ("www.example.test", "TXT", "nxrrset"), ("b.c.example.test", "A", "nxrrset"),
+        ("x.wild.example.test", "MX", "nxrrset"), ("sub.example.test", "DS", "DS"),
+        ("sub.wild.example.test", "AAAA", "nxrrset"), ("svc.example.test", "HTTPS", "no-default-alpn"),
+    ]
+
+    /// delv, BIND's validating lookup, with the KSK's DS as its only trust anchor, asking
+    /// nearcastd directly: every answer and every proof of nonexistence is `fully validated`.
+    /// An AXFR of the zone passes ldns-verify-zone. One signature changed in the zone file (the
+    /// A RRset of www) and delv refuses that answer, and only that one.
+    @Test(arguments: [false, true]) func validatorsAcceptWhatItServes(nsec3: Bool) async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-validated")
+            let signed = try SignedFixture.make(in: dir.url, nsec3: nsec3)
+            let anchors = try dir.write(signed.delvTrustAnchor, to: "anchors.conf")
+            let daemon = try Self.serve(signed.zoneFile.path, in: dir)
+            defer { daemon.stop() }
+            for (name, type, outcome) in Self.validated {
+                let out = try Self.delv(daemon, anchors, name, type)
+                #expect(out.contains("fully validated") && out.contains(outcome), "\(name) \(type):\n\(out)")
+            }
+            // The zone as transferred out, checked by ldns: every signature and the NSEC(3) chain.
+            let axfr = try TestSupport.run(
+                try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(daemon.dnsPort)", "example.test.", "AXFR"])
+            #expect(axfr.status == 0 && axfr.stdout.contains("RRSIG"), "\(axfr.stderr)")
+            let transferred = try dir.write(axfr.stdout, to: "axfr.zone")
+            let verify = try TestSupport.run(try TestSupport.tool("ldns-verify-zone"), [transferred])
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+
+            // One signature broken: that answer is refused, the others still validate.
+            let text = try String(contentsOf: signed.zoneFile, encoding: .utf8)
+            let tampered = try dir.write(Self.breakingSignature(of: "www.example.test.", "A", in: text), to: "bad.zone")
+            let bad = try Self.serve(tampered, in: dir)
+            defer { bad.stop() }
+            let refused = try Self.delv(bad, anchors, "www.example.test", "A")
+            #expect(!refused.contains("fully validated") && refused.contains("resolution failed"), "\(refused)")
+            #expect(try Self.delv(bad, anchors, "mail.example.test", "A").contains("fully validated"))
+        }
+    }
+
+    /// nearcastd serving `file` as example.test, which 127.0.0.1 may transfer.
+    static func serve(_ file: String, in dir: TemporaryDirectory) throws -> Daemon {
+        let config = try dir.write(
+            """
+            listen: ["127.0.0.1:0"]
+            zones:
+              - origin: example.test.
+                file: \(file)
+                allow-transfer: ["127.0.0.1"]
+            """, to: "config-\(UUID().uuidString).yaml")
+        return try Daemon(["--config", config])
+    }
+
+    /// What delv says of `name` and `type` asked of `daemon`, validating from `anchors`.
+    static func delv(_ daemon: Daemon, _ anchors: String, _ name: String, _ type: String) throws -> String {
+        let out = try TestSupport.run(
+            try TestSupport.tool("delv"),
+            ["@127.0.0.1", "-p", "\(daemon.dnsPort)", "-a", anchors, "+root=example.test", name, type])
+        return out.stdout + out.stderr
+    }
+
+    /// `zone` (a zone file's text) with one byte of the signature over `name`'s `type` RRset changed.
+    static func breakingSignature(of name: String, _ type: String, in zone: String) throws -> String {
+        var lines = zone.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let i = try #require(
+            lines.firstIndex {
+                let f = $0.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                return f.count > 5 && f[0] == name && f[3] == "RRSIG" && f[4] == type
+            })
+        // The signature is the last field, base64: its first character changed.
+        var fields = lines[i].split(separator: "\t").map(String.init)
+        var last = fields.removeLast().split(separator: " ").map(String.init)
+        let sig = last.removeLast()
+        let first = sig.first == "A" ? "B" : "A"
+        lines[i] = (fields + [(last + [first + sig.dropFirst()]).joined(separator: " ")]).joined(separator: "\t")
+        return lines.joined(separator: "\n")
     }
 }

@@ -55,6 +55,12 @@ public struct SignedFixture: Sendable {
         return SignedFixture(zoneFile: signed, ds: ds, hashedOwners: hashed)
     }
 
+    /// `ds` as a trust anchor in BIND's syntax (delv's `-a` file).
+    public var delvTrustAnchor: String {
+        let f = ds.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        return "trust-anchors { example.test. static-ds \(f[4]) \(f[5]) \(f[6]) \"\(f[7])\"; };\n"
+    }
+
     /// The questions asked of the signed zone: the fixture's (each with and without EDNS, and with
     /// the DO bit), the DNSSEC types at every name, and questions at the hashed owner names.
     public func queries() -> [(String, RRType, EDNS?)] {
