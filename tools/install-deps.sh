@@ -35,10 +35,12 @@ TEST_PACKAGES=(
 	fstrm-bin
 	# certificates for the HTTPS health-check tests
 	openssl
-	# reference servers for the differential tests and the benchmarks; ldns-read-zone, another
-	# reader of zone files, for the presentation-format tests; faketime, for a client whose clock
-	# is off (the TSIG time checks)
-	nsd knot ldnsutils faketime
+	# reference servers for the differential tests and the benchmarks; ldnsutils (ldns-read-zone,
+	# another reader of zone files, for the presentation-format tests; ldns-keygen and
+	# ldns-signzone, which sign the signed zones' fixtures, and ldns-verify-zone); faketime, for a
+	# client whose clock is off (the TSIG time checks); unbound, the validating resolver the
+	# signed zones' tests trust
+	nsd knot ldnsutils faketime unbound
 	# the shared store of a fleet (issue 18): etcd v3 and etcdctl
 	etcd-server etcd-client
 	# the dashboard's tests (issue 20): a real headless browser, driven through WebDriver

@@ -983,4 +983,70 @@ import Glibc
         #expect(!link.contains("xdp"), "\(link)")
         #expect(!FileManager.default.fileExists(atPath: t.pinRoot + "/nc_names"))
     }
+
+    /// A validating resolver in the client's namespace (Unbound, the zone's DS its only trust
+    /// anchor) resolves through nearcastd with XDP on: signed answers, a wildcard's, a CNAME
+    /// chain's, NXDOMAIN and NODATA come back secure (AD), their DO=1 questions passed by XDP to
+    /// the slow path (`pass_dnssec`) while a question without DO is XDP's; the one RRset whose
+    /// signature was broken in the zone file is SERVFAIL.
+    @Test func aValidatingResolverTrustsTheSignedZoneThroughXDP() throws {
+        let t = try Topology()
+        let signed = try SignedFixture.make(in: t.files.url.appendingPathComponent("signed"), nsec3: true)
+        let text = try String(contentsOf: signed.zoneFile, encoding: .utf8)
+        let zone = try t.files.write(
+            try SignedZoneTests.breakingSignature(of: "mail.example.test.", "A", in: text), to: "signed.zone")
+        let daemon = try Self.startDaemon(t, zone: zone)
+        defer { daemon.stop(signal: SIGKILL) }
+        let anchor = signed.ds.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+        let config = try t.files.write(
+            """
+            server:
+              interface: 127.0.0.1@53
+              do-ip6: no
+              do-not-query-localhost: no
+              username: ""
+              chroot: ""
+              directory: "\(t.files.path)"
+              pidfile: "\(t.files.path)/unbound.pid"
+              use-syslog: no
+              verbosity: 1
+              val-log-level: 2
+              module-config: "validator iterator"
+              trust-anchor: "\(anchor)"
+              access-control: 127.0.0.0/8 allow
+              # .test is among the names Unbound answers itself (RFC 6761) unless told not to.
+              local-zone: "test." nodefault
+            remote-control:
+              control-enable: no
+            stub-zone:
+              name: "example.test"
+              stub-addr: \(Self.server)@53
+            """, to: "unbound.conf")
+        let unbound = try ServerProcess(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.cli, try TestSupport.tool("unbound"), "-d", "-c", config])
+        defer { unbound.stop() }
+        func resolve(_ name: String, _ type: String) throws -> String {
+            try Self.dig(["+dnssec", name, type], at: "127.0.0.1")
+        }
+        try unbound.waitUntilReady { (try? resolve("example.test", "SOA").contains("status: NOERROR")) == true }
+
+        let before = try Self.counters(t)
+        for (name, type, expected) in [
+            ("www.example.test", "A", "192.0.2.1"), ("x.wild.example.test", "A", "192.0.2.100"),
+            ("q.cw.example.test", "AAAA", "2001:db8::1"), ("nope.example.test", "A", "status: NXDOMAIN"),
+            ("www.example.test", "TXT", "ANSWER: 0"),
+        ] {
+            let out = try resolve(name, type)
+            #expect(out.contains(" ad;") || out.contains(" ad "), "\(name) \(type) secure: \(out)")
+            #expect(out.contains(expected), "\(name) \(type): \(out)")
+        }
+        let broken = try resolve("mail.example.test", "A")
+        #expect(broken.contains("status: SERVFAIL"), "a broken signature: \(broken)")
+        let after = try Self.counters(t)
+        #expect(after["pass_dnssec", default: 0] - before["pass_dnssec", default: 0] >= 5, "\(after)")
+        // Without DO the same zone is XDP's.
+        #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
+        #expect(try Self.counters(t)["answered", default: 0] > after["answered", default: 0])
+    }
 }
