@@ -44,7 +44,10 @@ import Testing
 
     /// The same, telling each nearcastd at `notify` (a remote each: a remote's addresses are
     /// alternatives to Knot).
-    static func knot(file: URL, port: Int, notify: [Int], label: String) throws -> (ServerProcess, socket: String) {
+    /// `zoneOptions`: more of the zone's options (lines indented as its own).
+    static func knot(file: URL, port: Int, notify: [Int], label: String, zoneOptions: String = "") throws -> (
+        ServerProcess, socket: String
+    ) {
         let dir = try TemporaryDirectory.url(label)
         let remotes = notify.enumerated().map {
             "  - id: nearcast\($0.offset)\n    address: 127.0.0.1@\($0.element)\n    key: \(keyName)\n"
@@ -61,7 +64,7 @@ import Testing
                     key: \(keyName)
                     action: transfer
                 """,
-            zoneOptions: "    acl: [signed]\n    notify: [\(notified)]\n    journal-content: changes")
+            zoneOptions: "    acl: [signed]\n    notify: [\(notified)]\n    journal-content: changes\n" + zoneOptions)
         let socket = dir.appendingPathComponent("knot.sock").path
         do {
             try knot.waitUntilReady {

@@ -160,4 +160,57 @@ import Testing
         lines[i] = (fields + [(last + [first + sig.dropFirst()]).joined(separator: " ")]).joined(separator: "\t")
         return lines.joined(separator: "\n")
     }
+
+    /// A secondary of a Knot that signs the zone itself (`dnssec-signing: on`, NSEC): the signed
+    /// zone comes by AXFR and validates; a name added with knotc comes by IXFR with the NSEC
+    /// records Knot changed around it, and the new name, NODATA at it and NXDOMAIN beside it
+    /// validate: the chain the proofs are read from follows an incremental change.
+    @Test func aSecondaryOfASigningKnotFollowsItsSignedChanges() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-signed-secondary")
+            let (file, _) = try TransferInTests.zone(in: dir)
+            let knotPort = try TestSupport.unusedPort()
+            let daemon = try SecondaryZoneTests.secondary(in: dir, primaries: [knotPort])
+            defer { daemon.process.stop() }
+            let (knot, socket) = try SecondaryZoneTests.knot(
+                file: file, port: knotPort, notify: [daemon.dnsPort], label: "nearcast-signing-knot",
+                zoneOptions: "    dnssec-signing: on")
+            defer { knot.stop() }
+            _ = try TestSupport.run(try TestSupport.tool("knotc"), ["-s", socket, "zone-notify", "example.test."])
+            try poll("the signed zone served", timeout: 20) {
+                try daemon.dig(["+norec", "+dnssec", "www.example.test.", "A"]).stdout.contains("RRSIG")
+            }
+            // The KSK as the anchor (Knot made the keys).
+            let keys = try daemon.dig(["+norec", "+short", "example.test.", "DNSKEY"]).stdout
+            let ksk = try #require(keys.split(separator: "\n").first { $0.hasPrefix("257 ") })
+            let f = ksk.split(separator: " ")
+            let anchors = try dir.write(
+                "trust-anchors { example.test. static-key \(f[0]) \(f[1]) \(f[2]) \"\(f[3...].joined())\"; };\n",
+                to: "anchors.conf")
+            func validated(_ name: String, _ type: String) throws -> String {
+                try Self.delv(daemon, anchors, name, type)
+            }
+            #expect(try validated("www.example.test", "A").contains("fully validated"))
+            #expect(try validated("nope.example.test", "A").contains("fully validated"))
+
+            for command in [
+                ["zone-begin", "example.test."], ["zone-set", "example.test.", "new", "300", "A", "192.0.2.77"],
+                ["zone-commit", "example.test."],
+            ] {
+                let out = try TestSupport.run(try TestSupport.tool("knotc"), ["-s", socket] + command)
+                #expect(out.status == 0, "\(command): \(out.stdout)\(out.stderr)")
+            }
+            try poll("the signed change served", timeout: 20) {
+                try daemon.dig(["+norec", "+short", "new.example.test.", "A"]).stdout.contains("192.0.2.77")
+            }
+            #expect(daemon.log.contains("asked=IXFR"), "\(daemon.log)")
+            for (name, type, outcome) in [
+                ("new.example.test", "A", "192.0.2.77"), ("new.example.test", "TXT", "nxrrset"),
+                ("nex.example.test", "A", "nxdomain"), ("newer.example.test", "A", "nxdomain"),
+            ] {
+                let out = try validated(name, type)
+                #expect(out.contains("fully validated") && out.contains(outcome), "\(name) \(type): \(out)")
+            }
+        }
+    }
 }
