@@ -99,6 +99,11 @@ let package = Package(
         ),
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
+        // DNSSEC keys (ECDSA P-256, Ed25519 from swift-crypto): made, read and written as BIND's key files,
+        // kept in the state directory; their DNSKEY, key tag and DS.
+        .target(
+            name: "NearcastDNSSEC",
+            dependencies: ["DNSWire", "NearcastBasics", .product(name: "Crypto", package: "swift-crypto")]),
         // Zone transfers out (AXFR, IXFR): who may transfer a zone, its recent changes, the messages.
         .target(
             name: "NearcastTransfer", dependencies: ["DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG"]),
@@ -236,7 +241,7 @@ let package = Package(
             name: "nearcast",
             dependencies: [
                 "DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG", "NearcastStore", "NearcastGeo",
-                "NearcastConfiguration",
+                "NearcastConfiguration", "NearcastDNSSEC",
                 "NearcastAPIModel",
                 "TerminalUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -275,6 +280,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        .testTarget(
+            name: "NearcastDNSSECTests",
+            dependencies: [
+                "NearcastDNSSEC", "DNSWire", "NearcastTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "NearcastZonesTests",
             dependencies: ["NearcastZones", "NearcastBasics", "DNSWire", "NearcastTestSupport"]),

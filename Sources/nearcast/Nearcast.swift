@@ -13,7 +13,7 @@ struct Nearcast: AsyncParsableCommand {
         abstract: "Operate a nearcast GeoDNS server.",
         subcommands: [
             Status.self, CheckConfig.self, Stats.self, Explain.self, Nodes.self, NodeCommand.self, Report.self,
-            Reload.self, Zones.self, Records.self, RecordCommand.self, TSIG.self, Store.self, Audit.self,
+            Reload.self, Zones.self, Records.self, RecordCommand.self, TSIG.self, DNSSEC.self, Store.self, Audit.self,
         ]
     )
 }

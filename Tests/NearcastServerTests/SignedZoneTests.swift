@@ -213,4 +213,46 @@ import Testing
             }
         }
     }
+
+    /// The operator's commands: `nearcast dnssec keygen` keeps a key in the config's state
+    /// directory and prints its DS, `nearcast dnssec ds` prints it again; the zone signed with
+    /// that key (by ldns-signzone, until nearcast signs) and served by nearcastd validates in delv
+    /// with that DS as the anchor. Without a state directory the commands say so.
+    @Test func keysMadeWithTheCommandLineValidate() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-dnssec-cli")
+            let config = try dir.write("listen: [\"127.0.0.1:0\"]\nstate-dir: state\n", to: "c.yaml")
+            let cli = try TestSupport.product("nearcast")
+            let made = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--config", config])
+            #expect(made.status == 0, "\(made.stderr)")
+            let ds = try TestSupport.run(cli, ["dnssec", "ds", "example.test", "--config", config])
+            let record = ds.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(ds.status == 0 && record.hasPrefix("example.test. IN DS ") && made.stdout.contains(record))
+
+            let keys = try FileManager.default.contentsOfDirectory(atPath: dir.file("state/dnssec/example.test"))
+            let privateFile = try #require(keys.first { $0.hasSuffix(".private") })
+            let source = try dir.write(
+                try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
+                to: "example.test.zone")
+            let sign = try TestSupport.run(
+                try TestSupport.tool("ldns-signzone"),
+                [
+                    "-f", dir.file("signed.zone"), "-o", "example.test.", source,
+                    dir.file("state/dnssec/example.test/" + privateFile.dropLast(8)),
+                ])
+            #expect(sign.status == 0, "\(sign.stderr)")
+            let daemon = try Self.serve(dir.file("signed.zone"), in: dir)
+            defer { daemon.stop() }
+            let f = record.split(separator: " ")
+            try #require(f.count == 7, "\(record)")
+            let anchors = try dir.write(
+                "trust-anchors { example.test. static-ds \(f[3]) \(f[4]) \(f[5]) \"\(f[6])\"; };\n", to: "anchors.conf")
+            #expect(try Self.delv(daemon, anchors, "www.example.test", "A").contains("fully validated"))
+
+            let none = try dir.write("listen: [\"127.0.0.1:0\"]\n", to: "none.yaml")
+            let refused = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--config", none])
+            #expect(refused.status != 0 && refused.stderr.contains("has no state-dir"), "\(refused.stderr)")
+        }
+    }
 }

@@ -1,0 +1,114 @@
+import DNSWire
+import Foundation
+import NearcastBasics
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A key as BIND keeps it, in two files: `K<zone>+<alg>+<tag>.key` (the DNSKEY record) and
+/// `.private` (`Private-key-format: v1.3`, the algorithm, the private key in base64), as
+/// dnssec-keygen and ldns-keygen write them; so keys move between nearcast, BIND, ldns and
+/// Knot's `keymgr import-bind`.
+public enum DNSSECKeyFile {
+    /// The `.private` file's text.
+    public static func privateText(_ key: DNSSECKey, created: Date = Date()) -> String {
+        let stamp = timestamp(created)
+        return """
+            Private-key-format: v1.3
+            Algorithm: \(key.algorithm.rawValue) (\(key.algorithm))
+            PrivateKey: \(Data(key.privateBytes).base64EncodedString())
+            Created: \(stamp)
+            Publish: \(stamp)
+            Activate: \(stamp)
+
+            """
+    }
+
+    /// The `.key` file's text: the DNSKEY record, after comments saying what it is.
+    public static func publicText(_ key: DNSSECKey, created: Date = Date()) -> String {
+        let role = key.flags & 1 == 1 ? "key-signing" : "zone-signing"
+        return """
+            ; This is a \(role) key, keyid \(key.keyTag), for \(key.zone)
+            ; Created: \(timestamp(created))
+            \(key.zone) IN DNSKEY \(key.flags) 3 \(key.algorithm.rawValue) \(Data(key.publicKey).base64EncodedString())
+
+            """
+    }
+
+    /// YYYYMMDDHHMMSS in UTC, as BIND writes its timing fields.
+    static func timestamp(_ date: Date) -> String {
+        var t = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(
+            format: "%04d%02d%02d%02d%02d%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    /// The key in `privateFile` (and its flags from the `.key` file beside it, when there is one;
+    /// a combined key's otherwise), for `zone`. Each problem names the file and the line.
+    public static func read(privateFile: String, zone: DNSName) throws(DiagnosticsError) -> DNSSECKey {
+        func fail(_ file: String, _ line: Int, _ m: String) -> DiagnosticsError {
+            DiagnosticsError([Diagnostic(file: file, line: line, message: m)])
+        }
+        guard let text = try? String(contentsOfFile: privateFile, encoding: .utf8) else {
+            throw fail(privateFile, 0, "cannot read the file")
+        }
+        var algorithm: DNSSECKey.Algorithm?
+        var secret: (bytes: [UInt8], line: Int)?
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let field = line[..<colon]
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            switch field {
+            case "Algorithm":
+                let number = value.split(separator: " ").first.map(String.init) ?? ""
+                guard let a = DNSSECKey.Algorithm(name: number) else {
+                    throw fail(
+                        privateFile, i + 1,
+                        "algorithm \(value) is not one nearcast signs with (13 ECDSAP256SHA256, 15 ED25519)")
+                }
+                algorithm = a
+            case "PrivateKey":
+                guard let d = Data(base64Encoded: value) else {
+                    throw fail(privateFile, i + 1, "PrivateKey is not base64")
+                }
+                secret = (Array(d), i + 1)
+            default: continue
+            }
+        }
+        guard let algorithm else { throw fail(privateFile, 0, "no Algorithm: line") }
+        guard let secret else { throw fail(privateFile, 0, "no PrivateKey: line") }
+        var flags = DNSSECKey.csk
+        let publicFile = privateFile.hasSuffix(".private") ? String(privateFile.dropLast(8)) + ".key" : ""
+        if let pub = try? String(contentsOfFile: publicFile, encoding: .utf8) {
+            flags = try publicFlags(pub, file: publicFile, zone: zone)
+        }
+        do {
+            return try DNSSECKey(zone: zone, algorithm: algorithm, flags: flags, privateBytes: secret.bytes)
+        } catch {
+            throw fail(privateFile, secret.line, "PrivateKey is not a \(algorithm) private key: \(error)")
+        }
+    }
+
+    /// The flags of the DNSKEY record in a `.key` file's text.
+    static func publicFlags(_ text: String, file: String, zone: DNSName) throws(DiagnosticsError) -> UInt16 {
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let at = fields.firstIndex(where: { $0.uppercased() == "DNSKEY" }) else { continue }
+            guard let owner = try? DNSName(String(fields[0])), owner == zone else {
+                throw DiagnosticsError([
+                    Diagnostic(file: file, line: i + 1, message: "the key is for \(fields[0]), not \(zone)")
+                ])
+            }
+            guard at + 1 < fields.count, let flags = UInt16(fields[at + 1]) else {
+                throw DiagnosticsError([Diagnostic(file: file, line: i + 1, message: "the DNSKEY record has no flags")])
+            }
+            return flags
+        }
+        throw DiagnosticsError([Diagnostic(file: file, line: 0, message: "no DNSKEY record")])
+    }
+}
