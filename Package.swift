@@ -100,10 +100,12 @@ let package = Package(
         // Transaction signatures (RFC 8945): keys, verifying a signed query, signing its reply (HMAC from swift-crypto).
         .target(name: "NearcastTSIG", dependencies: ["DNSWire", .product(name: "Crypto", package: "swift-crypto")]),
         // DNSSEC keys (ECDSA P-256, Ed25519 from swift-crypto): made, read and written as BIND's key files,
-        // kept in the state directory; their DNSKEY, key tag and DS.
+        // kept in the state directory; their DNSKEY, key tag and DS; a zone signed with them.
         .target(
             name: "NearcastDNSSEC",
-            dependencies: ["DNSWire", "NearcastBasics", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "DNSWire", "NearcastBasics", "NearcastZones", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // Zone transfers out (AXFR, IXFR): who may transfer a zone, its recent changes, the messages.
         .target(
             name: "NearcastTransfer", dependencies: ["DNSWire", "NearcastBasics", "NearcastZones", "NearcastTSIG"]),
@@ -283,7 +285,8 @@ let package = Package(
         .testTarget(
             name: "NearcastDNSSECTests",
             dependencies: [
-                "NearcastDNSSEC", "DNSWire", "NearcastTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "NearcastDNSSEC", "NearcastZones", "DNSWire", "NearcastTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "NearcastZonesTests",

@@ -79,6 +79,13 @@ extension Zone {
         /// The name is a hashed owner name of NSEC3, which answers as a name that does not exist.
         let hashed: Bool
 
+        /// The name is a delegation point below the apex.
+        public var isDelegation: Bool { cut }
+        /// A delegation or a DNAME above the name redirects it: its data (glue) is not the zone's.
+        public var isRedirected: Bool { redirectedAbove }
+        /// The name is a hashed owner name of NSEC3.
+        public var isHashedOwner: Bool { hashed }
+
         /// Whether each RRset answers the question of its type about the name as it is (what
         /// `step` finds: nothing at or above the name answers it otherwise).
         public var asTheyAre: Bool { !redirectedAbove && !cut && !hashed }

@@ -1,14 +1,16 @@
 import ArgumentParser
 import DNSWire
+import Foundation
 import NearcastBasics
 import NearcastConfiguration
 import NearcastDNSSEC
+import NearcastZones
 
 /// `nearcast dnssec ...`: a zone's signing keys, kept in the server's state directory.
 struct DNSSEC: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dnssec", abstract: "DNSSEC keys (RFC 4034), kept in the state directory.",
-        subcommands: [KeyGen.self, DS.self, Import.self])
+        subcommands: [KeyGen.self, DS.self, Import.self, Sign.self])
 
     /// Where the keys are: the config's state directory, or one given.
     struct Place: ParsableArguments {
@@ -108,6 +110,46 @@ struct DNSSEC: ParsableCommand {
             let (privateFile, _) = try place.store().add(key)
             print("; key \(key.keyTag), \(key.algorithm), flags \(key.flags): \(privateFile)")
             if key.flags & 1 == 1 { print(key.dsText) }
+        }
+    }
+
+    /// `nearcast dnssec sign ZONE FILE`: the zone file signed with the zone's keys.
+    struct Sign: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sign",
+            abstract: "Sign a zone file with the zone's keys (DNSKEY, NSEC chain, RRSIGs) and write the signed zone.",
+            discussion: """
+                Signatures are valid from an hour ago for --days days. Any DNSSEC records the file holds                 (signatures, NSEC, NSEC3, the apex's DNSKEY and NSEC3PARAM) are replaced.
+                """)
+
+        @Argument(help: "The zone.")
+        var zone: String
+
+        @Argument(help: "Its zone file.")
+        var file: String
+
+        @Option(name: [.short, .long], help: "Where to write the signed zone (default: standard output).")
+        var output: String?
+
+        @Option(help: "How many days the signatures are valid.")
+        var days: Int = 14
+
+        @OptionGroup var place: Place
+
+        func run() throws {
+            let origin = try DNSSEC.zone(zone)
+            let keys = try place.store().keys(of: origin)
+            guard !keys.isEmpty else { throw ValidationError("\(origin) has no keys (nearcast dnssec keygen)") }
+            guard (1...365).contains(days) else { throw ValidationError("--days must be 1 to 365") }
+            let loaded = try Zone.load(path: file, origin: origin)
+            let now = UInt32(Date().timeIntervalSince1970)
+            let signer = ZoneSigner(keys: keys, inception: now - 3600, expiration: now + UInt32(days) * 86400)
+            let text = ZoneText.render(origin: origin, records: try signer.sign(loaded))
+            if let output {
+                try DurableFile.replace(output, with: Array(text.utf8))
+            } else {
+                print(text, terminator: "")
+            }
         }
     }
 }

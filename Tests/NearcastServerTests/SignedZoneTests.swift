@@ -12,6 +12,21 @@ import Testing
 @Suite(.timeLimit(.minutes(4))) struct SignedZoneTests {
     typealias Reference = ReferenceServerDifferentialTests.Reference
 
+    /// Who signed the fixture, and how it denies existence.
+    enum Signing: String, CaseIterable, CustomStringConvertible {
+        /// ldns-signzone with NSEC, with NSEC3 (salted, iterated), and nearcast's own signer (NSEC).
+        case ldnsNSEC, ldnsNSEC3, nearcast
+        var description: String { rawValue }
+        var nsec3: Bool { self == .ldnsNSEC3 }
+
+        func sign(in dir: URL) throws -> SignedFixture {
+            switch self {
+            case .ldnsNSEC, .ldnsNSEC3: try SignedFixture.make(in: dir, nsec3: nsec3)
+            case .nearcast: try SignedFixture.signedByNearcast(in: dir)
+            }
+        }
+    }
+
     /// The differences each reference shows on the signed zone.
     static func differences(_ reference: Reference, nsec3: Bool) -> [ReferenceServerDifferentialTests.KnownDifference] {
         switch (reference, nsec3) {
@@ -22,10 +37,11 @@ import Testing
         }
     }
 
-    @Test(arguments: [false, true], Reference.allCases)
-    func agreesWithTheReferenceServer(nsec3: Bool, reference: Reference) async throws {
+    @Test(arguments: Signing.allCases, Reference.allCases)
+    func agreesWithTheReferenceServer(signing: Signing, reference: Reference) async throws {
+        let nsec3 = signing.nsec3
         let (compared, mismatches, used) = try await TestSupport.blocking {
-            try Self.compareServing(reference, nsec3: nsec3)
+            try Self.compareServing(reference, signing: signing)
         }
         #expect(compared > 1500)
         let report =
@@ -39,11 +55,11 @@ import Testing
     }
 
     /// Signs the fixture, starts `reference` and nearcastd on it and compares their replies.
-    static func compareServing(_ reference: Reference, nsec3: Bool) throws -> (
+    static func compareServing(_ reference: Reference, signing: Signing) throws -> (
         Int, [String], [ReferenceServerDifferentialTests.KnownDifference: Int]
     ) {
         let dir = try TemporaryDirectory.url("nearcast-signed-\(reference)")
-        let signed = try SignedFixture.make(in: dir, nsec3: nsec3)
+        let signed = try signing.sign(in: dir)
         let port = try TestSupport.unusedPort()
         let server = try reference.start(dir: dir, port: port, file: signed.zoneFile)
         defer { server.stop() }
@@ -72,7 +88,7 @@ import Testing
         let withDO = signed.queries().filter { $0.2?.dnssecOK == true }
         return try ReferenceServerDifferentialTests.compare(
             withDO, nearcast: nearcast.dnsPort, reference, at: port, apexNS: apexNS, nsAddresses: Set(addresses),
-            differences: differences(reference, nsec3: nsec3))
+            differences: differences(reference, nsec3: signing.nsec3))
     }
 
     /// The questions a validator asks and what it must conclude: a signed answer (static, a
@@ -93,10 +109,10 @@ import Testing
     /// nearcastd directly: every answer and every proof of nonexistence is `fully validated`.
     /// An AXFR of the zone passes ldns-verify-zone. One signature changed in the zone file (the
     /// A RRset of www) and delv refuses that answer, and only that one.
-    @Test(arguments: [false, true]) func validatorsAcceptWhatItServes(nsec3: Bool) async throws {
+    @Test(arguments: Signing.allCases) func validatorsAcceptWhatItServes(signing: Signing) async throws {
         try await TestSupport.blocking {
             let dir = try TemporaryDirectory("nearcast-validated")
-            let signed = try SignedFixture.make(in: dir.url, nsec3: nsec3)
+            let signed = try signing.sign(in: dir.url)
             let anchors = try dir.write(signed.delvTrustAnchor, to: "anchors.conf")
             let daemon = try Self.serve(signed.zoneFile.path, in: dir)
             defer { daemon.stop() }
@@ -214,41 +230,48 @@ import Testing
         }
     }
 
-    /// The operator's commands: `nearcast dnssec keygen` keeps a key in the config's state
-    /// directory and prints its DS, `nearcast dnssec ds` prints it again; the zone signed with
-    /// that key (by ldns-signzone, until nearcast signs) and served by nearcastd validates in delv
-    /// with that DS as the anchor. Without a state directory the commands say so.
-    @Test func keysMadeWithTheCommandLineValidate() async throws {
+    /// The operator's commands: `nearcast dnssec keygen` keeps a key (Ed25519 here) in the
+    /// config's state directory and prints its DS, `import` keeps one ldns made, `ds` prints the
+    /// DS of both, and `sign` signs the zone file with both: ldns-verify-zone checks every
+    /// signature and the NSEC chain. Without a state directory the commands say so.
+    @Test func theCommandLineMakesImportsAndSignsWithKeys() async throws {
         try await TestSupport.blocking {
             let dir = try TemporaryDirectory("nearcast-dnssec-cli")
             let config = try dir.write("listen: [\"127.0.0.1:0\"]\nstate-dir: state\n", to: "c.yaml")
             let cli = try TestSupport.product("nearcast")
-            let made = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--config", config])
+            let made = try TestSupport.run(
+                cli, ["dnssec", "keygen", "example.test", "-a", "ed25519", "--config", config])
             #expect(made.status == 0, "\(made.stderr)")
-            let ds = try TestSupport.run(cli, ["dnssec", "ds", "example.test", "--config", config])
-            let record = ds.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(ds.status == 0 && record.hasPrefix("example.test. IN DS ") && made.stdout.contains(record))
-
-            let keys = try FileManager.default.contentsOfDirectory(atPath: dir.file("state/dnssec/example.test"))
-            let privateFile = try #require(keys.first { $0.hasSuffix(".private") })
-            let source = try dir.write(
-                try String(
-                    contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
-                to: "example.test.zone")
-            let sign = try TestSupport.run(
-                try TestSupport.tool("ldns-signzone"),
+            let base = try TestSupport.run(
+                "/bin/sh",
+                ["-c", "cd '\(dir.path)' && '\(try TestSupport.tool("ldns-keygen"))' -a ECDSAP256SHA256 example.test"])
+            let imported = try TestSupport.run(
+                cli,
                 [
-                    "-f", dir.file("signed.zone"), "-o", "example.test.", source,
-                    dir.file("state/dnssec/example.test/" + privateFile.dropLast(8)),
+                    "dnssec", "import", "example.test",
+                    dir.file(base.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                        + ".private", "--config", config,
+                ])
+            #expect(
+                imported.status == 0 && imported.stdout.contains("flags 256"), "\(imported.stdout)\(imported.stderr)")
+            let ds = try TestSupport.run(cli, ["dnssec", "ds", "example.test", "--config", config])
+            let records = ds.stdout.split(separator: "\n").map(String.init)
+            #expect(
+                ds.status == 0 && records.count == 1 && made.stdout.contains(records[0]), "only the KSK: \(ds.stdout)")
+
+            let signed = dir.file("signed.zone")
+            let sign = try TestSupport.run(
+                cli,
+                [
+                    "dnssec", "sign", "example.test",
+                    TestSupport.fixtures.appendingPathComponent("example.test.zone").path,
+                    "--config", config, "-o", signed,
                 ])
             #expect(sign.status == 0, "\(sign.stderr)")
-            let daemon = try Self.serve(dir.file("signed.zone"), in: dir)
-            defer { daemon.stop() }
-            let f = record.split(separator: " ")
-            try #require(f.count == 7, "\(record)")
-            let anchors = try dir.write(
-                "trust-anchors { example.test. static-ds \(f[3]) \(f[4]) \(f[5]) \"\(f[6])\"; };\n", to: "anchors.conf")
-            #expect(try Self.delv(daemon, anchors, "www.example.test", "A").contains("fully validated"))
+            let verify = try TestSupport.run(try TestSupport.tool("ldns-verify-zone"), [signed])
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+            let text = try String(contentsOfFile: signed, encoding: .utf8)
+            #expect(text.contains(" 15 2 300 ") && text.contains(" 13 2 300 "), "signed by both keys")
 
             let none = try dir.write("listen: [\"127.0.0.1:0\"]\n", to: "none.yaml")
             let refused = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--config", none])

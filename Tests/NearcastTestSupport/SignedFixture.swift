@@ -55,6 +55,30 @@ public struct SignedFixture: Sendable {
         return SignedFixture(zoneFile: signed, ds: ds, hashedOwners: hashed)
     }
 
+    /// Signs the fixture in `dir` with nearcast's own commands: `nearcast dnssec keygen` (a
+    /// combined key of `algorithm`) and `nearcast dnssec sign` (NSEC).
+    public static func signedByNearcast(in dir: URL, algorithm: String = "ecdsap256sha256") throws -> SignedFixture {
+        let state = dir.appendingPathComponent("state").path
+        let cli = try TestSupport.product("nearcast")
+        let made = try TestSupport.run(
+            cli, ["dnssec", "keygen", "example.test", "--state-dir", state, "--algorithm", algorithm])
+        guard made.status == 0, let ds = made.stdout.split(separator: "\n").first(where: { $0.contains(" DS ") }) else {
+            throw TestFailure("nearcast dnssec keygen failed: \(made.stderr)")
+        }
+        let signed = dir.appendingPathComponent("example.test.zone.signed")
+        let out = try TestSupport.run(
+            cli,
+            [
+                "dnssec", "sign", "example.test", TestSupport.fixtures.appendingPathComponent("example.test.zone").path,
+                "--state-dir", state, "-o", signed.path,
+            ])
+        guard out.status == 0 else { throw TestFailure("nearcast dnssec sign failed: \(out.stderr)") }
+        // "example.test. IN DS tag alg 2 hex", as ldns-key2ds's fields are (a TTL after the owner).
+        let f = ds.split(separator: " ")
+        return SignedFixture(
+            zoneFile: signed, ds: "\(f[0]) 3600 IN DS \(f[3...].joined(separator: " "))", hashedOwners: [])
+    }
+
     /// `ds` as a trust anchor in BIND's syntax (delv's `-a` file).
     public var delvTrustAnchor: String {
         let f = ds.split(whereSeparator: { $0 == " " || $0 == "\t" })
