@@ -1,4 +1,5 @@
 import DNSWire
+import Foundation
 import NearcastBasics
 import NearcastZones
 
@@ -52,20 +53,35 @@ public struct ZoneSigner: Sendable {
             guard node.isRedirected else { return }
             for s in node.sets where !Self.replaces(s.type, at: name, origin: origin) { out += s.records() }
         }
-        for (i, k) in order.indices.enumerated() {
-            var (name, sets, delegation) = owners[k]
-            if name == origin { sets.append(dnskey) }
+        // Each name's records, NSEC and signatures, on every core (a signature is tens of
+        // microseconds: most of the time).
+        let jobs: [(name: DNSName, sets: [RRSet], delegation: Bool, next: DNSName)] = order.indices.enumerated().map {
+            (i, k) in
+            let (name, sets, delegation) = owners[k]
             let next = owners[order.indices[(i + 1) % order.indices.count]].0
-            let types = Set(sets.map(\.type)).union([.nsec, .rrsig])
-            let nsec = RRSet(
-                name: name, type: .nsec, ttl: nsecTTL, rdatas: [.unknown(next.wire + Self.typeBitmap(types))])
-            for s in sets { out += s.records() }
-            out += nsec.records()
-            // A delegation's NS (and any glue it has) belong to the child: only its DS and NSEC are signed.
-            for s in sets + [nsec] where !delegation || s.type == .ds || s.type == .nsec {
-                out += try signatures(s, origin: origin)
+            return (name, name == origin ? sets + [dnskey] : sets, delegation, next)
+        }
+        let signer = self
+        let parts = ParallelWork.map(jobs, parts: ProcessInfo.processInfo.activeProcessorCount, smallest: 256) {
+            slice -> Result<[ResourceRecord], Error> in
+            Result {
+                var records: [ResourceRecord] = []
+                for (name, sets, delegation, next) in slice {
+                    let types = Set(sets.map(\.type)).union([.nsec, .rrsig])
+                    let nsec = RRSet(
+                        name: name, type: .nsec, ttl: nsecTTL, rdatas: [.unknown(next.wire + Self.typeBitmap(types))])
+                    for s in sets { records += s.records() }
+                    records += nsec.records()
+                    // A delegation's NS (and any glue it has) belong to the child: only its DS
+                    // and NSEC are signed.
+                    for s in sets + [nsec] where !delegation || s.type == .ds || s.type == .nsec {
+                        records += try signer.signatures(s, origin: origin)
+                    }
+                }
+                return records
             }
         }
+        for part in parts { out += try part.get() }
         return out
     }
 

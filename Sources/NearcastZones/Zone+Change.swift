@@ -185,7 +185,9 @@ extension Zone {
                 referrers[t, default: []].insert(name)
             }
         }
-        if (old == nil) != (set == nil) { chains.note(name, type, present: set != nil) }
+        if type == .nsec || type == .nsec3, (old == nil) != (set == nil) {
+            chains.note(name, type, present: set != nil)
+        }
         switch type {
         case .soa where name == origin:
             if let set, !set.rdatas.isEmpty, case .soa = set.rdatas[0] {

@@ -281,11 +281,12 @@ extension Zone {
         /// Proof that `name` does not exist, `encloser` being its closest encloser (RFC 4035
         /// §3.1.3.2, RFC 5155 §7.2.2): no such name, and no wildcard that could stand for it.
         mutating func nameError(_ name: DNSName, encloser: DNSName) -> [ResourceRecord] {
-            let wildcard = encloser.wildcardChild!
+            // (An encloser always has room for a wildcard below it: the name is longer still.)
             if let p = nsec3 {
-                return closestEncloserProof(name, encloser, p) + nsec3(for: wildcard, p)
+                let proof = closestEncloserProof(name, encloser, p)
+                return proof + (encloser.wildcardChild.map { nsec3(for: $0, p) } ?? [])
             }
-            return nsec(for: name) + nsec(for: wildcard)
+            return nsec(for: name) + (encloser.wildcardChild.map { nsec(for: $0) } ?? [])
         }
 
         /// Proof that `name`, which exists (at `wildcard` when a wildcard stands for it), has no
