@@ -118,6 +118,16 @@ struct DenialChain: Sendable {
         return i < owners.count && !precedes(name, owners[i])
     }
 
+    /// The owners before and after `name` in the chain, which wraps around (`name` itself
+    /// whether or not it is in the chain: the previous owner is then the one that covers it);
+    /// nil for an empty chain.
+    func neighbours(of name: DNSName) -> (previous: DNSName, next: DNSName)? {
+        guard !owners.isEmpty else { return nil }
+        let i = position(name)
+        let here = i < owners.count && !precedes(name, owners[i])
+        return (owners[(i + owners.count - 1) % owners.count], owners[(here ? i + 1 : i) % owners.count])
+    }
+
     mutating func insert(_ name: DNSName) {
         let i = position(name)
         if i < owners.count, !precedes(name, owners[i]) { return }
@@ -176,6 +186,13 @@ extension Zone {
     public var isSigned: Bool {
         guard let sigs = tree[origin]?[.rrsig] else { return false }
         return sigs.rdatas.contains { Signature($0)?.typeCovered == .soa }
+    }
+
+    /// The owners of NSEC records before and after `name` in canonical order, the chain
+    /// wrapping around (`name` need not own one: the previous owner is then the one whose NSEC
+    /// covers it); nil when the zone has no NSEC. What a signer needs to link a name in or out.
+    public func nsecNeighbours(of name: DNSName) -> (previous: DNSName, next: DNSName)? {
+        chains.nsec.neighbours(of: name)
     }
 
     /// The zone's NSEC3 parameters, when it denies with NSEC3: an NSEC3PARAM at the apex and

@@ -147,6 +147,10 @@ public struct Zone: Sendable {
             negativeSOA: negativeSOA)
     }
 
+    /// Whether `other` is this zone as it is, unchanged: a copy that neither has changed since
+    /// (they share their parts). O(1); a zone read again with the same records is not.
+    public func isUnchanged(from other: Zone) -> Bool { parts === other.parts }
+
     /// Makes `parts` this zone's own before a change.
     private mutating func unique() {
         if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }
