@@ -177,7 +177,7 @@ let package = Package(
             dependencies: [
                 "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
                 "NearcastTransfer", "NearcastConfiguration", "NearcastAPIModel", "NearcastDataPath", "NearcastHealth",
-                "NearcastServer",
+                "NearcastServer", "NearcastDNSSEC",
                 "NearcastFleet", "NearcastStore", "EtcdClient", "TerminalUI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

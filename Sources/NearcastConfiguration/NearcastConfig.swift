@@ -93,6 +93,10 @@ public struct NearcastConfig: Sendable {
     /// is durable in the zone's journal at once): as Knot's `zonefile-sync`, so a stream of
     /// changes to a large zone rewrites its file once per period, not once per change.
     public var zonefileSync: Int = 10
+    /// Seconds the signatures a zone signed here is given are valid (from an hour before they
+    /// are made); each is made anew once less than half of that is left (docs/ARCHITECTURE.md
+    /// §18). As Knot's `rrsig-lifetime`.
+    public var signatureValidity: Int = 14 * 86_400
     /// The XDP fast path; off unless interfaces are named.
     public var xdp = XDPSettings()
     /// The management API; off unless an address is given.
@@ -146,7 +150,8 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = [
-        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "xdp", "api", "geo", "state-dir",
+        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "signature-validity", "xdp", "api",
+        "geo", "state-dir",
         "tsig", "store",
         "rrl", "cookies", "identity", "dnstap",
     ]
@@ -270,6 +275,12 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.zonefileSync = n
+            case "signature-validity":
+                guard let n = v.int, (60...180 * 86_400).contains(n) else {
+                    fail(v, "signature-validity must be a number of seconds from 60 to 15552000 (180 days)")
+                    continue
+                }
+                config.signatureValidity = n
             case "identity":
                 // A TXT character-string and an NSID hold it: 255 octets at most.
                 guard let name = v.string, name.utf8.count <= 255 else {

@@ -5,6 +5,7 @@ import NearcastAPIModel
 import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
+import NearcastDNSSEC
 import NearcastDataPath
 import NearcastFleet
 import NearcastGeo
@@ -95,6 +96,9 @@ package actor ServedConfig {
     /// When the batch of first serves waiting closes, and what the last one's switch took.
     var firstServeDue: ContinuousClock.Instant?
     var lastFirstServeSwitch: Duration = .zero
+    /// The zones signed here: their keys, and the signed copy of each that is served
+    /// (ZoneSigning); `zones` holds their sources.
+    var signing: ZoneSigning
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -106,9 +110,10 @@ package actor ServedConfig {
         changes: OperatorChanges? = nil,
         metrics: NearcastMetrics? = nil, audit: AuditLog? = nil, shared: (any SharedZones)? = nil,
         cookies: CookieRotation? = nil, notifier: ZoneNotifier? = nil, histories: [DNSName: ZoneHistory] = [:],
-        unavailable: [ZoneSource] = [], logger: Logger
+        unavailable: [ZoneSource] = [], signing: ZoneSigning = ZoneSigning(), logger: Logger
     ) {
         self.unavailable = unavailable
+        self.signing = signing
         self.shared = shared
         self.notifier = notifier
         self.histories = histories
@@ -220,7 +225,7 @@ package actor ServedConfig {
         typealias Loaded = (
             NearcastConfig, ReloadedZones, read: Duration, compared: Duration, digest: String,
             unavailable: [ZoneSource],
-            notes: [String]
+            notes: [String], keys: [DNSName: [DNSSECKey]]
         )
         let loaded: Result<Loaded, DiagnosticsError>
         do {
@@ -231,10 +236,12 @@ package actor ServedConfig {
                     // not transferred yet, or expired, are not read (SERVFAIL).
                     let catalogued: (config: NearcastConfig, notes: [String]) = try load().withCatalogs()
                     let (next, unavailable): (NearcastConfig, [ZoneSource]) = catalogued.config.servable()
+                    let keys = try ZoneSigning.keys(next)
                     if let servedFiles, next.zones.map({ [$0.origin.description, $0.path] }) == servedFiles {
                         let kept = ReloadedZones(zones: served, changes: [], rrsetsChanged: 0)
                         return (
-                            next, kept, clock.now - started, .zero, Self.digest(next), unavailable, catalogued.notes
+                            next, kept, clock.now - started, .zero, Self.digest(next), unavailable, catalogued.notes,
+                            keys
                         )
                     }
                     let zones = try next.loadZones()
@@ -242,7 +249,7 @@ package actor ServedConfig {
                     let compared = ReloadedZones.compare(served: served, loaded: zones)
                     return (
                         next, compared, read - started, clock.now - read, Self.digest(next), unavailable,
-                        catalogued.notes
+                        catalogued.notes, keys
                     )
                 }
             }
@@ -254,9 +261,10 @@ package actor ServedConfig {
         let reloaded: ReloadedZones
         let digest: String
         let nextUnavailable: [ZoneSource]
+        let keys: [DNSName: [DNSSECKey]]
         switch loaded {
         case .success(let r):
-            (next, reloaded, digest, nextUnavailable) = (r.0, r.1, r.digest, r.unavailable)
+            (next, reloaded, digest, nextUnavailable, keys) = (r.0, r.1, r.digest, r.unavailable, r.keys)
             for note in r.notes { logger.notice("catalog", metadata: ["note": "\(note)"]) }
             logger.info(
                 reloaded.changes?.isEmpty == true && reloaded.unused.isEmpty && r.compared == .zero
@@ -304,7 +312,7 @@ package actor ServedConfig {
         do {
             report = try await switchTo(
                 next, reloaded.zones, geo: geo, started: started, oneChange: reloaded.changes?.isEmpty == true,
-                zoneChanges: changes, histories: Self.histories(histories, after: reloaded))
+                zoneChanges: changes, histories: Self.histories(histories, after: reloaded), keys: keys)
         } catch {
             unavailable = wasUnavailable
             throw error
@@ -379,11 +387,24 @@ package actor ServedConfig {
     /// memory it held is given back to the system once it is let go.
     func switchTo(
         _ config: NearcastConfig, _ zones: [Zone], geo change: GeoChange = .none, started: ContinuousClock.Instant,
-        oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil, histories: [DNSName: ZoneHistory]? = nil
+        oneChange: Bool = false, zoneChanges: [AnswerImage.Change]? = nil, histories: [DNSName: ZoneHistory]? = nil,
+        keys: [DNSName: [DNSSECKey]]? = nil, resign: [DNSName: Set<DNSName>] = [:]
     )
         async throws(ReloadError) -> ReloadReport
     {
-        let histories = histories ?? self.histories
+        // The zones signed here are served as their signed copies (`zones` are their sources),
+        // and their histories are of those.
+        var signing = self.signing
+        signing.validity = .seconds(config.signatureValidity)
+        let signed: ZoneSigning.Served
+        do { signed = try signing.serve(zones, keys: keys, changes: zoneChanges, resign: resign) } catch {
+            throw .invalid(
+                DiagnosticsError([
+                    Diagnostic(file: running.stateDirectory ?? "dnssec", line: 0, message: "zones not signed: \(error)")
+                ]))
+        }
+        let histories = signing.histories(histories ?? self.histories, before: self.histories, after: signed)
+        let oneChange = oneChange && (zoneChanges == nil || signed.changes != nil)
         var geo = live.current?.table
         if case .to(let compiled) = change { geo = compiled?.table }
         // A record change keeps the zones and nodes: their counters too (made anew, they would cost
@@ -391,12 +412,12 @@ package actor ServedConfig {
         let sameSet = oneChange && { if case .none = change { true } else { false } }()
         if !sameSet || counted == nil { counted = metrics?.answers.view(zones, geo) }
         let responder = Responder(
-            serving: config, zones: zones, geo: geo, cookies: cookies?.cookies, counts: counted, histories: histories,
-            unavailable: unavailable)
+            serving: config, zones: signed.zones, geo: geo, cookies: cookies?.cookies, counts: counted,
+            histories: histories, unavailable: unavailable)
         var written: FastPath.TableWrite?
         if let writer {
             do {
-                if let zoneChanges {
+                if let zoneChanges = signed.changes {
                     written = try await writer.write(responder: responder, geo: geo, changes: zoneChanges)
                 } else {
                     written = try await writer.write(responder: responder, geo: geo)
@@ -425,6 +446,7 @@ package actor ServedConfig {
         running = config
         let before = self.zones
         self.zones = zones
+        self.signing = signing
         self.histories = histories
         notifySecondaries(config, of: zones, before: before)
         let d = ContinuousClock.now - started
@@ -565,6 +587,14 @@ package actor ServedConfig {
             endTurn()
             throw .conflict("zone \(source.origin) is a secondary, transferred from its primaries: change it there")
         }
+        if signing.signs(source.origin), let (owner, type) = try? ZoneEditor.target(of: edit, origin: source.origin),
+            ZoneSigner.replaces(type, at: owner, origin: source.origin)
+        {
+            endTurn()
+            throw .conflict(
+                "zone \(source.origin) is signed here: its \(type) records at \(owner) are the signer's, made from its keys and data"
+            )
+        }
         if let shared {  // it ends the turn itself, before it waits for the change to come back
             return try await editShared(
                 shared, source.origin, index: i, edit, by: by, ifMatch: ifMatch, started: started)
@@ -610,7 +640,10 @@ package actor ServedConfig {
     /// appended to the zone file's journal and synced (durable from then on), then served, the
     /// fast path written the records it reaches, and the file written back later. A failure
     /// leaves the journal and what is served as they were. The caller holds the turn.
-    func commit(_ i: Int, _ changed: Zone, _ changeset: ZoneChangeset, started: ContinuousClock.Instant)
+    func commit(
+        _ i: Int, _ changed: Zone, _ changeset: ZoneChangeset, started: ContinuousClock.Instant,
+        resign: Set<DNSName> = []
+    )
         async throws(ZoneEditError)
     {
         let source = running.zones[i]
@@ -636,7 +669,8 @@ package actor ServedConfig {
             histories[source.origin, default: ZoneHistory()].append(changeset)
             _ = try await switchTo(
                 running, next, started: started, oneChange: true,
-                zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)], histories: histories)
+                zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)], histories: histories,
+                resign: resign.isEmpty ? [:] : [source.origin: resign])
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }

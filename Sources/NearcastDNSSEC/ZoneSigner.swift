@@ -26,7 +26,7 @@ public struct ZoneSigner: Sendable {
 
     /// Whether the signer replaces the RRset of `type` at `name`: signatures and denial anywhere,
     /// the apex's keys and NSEC3 parameters (a DNSKEY elsewhere is data).
-    static func replaces(_ type: RRType, at name: DNSName, origin: DNSName) -> Bool {
+    public static func replaces(_ type: RRType, at name: DNSName, origin: DNSName) -> Bool {
         type == .rrsig || type == .nsec || type == .nsec3
             || (name == origin && (type == .dnskey || type == .nsec3param))
     }

@@ -31,6 +31,9 @@ extension Daemon {
         var histories: [DNSName: ZoneHistory] = [:]
         /// Secondary zones not served at the start: never transferred, or expired (SERVFAIL).
         var unavailable: [ZoneSource] = []
+        /// The zones signed here, and what is served of `zones`: the signed copies of those.
+        var signing = ZoneSigning()
+        var served: [Zone] = []
     }
 
     /// The config, and what it names, read. A fleet's server serves the store's zones and geo
@@ -53,11 +56,32 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
+        // The zones with keys signed whole: the journal's changesets are of their sources, so
+        // their histories begin with the signed copies.
+        do {
+            let signingStarted = ContinuousClock.now
+            let keys = try ZoneSigning.keys(cfg)
+            data.signing.validity = .seconds(cfg.signatureValidity)
+            data.served = try data.signing.serve(data.zones, keys: keys, changes: nil).zones
+            for origin in keys.keys {
+                logger.info(
+                    "zone signed",
+                    metadata: [
+                        "zone": "\(origin)", "keys": "\(keys[origin]!.map(\.keyTag))",
+                        "seconds": "\((ContinuousClock.now - signingStarted).seconds)",
+                    ])
+            }
+        } catch {
+            await follower?.stop()
+            throw Self.refuse(error)
+        }
         for (source, z) in zip(cfg.zones, data.zones) {
             logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"])
             // The journal read again, for its changesets: a start replayed it onto the file.
             let journal = ZoneJournal.path(forZoneFile: source.path)
-            if let changesets = try? ZoneJournal.read(journal, origin: z.origin), !changesets.isEmpty {
+            if !data.signing.signs(z.origin), let changesets = try? ZoneJournal.read(journal, origin: z.origin),
+                !changesets.isEmpty
+            {
                 data.histories[z.origin] = ZoneHistory.journaled(changesets, servedSerial: z.serial)
             }
         }

@@ -76,7 +76,7 @@ public struct Daemon: Sendable {
         let metrics = NearcastMetrics()
         let responders = ResponderSource(
             Responder(
-                serving: cfg, zones: data.zones, geo: geo, cookies: cookies,
+                serving: cfg, zones: data.served, geo: geo, cookies: cookies,
                 counts: metrics.answers.view(data.zones, geo), histories: data.histories, unavailable: data.unavailable)
         )
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
@@ -101,8 +101,11 @@ public struct Daemon: Sendable {
             responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
             notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
-            logger: logger)
+            signing: data.signing, logger: logger)
+        await started.add("signature refresh", SignatureRefresh(served: served))
         data.zones = []
+        data.served = []
+        data.signing = ZoneSigning()
         let secondaries = await startSecondaries(
             served: served, notifies: listeners.notifies, fleet: data.follower != nil, started)
         // The API's tokens: this server's file, and a fleet's from its store.

@@ -5,12 +5,17 @@ import DNSWire
 public struct Signature: Sendable {
     public let typeCovered: RRType
     public let originalTTL: UInt32
+    /// When it stops being valid, seconds since 1970 (RFC 4034 §3.1.5).
+    public let expiration: UInt32
 
     /// The fields of `rdata`, an RRSIG's; nil when it is too short to be one.
     public init?(_ rdata: RData) {
         guard case .unknown(let b) = rdata, b.count >= 18 else { return nil }
+        func u32(_ i: Int) -> UInt32 {
+            UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])
+        }
         typeCovered = RRType(UInt16(b[0]) << 8 | UInt16(b[1]))
-        originalTTL = UInt32(b[4]) << 24 | UInt32(b[5]) << 16 | UInt32(b[6]) << 8 | UInt32(b[7])
+        (originalTTL, expiration) = (u32(4), u32(8))
     }
 }
 

@@ -1,0 +1,160 @@
+import DNSWire
+import Foundation
+import NearcastAnswers
+import NearcastBasics
+import NearcastConfiguration
+import NearcastDNSSEC
+import NearcastTransfer
+import NearcastZones
+
+/// The zones this server signs (docs/ARCHITECTURE.md §18, "The daemon signs"): each primary zone
+/// whose keys are in the state directory (`STATE-DIR/dnssec/ZONE/`). What the zone files, their
+/// journals, the API and a fleet's store hold is the zone's data, its source; what is served, to
+/// queries, to the fast path and to zone transfers, is its signed copy, kept beside the source
+/// here. A zone is signed whole when it is first served with its keys (at the start, or once a
+/// reload finds keys or other keys for it); from then on a change of the source re-signs what
+/// the change reaches in the signed copy (`ZoneSigner.signChange`), never the zone.
+///
+/// A value: ServedConfig owns it, works on a copy during a change, and keeps the copy only once
+/// the change is served, so a change refused leaves it as it was.
+package struct ZoneSigning: Sendable {
+    /// How long signatures are valid, and how far before now they start (clocks that lag).
+    package var validity: Duration = .seconds(14 * 86400)
+    package var inceptionOffset: Duration = .seconds(3600)
+
+    /// A signed zone: its keys, the source it was signed from, and the signed copy.
+    struct Copy: Sendable {
+        var keys: [DNSSECKey]
+        var source: Zone
+        var signed: Zone
+    }
+    private(set) var copies: [DNSName: Copy] = [:]
+
+    /// The keys of each zone to sign: the primary zones of `config` whose keys the state directory
+    /// holds (none without a state directory). Blocking: reads the key files.
+    package static func keys(_ config: NearcastConfig) throws(DiagnosticsError) -> [DNSName: [DNSSECKey]] {
+        guard let stateDirectory = config.stateDirectory else { return [:] }
+        let store = DNSSECKeyStore(stateDirectory: stateDirectory)
+        var out: [DNSName: [DNSSECKey]] = [:]
+        for source in config.zones where !source.isSecondary {
+            let keys = try store.keys(of: source.origin)
+            if !keys.isEmpty { out[source.origin] = keys }
+        }
+        return out
+    }
+
+    package init() {}
+
+    /// The signed copies served now, by zone.
+    var signedCopies: [DNSName: Zone] { copies.mapValues(\.signed) }
+
+    /// The names of `signed` whose earliest signature ends before `threshold` (seconds since
+    /// 1970), soonest first, at most `limit`; and whether more were due. A walk over every name
+    /// (a second at a million): on a thread of its own.
+    static func due(in signed: Zone, before threshold: UInt32, limit: Int) -> (names: [DNSName], more: Bool) {
+        var due: [(UInt32, DNSName)] = []
+        signed.forEachName(from: 0, to: signed.nameCount) { name, node in
+            guard let sigs = node.sets.first(where: { $0.type == .rrsig }) else { return }
+            let end = sigs.rdatas.lazy.compactMap { Signature($0)?.expiration }.min() ?? 0
+            if end < threshold { due.append((end, name)) }
+        }
+        guard due.count > limit else { return (due.map(\.1), false) }
+        due.sort { $0.0 < $1.0 }
+        return (due.prefix(limit).map(\.1), true)
+    }
+
+    /// Whether zone `origin` is signed here.
+    package func signs(_ origin: DNSName) -> Bool { copies[origin] != nil }
+
+    /// What `serve` gives: the zones to serve (each signed zone's signed copy), the changes of
+    /// them for the fast path (nil: a whole image), and each signed zone's changeset (what IXFR
+    /// sends) when a change re-signed it, or nil when it was signed whole.
+    package struct Served {
+        package var zones: [Zone]
+        package var changes: [AnswerImage.Change]?
+        package var changesets: [DNSName: ZoneChangeset?] = [:]
+    }
+
+    /// The zones to serve for the sources `zones`, signed with `keys` (nil: the keys as they
+    /// were), and `changes` of the sources (nil: a whole image) made changes of the signed
+    /// copies. `resign`: names of a zone to sign again though their data is unchanged (their
+    /// signatures near their end). Blocking: a zone signed whole costs a signature per RRset.
+    package mutating func serve(
+        _ zones: [Zone], keys: [DNSName: [DNSSECKey]]? = nil, changes: [AnswerImage.Change]?,
+        resign: [DNSName: Set<DNSName>] = [:], now: Date = Date()
+    ) throws -> Served {
+        let keys = keys ?? copies.mapValues(\.keys)
+        var served = Served(zones: [], changes: changes)
+        var next: [DNSName: Copy] = [:]
+        let t = now.timeIntervalSince1970
+        let (inception, expiration) = (UInt32(t - inceptionOffset.seconds), UInt32(t + validity.seconds))
+        func signer(_ k: [DNSSECKey]) -> ZoneSigner {
+            ZoneSigner(keys: k, inception: inception, expiration: expiration)
+        }
+        for zone in zones {
+            guard let k = keys[zone.origin], !k.isEmpty else {
+                // Signed until now: what the fast path holds of it is of the signed copy.
+                if copies[zone.origin] != nil { served.changes = nil }
+                served.zones.append(zone)
+                continue
+            }
+            let copy = copies[zone.origin]
+            let sameKeys = copy.map { $0.keys.map(\.dnskeyRData) == k.map(\.dnskeyRData) } ?? false
+            let again = resign[zone.origin] ?? []
+            let changed = changes?.firstIndex { $0.after.origin == zone.origin }
+            if let copy, sameKeys, zone.isUnchanged(from: copy.source), again.isEmpty {
+                next[zone.origin] = copy
+                served.zones.append(copy.signed)
+                // Names whose answers changed otherwise (geo names): as the signed copy has them.
+                if let i = changed {
+                    served.changes![i] = AnswerImage.Change(
+                        before: copy.signed, after: copy.signed, owners: changes![i].owners)
+                }
+            } else if let copy, sameKeys, let i = changed,
+                changes![i].before.isUnchanged(from: copy.source) || zone.isUnchanged(from: copy.source)
+            {
+                let owners = changes![i].owners.union(again)
+                let made = try signer(k).signChange(copy.signed, to: zone, owners: owners)
+                next[zone.origin] = Copy(keys: k, source: zone, signed: made.zone)
+                served.zones.append(made.zone)
+                served.changes![i] = AnswerImage.Change(before: copy.signed, after: made.zone, owners: made.owners)
+                served.changesets[zone.origin] = .some(
+                    ZoneChangeset.between(copy.signed, made.zone, owners: made.owners))
+            } else {
+                let signed = try signer(k).signWhole(zone)
+                next[zone.origin] = Copy(keys: k, source: zone, signed: signed)
+                served.zones.append(signed)
+                served.changes = nil  // a zone signed whole: the image is made whole
+                served.changesets[zone.origin] = .some(nil)
+            }
+        }
+        copies = next
+        return served
+    }
+
+    /// The zones' histories (IXFR) after `served`: a signed zone's history is of its signed copy
+    /// (the source's changesets lack the signatures), so it gains the signed changeset, or begins
+    /// anew when the zone was signed whole; the other zones' are `histories` as they are.
+    func histories(
+        _ histories: [DNSName: ZoneHistory], before: [DNSName: ZoneHistory], after served: Served
+    ) -> [DNSName: ZoneHistory] {
+        var out = histories
+        for origin in copies.keys {
+            guard let made = served.changesets[origin] else {
+                out[origin] = before[origin]
+                continue
+            }
+            var h = before[origin] ?? ZoneHistory()
+            // (A change that keeps the serial, a fleet's refresh, is one IXFR cannot tell.)
+            if let changeset = made, changeset.serialBefore != changeset.serialAfter,
+                changeset.added.count + changeset.removed.count <= h.recordLimit
+            {
+                h.append(changeset)
+            } else {
+                h.clear()
+            }
+            out[origin] = h
+        }
+        return out
+    }
+}

@@ -1,0 +1,167 @@
+import DNSWire
+import Foundation
+import NearcastTestSupport
+import Testing
+
+/// The daemon signs (issue 34): a zone whose key is in the state directory is served signed
+/// from an unsigned zone file. delv, with the key's DS as its only anchor, validates its answers
+/// and denials; names added, changed and removed through the API, and a record changed in the
+/// file and reloaded, validate at once, with the NSEC records beside them; the zone as
+/// transferred out passes ldns-verify-zone after the changes; the zone file and its journal keep
+/// the data alone, and a restart serves the zone signed again, changes included.
+@Suite(.timeLimit(.minutes(3))) struct DaemonSigningTests {
+    static let token = "signing-test-admin-token-0123456789"
+
+    /// A state directory with a key of example.test made by `nearcast dnssec keygen`; its DS as
+    /// a delv trust anchor.
+    static func keyed(in dir: TemporaryDirectory) throws -> (state: String, anchors: String) {
+        let state = dir.file("state")
+        let made = try TestSupport.run(
+            try TestSupport.product("nearcast"), ["dnssec", "keygen", "example.test", "--state-dir", state])
+        let ds = try #require(made.stdout.split(separator: "\n").first { $0.contains(" DS ") }, "\(made.stderr)")
+        let f = ds.split(separator: " ")  // example.test. IN DS tag alg 2 hex
+        let anchors = try dir.write(
+            "trust-anchors { example.test. static-ds \(f[3]) \(f[4]) \(f[5]) \"\(f[6...].joined())\"; };\n",
+            to: "anchors.conf")
+        return (state, anchors)
+    }
+
+    /// nearcastd serving `zoneFile` as example.test with keys in `state`; `settings`: config lines added.
+    static func start(_ zoneFile: String, state: String, in dir: TemporaryDirectory, settings: String = "") throws
+        -> Daemon
+    {
+        let tokens = try dir.write("admin \(token)\n", to: "tokens")
+        let config = try dir.write(
+            """
+            listen: ["127.0.0.1:0"]
+            state-dir: \(state)
+            zonefile-sync: 1
+            \(settings)
+            api: { listen: "127.0.0.1:0", tokens: \(tokens) }
+            zones:
+              - origin: example.test.
+                file: \(zoneFile)
+                allow-transfer: ["127.0.0.1"]
+            """, to: "config-\(UUID().uuidString).yaml")
+        return try Daemon(["--config", config])
+    }
+
+    /// delv's verdicts on `questions` (name, type, what the answer must hold) asked of `daemon`.
+    static func expectValidated(
+        _ daemon: Daemon, _ anchors: String, _ questions: [(String, String, String)],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        for (name, type, outcome) in questions {
+            let out = try SignedZoneTests.delv(daemon, anchors, name, type)
+            #expect(
+                out.contains("fully validated") && out.contains(outcome), "\(name) \(type):\n\(out)",
+                sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The zone as transferred out passes ldns-verify-zone (every signature, the NSEC chain).
+    static func expectVerified(_ daemon: Daemon, in dir: TemporaryDirectory) throws {
+        let axfr = try TestSupport.run(
+            try TestSupport.tool("kdig"), ["@127.0.0.1", "-p", "\(daemon.dnsPort)", "example.test.", "AXFR"])
+        #expect(axfr.status == 0 && axfr.stdout.contains("NSEC"), "\(axfr.stderr)")
+        let verify = try TestSupport.run(
+            try TestSupport.tool("ldns-verify-zone"), [try dir.write(axfr.stdout, to: "axfr.zone")])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test func aZoneWithKeysIsServedSignedAndStaysSoThroughItsChanges() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-daemon-signs")
+            let (state, anchors) = try Self.keyed(in: dir)
+            let zoneFile = try dir.write(
+                try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
+                to: "example.test.zone")
+            var daemon = try Self.start(zoneFile, state: state, in: dir)
+            defer { daemon.stop() }
+            #expect(daemon.log.contains("zone signed"), "\(daemon.log)")
+            try Self.expectValidated(daemon, anchors, SignedZoneTests.validated)
+            try Self.expectVerified(daemon, in: dir)
+
+            // Through the API: a name added, an RRset changed, a name removed.
+            func cli(_ args: String) throws {
+                let out = try daemon.cli(args.split(separator: " ").map(String.init), token: Self.token)
+                #expect(out.status == 0, "\(args): \(out.stdout)\(out.stderr)")
+            }
+            try cli("record add example.test. new A 192.0.2.50")
+            try cli("record set example.test. www A 192.0.2.9")
+            try cli("record delete example.test. ptr PTR")
+            try Self.expectValidated(
+                daemon, anchors,
+                [
+                    ("new.example.test", "A", "192.0.2.50"), ("new.example.test", "TXT", "nxrrset"),
+                    ("newer.example.test", "A", "nxdomain"), ("www.example.test", "A", "192.0.2.9"),
+                    ("ptr.example.test", "PTR", "nxdomain"), ("mail.example.test", "A", "192.0.2.25"),
+                ])
+            try Self.expectVerified(daemon, in: dir)
+            // The signer's records are its own.
+            let refused = try daemon.cli(
+                ["record", "add", "example.test.", "www", "NSEC", "example.test.", "A"], token: Self.token)
+            #expect(refused.status != 0 && refused.stderr.contains("signed here"), "\(refused.stdout)\(refused.stderr)")
+
+            // The file, once written back (the data alone), changed and reloaded: the change
+            // re-signed, the rest as it was.
+            try poll("the changes written back to the zone file", timeout: 20) {
+                (try String(contentsOfFile: zoneFile, encoding: .utf8)).contains("192.0.2.50")
+            }
+            #expect(!(try String(contentsOfFile: zoneFile, encoding: .utf8)).contains("RRSIG"))
+            let text = try String(contentsOfFile: zoneFile, encoding: .utf8)
+            try text.replacingOccurrences(of: "2026112201", with: "2026112299")
+                .replacingOccurrences(of: "192.0.2.25", with: "192.0.2.26")
+                .write(toFile: zoneFile, atomically: true, encoding: .utf8)
+            let reload = try daemon.cli(["reload"], token: Self.token)
+            #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
+            try Self.expectValidated(
+                daemon, anchors,
+                [("mail.example.test", "A", "192.0.2.26"), ("www.example.test", "AAAA", "2001:db8::1")])
+
+            // A restart signs the zone again, changes included.
+            daemon.stop()
+            daemon = try Self.start(zoneFile, state: state, in: dir)
+            try Self.expectValidated(
+                daemon, anchors, [("new.example.test", "A", "192.0.2.50"), ("mail.example.test", "A", "192.0.2.26")])
+            try Self.expectVerified(daemon, in: dir)
+        }
+    }
+
+    /// The expiration of the signature over `name`'s `type` RRset as `daemon` serves it (its
+    /// YYYYMMDDHHmmSS), and the zone's serial.
+    static func signatureEnd(_ daemon: Daemon, _ name: String, _ type: String) throws -> (String, UInt32) {
+        let sig = try daemon.dig(["+norec", "+dnssec", "+short", name, type]).stdout.split(separator: "\n")
+            .first { $0.hasPrefix("\(type) ") }
+        let soa = try daemon.dig(["+norec", "+short", "example.test.", "SOA"]).stdout.split(separator: " ")
+        return (String(try #require(sig).split(separator: " ")[4]), UInt32(soa.count > 2 ? soa[2] : "") ?? 0)
+    }
+
+    /// Signatures are made anew before they end: with `signature-validity: 60`, once less than
+    /// 30 s of a signature is left one that ends later replaces it, the zone's serial goes up
+    /// (secondaries take the new ones), and the answers validate throughout.
+    @Test func signaturesAreMadeAnewBeforeTheyEnd() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-signatures-refreshed")
+            let (state, anchors) = try Self.keyed(in: dir)
+            let zoneFile = try dir.write(
+                try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
+                to: "example.test.zone")
+            let daemon = try Self.start(zoneFile, state: state, in: dir, settings: "signature-validity: 60")
+            defer { daemon.stop() }
+            let (firstEnd, firstSerial) = try Self.signatureEnd(daemon, "www.example.test.", "A")
+            try poll("a signature made anew", timeout: 60) {
+                try Self.signatureEnd(daemon, "www.example.test.", "A").0 > firstEnd
+            }
+            let (_, serial) = try Self.signatureEnd(daemon, "www.example.test.", "A")
+            #expect(serial > firstSerial, "the serial goes up with the new signatures")
+            #expect(daemon.log.contains("signatures refreshed"), "\(daemon.log)")
+            try Self.expectValidated(
+                daemon, anchors,
+                [("www.example.test", "A", "192.0.2.1"), ("nope.example.test", "A", "nxdomain")])
+            try Self.expectVerified(daemon, in: dir)
+        }
+    }
+}
