@@ -285,7 +285,7 @@ let package = Package(
         .testTarget(
             name: "NearcastDNSSECTests",
             dependencies: [
-                "NearcastDNSSEC", "NearcastZones", "DNSWire", "NearcastTestSupport",
+                "NearcastDNSSEC", "NearcastZones", "DNSWire", "NearcastBasics", "NearcastTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(

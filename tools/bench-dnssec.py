@@ -8,8 +8,12 @@ MX and TXT at every tenth), with one combined ECDSA P-256 key (algorithm 13) and
   - ldns: `ldns-signzone` (one thread), the same;
   - Knot: knotd started on the unsigned file with automatic signing, then `knotc -b zone-sign` (a whole
     re-sign, on its background workers), timed; knotd's peak RSS (VmHWM) after it.
-Each signed zone's RRSIG count is reported, so that the three are seen to sign the same RRsets. Results
-go to stdout and into BENCHMARKS.md between the bench-dnssec markers.
+Each signed zone's RRSIG count is reported, so that the three are seen to sign the same RRsets.
+Then nearcastd itself on the same zone file, without keys and with a key in its state directory (it
+signs the zone whole at its start, then each change where it reaches): start to the last name answered,
+RSS then, and CHANGES record changes through the API (an add, a change, a delete each, as make
+bench-scale times them) from the request to the first answer that shows it, p50 and p99.
+Results go to stdout and into BENCHMARKS.md between the bench-dnssec markers.
 """
 import os
 import re
@@ -22,6 +26,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [int(s) for s in os.environ.get("SIZES", "100000 1000000").split()]
 NEARCAST = os.path.join(ROOT, ".build/release/nearcast")
+NEARCASTD = os.path.join(ROOT, ".build/release/nearcastd")
+CHANGES = int(os.environ.get("CHANGES", "200"))
 ORIGIN = "scale.test."
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
@@ -127,9 +133,49 @@ def run(n, scale):
         shutil.rmtree(dir, ignore_errors=True)
 
 
+def daemon(n, scale, signed):
+    """nearcastd serving the zone of N names, with a key (SIGNED) or without: start to the last name
+    answered, RSS then, and the API's changes timed to answered (p50, p99 in ms, all kinds together)."""
+    work = tempfile.mkdtemp(prefix="nearcast-bench-dnssec-daemon-")
+    try:
+        zone = os.path.join(work, "scale.zone")
+        scale.write_zone(zone, n)
+        state = os.path.join(work, "state")
+        if signed:
+            subprocess.run([NEARCAST, "dnssec", "keygen", ORIGIN, "--state-dir", state], check=True,
+                           capture_output=True)
+        port, aport = scale.free_port(), scale.free_port()
+        with open(os.path.join(work, "tokens"), "w") as f:
+            f.write(f"write {scale.TOKEN}\n")
+        with open(os.path.join(work, "nc.yaml"), "w") as f:
+            f.write(f'listen: ["127.0.0.1:{port}"]\nzones: [{{ origin: {ORIGIN}, file: {zone} }}]\n'
+                    f'api: {{ listen: "127.0.0.1:{aport}", tokens: {work}/tokens }}\nstate-dir: {state}\n')
+        log = open(os.path.join(work, "nc.log"), "w+")
+        t0 = time.monotonic()
+        p = subprocess.Popen([NEARCASTD, "--config", os.path.join(work, "nc.yaml"), "--log-level", "info"],
+                             stdout=log, stderr=log)
+        try:
+            scale.wait_answer(port, f"n{n - 1}.{ORIGIN}", 3600)
+            load = time.monotonic() - t0
+            rss = scale.rss_mib(p.pid)
+            scale.wait_api(aport)
+            scale.CHANGES = CHANGES
+            times = scale.timed_changes(port, aport)
+            log.seek(0)
+            if signed and "zone signed" not in log.read():
+                sys.exit("nearcastd did not sign the zone")
+            return load, rss, scale.percentiles(sum(times.values(), []))
+        finally:
+            p.terminate()
+            p.wait(60)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     scale = load_scale()
     results = [run(n, scale) for n in SIZES]
+    daemons = [(n, daemon(n, scale, False), daemon(n, scale, True)) for n in SIZES]
     lines = [
         "<!-- bench-dnssec:start (written by tools/bench-dnssec.py; do not edit by hand) -->",
         "A whole zone signed (NSEC, one ECDSA P-256 combined key), the zone of `make bench-scale`: "
@@ -146,6 +192,22 @@ def main():
             f"| {r['n']:,} | sign (s) | {c[0]:.1f} | {l[0]:.1f} | {k[0]:.1f} |",
             f"| | peak RSS (MiB) | {c[1]:.0f} | {l[1]:.0f} | {k[1]:.0f} |",
             f"| | RRSIGs | {c[2]:,} | {l[2]:,} | {k[2]:,} |",
+        ]
+    lines += [
+        "",
+        f"nearcastd serving the same zone, unsigned and signed by itself (a key in its state directory; "
+        f"signed whole at its start): start to the last name answered, RSS then, and {CHANGES} each of record "
+        "adds, changes and deletes through the API timed to the first answer that shows them (the signed "
+        "zone's re-signed where they reach: the name, the apex, the NSEC predecessor).",
+        "",
+        "| names | | unsigned | signed |",
+        "|---:|---|---:|---:|",
+    ]
+    for n, u, g in daemons:
+        lines += [
+            f"| {n:,} | start to answered (s) | {u[0]:.1f} | {g[0]:.1f} |",
+            f"| | RSS (MiB) | {u[1]:.0f} | {g[1]:.0f} |",
+            f"| | a change, p50 / p99 (ms) | {u[2][0]:.1f} / {u[2][1]:.1f} | {g[2][0]:.1f} / {g[2][1]:.1f} |",
         ]
     lines.append("<!-- bench-dnssec:end -->")
     table = "\n".join(lines)

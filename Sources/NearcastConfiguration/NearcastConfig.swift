@@ -97,6 +97,10 @@ public struct NearcastConfig: Sendable {
     /// are made); each is made anew once less than half of that is left (docs/ARCHITECTURE.md
     /// §18). As Knot's `rrsig-lifetime`.
     public var signatureValidity: Int = 14 * 86_400
+    /// Seconds a change of a zone signed here takes to reach every server that serves it (its
+    /// secondaries): how long a key rollover waits beyond the TTLs (RFC 7583's Dprp). As Knot's
+    /// `propagation-delay`.
+    public var propagationDelay: Int = 3600
     /// The XDP fast path; off unless interfaces are named.
     public var xdp = XDPSettings()
     /// The management API; off unless an address is given.
@@ -150,7 +154,9 @@ public struct NearcastConfig: Sendable {
     }
 
     static let knownKeys = [
-        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "signature-validity", "xdp", "api",
+        "listen", "zones", "max-udp-payload", "tcp-idle-timeout", "zonefile-sync", "signature-validity",
+        "propagation-delay",
+        "xdp", "api",
         "geo", "state-dir",
         "tsig", "store",
         "rrl", "cookies", "identity", "dnstap",
@@ -281,6 +287,12 @@ public struct NearcastConfig: Sendable {
                     continue
                 }
                 config.signatureValidity = n
+            case "propagation-delay":
+                guard let n = v.int, (0...86_400).contains(n) else {
+                    fail(v, "propagation-delay must be a number of seconds from 0 to 86400")
+                    continue
+                }
+                config.propagationDelay = n
             case "identity":
                 // A TXT character-string and an NSID hold it: 255 octets at most.
                 guard let name = v.string, name.utf8.count <= 255 else {

@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import Logging
 import NearcastBasics
+import NearcastDNSSEC
 import NearcastZones
 import ServiceLifecycle
 
@@ -15,60 +16,115 @@ extension ServedConfig {
     /// The most names one refresh signs again in a zone: about a second of signing on two cores.
     static let refreshBatch = 5_000
 
-    /// One round of the refresh at `now`; whether a zone had more names due than a batch (the
-    /// caller comes back soon rather than at its interval).
-    package func refreshSignatures(now: Date = Date()) async -> Bool {
+    /// One round of the refresh at `now`: for each signed zone, its keys read again (a rollover's
+    /// new key comes so, and the times of its steps go back so), the rollover's next step
+    /// scheduled, and the names due signed again. How long until the next round: two seconds
+    /// while a zone has more names due than a round signs, else `refreshInterval` or the next
+    /// step of a rollover if that comes sooner.
+    package func refreshSignatures(now: Date = Date()) async -> Duration {
         let half = running.signatureValidity / 2
         let threshold = UInt32(clamping: Int(now.timeIntervalSince1970) + half)
-        var more = false
+        var wait = refreshInterval
+        let store = running.stateDirectory.map(DNSSECKeyStore.init(stateDirectory:))
         for (origin, signed) in signing.signedCopies {
-            guard
-                let due = try? await onOwnThread(
-                    name: "nc-signing", background: true,
-                    {
-                        ZoneSigning.due(in: signed, before: threshold, limit: Self.refreshBatch)
-                    }), !due.names.isEmpty
-            else { continue }
-            more = more || due.more
-            await takeTurn()
-            defer { endTurn() }
-            guard let i = zones.firstIndex(where: { $0.origin == origin }), signing.signs(origin) else { continue }
-            let started = ContinuousClock.now
+            var keys = signing.copies[origin]?.keys ?? []
             do {
-                if shared == nil {
-                    // A change of the serial alone, which re-signs the names due.
-                    let zone = zones[i]
-                    let (changed, changeset) = try zone.replacing(
-                        [], serial: zone.serial &+ 1, source: "signature refresh \(origin)")
-                    try await commit(i, changed, changeset, started: started, resign: Set(due.names))
-                } else {
-                    // A fleet's serial is the store's: the signatures are made anew under it.
-                    let zone = zones[i]
-                    _ = try await switchTo(
-                        running, zones, started: started, oneChange: true,
-                        zoneChanges: [.init(before: zone, after: zone, owners: [])],
-                        resign: [origin: Set(due.names)])
-                }
-                logger.info(
-                    "signatures refreshed",
-                    metadata: [
-                        "zone": "\(origin)", "names": "\(due.names.count)", "more-due": "\(due.more)",
-                        "serial": "\(zones[i].serial)", "ms": "\((ContinuousClock.now - started).seconds * 1000)",
-                    ])
+                if let store { keys = try store.keys(of: origin) }
             } catch {
-                logger.error("signatures not refreshed", metadata: ["zone": "\(origin)", "why": "\(error)"])
+                logger.error("the zone's keys cannot be read", metadata: ["zone": "\(origin)", "why": "\(error)"])
             }
+            let signers = Set(ZoneSigning.signer(keys, at: now, inUse: [], 0, 0).keys.map(\.keyTag))
+            guard
+                var due = try? await onOwnThread(
+                    name: "nc-signing", background: true,
+                    { ZoneSigning.due(in: signed, before: threshold, signers: signers, limit: Self.refreshBatch) })
+            else { continue }
+            // The keys published now: as their timing says, and any whose signatures are still
+            // in the zone. The apex is due when its DNSKEY RRset is not them.
+            signing.inUse[origin] = due.inUse
+            let published = ZoneSigning.signer(keys, at: now, inUse: due.inUse, 0, 0).published
+            if ZoneSigning.keysDiffer(signed, published), !due.names.contains(origin) { due.names.append(origin) }
+            // A rollover's next step, in the keys' files.
+            let intervals = KeyRollover.Intervals(
+                propagation: TimeInterval(running.propagationDelay), dnskeyTTL: TimeInterval(signed.soa.ttl),
+                largestTTL: TimeInterval(due.largestTTL),
+                resign: Double(signed.nameCount) / Double(Self.refreshBatch) * 3 + 10)
+            let (scheduled, changed) = KeyRollover.schedule(keys, at: now, intervals)
+            for key in changed {
+                do {
+                    try store?.update(key)
+                    logger.notice(
+                        "key rollover scheduled",
+                        metadata: [
+                            "zone": "\(origin)", "key": "\(key.keyTag)",
+                            "activate": "\(key.timing.activate.map { "\($0)" } ?? "-")",
+                            "inactive": "\(key.timing.inactive.map { "\($0)" } ?? "-")",
+                            "delete": "\(key.timing.delete.map { "\($0)" } ?? "-")",
+                        ])
+                } catch {
+                    logger.error(
+                        "a key's file cannot be written", metadata: ["key": "\(key.keyTag)", "why": "\(error)"])
+                }
+            }
+            keys = scheduled
+            if let next = KeyRollover.nextEvent(keys, after: now) {
+                wait = min(wait, .seconds(max(1, next.timeIntervalSince(now) + 0.5)))
+            }
+            guard !due.names.isEmpty else { continue }
+            if due.more { wait = .seconds(2) }
+            await resign(origin, due.names, keys: keys, more: due.more)
         }
-        return more
+        return wait
+    }
+
+    /// Signs `names` of zone `origin` again, with `keys`, in one change of the zone.
+    func resign(_ origin: DNSName, _ names: [DNSName], keys: [DNSSECKey], more: Bool) async {
+        await takeTurn()
+        defer { endTurn() }
+        guard let i = zones.firstIndex(where: { $0.origin == origin }), signing.signs(origin) else { return }
+        let started = ContinuousClock.now
+        let allKeys = signing.keys(with: keys, for: origin)
+        do {
+            let source = running.zones[i]
+            if shared == nil && !zones[i].fromSeveralFiles && source.catalog != .produce {
+                // A change of the serial alone, which re-signs the names due.
+                let zone = zones[i]
+                let (changed, changeset) = try zone.replacing(
+                    [], serial: zone.serial &+ 1, source: "signature refresh \(origin)")
+                try await commit(i, changed, changeset, started: started, resign: Set(names), keys: allKeys)
+            } else {
+                // A fleet's serial is the store's, and a zone read from several files, or a
+                // catalog made here, is not written back: the signatures are made anew under
+                // the serial they have.
+                let zone = zones[i]
+                _ = try await switchTo(
+                    running, zones, started: started, oneChange: true,
+                    zoneChanges: [.init(before: zone, after: zone, owners: [])], keys: allKeys,
+                    resign: [origin: Set(names)])
+            }
+            logger.info(
+                "signatures refreshed",
+                metadata: [
+                    "zone": "\(origin)", "names": "\(names.count)", "more-due": "\(more)",
+                    "serial": "\(zones[i].serial)", "ms": "\((ContinuousClock.now - started).seconds * 1000)",
+                ])
+        } catch {
+            logger.error("signatures not refreshed", metadata: ["zone": "\(origin)", "why": "\(error)"])
+        }
     }
 
     /// How long the refresh waits between rounds: a twentieth of the validity, at most an hour.
     var refreshInterval: Duration { .seconds(min(running.signatureValidity / 20, 3600)) }
+
+    /// Whether a reload asked for a round now (and the request taken).
+    func takeRefreshRequest() -> Bool {
+        defer { refreshRequested = false }
+        return refreshRequested
+    }
 }
 
 /// Runs the signatures' refresh (`ServedConfig.refreshSignatures`) until the daemon's group
-/// shuts down: a round every `refreshInterval`, or every two seconds while zones have more
-/// names due than a round signs.
+/// shuts down: a round when the last one says, or at once after a reload.
 package struct SignatureRefresh: Service {
     let served: ServedConfig
 
@@ -76,9 +132,13 @@ package struct SignatureRefresh: Service {
 
     package func run() async {
         while true {
-            let more = await served.refreshSignatures()
-            let wait = more ? .seconds(2) : await served.refreshInterval
-            guard (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: wait) })) != nil else { return }
+            let until = ContinuousClock.now + (await served.refreshSignatures())
+            // A second at a time, so that a reload's request for a round is taken at once.
+            while ContinuousClock.now < until {
+                guard (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: .seconds(1)) })) != nil
+                else { return }
+                if await served.takeRefreshRequest() { break }
+            }
         }
     }
 }

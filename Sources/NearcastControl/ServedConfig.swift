@@ -99,6 +99,8 @@ package actor ServedConfig {
     /// The zones signed here: their keys, and the signed copy of each that is served
     /// (ZoneSigning); `zones` holds their sources.
     var signing: ZoneSigning
+    /// A reload asks the signatures' refresh for a round now (keys may have come or changed).
+    var refreshRequested = false
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -322,6 +324,7 @@ package actor ServedConfig {
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
+        refreshRequested = true
         switch geo {
         case .none: break
         case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)
@@ -642,7 +645,7 @@ package actor ServedConfig {
     /// leaves the journal and what is served as they were. The caller holds the turn.
     func commit(
         _ i: Int, _ changed: Zone, _ changeset: ZoneChangeset, started: ContinuousClock.Instant,
-        resign: Set<DNSName> = []
+        resign: Set<DNSName> = [], keys: [DNSName: [DNSSECKey]]? = nil
     )
         async throws(ZoneEditError)
     {
@@ -670,7 +673,7 @@ package actor ServedConfig {
             _ = try await switchTo(
                 running, next, started: started, oneChange: true,
                 zoneChanges: [AnswerImage.Change(before: zone, after: changed, owners: owners)], histories: histories,
-                resign: resign.isEmpty ? [:] : [source.origin: resign])
+                keys: keys, resign: resign.isEmpty ? [:] : [source.origin: resign])
         } catch {
             // As it was: the old data is still served, and the journal must not replay the change.
             if let journalSize { truncate(journal, off_t(journalSize)) } else { unlink(journal) }

@@ -24,11 +24,34 @@ package struct ZoneSigning: Sendable {
 
     /// A signed zone: its keys, the source it was signed from, and the signed copy.
     struct Copy: Sendable {
+        /// The zone's keys, whatever their state.
         var keys: [DNSSECKey]
+        /// The tags of the keys that signed it last.
+        var signers: [UInt16]
         var source: Zone
         var signed: Zone
     }
     private(set) var copies: [DNSName: Copy] = [:]
+    /// The tags of the keys each zone's signed copy still has signatures of (the refresh's last
+    /// walk over it): such a key stays published, whatever its timing says, until none is left.
+    var inUse: [DNSName: Set<UInt16>] = [:]
+
+    /// The signer of a zone with `keys` at `now`: the keys active then sign, the keys published
+    /// then (and those whose signatures are still in the zone, `inUse`) are its DNSKEY RRset.
+    static func signer(
+        _ keys: [DNSSECKey], at now: Date, inUse: Set<UInt16>, _ inception: UInt32, _ expiration: UInt32
+    ) -> ZoneSigner {
+        let active = keys.filter { $0.timing.isActive(at: now) }
+        let published = keys.filter { $0.timing.isPublished(at: now) || inUse.contains($0.keyTag) }
+        return ZoneSigner(keys: active, published: published, inception: inception, expiration: expiration)
+    }
+
+    /// The keys of each zone signed here, with `origin`'s replaced by `keys`.
+    func keys(with keys: [DNSSECKey], for origin: DNSName) -> [DNSName: [DNSSECKey]] {
+        var all = copies.mapValues(\.keys)
+        all[origin] = keys
+        return all
+    }
 
     /// The keys of each zone to sign: the primary zones of `config` whose keys the state directory
     /// holds (none without a state directory). Blocking: reads the key files.
@@ -51,16 +74,43 @@ package struct ZoneSigning: Sendable {
     /// The names of `signed` whose earliest signature ends before `threshold` (seconds since
     /// 1970), soonest first, at most `limit`; and whether more were due. A walk over every name
     /// (a second at a million): on a thread of its own.
-    static func due(in signed: Zone, before threshold: UInt32, limit: Int) -> (names: [DNSName], more: Bool) {
+    ///
+    /// Due too: a name signed by a key that no longer signs (a rollover's old key; soonest, as
+    /// if its signatures had ended). With them, the tags of every key that signed something, and
+    /// the largest TTL signed (RFC 7583's TTLsig).
+    static func due(in signed: Zone, before threshold: UInt32, signers: Set<UInt16>, limit: Int) -> Due {
         var due: [(UInt32, DNSName)] = []
+        var (inUse, largestTTL) = (Set<UInt16>(), UInt32(0))
         signed.forEachName(from: 0, to: signed.nameCount) { name, node in
             guard let sigs = node.sets.first(where: { $0.type == .rrsig }) else { return }
-            let end = sigs.rdatas.lazy.compactMap { Signature($0)?.expiration }.min() ?? 0
+            var end = UInt32.max
+            for rd in sigs.rdatas {
+                guard let s = Signature(rd) else { continue }
+                inUse.insert(s.keyTag)
+                largestTTL = max(largestTTL, s.originalTTL)
+                end = min(end, signers.contains(s.keyTag) ? s.expiration : 0)
+            }
             if end < threshold { due.append((end, name)) }
         }
-        guard due.count > limit else { return (due.map(\.1), false) }
-        due.sort { $0.0 < $1.0 }
-        return (due.prefix(limit).map(\.1), true)
+        let more = due.count > limit
+        if more { due.sort { $0.0 < $1.0 } }
+        return Due(names: due.prefix(limit).map(\.1), more: more, inUse: inUse, largestTTL: largestTTL)
+    }
+
+    /// What `due` found.
+    struct Due: Sendable {
+        var names: [DNSName]
+        var more: Bool
+        var inUse: Set<UInt16>
+        var largestTTL: UInt32
+    }
+
+    /// Whether the apex of `signed` has a DNSKEY RRset other than `published`'s keys.
+    static func keysDiffer(_ signed: Zone, _ published: [DNSSECKey]) -> Bool {
+        let now = (signed.rrset(signed.origin, .dnskey)?.rdatas ?? []).compactMap { rd -> [UInt8]? in
+            if case .unknown(let b) = rd { b } else { nil }
+        }
+        return Set(now) != Set(published.map(\.dnskeyRData))
     }
 
     /// Whether zone `origin` is signed here.
@@ -73,6 +123,8 @@ package struct ZoneSigning: Sendable {
         package var zones: [Zone]
         package var changes: [AnswerImage.Change]?
         package var changesets: [DNSName: ZoneChangeset?] = [:]
+        /// Zones signed until now and served unsigned from now on (their keys gone).
+        package var unsigned: Set<DNSName> = []
     }
 
     /// The zones to serve for the sources `zones`, signed with `keys` (nil: the keys as they
@@ -88,22 +140,30 @@ package struct ZoneSigning: Sendable {
         var next: [DNSName: Copy] = [:]
         let t = now.timeIntervalSince1970
         let (inception, expiration) = (UInt32(t - inceptionOffset.seconds), UInt32(t + validity.seconds))
-        func signer(_ k: [DNSSECKey]) -> ZoneSigner {
-            ZoneSigner(keys: k, inception: inception, expiration: expiration)
-        }
         for zone in zones {
-            guard let k = keys[zone.origin], !k.isEmpty else {
+            let k = keys[zone.origin] ?? []
+            let signer = Self.signer(k, at: now, inUse: inUse[zone.origin] ?? [], inception, expiration)
+            guard !signer.keys.isEmpty else {
                 // Signed until now: what the fast path holds of it is of the signed copy.
-                if copies[zone.origin] != nil { served.changes = nil }
+                if copies[zone.origin] != nil {
+                    served.changes = nil
+                    served.unsigned.insert(zone.origin)
+                }
                 served.zones.append(zone)
                 continue
             }
             let copy = copies[zone.origin]
-            let sameKeys = copy.map { $0.keys.map(\.dnskeyRData) == k.map(\.dnskeyRData) } ?? false
+            // The copy goes on being changed while a key that signed it is still published (its
+            // signatures valid): a rollover's new key takes over name by name (the refresh's
+            // rounds). Keys all replaced at once: the zone is signed whole anew.
+            let sameKeys =
+                copy.map { c in
+                    c.signers.contains { tag in signer.published.contains { $0.keyTag == tag } }
+                } ?? false
             let again = resign[zone.origin] ?? []
             let changed = changes?.firstIndex { $0.after.origin == zone.origin }
             if let copy, sameKeys, zone.isUnchanged(from: copy.source), again.isEmpty {
-                next[zone.origin] = copy
+                next[zone.origin] = Copy(keys: k, signers: copy.signers, source: copy.source, signed: copy.signed)
                 served.zones.append(copy.signed)
                 // Names whose answers changed otherwise (geo names): as the signed copy has them.
                 if let i = changed {
@@ -114,15 +174,15 @@ package struct ZoneSigning: Sendable {
                 changes![i].before.isUnchanged(from: copy.source) || zone.isUnchanged(from: copy.source)
             {
                 let owners = changes![i].owners.union(again)
-                let made = try signer(k).signChange(copy.signed, to: zone, owners: owners)
-                next[zone.origin] = Copy(keys: k, source: zone, signed: made.zone)
+                let made = try signer.signChange(copy.signed, to: zone, owners: owners)
+                next[zone.origin] = Copy(keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: made.zone)
                 served.zones.append(made.zone)
                 served.changes![i] = AnswerImage.Change(before: copy.signed, after: made.zone, owners: made.owners)
                 served.changesets[zone.origin] = .some(
                     ZoneChangeset.between(copy.signed, made.zone, owners: made.owners))
             } else {
-                let signed = try signer(k).signWhole(zone)
-                next[zone.origin] = Copy(keys: k, source: zone, signed: signed)
+                let signed = try signer.signWhole(zone)
+                next[zone.origin] = Copy(keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: signed)
                 served.zones.append(signed)
                 served.changes = nil  // a zone signed whole: the image is made whole
                 served.changesets[zone.origin] = .some(nil)
@@ -139,6 +199,7 @@ package struct ZoneSigning: Sendable {
         _ histories: [DNSName: ZoneHistory], before: [DNSName: ZoneHistory], after served: Served
     ) -> [DNSName: ZoneHistory] {
         var out = histories
+        for origin in served.unsigned { out[origin] = ZoneHistory() }  // its history was of the copy
         for origin in copies.keys {
             guard let made = served.changesets[origin] else {
                 out[origin] = before[origin]

@@ -42,6 +42,12 @@ public struct DNSSECKey: Sendable {
     /// 257: a key-signing (or combined) key, whose DS the parent holds; 256: a zone-signing key.
     public let flags: UInt16
     let key: PrivateKey
+    /// When it is published and signs (its file's timing fields).
+    public var timing = KeyTiming()
+
+    /// Whether it is a zone-signing key (the SEP bit clear): it signs the zone's data, and the
+    /// key-signing or combined keys sign the DNSKEY RRset.
+    public var isZSK: Bool { flags & 1 == 0 }
 
     /// Flags of a combined or key-signing key (ZONE and SEP), and of a zone-signing key (ZONE).
     public static let csk: UInt16 = 257

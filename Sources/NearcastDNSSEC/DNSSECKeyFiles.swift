@@ -12,17 +12,36 @@ import Glibc
 /// Knot's `keymgr import-bind`.
 public enum DNSSECKeyFile {
     /// The `.private` file's text.
+    /// Its timing fields are the key's (`KeyTiming`); a key with none is published and active
+    /// from `created`.
     public static func privateText(_ key: DNSSECKey, created: Date = Date()) -> String {
-        let stamp = timestamp(created)
-        return """
+        var t = key.timing
+        if t == KeyTiming() { (t.publish, t.activate) = (created, created) }
+        var text = """
             Private-key-format: v1.3
             Algorithm: \(key.algorithm.rawValue) (\(key.algorithm))
             PrivateKey: \(Data(key.privateBytes).base64EncodedString())
-            Created: \(stamp)
-            Publish: \(stamp)
-            Activate: \(stamp)
+            Created: \(timestamp(created))
 
             """
+        for (field, date) in [
+            ("Publish", t.publish), ("Activate", t.activate), ("Inactive", t.inactive), ("Delete", t.delete),
+        ] {
+            if let date { text += "\(field): \(timestamp(date))\n" }
+        }
+        return text
+    }
+
+    /// A YYYYMMDDHHMMSS timestamp (UTC) as a date; nil when it is not one.
+    static func date(_ text: String) -> Date? {
+        guard text.count == 14, text.allSatisfy(\.isNumber) else { return nil }
+        let d = Array(text).map { Int(String($0))! }
+        func n(_ from: Int, _ count: Int) -> Int32 { Int32(d[from..<from + count].reduce(0) { $0 * 10 + $1 }) }
+        var parts = tm()
+        (parts.tm_year, parts.tm_mon, parts.tm_mday) = (n(0, 4) - 1900, n(4, 2) - 1, n(6, 2))
+        (parts.tm_hour, parts.tm_min, parts.tm_sec) = (n(8, 2), n(10, 2), n(12, 2))
+        let t = timegm(&parts)
+        return t < 0 ? nil : Date(timeIntervalSince1970: TimeInterval(t))
     }
 
     /// The `.key` file's text: the DNSKEY record, after comments saying what it is.
@@ -57,6 +76,7 @@ public enum DNSSECKeyFile {
         }
         var algorithm: DNSSECKey.Algorithm?
         var secret: (bytes: [UInt8], line: Int)?
+        var timing = KeyTiming()
         for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -76,6 +96,16 @@ public enum DNSSECKeyFile {
                     throw fail(privateFile, i + 1, "PrivateKey is not base64")
                 }
                 secret = (Array(d), i + 1)
+            case "Publish", "Activate", "Inactive", "Delete":
+                guard let date = date(value) else {
+                    throw fail(privateFile, i + 1, "\(field) is not a time as YYYYMMDDHHMMSS")
+                }
+                switch field {
+                case "Publish": timing.publish = date
+                case "Activate": timing.activate = date
+                case "Inactive": timing.inactive = date
+                default: timing.delete = date
+                }
             default: continue
             }
         }
@@ -87,7 +117,9 @@ public enum DNSSECKeyFile {
             flags = try publicFlags(pub, file: publicFile, zone: zone)
         }
         do {
-            return try DNSSECKey(zone: zone, algorithm: algorithm, flags: flags, privateBytes: secret.bytes)
+            var key = try DNSSECKey(zone: zone, algorithm: algorithm, flags: flags, privateBytes: secret.bytes)
+            key.timing = timing
+            return key
         } catch {
             throw fail(privateFile, secret.line, "PrivateKey is not a \(algorithm) private key: \(error)")
         }

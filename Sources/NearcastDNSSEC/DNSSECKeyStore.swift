@@ -31,6 +31,12 @@ public struct DNSSECKeyStore: Sendable {
         return keys.sorted { $0.keyTag < $1.keyTag }
     }
 
+    /// Writes `key`'s files anew (its timing changed), whole or not at all.
+    public func update(_ key: DNSSECKey, created: Date = Date()) throws {
+        let base = directory(of: key.zone) + "/" + key.fileBase
+        try DurableFile.replace(base + ".private", with: Array(DNSSECKeyFile.privateText(key, created: created).utf8))
+    }
+
     /// Keeps `key` with the zone's keys; the paths of its private and public files. A key of the
     /// same algorithm and tag already there is an error (a tag names a key in RRSIGs and DS).
     @discardableResult

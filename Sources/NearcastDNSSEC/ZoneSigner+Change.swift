@@ -43,9 +43,7 @@ extension ZoneSigner {
                 data.append((name, type, new))
             }
         }
-        let dnskey = RRSet(
-            name: origin, type: .dnskey, ttl: source.soa.ttl, rdatas: keys.map { .unknown($0.dnskeyRData) })
-        data.append((origin, .dnskey, dnskey))
+        data.append((origin, .dnskey, dnskeySet(source)))
         var zone = try signed.changing(data, source: "signing \(origin)")
 
         // The names that the chain links, and the ones it should: linked in with a placeholder

@@ -15,13 +15,32 @@ import NearcastZones
 /// of their predecessors only. The chain lets the zone be walked, which hides nothing a GeoDNS's
 /// service names need hidden, and NSEC3's hashing would add little against it (RFC 9276).
 public struct ZoneSigner: Sendable {
+    /// The keys that sign: the zone-signing keys the zone's data (or, with none, the others), and
+    /// every one the DNSKEY RRset.
     public let keys: [DNSSECKey]
+    /// The keys in the DNSKEY RRset: those that sign, and those a rollover publishes before they
+    /// sign or after they stop (RFC 7583 §3.2).
+    public let published: [DNSSECKey]
     /// Signatures valid from `inception` to `expiration`, seconds since 1970 (RFC 4034 §3.1.5).
     public let inception: UInt32
     public let expiration: UInt32
 
-    public init(keys: [DNSSECKey], inception: UInt32, expiration: UInt32) {
+    public init(keys: [DNSSECKey], published: [DNSSECKey]? = nil, inception: UInt32, expiration: UInt32) {
         (self.keys, self.inception, self.expiration) = (keys, inception, expiration)
+        var all = published ?? keys
+        for k in keys where !all.contains(where: { $0.dnskeyRData == k.dnskeyRData }) { all.append(k) }
+        self.published = all
+    }
+
+    /// The zone's DNSKEY RRset: the published keys', with the SOA's TTL.
+    func dnskeySet(_ zone: Zone) -> RRSet {
+        RRSet(name: zone.origin, type: .dnskey, ttl: zone.soa.ttl, rdatas: published.map { .unknown($0.dnskeyRData) })
+    }
+
+    /// The keys that sign an RRset of `type`.
+    func signers(of type: RRType) -> [DNSSECKey] {
+        guard type != .dnskey, keys.contains(where: \.isZSK) else { return keys }
+        return keys.filter(\.isZSK)
     }
 
     /// Whether the signer replaces the RRset of `type` at `name`: signatures and denial anywhere,
@@ -43,8 +62,7 @@ public struct ZoneSigner: Sendable {
             owners.append((name, sets, node.isDelegation))
         }
         let order = CanonicalNames(owners.map(\.0))
-        let dnskey = RRSet(
-            name: origin, type: .dnskey, ttl: zone.soa.ttl, rdatas: keys.map { .unknown($0.dnskeyRData) })
+        let dnskey = dnskeySet(zone)
         let nsecTTL = zone.negativeSOA.ttl  // RFC 9077: min(SOA TTL, MINIMUM)
 
         var out: [ResourceRecord] = []
@@ -93,7 +111,7 @@ public struct ZoneSigner: Sendable {
         if owner.isWildcard { labels -= 1 }
         let rdatas = set.rdatas.map { Canonical.rdata($0, type: set.type) }.sorted { $0.lexicographicallyPrecedes($1) }
         var out: [ResourceRecord] = []
-        for key in keys {
+        for key in signers(of: set.type) {
             var head: [UInt8] = []
             head += Self.u16(set.type.rawValue) + [key.algorithm.rawValue, UInt8(labels)] + Self.u32(set.ttl)
             head += Self.u32(expiration) + Self.u32(inception) + Self.u16(key.keyTag) + origin.lowercased().wire

@@ -7,6 +7,8 @@ public struct Signature: Sendable {
     public let originalTTL: UInt32
     /// When it stops being valid, seconds since 1970 (RFC 4034 §3.1.5).
     public let expiration: UInt32
+    /// The tag of the key that made it.
+    public let keyTag: UInt16
 
     /// The fields of `rdata`, an RRSIG's; nil when it is too short to be one.
     public init?(_ rdata: RData) {
@@ -15,7 +17,7 @@ public struct Signature: Sendable {
             UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])
         }
         typeCovered = RRType(UInt16(b[0]) << 8 | UInt16(b[1]))
-        (originalTTL, expiration) = (u32(4), u32(8))
+        (originalTTL, expiration, keyTag) = (u32(4), u32(8), UInt16(b[16]) << 8 | UInt16(b[17]))
     }
 }
 

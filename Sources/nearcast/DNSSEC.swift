@@ -10,7 +10,7 @@ import NearcastZones
 struct DNSSEC: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dnssec", abstract: "DNSSEC keys (RFC 4034), kept in the state directory.",
-        subcommands: [KeyGen.self, DS.self, Import.self, Sign.self])
+        subcommands: [KeyGen.self, DS.self, Import.self, Sign.self, Roll.self])
 
     /// Where the keys are: the config's state directory, or one given.
     struct Place: ParsableArguments {
@@ -68,6 +68,39 @@ struct DNSSEC: ParsableCommand {
             let (privateFile, _) = try place.store().add(key)
             print("; key \(key.keyTag), \(key.algorithm), flags \(key.flags): \(privateFile)")
             if !zsk { print(key.dsText) }
+        }
+    }
+
+    /// `nearcast dnssec roll ZONE`: a ZSK rollover by pre-publication, begun.
+    struct Roll: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "roll",
+            abstract: "Begin a rollover of a zone's zone-signing key (RFC 7583 pre-publication).",
+            discussion: """
+                A new ZSK of the current one's algorithm is kept in the state directory, published from \
+                now and not active. nearcastd carries the rollover through (at its next round of \
+                signatures, or at once after a reload): it activates the new key once it has been \
+                published for the DNSKEY TTL and the propagation delay, re-signs the zone with it, and \
+                removes the old key once its signatures have expired from caches. The steps' times are \
+                written into the keys' files, so a restart carries on.
+                """)
+
+        @Argument(help: "The zone.")
+        var zone: String
+
+        @OptionGroup var place: Place
+
+        func run() throws {
+            let store = try place.store()
+            let origin = try DNSSEC.zone(zone)
+            let keys = try store.keys(of: origin)
+            switch KeyRollover.successor(in: keys, at: Date()) {
+            case .failure(let refusal): throw ValidationError("\(origin): \(refusal)")
+            case .success(let key):
+                let (privateFile, _) = try store.add(key)
+                print("; key \(key.keyTag), \(key.algorithm), a ZSK published from now: \(privateFile)")
+                print("; reload nearcastd to begin at once (`nearcast reload`), or it begins at its next round")
+            }
         }
     }
 

@@ -164,4 +164,114 @@ import Testing
             try Self.expectVerified(daemon, in: dir)
         }
     }
+
+    /// A zone with a 2-second TTL everywhere, and a combined key (its DS the anchor) and a ZSK.
+    static let shortLived = """
+        $ORIGIN example.test.
+        $TTL 2
+        @    SOA ns1 hostmaster 2026112801 3600 600 1209600 2
+        @    NS  ns1
+        ns1  A   127.0.0.1
+        www  A   192.0.2.1
+        mail A   192.0.2.25
+        """
+
+    /// A ZSK rollover by pre-publication (RFC 7583 §3.2) through all its steps, with 2-second
+    /// TTLs and a propagation delay of a second, Unbound validating throughout: `nearcast dnssec
+    /// roll` and a reload begin it; the new key is published beside the old, then signs the zone
+    /// in its place, then the old key leaves the DNSKEY RRset. Every answer Unbound gives on the
+    /// way is secure (AD); the keys' files hold the steps' times.
+    @Test func aZoneSigningKeyIsRolledWhileAValidatorTrustsTheZone() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-key-rollover")
+            let (state, anchors) = try Self.keyed(in: dir)
+            let cli = try TestSupport.product("nearcast")
+            let zsk = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--zsk", "--state-dir", state])
+            let oldTag = try #require(
+                zsk.stdout.split(separator: " ").dropFirst(2).first.flatMap { Int($0.trimmingCharacters(in: [","])) },
+                "\(zsk.stdout)\(zsk.stderr)")
+            let zoneFile = try dir.write(Self.shortLived, to: "example.test.zone")
+            let daemon = try Self.start(
+                zoneFile, state: state, in: dir, settings: "signature-validity: 3600\npropagation-delay: 1")
+            defer { daemon.stop() }
+            let anchor = try String(contentsOfFile: anchors, encoding: .utf8)
+                .replacingOccurrences(of: "trust-anchors { ", with: "").replacingOccurrences(
+                    of: "static-ds ", with: "DS "
+                )
+                .replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "; };", with: "")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let port = try TestSupport.unusedPort()
+            let config = try dir.write(
+                """
+                server:
+                  interface: 127.0.0.1@\(port)
+                  do-ip6: no
+                  do-not-query-localhost: no
+                  username: ""
+                  chroot: ""
+                  directory: "\(dir.path)"
+                  pidfile: "\(dir.path)/unbound.pid"
+                  use-syslog: no
+                  verbosity: 1
+                  val-log-level: 2
+                  module-config: "validator iterator"
+                  trust-anchor: "\(anchor)"
+                  access-control: 127.0.0.0/8 allow
+                  local-zone: "test." nodefault
+                remote-control:
+                  control-enable: no
+                stub-zone:
+                  name: "example.test"
+                  stub-addr: 127.0.0.1@\(daemon.dnsPort)
+                """, to: "unbound.conf")
+            let unbound = try ServerProcess(try TestSupport.tool("unbound"), ["-d", "-c", config])
+            defer { unbound.stop() }
+            func resolve(_ name: String, _ type: String) throws -> String {
+                try TestSupport.run(
+                    try TestSupport.tool("dig"),
+                    ["@127.0.0.1", "-p", "\(port)", "+dnssec", "+tries=1", "+time=2", name, type]
+                ).stdout
+            }
+            try unbound.waitUntilReady { (try? resolve("www.example.test", "A").contains(" ad")) == true }
+            /// The tags of the keys in the DNSKEY RRset, and the tag that signs www's A.
+            func keys() throws -> (dnskey: Set<Int>, signer: Int?) {
+                let tags = try daemon.dig(["+norec", "+multiline", "example.test.", "DNSKEY"]).stdout
+                    .components(separatedBy: "key id = ").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
+                let sig = try daemon.dig(["+norec", "+dnssec", "+short", "www.example.test.", "A"]).stdout
+                    .split(separator: "\n").first { $0.hasPrefix("A ") }?.split(separator: " ")
+                return (Set(tags), sig.flatMap { $0.count > 6 ? Int($0[6]) : nil })
+            }
+            let before = try keys()
+            #expect(before.dnskey.count == 2 && before.signer == oldTag, "\(before)")
+
+            let roll = try TestSupport.run(cli, ["dnssec", "roll", "example.test", "--state-dir", state])
+            #expect(roll.status == 0, "\(roll.stdout)\(roll.stderr)")
+            let reload = try daemon.cli(["reload"], token: Self.token)
+            #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
+            // Through every step, each answer Unbound gives is secure.
+            var seen: [Set<Int>] = []
+            var insecure: [String] = []
+            try poll("the old key gone from the DNSKEY RRset", timeout: 90) {
+                for (name, type) in [("www.example.test", "A"), ("nope.example.test", "A")] {
+                    let out = try resolve(name, type)
+                    if !out.contains(" ad") { insecure.append("\(name) \(type): \(out)") }
+                }
+                let now = try keys()
+                if seen.last != now.dnskey { seen.append(now.dnskey) }
+                return !now.dnskey.contains(oldTag) && now.signer != oldTag
+            }
+            #expect(insecure.isEmpty, "\(insecure.prefix(3))")
+            let newTag = try #require(keys().signer)
+            #expect(newTag != oldTag)
+            #expect(
+                seen.contains { $0.count == 3 && $0.contains(oldTag) && $0.contains(newTag) },
+                "published together: \(seen)")
+            #expect(daemon.log.contains("key rollover scheduled"), "\(daemon.log)")
+            let files = try FileManager.default.contentsOfDirectory(atPath: state + "/dnssec/example.test")
+            let old = try #require(files.first { $0.hasSuffix(String(format: "%05d.private", oldTag)) })
+            let text = try String(contentsOfFile: state + "/dnssec/example.test/" + old, encoding: .utf8)
+            #expect(text.contains("Inactive: ") && text.contains("Delete: "), "\(text)")
+            try Self.expectVerified(daemon, in: dir)
+        }
+    }
 }

@@ -207,7 +207,8 @@ import Glibc
         }
         #expect(
             order == [
-                "management API", "secondary zones' refresh", "NOTIFY to secondaries", "DNS cookie secrets",
+                "management API", "secondary zones' refresh", "signature refresh", "NOTIFY to secondaries",
+                "DNS cookie secrets",
                 "health checks", "DNS listeners",
                 "event loops",
             ], "\(log)")
