@@ -325,6 +325,7 @@ package actor ServedConfig {
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
         refreshRequested = true
+        ZoneSigning.warn(about: signing.geoNamesInSignedZones(next.geo), logger)
         switch geo {
         case .none: break
         case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)

@@ -1,9 +1,11 @@
 import DNSWire
 import Foundation
+import Logging
 import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
 import NearcastDNSSEC
+import NearcastGeo
 import NearcastTransfer
 import NearcastZones
 
@@ -111,6 +113,21 @@ package struct ZoneSigning: Sendable {
             if case .unknown(let b) = rd { b } else { nil }
         }
         return Set(now) != Set(published.map(\.dnskeyRData))
+    }
+
+    /// The geo names of `geo` in zones signed here. Their answers are not signed yet, and the
+    /// zone's NSEC records cover their names: a validator rejects their answers, and one that uses
+    /// NSEC records aggressively (RFC 8198) may take them for names that do not exist.
+    package func geoNamesInSignedZones(_ geo: GeoConfig) -> [DNSName] {
+        geo.names.map(\.name).filter { n in copies.keys.contains { n.isSubdomain(of: $0) } }
+    }
+
+    /// Says that `names` (`geoNamesInSignedZones`) are not signed.
+    package static func warn(about names: [DNSName], _ logger: Logger) {
+        guard !names.isEmpty else { return }
+        logger.warning(
+            "geo names in signed zones are answered unsigned: validators reject them; keep them out of signed zones",
+            metadata: ["names": "\(names.map(\.description).joined(separator: " "))"])
     }
 
     /// Whether zone `origin` is signed here.

@@ -75,6 +75,7 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
+        ZoneSigning.warn(about: data.signing.geoNamesInSignedZones(cfg.geo), logger)
         for (source, z) in zip(cfg.zones, data.zones) {
             logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"])
             // The journal read again, for its changesets: a start replayed it onto the file.
