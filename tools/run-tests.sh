@@ -13,7 +13,7 @@ set -uo pipefail
 bin=$1
 shift
 compute='^(BPFKitTests|NearcastDataPathTests|XDPFuzz)\.|\.(ZoneChangeTests|ChangedZoneDifferentialTests|LargeZoneWriteBackTests)/'
-serial='\.(XDPEndToEndTests|FleetHealthTests|DebianPackageTests)/'
+serial='\.(XDPEndToEndTests|FleetHealthTests|DebianPackageTests|DaemonSigningTests)/'
 run() { "$bin" --testing-library swift-testing --verbose "$@"; }
 
 rc=0
@@ -21,7 +21,9 @@ rc=0
 # them, then those that run in the test process. As one process, on two cores, the daemons' tests
 # held both threads of the pool while they waited, and tests of a millisecond with a time limit of
 # a minute waited 56 s for a thread (a slower machine, past their limit). Alone, the daemons' tests
-# take about 45 s; their suites have time limits of two minutes and more.
+# take about 45 s; their suites have time limits of two minutes and more. DaemonSigningTests (half
+# a minute of daemons signing, a validator beside them) runs with the serialized suites: in this
+# part it made the others' wait for a thread 66 s.
 daemons='^NearcastServerTests\.'
 run --filter "$daemons" --skip "$compute" --skip "$serial" "$@"
 status=$?
