@@ -212,7 +212,7 @@ let package = Package(
             name: "xdpbench",
             dependencies: [
                 "BPFKit", "DNSWire", "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
-                "NearcastConfiguration", "NearcastDataPath",
+                "NearcastConfiguration", "NearcastDataPath", "NearcastDNSSEC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -127,6 +127,8 @@ static __always_inline int nc_step_question(void *data, void *data_end, struct n
 		return nc_exit(NC_DROP_MALFORMED, XDP_DROP);
 	f->question_read = f->reason == NC_ANSWERED;
 	s->nx = 0;
+	s->rec_flags = 0;
+	s->proof_len = 0;
 	s->geo = 0;
 	s->geo_node = NC_TALLY_NO_NODE;
 	return NC_NEXT;
@@ -162,14 +164,20 @@ static __always_inline void nc_step_answer(void *data, void *data_end, struct nc
 		f->ans = f->reason == NC_ANSWERED ? &s->answer : NULL;
 	} else if (found == 1 + NC_KIND_STATIC) {
 		f->ans = &s->answer;
-	} else if (found != NC_FOUND_OTHER && nc_negative(s->gen, found)) {
+	} else if (found != NC_FOUND_OTHER && found != NC_FOUND_UNSIGNED && nc_negative(s->gen, found)) {
 		/* NODATA, or a name that does not exist: the reply, built in the scratch map. */
 		f->ans = &s->answer;
 	} else {
-		f->reason = NC_PASS_MISS;
+		/* DO in a signed zone: the signed answer is missing, or proofs only the slow path has. */
+		f->reason = found == NC_FOUND_UNSIGNED || (s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED))
+				    ? NC_PASS_DNSSEC
+				    : NC_PASS_MISS;
 	}
-	/* DO=1 in a signed zone: the slow path answers with the signatures and proofs. */
-	if (f->ans && s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED)) {
+	/*
+	 * DO=1 in a signed zone without the signed answer (a geo name's; an NXDOMAIN): the slow path
+	 * answers with the signatures and proofs.
+	 */
+	if (f->ans && s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED) && !s->signed_answer) {
 		f->ans = NULL;
 		f->reason = NC_PASS_DNSSEC;
 	}

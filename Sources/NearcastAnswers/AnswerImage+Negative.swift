@@ -22,7 +22,7 @@ import NearcastZones
 extension AnswerImage {
     /// A zone's negative answer: the slow path's NXDOMAIN, taken for a question `questionLength`
     /// octets long, with the compression pointers at `pointers` in its sections.
-    public struct Negative: Hashable, Sendable {
+    public struct Negative: Hashable, Sendable, NegativeSections {
         /// The NXDOMAIN's flags word with RD clear; a NODATA's has RCODE 0.
         public var flags: UInt16
         public var nscount: UInt16
@@ -31,6 +31,44 @@ extension AnswerImage {
         public var pointers: [Int]
         /// The lower-cased wire name of the zone (the rate limiter's class for NXDOMAINs).
         public var zone: [UInt8]
+        /// In a signed zone, the part of a NODATA with the DO bit that every name's shares.
+        public var signed: SignedSOA?
+    }
+
+    /// A signed zone's NODATA to a query with the DO bit, up to the name's own proof: the SOA and
+    /// its signatures, taken at the anchor (its NODATA), whose pointers move with the query's
+    /// length as the negative answer's do. A name's proof (the NSEC at it, or what the slow path
+    /// sends there, and their signatures) is its record's own (`signedDenial`), sent after it.
+    public struct SignedSOA: Hashable, Sendable, NegativeSections {
+        /// A NODATA's flags word with RD clear.
+        public var flags: UInt16
+        public var nscount: UInt16
+        public var sections: [UInt8]
+        public var questionLength: Int
+        public var pointers: [Int]
+
+        /// Its sections for a question `length` octets long: each pointer moved by the
+        /// difference, as the fast path moves them.
+        func sections(forQuestionLength length: Int) -> [UInt8] {
+            var moved = sections
+            for at in pointers {
+                let to = (Int(sections[at] & 0x3F) << 8 | Int(sections[at + 1])) + length - questionLength
+                moved[at] = 0xC0 | UInt8((to >> 8) & 0x3F)
+                moved[at + 1] = UInt8(to & 0xFF)
+            }
+            return moved
+        }
+    }
+
+    /// What a negative answer's record holds (NC_KIND_NEGATIVE): the sections of a reply taken
+    /// for a question `questionLength` octets long, with the compression pointers at `pointers`,
+    /// which move with the query's length.
+    public protocol NegativeSections {
+        var flags: UInt16 { get }
+        var nscount: UInt16 { get }
+        var sections: [UInt8] { get }
+        var questionLength: Int { get }
+        var pointers: [Int] { get }
     }
 
     /// Compression pointers a negative answer may hold (NC_NX_PTRS): the SOA's owner, MNAME, RNAME.
@@ -79,9 +117,66 @@ extension AnswerImage {
             return nil
         }
         guard taken.sections.count + negativeHeadBytes <= maxSections else { return nil }
+        var signed: SignedSOA?
+        if zone.isSigned, nodata != nil, let d = signedNODATA(anchor, responder: responder),
+            d.soa.count + negativeHeadBytes <= maxSections
+        {
+            let pointers = d.pointers.filter { $0 < d.soa.count }
+            if pointers.count <= negativePointersMax {
+                signed = SignedSOA(
+                    flags: d.flags, nscount: 2, sections: Array(d.soa), questionLength: anchor.wire.count,
+                    pointers: pointers)
+            }
+        }
         return Negative(
             flags: taken.flags, nscount: 1, sections: taken.sections, questionLength: taken.length,
-            pointers: taken.pointers, zone: zone.origin.lowercased().wire)
+            pointers: taken.pointers, zone: zone.origin.lowercased().wire, signed: signed)
+    }
+
+    /// The slow path's NODATA to `name` (a type no record has) asked with the DO bit, split
+    /// where its name's own proof starts: the SOA and its signatures first (`soa`), then the
+    /// proof (`proof`, `proofCount` records), the reply's OPT left out; with its flags (RD
+    /// clear) and the offsets of the compression pointers in its sections. Nil when the reply
+    /// is not that shape.
+    static func signedNODATA(_ name: DNSName, responder: Responder) -> (
+        flags: UInt16, soa: ArraySlice<UInt8>, proof: ArraySlice<UInt8>, proofCount: Int, pointers: [Int]
+    )? {
+        guard let reply = responder.respond(to: plainQuery(name, probeType, dnssec: true), transport: .tcp),
+            reply.count >= 12, let opt = plainOPTStart(reply)
+        else { return nil }
+        func u16(_ at: Int) -> Int { Int(reply[at]) << 8 | Int(reply[at + 1]) }
+        let flags = UInt16(u16(2))
+        // Authoritative, NOERROR, no answer, the SOA, its signature and a proof, the OPT alone.
+        guard flags & 0x0400 != 0, flags & 0x0200 == 0, flags & 0x000F == 0, u16(6) == 0, u16(8) >= 3, u16(10) == 1
+        else { return nil }
+        let start = 12 + name.wire.count + 4
+        guard start <= opt else { return nil }
+        let sections = Array(reply[start..<opt])
+        guard let records = SectionRecords(sections, count: u16(8)), records.types.count == u16(8),
+            records.types[0] == RRType.soa.rawValue, records.types[1] == RRType.rrsig.rawValue,
+            !records.types[2...].contains(RRType.soa.rawValue)
+        else { return nil }
+        let split = records.ends[1]
+        return (flags & ~0x0100, sections[..<split], sections[split...], u16(8) - 2, records.pointers)
+    }
+
+    /// `name`'s part of its signed NODATA (type 0, NC_QTYPE_NEGATIVE; the fast path sends its
+    /// anchor's `soa` before it): the name's proof, from the slow path's NODATA there with the DO
+    /// bit. Nil unless the rest of that reply is `soa` moved to the name's length, and every
+    /// pointer in the proof points into the question, so that it reads the same after whatever
+    /// the fast path puts before it.
+    static func signedDenial(_ name: DNSName, _ soa: SignedSOA, responder: Responder, maxSections: Int) -> Answer? {
+        guard let d = signedNODATA(name, responder: responder), d.proof.count <= maxSections,
+            d.soa.elementsEqual(soa.sections(forQuestionLength: name.wire.count))
+        else { return nil }
+        let questionEnd = 12 + name.wire.count + 4
+        for at in d.pointers where at >= d.proof.startIndex {
+            guard Int(d.proof[at] & 0x3F) << 8 | Int(d.proof[at + 1]) < questionEnd else { return nil }
+        }
+        let proof = Array(d.proof)
+        return Answer(
+            qtype: 0, flags: d.flags, ancount: 0, nscount: UInt16(d.proofCount), arcount: 0, sections: proof,
+            checksum: onesComplementSum(proof))
     }
 
     /// The anchors of `zone`'s negative answers, lower-cased (the apex first), and the closest
@@ -162,30 +257,57 @@ extension AnswerImage {
     /// The offsets of the compression pointers in `sections`, which hold one SOA record (owner,
     /// fixed fields, MNAME, RNAME, five numbers); nil when it is not that shape.
     static func soaPointers(_ sections: [UInt8]) -> [Int]? {
+        guard let r = SectionRecords(sections, count: 1), r.types == [RRType.soa.rawValue] else { return nil }
+        return r.pointers
+    }
+
+    /// The records of a reply's sections, read as far as the fast path needs: each one's type
+    /// and where it ends, and the offsets of the compression pointers in their owners and an
+    /// SOA's names. Other data is not read for names: those the negative answers hold (RRSIG,
+    /// NSEC, NSEC3) have none compressed (RFC 4034 §3.1.7, §4.1.1; RFC 5155 §3.2).
+    struct SectionRecords {
+        var types: [UInt16] = []
+        var ends: [Int] = []
         var pointers: [Int] = []
-        var i = 0
-        func name() -> Bool {
-            while i < sections.count {
-                let b = sections[i]
-                if b == 0 {
-                    i += 1
-                    return true
+
+        /// `count` records that take the whole of `sections`, or nil.
+        init?(_ sections: [UInt8], count: Int) {
+            var i = 0
+            var pointers: [Int] = []
+            func name() -> Bool {
+                while i < sections.count {
+                    let b = sections[i]
+                    if b == 0 {
+                        i += 1
+                        return true
+                    }
+                    if b & 0xC0 == 0xC0 {
+                        guard i + 1 < sections.count else { return false }
+                        pointers.append(i)
+                        i += 2
+                        return true
+                    }
+                    guard b < 64 else { return false }
+                    i += Int(b) + 1
                 }
-                if b & 0xC0 == 0xC0 {
-                    guard i + 1 < sections.count else { return false }
-                    pointers.append(i)
-                    i += 2
-                    return true
-                }
-                guard b < 64 else { return false }
-                i += Int(b) + 1
+                return false
             }
-            return false
+            for _ in 0..<count {
+                guard name(), i + 10 <= sections.count else { return nil }
+                let type = UInt16(sections[i]) << 8 | UInt16(sections[i + 1])
+                let end = i + 10 + (Int(sections[i + 8]) << 8 | Int(sections[i + 9]))
+                i += 10
+                if type == RRType.soa.rawValue {
+                    guard name(), name() else { return nil }
+                    i += 20
+                }
+                guard end <= sections.count, type != RRType.soa.rawValue || i == end else { return nil }
+                i = end
+                types.append(type)
+                ends.append(end)
+            }
+            guard i == sections.count else { return nil }
+            self.pointers = pointers
         }
-        guard name() else { return nil }
-        i += 10  // type, class, TTL, RDLENGTH
-        guard name(), name() else { return nil }
-        i += 20
-        return i == sections.count ? pointers : nil
     }
 }

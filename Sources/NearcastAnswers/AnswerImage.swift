@@ -50,9 +50,12 @@ public struct AnswerImage: Sendable {
         public var negative: Negative?
         /// Types whose answers depend on the client (geo names): the fast path adds them.
         public var geoTypes: [UInt16] = []
-        /// The name's zone is signed: a query with the DO bit is the slow path's, which adds the
-        /// signatures and proofs (docs/ARCHITECTURE.md §18).
+        /// The name's zone is signed: a query with the DO bit is answered with `signedAnswers`,
+        /// or is the slow path's, which adds the signatures and proofs (docs/ARCHITECTURE.md §18).
         public var signed = false
+        /// In a signed zone, the answers to the questions of `answers` asked with the DO bit:
+        /// each RRset with its signatures (the reply's OPT left out, as in every answer).
+        public var signedAnswers: [Answer] = []
 
         public init(name: [UInt8]) { self.name = name }
     }
@@ -60,6 +63,9 @@ public struct AnswerImage: Sendable {
     public var names: [Name]
     /// Answers left out because their sections exceed the fast path's capacity.
     public var tooBig: Int
+
+    /// RRSIG, NSEC and NSEC3, which only a resolver's debugging asks.
+    static let dnssecTypes: Set<UInt16> = [RRType.rrsig.rawValue, RRType.nsec.rawValue, RRType.nsec3.rawValue]
 
     /// The types asked of a CNAME's owner beside those its chain ends at (its answer is the chain,
     /// one for each type asked): those clients ask of nearly every name.
@@ -271,7 +277,32 @@ public struct AnswerImage: Sendable {
             if n.nodata || n.nxdomain { n.apexLength = anchor.wire.count }
             if n.name == anchor.wire { n.negative = c.negatives[anchor] }
         }
+        if c.signed {
+            let soa = n.nodata ? c.negatives[anchor]?.signed : nil
+            n.signedAnswers = signedAnswers(
+                of: n, name: lowercased, soa, c, responder: responder, maxSections: maxSections)
+        }
         return n
+    }
+
+    /// The signed answers of `n` (`Name.signedAnswers`), `name` lower-cased: the answer to each
+    /// of its questions asked with the DO bit, then its part of the signed NODATA (type 0,
+    /// `signedDenial`) where `soa` (its anchor's) is the rest, then those of the DNSSEC types,
+    /// which only a resolver's debugging asks: a record that cannot hold them all leaves the last
+    /// out.
+    static func signedAnswers(
+        of n: Name, name: DNSName, _ soa: SignedSOA?, _ c: ZoneContext, responder: Responder, maxSections: Int
+    ) -> [Answer] {
+        func signed(_ answers: [Answer]) -> [Answer] {
+            answers.compactMap { a in
+                answer(
+                    name: name, type: RRType(a.qtype), responder: responder, from: c.servedFrom,
+                    maxSections: maxSections, dnssec: true) ?? nil
+            }
+        }
+        let denial = soa.flatMap { signedDenial(name, $0, responder: responder, maxSections: maxSections) }
+        return signed(n.answers.filter { !dnssecTypes.contains($0.qtype) }) + (denial.map { [$0] } ?? [])
+            + signed(n.answers.filter { dnssecTypes.contains($0.qtype) })
     }
 
     /// The types a CNAME's owner is asked: CNAME, those asked of every name, and those of the
@@ -291,12 +322,14 @@ public struct AnswerImage: Sendable {
     /// The answer to one question: nil when the reply is not a positive authoritative answer with
     /// nothing in its authority section, `.some(nil)` when it is but does not fit `maxSections`.
     /// `zone`: the zone the responder answers `name` from, when known (`ZoneContext.servedFrom`).
-    static func answer(name: DNSName, type: RRType, responder: Responder, from zone: Zone?, maxSections: Int)
-        -> Answer??
-    {
+    /// `dnssec`: asked with the DO bit, the answer without the reply's OPT (the fast path writes
+    /// its own, DO echoed), nil when that OPT is not the plain one last.
+    static func answer(
+        name: DNSName, type: RRType, responder: Responder, from zone: Zone?, maxSections: Int, dnssec: Bool = false
+    ) -> Answer?? {
         let reply =
-            zone.map { responder.plainReply(name, type, zone: $0) }
-            ?? responder.respond(to: plainQuery(name, type), transport: .tcp)
+            zone.map { responder.plainReply(name, type, zone: $0, dnssec: dnssec) }
+            ?? responder.respond(to: plainQuery(name, type, dnssec: dnssec), transport: .tcp)
         guard let reply, reply.count >= 12 else { return nil }
         func u16(_ at: Int) -> UInt16 { UInt16(reply[at]) << 8 | UInt16(reply[at + 1]) }
         let flags = u16(2)
@@ -306,12 +339,29 @@ public struct AnswerImage: Sendable {
         guard flags & 0x0400 != 0, flags & 0x0200 == 0, flags & 0x000F == 0, u16(6) > 0, u16(8) == 0 else {
             return nil
         }
+        var arcount = u16(10)
+        var end = reply.count
+        if dnssec {
+            guard arcount > 0, let opt = plainOPTStart(reply) else { return nil }
+            arcount -= 1
+            end = opt
+        }
         let start = 12 + name.wire.count + 4
-        let sections = Array(reply[start...])
+        let sections = Array(reply[start..<end])
         guard sections.count <= maxSections else { return .some(nil) }
         return Answer(
-            qtype: type.rawValue, flags: flags & ~0x0100, ancount: u16(6), nscount: u16(8), arcount: u16(10),
+            qtype: type.rawValue, flags: flags & ~0x0100, ancount: u16(6), nscount: u16(8), arcount: arcount,
             sections: sections, checksum: Self.onesComplementSum(sections))
+    }
+
+    /// Where the reply's OPT starts when it is last and plain: the root, type OPT, any size,
+    /// RCODE and version 0, DO and no other flag, no option.
+    static func plainOPTStart(_ reply: [UInt8]) -> Int? {
+        let at = reply.count - 11
+        guard at >= 12, reply[at] == 0, reply[at + 1] == 0, reply[at + 2] == 41,
+            reply[(at + 5)..<(at + 11)].elementsEqual([0, 0, 0x80, 0, 0, 0])
+        else { return nil }
+        return at
     }
 
     /// The answer to the plain question of `set`'s type about `owner`, which `set` answers as it
@@ -347,13 +397,18 @@ public struct AnswerImage: Sendable {
     }
 
     /// The plain question of `name` and `type`: ID 0, no flags, class IN, nothing else (as
-    /// `DNSMessage` writes it, without building one: the image asks millions).
-    static func plainQuery(_ name: DNSName, _ type: RRType) -> [UInt8] {
+    /// `DNSMessage` writes it, without building one: the image asks millions); `dnssec`, and an
+    /// OPT with the DO bit and no option.
+    static func plainQuery(_ name: DNSName, _ type: RRType, dnssec: Bool = false) -> [UInt8] {
         var q = [UInt8](repeating: 0, count: 12)
-        q.reserveCapacity(12 + name.wire.count + 4)
+        q.reserveCapacity(12 + name.wire.count + 4 + 11)
         q[5] = 1  // QDCOUNT
         q += name.wire
         q += [UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xFF), 0, 1]
+        if dnssec {
+            q[11] = 1  // ARCOUNT
+            q += [0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]  // OPT: 4096 octets, DO
+        }
         return q
     }
 

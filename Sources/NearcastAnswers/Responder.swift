@@ -170,15 +170,19 @@ public struct Responder: Sendable {
         return bytes
     }
 
-    /// The reply to the plain question of `name` and `type` (ID 0, no flags, class IN, no EDNS)
-    /// over TCP, `zone` being the zone `authority` answers `name` from: what `respond(to:transport:)`
-    /// answers that query (`AnswerImage.plainQuery`), without writing it, parsing it again and
-    /// looking its zone up. The answer image asks millions of them.
-    func plainReply(_ name: DNSName, _ type: RRType, zone: Zone) -> [UInt8] {
+    /// The reply to the plain question of `name` and `type` (ID 0, no flags, class IN, no EDNS;
+    /// `dnssec`: an OPT with the DO bit and no option) over TCP, `zone` being the zone
+    /// `authority` answers `name` from: what `respond(to:transport:)` answers that query
+    /// (`AnswerImage.plainQuery`), without writing it, parsing it again and looking its zone up.
+    /// The answer image asks millions of them.
+    func plainReply(_ name: DNSName, _ type: RRType, zone: Zone, dnssec: Bool = false) -> [UInt8] {
         // Zone transfers are answered before any zone is looked at.
-        if type == .axfr || type == .ixfr { return respond(to: AnswerImage.plainQuery(name, type), transport: .tcp)! }
+        if type == .axfr || type == .ixfr {
+            return respond(to: AnswerImage.plainQuery(name, type, dnssec: dnssec), transport: .tcp)!
+        }
+        let edns = dnssec ? EDNS(udpPayloadSize: maxUDPPayload, dnssecOK: true) : nil
         return dataReply(
-            Self.plainHeader, DNSQuestion(name: name, type: type), zone: zone, client: nil, subnet: nil, edns: nil,
+            Self.plainHeader, DNSQuestion(name: name, type: type), zone: zone, client: nil, subnet: nil, edns: edns,
             limit: sizeLimit(nil, .tcp))
     }
 

@@ -146,7 +146,7 @@ extension FastPath {
                     negativeZones[i!] = negative.zone
                 }
                 let (entry, _) = NamesTable.record(
-                    name: n.name, flags: 0, negative: 0, answers: [FastPath.encodeNegative(negative)])
+                    name: n.name, flags: 0, negative: 0, answers: FastPath.encodeNegatives(negative))
                 let slot = Int(generation * FastPath.negativesMax + Int(i!)) * 8
                 let old = fp.negativeWords.word(at: slot)
                 if old != 0, let e = fp.record(at: UInt32(truncatingIfNeeded: old)), e == entry { continue }

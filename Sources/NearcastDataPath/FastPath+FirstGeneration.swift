@@ -46,7 +46,7 @@ extension FastPath {
             let source = RecordSource(n, geo: own, negative: last.negative(of: n, in: negatives), nxdomain: n.nxdomain)
             if made.records.count == 1024 { made.expect(expected) }
             made.append(slot: 0, hash: NamesTable.hash(name: n.name), length: source.length) { source.write(into: $0) }
-            answers += n.answers.count
+            answers += n.answers.count + n.signedAnswers.count
             tooBig += source.tooBig
         }
     }

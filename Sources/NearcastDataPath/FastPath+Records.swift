@@ -253,11 +253,13 @@ extension FastPath {
         init(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) {
             name = n.name
             self.negative = negative
-            answers = RecordAnswers(own: n.answers, geo: geo)
-            let (length, kept) = NamesTable.encodeRecord(
+            answers = RecordAnswers(own: n.answers, geo: geo, signed: n.signedAnswers)
+            let (length, kept, leading) = NamesTable.encodeRecord(
                 name: name, flags: 0, negative: negative, answers: answers, into: nil)
+            // The signed answers come last, so a record without room for them keeps the rest
+            // (a query with DO then passes: NC_FOUND_UNSIGNED).
             let nodata =
-                negative != 0 && n.nodata && kept == answers.count
+                negative != 0 && n.nodata && leading >= n.answers.count + geo.count
                 && n.geoTypes.allSatisfy { t in geo.contains { $0.qtype == t } }
             flags =
                 UInt8(nodata ? NC_NAME_NODATA : 0) | UInt8(negative != 0 && nxdomain ? NC_NAME_NXDOMAIN : 0)
@@ -272,22 +274,28 @@ extension FastPath {
         }
     }
 
-    /// A name's answers as its record's: the image's, then the geo ones, seen as one collection
-    /// without an array of them made (a million names' records made one each).
+    /// A name's answers as its record's: the image's, then the geo ones, then the image's signed
+    /// ones (NC_AT_SIGNED), seen as one collection without an array of them made (a million
+    /// names' records made one each).
     struct RecordAnswers: RandomAccessCollection {
         let own: [AnswerImage.Answer]
         let geo: [NamesTable.Answer]
+        let signed: [AnswerImage.Answer]
         var startIndex: Int { 0 }
-        var endIndex: Int { own.count + geo.count }
+        var endIndex: Int { own.count + geo.count + signed.count }
 
         subscript(i: Int) -> NamesTable.Answer {
-            guard i < own.count else { return geo[i - own.count] }
-            let a = own[i]
-            return NamesTable.Answer(
+            if i < own.count { return Self.entry(own[i], signed: false) }
+            if i < own.count + geo.count { return geo[i - own.count] }
+            return Self.entry(signed[i - own.count - geo.count], signed: true)
+        }
+
+        static func entry(_ a: AnswerImage.Answer, signed: Bool) -> NamesTable.Answer {
+            NamesTable.Answer(
                 qtype: a.qtype,
                 head: .init(
                     flags: a.flags, ancount: a.ancount, nscount: a.nscount, arcount: a.arcount, checksum: a.checksum),
-                sections: a.sections)
+                sections: a.sections, signed: signed)
         }
     }
 
@@ -323,17 +331,26 @@ extension FastPath {
             }
             out[name] = i
             zones[i] = negative.zone
-            let (entry, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: [encodeNegative(negative)])
+            let (entry, _) = NamesTable.record(name: name, flags: 0, negative: 0, answers: encodeNegatives(negative))
             records.append((i, entry))
         }
         return (records, out, zones, leftOut)
     }
 
-    /// A negative answer (AnswerImage+Negative.swift) as the answer of its record: kind
-    /// NC_KIND_NEGATIVE under NC_QTYPE_NEGATIVE, its struct nc_nx_head before the sections.
-    static func encodeNegative(_ n: AnswerImage.Negative) -> NamesTable.Answer {
+    /// A negative answer (AnswerImage+Negative.swift) as the answers of its record: its own, and
+    /// in a signed zone the signed one (NC_AT_SIGNED: the SOA and its signatures, which a name's
+    /// NODATA proof follows).
+    static func encodeNegatives(_ n: AnswerImage.Negative) -> [NamesTable.Answer] {
+        var signed = n.signed.map { encodeNegative($0, zone: n.zone) }
+        signed?.signed = true
+        return [encodeNegative(n, zone: n.zone)] + (signed.map { [$0] } ?? [])
+    }
+
+    /// A negative answer as an answer of its record: kind NC_KIND_NEGATIVE under
+    /// NC_QTYPE_NEGATIVE, its struct nc_nx_head before the sections.
+    static func encodeNegative(_ n: AnswerImage.NegativeSections, zone: [UInt8]) -> NamesTable.Answer {
         var head = nc_nx_head()
-        head.zone = NamesTable.hash(name: n.zone)
+        head.zone = NamesTable.hash(name: zone)
         head.qname_len = UInt16(n.questionLength)
         head.nptrs = UInt16(n.pointers.count)
         var zeroed = n.sections

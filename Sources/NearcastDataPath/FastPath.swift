@@ -529,12 +529,14 @@ public final class FastPath: Sendable {
             names in
             var part = TableNeeds(names: names.count)
             for n in names {
-                part.answers += n.answers.count
-                part.recordBytes += 8 + padded(n.name.count) + padded(4 * (n.answers.count + n.geoTypes.count + 1))
+                let answers = n.answers.count + n.signedAnswers.count
+                part.answers += answers
+                part.recordBytes += 8 + padded(n.name.count) + padded(4 * (answers + n.geoTypes.count + 1))
                 part.recordBytes += n.answers.reduce(0) { $0 + 16 + padded($1.sections.count) }
+                part.recordBytes += n.signedAnswers.reduce(0) { $0 + 16 + padded($1.sections.count) }
                 part.recordBytes += n.geoTypes.count * (16 + MemoryLayout<nc_geo_name>.size)
-                if let neg = n.negative {
-                    part.recordBytes += 16 + MemoryLayout<nc_nx_head>.size + padded(neg.sections.count)
+                for sections in [n.negative?.sections, n.negative?.signed?.sections].compactMap({ $0 }) {
+                    part.recordBytes += 16 + MemoryLayout<nc_nx_head>.size + padded(sections.count)
                 }
             }
             return part

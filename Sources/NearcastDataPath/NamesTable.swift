@@ -104,11 +104,13 @@ struct NamesTable: Equatable {
         var kind: UInt8 = 0
     }
 
-    /// One answer of a record: its type, head and sections.
+    /// One answer of a record: its type, head and sections, and whether it is the answer to a
+    /// query with the DO bit (NC_AT_SIGNED in its directory entry).
     struct Answer {
         var qtype: UInt16
         var head: AnswerHead
         var sections: [UInt8]
+        var signed = false
 
         /// The bytes it takes in a record: struct nc_answer's head and the sections padded to 8.
         var length: Int { 16 + (sections.count + 7) & ~7 }
@@ -122,7 +124,8 @@ struct NamesTable: Equatable {
     static func record<Answers: RandomAccessCollection<Answer>>(
         name: [UInt8], hash known: UInt64? = nil, flags: UInt8, negative: UInt16, answers: Answers
     ) -> (entry: Entry, complete: Bool) {
-        let (length, kept) = encodeRecord(name: name, flags: flags, negative: negative, answers: answers, into: nil)
+        let (length, kept, _) = encodeRecord(
+            name: name, flags: flags, negative: negative, answers: answers, into: nil)
         let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
             encodeRecord(
                 name: name, flags: flags, negative: negative, answers: answers,
@@ -133,13 +136,14 @@ struct NamesTable: Equatable {
     }
 
     /// `record`'s bytes written to the start of `out` (which has room for them, and is 8-aligned
-    /// in the arena), or with `out` nil only measured: their length, and how many of `answers`
-    /// they keep. The two share one pass's rules, so a record measured first and written later
-    /// (a first generation's, straight into the arena) takes exactly the room measured.
+    /// in the arena), or with `out` nil only measured: their length, how many of `answers` they
+    /// keep, and how many they keep before the first left out. The two share one pass's rules,
+    /// so a record measured first and written later (a first generation's, straight into the
+    /// arena) takes exactly the room measured.
     @discardableResult
     static func encodeRecord<Answers: RandomAccessCollection<Answer>>(
         name: [UInt8], flags: UInt8, negative: UInt16, answers: Answers, into out: UnsafeMutableRawBufferPointer?
-    ) -> (length: Int, kept: Int) {
+    ) -> (length: Int, kept: Int, leading: Int) {
         func padded(_ n: Int) -> Int { (n + 7) & ~7 }
         let nameEnd = 8 + padded(name.count)
         // Which answers are kept, on the stack, and the record written in place: a generation
@@ -147,17 +151,21 @@ struct NamesTable: Equatable {
         // head) was an allocation and a free.
         return withUnsafeTemporaryAllocation(of: Answers.Index.self, capacity: typesMax) { kept in
             var count = 0
+            var leading: Int?
             var at = nameEnd + padded(4 * min(answers.count, typesMax))
-            for i in answers.indices where count < typesMax {
+            for i in answers.indices {
                 let length = answers[i].length
-                guard at <= answerAtMax && at + length <= recordMax else { continue }
+                guard count < typesMax, at <= answerAtMax && at + length <= recordMax else {
+                    if leading == nil { leading = count }
+                    continue
+                }
                 kept[count] = i
                 count += 1
                 at += length
             }
             let directoryEnd = nameEnd + padded(4 * count)
             let total = at - padded(4 * min(answers.count, typesMax)) + padded(4 * count)
-            guard let out else { return (total, count) }
+            guard let out else { return (total, count, leading ?? count) }
             precondition(out.count >= total, "a record written where it has no room")
             out.baseAddress!.initializeMemory(as: UInt8.self, repeating: 0, count: total)
             func u16(_ v: UInt16, _ offset: Int) { out.storeBytes(of: v, toByteOffset: offset, as: UInt16.self) }
@@ -173,7 +181,7 @@ struct NamesTable: Equatable {
             for k in 0..<count {
                 let a = answers[kept[k]]
                 u16(a.qtype, nameEnd + 4 * k)
-                u16(UInt16(answerAt), nameEnd + 4 * k + 2)
+                u16(UInt16(answerAt) | (a.signed ? UInt16(NC_AT_SIGNED) : 0), nameEnd + 4 * k + 2)
                 u16(a.head.flags, answerAt)
                 u16(a.head.ancount, answerAt + 2)
                 u16(a.head.nscount, answerAt + 4)
@@ -188,7 +196,7 @@ struct NamesTable: Equatable {
                 }
                 answerAt += a.length
             }
-            return (total, count)
+            return (total, count, leading ?? count)
         }
     }
 

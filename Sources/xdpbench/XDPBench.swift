@@ -6,6 +6,7 @@ import MaxMindDB
 import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
+import NearcastDNSSEC
 import NearcastDataPath
 import NearcastGeo
 import NearcastZones
@@ -59,7 +60,8 @@ struct XDPBench: ParsableCommand {
                   names: [{ name: geo.\(origin), type: A, pool: web, answers: 2 }]
                 """, fileName: "xdpbench", baseDirectory: "")
         let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
-        let responder = Responder(authority: Authority(zones: [z]), geo: geo)
+        let signed = try Self.signedCopy(of: zone, origin: o)
+        let responder = Responder(authority: Authority(zones: [z, signed]), geo: geo)
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
         // Each object twice: as it is, and with the defences on: a rate limit no row reaches (so
         // every run pays for its bucket), and DNS cookies.
@@ -115,6 +117,15 @@ struct XDPBench: ParsableCommand {
                                         client: [UInt8](repeating: 1, count: 8), address: [198, 18, 0, 2],
                                         now: UInt32(Date().timeIntervalSince1970)))
                         ])))
+            ),
+            ("A, IPv4, DO", Frame.make(ipv6: false, try query("www.\(origin)", .a, edns: EDNS(dnssecOK: true)))),
+            (
+                "signed A, IPv4, DO",
+                Frame.make(ipv6: false, try query("www.\(signed.origin)", .a, edns: EDNS(dnssecOK: true)))
+            ),
+            (
+                "signed NODATA (HTTPS of www), IPv4, DO",
+                Frame.make(ipv6: false, try query("www.\(signed.origin)", .https, edns: EDNS(dnssecOK: true)))
             ),
             ("NODATA (HTTPS of www), IPv4", Frame.make(ipv6: false, try query("www.\(origin)", .https, edns: nil))),
             (
@@ -250,6 +261,21 @@ struct XDPBench: ParsableCommand {
             FileHandle.standardError.write(Data("xdpbench: \(other) packets were neither answered nor missed\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// The zone file `path` of origin `origin` under another origin (`signed.` before it), signed
+    /// whole by a new ECDSA P-256 key (NSEC): the signed rows' zone, the same names as the others'.
+    static func signedCopy(of path: String, origin: DNSName) throws -> Zone {
+        let other = try origin.prepending(Array("signed".utf8))
+        let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+            of: origin.description, with: other.description)
+        let unsigned = try Zone.build(
+            origin: other, records: try ZoneFileParser.parse(text: text, fileName: path, origin: other),
+            sourceName: path)
+        let now = UInt32(Date().timeIntervalSince1970)
+        let signer = ZoneSigner(
+            keys: [DNSSECKey.generate(zone: other)], inception: now - 3600, expiration: now + 14 * 86400)
+        return try signer.signWhole(unsigned)
     }
 
     /// A /24 in the middle of the /16 that holds the most prefixes of the compile: the deepest

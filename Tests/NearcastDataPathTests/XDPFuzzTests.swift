@@ -1,3 +1,5 @@
+import DNSWire
+import Foundation
 import NearcastTestSupport
 import Testing
 import XDPFuzz
@@ -16,6 +18,24 @@ import XDPFuzz
         let report = try fuzzer.run(frames: 100_000)
         #expect(report.failures == 0, "\(report.examples.joined(separator: "\n"))")
         #expect(report.answered > 5_000 && report.passed > 50_000 && report.dropped > 1_000, "every verdict is seen")
+    }
+
+    /// The fixture signed ahead (ldns, NSEC) fuzzed alone: questions with and without DO, of
+    /// every size a client may offer, get the slow path's reply from XDP, signatures and all,
+    /// or pass.
+    @Test func aSignedZoneFuzzedAndNoFailure() async throws {
+        try await TestSupport.blocking { try Self.aSignedZoneFuzzedAndNoFailureBody() }
+    }
+
+    static func aSignedZoneFuzzedAndNoFailureBody() throws {
+        let dir = try TemporaryDirectory.url("nearcast-fuzz-signed")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let signed = try SignedFixture.make(in: dir, nsec3: false)
+        let target = try FuzzTarget.zone(path: signed.zoneFile.path, origin: DNSName(SignedFixture.origin))
+        var fuzzer = XDPFuzzer(target: target, seed: 34)
+        let report = try fuzzer.run(frames: 50_000)
+        #expect(report.failures == 0, "\(report.examples.joined(separator: "\n"))")
+        #expect(report.answeredSigned > 50 && report.passed > 10_000, "\(report)")
     }
 
     /// The slow path's parsers, the short run of `make fuzz-parsers`: mutated DNS messages and

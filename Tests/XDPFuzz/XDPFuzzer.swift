@@ -109,6 +109,8 @@ public struct FuzzReport: Sendable {
     public var refused = 0
     public var passed = 0
     public var answered = 0
+    /// Answers with signatures (an RRSIG in the answer section).
+    public var answeredSigned = 0
     public var dropped = 0
     public var failures = 0
     /// The first failures, each with the frame in hex (enough to replay it).
@@ -159,6 +161,11 @@ public struct XDPFuzzer {
             case 3:
                 report.answered += 1
                 problem = checkReply(to: frame, out.data)
+                if let r = FrameView(out.data), let m = try? DNSMessage(wire: r.payload),
+                    m.answers.contains(where: { $0.type == .rrsig })
+                {
+                    report.answeredSigned += 1
+                }
             default: problem = "verdict \(out.returnValue)"
             }
             if let problem {

@@ -102,6 +102,35 @@ static __always_inline int nc_nx_build(struct nc_scratch *s, __u32 nodata)
 }
 
 /*
+ * A signed NODATA: the name's proof (s->proof, nc_copy_proof) appended to the negative answer's
+ * signed part built in s->answer (the SOA and its signatures), its sum and count added. 1 when it
+ * fits; the answer's slack (scratch.h) takes what the last word writes past it.
+ */
+static __always_inline int nc_append_proof(struct nc_scratch *s)
+{
+	__u32 len = s->answer.len;
+	__u32 plen = s->proof_len;
+
+	if (len >= NC_SECTIONS_MAX || plen > NC_PROOF_MAX || len + plen > NC_SECTIONS_MAX)
+		return 0;
+	__u8 *dst = s->answer.sections + (len & (NC_SECTIONS_MAX - 1));
+	const nc_u64a *src = (const nc_u64a *)s->proof;
+
+	for (__u32 j = 0; j < NC_PROOF_MAX / 8; j++) { /* bound: the largest proof, a word a step */
+		if (j * 8 >= plen)
+			break;
+		*(nc_u64a *)(dst + j * 8) = src[j]; /* unaligned, within the scratch map */
+	}
+	/* At an odd offset the proof's bytes sum swapped. */
+	__u32 sum = (__u32)s->answer.csum + ((len & 1) ? nc_csum_swap(s->proof_csum) : s->proof_csum);
+
+	s->answer.csum = nc_csum_fold(sum);
+	s->answer.len = len + plen;
+	s->answer.nscount += s->proof_nscount;
+	return 1;
+}
+
+/*
  * The negative reply to the query in the scratch map, whose lookup found `found` (nc_lookup_answer:
  * the name's record without an answer of the query's type, or 0 for no record): the NODATA its
  * record says its other types are answered, or the NXDOMAIN its closest encloser's record says
@@ -121,11 +150,13 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 	__u16 qtype = s->key.qtype;
 	__u32 len = s->key.len;
 	__u32 nodata = found != 0;
+	/* DO in a signed zone: a NODATA with the name's proof (its record's), an NXDOMAIN never. */
+	__u32 sign = s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED);
 
 	if (qtype == 251 || qtype == 252 || len > NC_NAME_MAX - 1)
 		return 0;
 	if (nodata) {
-		if (!(s->rec_flags & NC_NAME_NODATA) || qtype == 255 || qtype == 43)
+		if (!(s->rec_flags & NC_NAME_NODATA) || qtype == 255 || qtype == 43 || (sign && !s->proof_len))
 			return 0;
 	} else {
 		/* Up the query's labels to its closest encloser, at most NC_NX_DEPTH - 1 names. */
@@ -148,6 +179,8 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 		/* Another name's record where the encloser's would be: it may be left out behind it. */
 		if (!f || f == NC_FOUND_OTHER || !(s->rec_flags & NC_NAME_NXDOMAIN))
 			return 0;
+		if (s->q.dnssec_ok && (s->rec_flags & NC_NAME_SIGNED))
+			return 0; /* its proofs cover the name: the slow path's */
 	}
 	/* The negative answer the record names, in this generation. */
 	__u32 index = s->negative;
@@ -158,12 +191,15 @@ __attribute__((noinline)) int nc_negative(__u32 gen, __u32 found)
 	__u64 *ref = bpf_map_lookup_elem(&nc_negatives, &key);
 	__u8 flags = s->rec_flags;
 
-	if (!ref || !*ref || nc_find_answer((__u32)*ref, NC_FIND_NEGATIVE) != 1 + NC_KIND_NEGATIVE)
+	if (!ref || !*ref ||
+	    nc_find_answer((__u32)*ref, sign ? NC_FIND_NEGATIVE_SIGNED : NC_FIND_NEGATIVE) != 1 + NC_KIND_NEGATIVE)
 		return 0;
 	/* The name's (the answer's zone: tally.h; signed or not), not the negative answer's own record's. */
 	s->negative = index;
 	s->rec_flags = flags;
-	return nc_nx_build(s, nodata);
+	if (!nc_nx_build(s, nodata))
+		return 0;
+	return sign ? nc_append_proof(s) : 1;
 }
 
 #endif /* NC_NEGATIVE_H */

@@ -24,6 +24,17 @@ struct nc_scratch {
 	 * answer built for this client (geo.h), for an NXDOMAIN the reply built for this query (negative.h).
 	 */
 	struct nc_answer answer;
+	/* Room past the answer's sections for a proof appended at any length (negative.h): never read. */
+	__u8 answer_slack[NC_PROOF_MAX];
+	/*
+	 * A signed NODATA's proof (nc_find_answer: the name's record's signed entry of type
+	 * NC_QTYPE_NEGATIVE), appended to its negative answer (negative.h); proof_len 0: none.
+	 */
+	__u8 proof[NC_PROOF_MAX];
+	__u16 proof_len;
+	__u16 proof_csum;
+	__u16 proof_nscount;
+	__u16 pad4;
 	/* The flow (nearcast.bpf.c). */
 	__u32 gen;	  /* the generation this packet reads (names table and geo maps), read once from nc_config */
 	__u32 geo;	  /* the answer is a geo name's */
@@ -41,7 +52,7 @@ struct nc_scratch {
 	__u32 geo_node;	    /* the index of the node the geo answer puts first; NC_TALLY_NO_NODE: none (tally.h) */
 	/* The names table's record (lookup.h) and negative answers (negative.h). */
 	__u8 rec_flags;	  /* the flags of the record nc_find_answer found last */
-	__u8 pad2;
+	__u8 signed_answer; /* the answer is a signed one (NC_AT_SIGNED): the query's DO is served */
 	__u16 negative;	  /* and the index of its negative answer */
 	__u32 pad3;
 	__u64 nx_zone;	  /* an NXDOMAIN answer's zone, its class for rate limiting */

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 27
+#define NC_ABI_VERSION 28
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -121,9 +121,10 @@
 #define NC_NAME_NODATA 1
 #define NC_NAME_NXDOMAIN 2
 /*
- * The name's zone is signed: a query with the DO bit passes, for the slow path to answer with
- * the signatures and the proofs of nonexistence (ARCHITECTURE §18). A NXDOMAIN's closest encloser
- * says it for the names below it.
+ * The name's zone is signed: a query with the DO bit is answered with the record's signed answer
+ * of its type (NC_AT_SIGNED), or passes, for the slow path to answer with the signatures and the
+ * proofs of nonexistence (ARCHITECTURE §18). A NXDOMAIN's closest encloser says it for the names
+ * below it.
  */
 #define NC_NAME_SIGNED 4
 #define NC_NX_DEPTH 8
@@ -325,11 +326,24 @@ struct nc_record_head {
 	__u16 words;	/* the record's length in 8-octet words */
 };
 
-/* An entry of a record's directory: an answer's type and where it starts in the record. */
+/*
+ * An entry of a record's directory: an answer's type and where it starts in the record, and
+ * whether it is the answer to a query with the DO bit (NC_AT_SIGNED: its signatures with it,
+ * ARCHITECTURE §18). A name of a signed zone holds both where its record has room; a query with
+ * DO finds the signed one or passes.
+ */
 struct nc_type_ref {
 	__u16 qtype; /* host order; NC_QTYPE_NEGATIVE: a negative answer (its own record) */
-	__u16 at;    /* octets from the record's start, 8-aligned, at most NC_ANSWER_AT_MAX */
+	__u16 at;    /* octets from the record's start, 8-aligned, at most NC_ANSWER_AT_MAX; | NC_AT_SIGNED */
 };
+#define NC_AT_SIGNED 0x8000
+/*
+ * A name's part of its signed NODATA: under NC_QTYPE_NEGATIVE with NC_AT_SIGNED in the name's own
+ * record, the name's proof (its NSEC and signatures, whose names point at the question alone),
+ * sent after the signed entry of its negative answer's record (the SOA and its signatures, moved
+ * with the query's length as the negative answer is). At most NC_PROOF_MAX section bytes.
+ */
+#define NC_PROOF_MAX 512
 
 /* What XDP does with a DNS query above the pass budget. */
 enum nc_over_budget {
