@@ -34,14 +34,20 @@ extension ServedConfig {
                 logger.error("the zone's keys cannot be read", metadata: ["zone": "\(origin)", "why": "\(error)"])
             }
             let signers = Set(ZoneSigning.signer(keys, at: now, inUse: [], 0, 0).keys.map(\.keyTag))
-            guard
-                var due = try? await onOwnThread(
-                    name: "nc-signing", background: true,
-                    { ZoneSigning.due(in: signed, before: threshold, signers: signers, limit: Self.refreshBatch) })
-            else { continue }
+            var (due, more): (ZoneSigning.Due, Bool)
+            if let next = signing.fromBacklog(origin, signers: signers, batch: Self.refreshBatch) {
+                (due, more) = next
+            } else {
+                guard
+                    let found = try? await onOwnThread(
+                        name: "nc-signing", background: true,
+                        { ZoneSigning.due(in: signed, before: threshold, signers: signers) })
+                else { continue }
+                (due, more) = signing.walked(origin, found, signers: signers, batch: Self.refreshBatch)
+            }
             // The keys published now: as their timing says, and any whose signatures are still
-            // in the zone. The apex is due when its DNSKEY RRset is not them.
-            signing.inUse[origin] = due.inUse
+            // in the zone (as the last walk found them). The apex is due when its DNSKEY RRset
+            // is not them.
             let published = ZoneSigning.signer(keys, at: now, inUse: due.inUse, 0, 0).published
             if ZoneSigning.keysDiffer(signed, published), !due.names.contains(origin) { due.names.append(origin) }
             // A rollover's next step, in the keys' files.
@@ -71,8 +77,8 @@ extension ServedConfig {
                 wait = min(wait, .seconds(max(1, next.timeIntervalSince(now) + 0.5)))
             }
             guard !due.names.isEmpty else { continue }
-            if due.more { wait = .seconds(2) }
-            await resign(origin, due.names, keys: keys, more: due.more)
+            if more { wait = .seconds(2) }
+            await resign(origin, due.names, keys: keys, more: more)
         }
         return wait
     }
@@ -116,9 +122,11 @@ extension ServedConfig {
     /// How long the refresh waits between rounds: a twentieth of the validity, at most an hour.
     var refreshInterval: Duration { .seconds(min(running.signatureValidity / 20, 3600)) }
 
-    /// Whether a reload asked for a round now (and the request taken).
+    /// Whether a reload asked for a round now (and the request taken). The round walks the
+    /// zones again: a reload may have brought other names or keys.
     func takeRefreshRequest() -> Bool {
         defer { refreshRequested = false }
+        if refreshRequested { signing.backlogs = [:] }
         return refreshRequested
     }
 }

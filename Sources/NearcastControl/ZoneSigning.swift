@@ -37,6 +37,18 @@ package struct ZoneSigning: Sendable {
     /// The tags of the keys each zone's signed copy still has signatures of (the refresh's last
     /// walk over it): such a key stays published, whatever its timing says, until none is left.
     var inUse: [DNSName: Set<UInt16>] = [:]
+    /// What the refresh's last walk over a zone found due past the batch it signed, soonest
+    /// first: the next rounds take their batches from it rather than walk the zone again (a
+    /// second a walk at a million names, two hundred walks in one renewal). Kept with the signers
+    /// and the largest TTL the walk saw; other signers walk again.
+    var backlogs: [DNSName: Backlog] = [:]
+
+    /// Names due beyond a refresh's batch (`backlogs`).
+    struct Backlog: Sendable {
+        var names: ArraySlice<DNSName>
+        var signers: Set<UInt16>
+        var largestTTL: UInt32
+    }
 
     /// The signer of a zone with `keys` at `now`: the keys active then sign, the keys published
     /// then (and those whose signatures are still in the zone, `inUse`) are its DNSKEY RRset.
@@ -74,13 +86,13 @@ package struct ZoneSigning: Sendable {
     var signedCopies: [DNSName: Zone] { copies.mapValues(\.signed) }
 
     /// The names of `signed` whose earliest signature ends before `threshold` (seconds since
-    /// 1970), soonest first, at most `limit`; and whether more were due. A walk over every name
+    /// 1970), soonest first. A walk over every name
     /// (a second at a million): on a thread of its own.
     ///
     /// Due too: a name signed by a key that no longer signs (a rollover's old key; soonest, as
     /// if its signatures had ended). With them, the tags of every key that signed something, and
     /// the largest TTL signed (RFC 7583's TTLsig).
-    static func due(in signed: Zone, before threshold: UInt32, signers: Set<UInt16>, limit: Int) -> Due {
+    static func due(in signed: Zone, before threshold: UInt32, signers: Set<UInt16>) -> Due {
         var due: [(UInt32, DNSName)] = []
         var (inUse, largestTTL) = (Set<UInt16>(), UInt32(0))
         signed.forEachName(from: 0, to: signed.nameCount) { name, node in
@@ -94,17 +106,36 @@ package struct ZoneSigning: Sendable {
             }
             if end < threshold { due.append((end, name)) }
         }
-        let more = due.count > limit
-        if more { due.sort { $0.0 < $1.0 } }
-        return Due(names: due.prefix(limit).map(\.1), more: more, inUse: inUse, largestTTL: largestTTL)
+        due.sort { $0.0 < $1.0 }
+        return Due(names: due.map(\.1), inUse: inUse, largestTTL: largestTTL)
     }
 
     /// What `due` found.
     struct Due: Sendable {
         var names: [DNSName]
-        var more: Bool
         var inUse: Set<UInt16>
         var largestTTL: UInt32
+    }
+
+    /// The next `batch` names of zone `origin` due for signatures, from its backlog when it has
+    /// one for `signers`, and whether more are due after them; nil when the zone must be walked.
+    mutating func fromBacklog(_ origin: DNSName, signers: Set<UInt16>, batch: Int) -> (due: Due, more: Bool)? {
+        guard var backlog = backlogs[origin], backlog.signers == signers else { return nil }
+        let names = Array(backlog.names.prefix(batch))
+        backlog.names = backlog.names.dropFirst(batch)
+        backlogs[origin] = backlog.names.isEmpty ? nil : backlog
+        return (Due(names: names, inUse: inUse[origin] ?? [], largestTTL: backlog.largestTTL), !backlog.names.isEmpty)
+    }
+
+    /// What a walk of zone `origin` found due (`due`), its first `batch` names, the rest kept as
+    /// the zone's backlog; and whether more are due after them.
+    mutating func walked(_ origin: DNSName, _ found: Due, signers: Set<UInt16>, batch: Int) -> (due: Due, more: Bool) {
+        var due = found
+        let rest = due.names.dropFirst(batch)
+        backlogs[origin] = rest.isEmpty ? nil : Backlog(names: rest, signers: signers, largestTTL: due.largestTTL)
+        due.names = Array(due.names.prefix(batch))
+        inUse[origin] = due.inUse
+        return (due, !rest.isEmpty)
     }
 
     /// Whether the apex of `signed` has a DNSKEY RRset other than `published`'s keys.
