@@ -202,28 +202,9 @@ import Testing
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             let port = try TestSupport.unusedPort()
             let config = try dir.write(
-                """
-                server:
-                  interface: 127.0.0.1@\(port)
-                  do-ip6: no
-                  do-not-query-localhost: no
-                  username: ""
-                  chroot: ""
-                  directory: "\(dir.path)"
-                  pidfile: "\(dir.path)/unbound.pid"
-                  use-syslog: no
-                  verbosity: 1
-                  val-log-level: 2
-                  module-config: "validator iterator"
-                  trust-anchor: "\(anchor)"
-                  access-control: 127.0.0.0/8 allow
-                  local-zone: "test." nodefault
-                remote-control:
-                  control-enable: no
-                stub-zone:
-                  name: "example.test"
-                  stub-addr: 127.0.0.1@\(daemon.dnsPort)
-                """, to: "unbound.conf")
+                ValidatingResolver.config(
+                    listen: "127.0.0.1@\(port)", directory: dir.path, anchor: anchor, zone: "example.test",
+                    server: "127.0.0.1@\(daemon.dnsPort)"), to: "unbound.conf")
             let unbound = try ServerProcess(try TestSupport.tool("unbound"), ["-d", "-c", config])
             defer { unbound.stop() }
             func resolve(_ name: String, _ type: String) throws -> String {

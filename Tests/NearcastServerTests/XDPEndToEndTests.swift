@@ -999,29 +999,9 @@ import Glibc
         defer { daemon.stop(signal: SIGKILL) }
         let anchor = signed.ds.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
         let config = try t.files.write(
-            """
-            server:
-              interface: 127.0.0.1@53
-              do-ip6: no
-              do-not-query-localhost: no
-              username: ""
-              chroot: ""
-              directory: "\(t.files.path)"
-              pidfile: "\(t.files.path)/unbound.pid"
-              use-syslog: no
-              verbosity: 1
-              val-log-level: 2
-              module-config: "validator iterator"
-              trust-anchor: "\(anchor)"
-              access-control: 127.0.0.0/8 allow
-              # .test is among the names Unbound answers itself (RFC 6761) unless told not to.
-              local-zone: "test." nodefault
-            remote-control:
-              control-enable: no
-            stub-zone:
-              name: "example.test"
-              stub-addr: \(Self.server)@53
-            """, to: "unbound.conf")
+            ValidatingResolver.config(
+                listen: "127.0.0.1@53", directory: t.files.path, anchor: anchor, zone: "example.test",
+                server: "\(Self.server)@53"), to: "unbound.conf")
         let unbound = try ServerProcess(
             try TestSupport.tool("ip"),
             ["netns", "exec", Self.cli, try TestSupport.tool("unbound"), "-d", "-c", config])
