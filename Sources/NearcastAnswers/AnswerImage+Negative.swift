@@ -138,10 +138,12 @@ extension AnswerImage {
     /// proof (`proof`, `proofCount` records), the reply's OPT left out; with its flags (RD
     /// clear) and the offsets of the compression pointers in its sections. Nil when the reply
     /// is not that shape.
-    static func signedNODATA(_ name: DNSName, responder: Responder) -> (
+    static func signedNODATA(_ name: DNSName, responder: Responder, from zone: Zone? = nil) -> (
         flags: UInt16, soa: ArraySlice<UInt8>, proof: ArraySlice<UInt8>, proofCount: Int, pointers: [Int]
     )? {
-        guard let reply = responder.respond(to: plainQuery(name, probeType, dnssec: true), transport: .tcp),
+        guard
+            let reply = zone.map({ responder.plainReply(name, probeType, zone: $0, dnssec: true) })
+                ?? responder.respond(to: plainQuery(name, probeType, dnssec: true), transport: .tcp),
             reply.count >= 12, let opt = plainOPTStart(reply)
         else { return nil }
         func u16(_ at: Int) -> Int { Int(reply[at]) << 8 | Int(reply[at + 1]) }
@@ -164,9 +166,13 @@ extension AnswerImage {
     /// anchor's `soa` before it): the name's proof, from the slow path's NODATA there with the DO
     /// bit. Nil unless the rest of that reply is `soa` moved to the name's length, and every
     /// pointer in the proof points into the question, so that it reads the same after whatever
-    /// the fast path puts before it.
-    static func signedDenial(_ name: DNSName, _ soa: SignedSOA, responder: Responder, maxSections: Int) -> Answer? {
-        guard let d = signedNODATA(name, responder: responder), d.proof.count <= maxSections,
+    /// the fast path puts before it. `zone`: the zone the responder answers `name` from, when known (`ZoneContext.servedFrom`).
+    static func signedDenial(
+        _ name: DNSName, _ soa: SignedSOA, responder: Responder, from zone: Zone?, maxSections: Int
+    )
+        -> Answer?
+    {
+        guard let d = signedNODATA(name, responder: responder, from: zone), d.proof.count <= maxSections,
             d.soa.elementsEqual(soa.sections(forQuestionLength: name.wire.count))
         else { return nil }
         let questionEnd = 12 + name.wire.count + 4

@@ -300,7 +300,9 @@ public struct AnswerImage: Sendable {
                     maxSections: maxSections, dnssec: true) ?? nil
             }
         }
-        let denial = soa.flatMap { signedDenial(name, $0, responder: responder, maxSections: maxSections) }
+        let denial = soa.flatMap {
+            signedDenial(name, $0, responder: responder, from: c.servedFrom, maxSections: maxSections)
+        }
         return signed(n.answers.filter { !dnssecTypes.contains($0.qtype) }) + (denial.map { [$0] } ?? [])
             + signed(n.answers.filter { dnssecTypes.contains($0.qtype) })
     }

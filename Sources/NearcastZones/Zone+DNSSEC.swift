@@ -314,9 +314,11 @@ extension Zone {
             return signed(set)
         }
 
-        /// The NSEC that matches `name` or covers it.
+        /// The NSEC that matches `name` or covers it. One the name owns is found by the name
+        /// (a NODATA's, the common case: the chain's search compares names all the way).
         mutating func nsec(for name: DNSName) -> [ResourceRecord] {
-            denial(at: zone.chains.nsec.matchingOrCovering(name), .nsec)
+            if zone.tree[name]?[.nsec] != nil { return denial(at: name, .nsec) }
+            return denial(at: zone.chains.nsec.matchingOrCovering(name), .nsec)
         }
 
         /// The NSEC3 that matches `name`'s hash or covers it.
