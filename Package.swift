@@ -298,7 +298,7 @@ let package = Package(
             name: "NearcastAnswersTests",
             dependencies: [
                 "NearcastAnswers", "NearcastZones", "NearcastGeo", "NearcastConfiguration", "NearcastTSIG", "DNSWire",
-                "NearcastTransfer", "MaxMindDB", "NearcastTestSupport",
+                "NearcastTransfer", "MaxMindDB", "NearcastTestSupport", "NearcastDNSSEC",
             ]),
         .testTarget(
             name: "NearcastConfigurationTests",

@@ -280,7 +280,7 @@ public struct AnswerImage: Sendable {
         if c.signed {
             let soa = n.nodata ? c.negatives[anchor]?.signed : nil
             n.signedAnswers = signedAnswers(
-                of: n, name: lowercased, soa, c, responder: responder, maxSections: maxSections)
+                of: n, name: lowercased, asTheyAre ? node : nil, soa, c, responder: responder, maxSections: maxSections)
         }
         return n
     }
@@ -289,22 +289,32 @@ public struct AnswerImage: Sendable {
     /// of its questions asked with the DO bit, then its part of the signed NODATA (type 0,
     /// `signedDenial`) where `soa` (its anchor's) is the rest, then those of the DNSSEC types,
     /// which only a resolver's debugging asks: a record that cannot hold them all leaves the last
-    /// out.
+    /// out. `node`: what the zone holds at the name, where its RRsets answer as they are (each is
+    /// then written with its signatures, `plainSignedAnswer`, rather than asked).
     static func signedAnswers(
-        of n: Name, name: DNSName, _ soa: SignedSOA?, _ c: ZoneContext, responder: Responder, maxSections: Int
+        of n: Name, name: DNSName, _ node: Zone.NameNode?, _ soa: SignedSOA?, _ c: ZoneContext,
+        responder: Responder, maxSections: Int
     ) -> [Answer] {
+        let signatures = node?.sets.first { $0.type == .rrsig }
         func signed(_ answers: [Answer]) -> [Answer] {
             answers.compactMap { a in
-                answer(
-                    name: name, type: RRType(a.qtype), responder: responder, from: c.servedFrom,
-                    maxSections: maxSections, dnssec: true) ?? nil
+                let type = RRType(a.qtype)
+                if let node, type != .rrsig, c.servedFrom != nil, let set = node.sets.first(where: { $0.type == type }),
+                    let written = plainSignedAnswer(set, signatures: signatures, owner: name, maxSections: maxSections)
+                {
+                    return written
+                }
+                return answer(
+                    name: name, type: type, responder: responder, from: c.servedFrom, maxSections: maxSections,
+                    dnssec: true) ?? nil
             }
         }
         let denial = soa.flatMap {
             signedDenial(name, $0, responder: responder, from: c.servedFrom, maxSections: maxSections)
         }
+        // (Not RRSIG's own: the slow path's, as rare as it is dear to make.)
         return signed(n.answers.filter { !dnssecTypes.contains($0.qtype) }) + (denial.map { [$0] } ?? [])
-            + signed(n.answers.filter { dnssecTypes.contains($0.qtype) })
+            + signed(n.answers.filter { dnssecTypes.contains($0.qtype) && $0.qtype != RRType.rrsig.rawValue })
     }
 
     /// The types a CNAME's owner is asked: CNAME, those asked of every name, and those of the
@@ -396,6 +406,32 @@ public struct AnswerImage: Sendable {
         return Answer(
             qtype: set.type.rawValue, flags: 0x8400, ancount: UInt16(set.rdatas.count), nscount: 0, arcount: 0,
             sections: sections, checksum: Self.onesComplementSum(sections))
+    }
+
+    /// The answer to the question of `set`'s type about `owner` with the DO bit, where `set`
+    /// answers it as it is (`plainAnswer`): its records, then each of `signatures` (the name's
+    /// RRSIG RRset) that covers its type, at the question's name with the RRset's TTL, as
+    /// `Zone.Proofs.signed` has the responder write them, without a message made and read back
+    /// (the signed image asks a million). Nil where `plainAnswer` is, or nothing covers the set.
+    static func plainSignedAnswer(_ set: RRSet, signatures: RRSet?, owner: DNSName, maxSections: Int) -> Answer?? {
+        guard case .some(.some(var a)) = plainAnswer(set, owner: owner, maxSections: Int.max) else { return nil }
+        let covering = (signatures?.rdatas ?? []).filter { Signature($0)?.typeCovered == set.type }
+        guard !covering.isEmpty, Int(a.ancount) + covering.count <= 0xFFFF else { return nil }
+        var w = WireWriter(capacity: a.sections.count + 128 * covering.count)
+        w.append(a.sections)
+        for rdata in covering {
+            w.u16(0xC000 | 12)  // the question's name
+            do {
+                try w.recordAfterOwner(type: .rrsig, rrClass: .in, ttl: set.ttl, rdata: rdata)
+            } catch {
+                return nil
+            }
+        }
+        guard w.bytes.count <= maxSections else { return .some(nil) }
+        a.sections = w.bytes
+        a.ancount += UInt16(covering.count)
+        a.checksum = onesComplementSum(a.sections)
+        return a
     }
 
     /// The plain question of `name` and `type`: ID 0, no flags, class IN, nothing else (as

@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
 import NearcastBasics
+import NearcastDNSSEC
 import NearcastTestSupport
 import Synchronization
 import Testing
@@ -169,6 +170,48 @@ import Glibc
         #expect(
             AnswerImage.answer(name: long.name, type: .txt, responder: responder, from: nil, maxSections: 100)
                 == .some(nil))
+    }
+
+    /// The same kinds of RRset in a zone signed (NSEC, one ECDSA key): each that answers as it
+    /// is, written with its signatures (`plainSignedAnswer`), is the responder's answer to the
+    /// question with the DO bit, byte for byte, less the reply's OPT.
+    @Test func aSignedAnswerWrittenFromItsRRsetIsTheResponders() throws {
+        var text = """
+            @ CAA 0 issue "ca.example"
+            ns1 A 192.0.2.53
+            sub NS ns.sub
+            ns.sub A 192.0.2.54
+            Mixed.Case 60 A 192.0.2.7
+            Mixed.Case TXT "one" "two" ""
+            raw TYPE65280 \\# 3 010203
+
+            """
+        for i in 0..<50 { text += "n\(i) A 10.0.0.\(i)\nn\(i) A 10.1.0.\(i)\nn\(i) AAAA 2001:db8::\(i)\n" }
+        let now = UInt32(Date().timeIntervalSince1970)
+        let signer = ZoneSigner(
+            keys: [DNSSECKey.generate(zone: try DNSName("example.test."))], inception: now - 3600,
+            expiration: now + 86400)
+        let zone = try signer.signWhole(try Self.built(text))
+        #expect(zone.isSigned)
+        let responder = Responder(authority: Authority(zones: [zone]))
+        var written: [RRType: Int] = [:]
+        for name in zone.existingNamesUnordered {
+            let node = try #require(zone.node(at: name))
+            let signatures = node.sets.first { $0.type == .rrsig }
+            for set in node.sets where node.asTheyAre && set.type != .rrsig {
+                guard
+                    let own = AnswerImage.plainSignedAnswer(
+                        set, signatures: signatures, owner: name.lowercased(), maxSections: 1024)
+                else { continue }
+                let byResponder = AnswerImage.answer(
+                    name: name.lowercased(), type: set.type, responder: responder, from: zone, maxSections: 1024,
+                    dnssec: true)
+                #expect(own == byResponder, "\(name) \(set.type)")
+                written[set.type, default: 0] += 1
+            }
+        }
+        #expect(written[.a] == 52 && written[.aaaa] == 50 && written[.txt] == 1 && written[.nsec, default: 0] > 50)
+        #expect(written[.caa] == 1 && written[RRType(65280)] == 1 && written[.dnskey] == 1)
     }
 
     @Test func workIsCutInOrderAndRunAtTheCallersPriority() throws {
