@@ -310,7 +310,8 @@ public struct AnswerImage: Sendable {
             }
         }
         let denial = soa.flatMap {
-            signedDenial(name, $0, responder: responder, from: c.servedFrom, maxSections: maxSections)
+            nsecDenial(node, signatures: signatures, name: name, $0, c, maxSections: maxSections)
+                ?? signedDenial(name, $0, responder: responder, from: c.servedFrom, maxSections: maxSections)
         }
         // (Not RRSIG's own: the slow path's, as rare as it is dear to make.)
         return signed(n.answers.filter { !dnssecTypes.contains($0.qtype) }) + (denial.map { [$0] } ?? [])
@@ -406,6 +407,23 @@ public struct AnswerImage: Sendable {
         return Answer(
             qtype: set.type.rawValue, flags: 0x8400, ancount: UInt16(set.rdatas.count), nscount: 0, arcount: 0,
             sections: sections, checksum: Self.onesComplementSum(sections))
+    }
+
+    /// `signedDenial` written rather than asked, in a zone that denies with NSEC: a NODATA's
+    /// proof at a name that owns an NSEC and answers as it is (`node`) is that NSEC with its
+    /// signatures (`Zone.Proofs.noData`), written as the answer to the NSEC question is. Nil
+    /// elsewhere (an empty non-terminal's is the NSEC that covers it: asked).
+    static func nsecDenial(
+        _ node: Zone.NameNode?, signatures: RRSet?, name: DNSName, _ soa: SignedSOA, _ c: ZoneContext,
+        maxSections: Int
+    ) -> Answer? {
+        guard !c.zone.deniesWithNSEC3, let nsec = node?.sets.first(where: { $0.type == .nsec }),
+            case .some(.some(let a)) = plainSignedAnswer(
+                nsec, signatures: signatures, owner: name, maxSections: maxSections)
+        else { return nil }
+        return Answer(
+            qtype: 0, flags: soa.flags, ancount: 0, nscount: a.ancount, arcount: 0, sections: a.sections,
+            checksum: a.checksum)
     }
 
     /// The answer to the question of `set`'s type about `owner` with the DO bit, where `set`

@@ -253,6 +253,9 @@ extension Zone {
         chains.nsec.neighbours(of: name)
     }
 
+    /// Whether the zone denies with NSEC3 (`nsec3Parameters`), not NSEC.
+    public var deniesWithNSEC3: Bool { nsec3Parameters != nil }
+
     /// The zone's NSEC3 parameters, when it denies with NSEC3: an NSEC3PARAM at the apex and
     /// NSEC3 records.
     var nsec3Parameters: NSEC3Parameters? {

@@ -174,7 +174,8 @@ import Glibc
 
     /// The same kinds of RRset in a zone signed (NSEC, one ECDSA key): each that answers as it
     /// is, written with its signatures (`plainSignedAnswer`), is the responder's answer to the
-    /// question with the DO bit, byte for byte, less the reply's OPT.
+    /// question with the DO bit, byte for byte, less the reply's OPT; and a NODATA's proof
+    /// written from the name's NSEC (`nsecDenial`) is the one taken from the responder's NODATA.
     @Test func aSignedAnswerWrittenFromItsRRsetIsTheResponders() throws {
         var text = """
             @ CAA 0 issue "ca.example"
@@ -210,6 +211,24 @@ import Glibc
                 written[set.type, default: 0] += 1
             }
         }
+        // A NODATA's proof written from the name's NSEC is the one taken from the responder's reply.
+        let context = AnswerImage.ZoneContext(zone, responder: responder, maxSections: 1024)
+        var proofs = 0
+        for name in zone.existingNamesUnordered {
+            let node = try #require(zone.node(at: name))
+            // (Its anchor's SOA part: the apex's, or ns1's own, whose MNAME it is.)
+            let soa = try #require(context.negatives[context.anchors.closest(name.lowercased())]?.signed)
+            guard node.asTheyAre,
+                let own = AnswerImage.nsecDenial(
+                    node, signatures: node.sets.first { $0.type == .rrsig }, name: name.lowercased(), soa, context,
+                    maxSections: 1024)
+            else { continue }
+            let asked = AnswerImage.signedDenial(
+                name.lowercased(), soa, responder: responder, from: zone, maxSections: 1024)
+            #expect(own == asked, "\(name)")
+            proofs += 1
+        }
+        #expect(proofs > 50)
         #expect(written[.a] == 52 && written[.aaaa] == 50 && written[.txt] == 1 && written[.nsec, default: 0] > 50)
         #expect(written[.caa] == 1 && written[RRType(65280)] == 1 && written[.dnskey] == 1)
     }
