@@ -190,7 +190,7 @@ let package = Package(
             dependencies: [
                 "DNSWire", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers", "NearcastConfiguration",
                 "NearcastAPIModel", "NearcastControl", "NearcastServer", "NearcastDataPath", "NearcastHealth",
-                "NearcastFleet", "NearcastStore", "NearcastTransfer",
+                "NearcastFleet", "NearcastStore", "NearcastTransfer", "NearcastDNSSEC",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -226,7 +226,7 @@ let package = Package(
             name: "geobench",
             dependencies: [
                 "MaxMindDB", "NearcastBasics", "NearcastZones", "NearcastGeo", "NearcastAnswers",
-                "NearcastConfiguration",
+                "NearcastConfiguration", "NearcastDNSSEC", "DNSWire",
                 "NearcastDataPath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -101,17 +101,21 @@ extension Responder {
     }
 
     /// The records a transfer of `zone` carries for its geo names: each one's answer for a client
-    /// that cannot be located, and the addresses of its discovery targets.
+    /// that cannot be located, and the addresses of its discovery targets; in a zone signed here,
+    /// with their signatures (the chain names their types: a secondary's copy validates).
     func geoRecords(in zone: Zone) -> [ResourceRecord] {
         guard let geo else { return [] }
         var out: [ResourceRecord] = []
         let names =
             geo.allNames.map { ($0.config.name, $0.config.type) } + geo.targetNames.flatMap { [($0, .a), ($0, .aaaa)] }
+        let signed = zone.isSigned
         for (name, type) in names where authority.zone(for: name)?.origin == zone.origin {
-            guard let reply = respond(to: AnswerImage.plainQuery(name, type), transport: .tcp),
+            guard let reply = respond(to: AnswerImage.plainQuery(name, type, dnssec: signed), transport: .tcp),
                 let m = try? DNSMessage(wire: reply)
             else { continue }
-            out += m.answers.filter { $0.name == name && $0.type == type }
+            out += m.answers.filter { r in
+                r.name == name && (r.type == type || (r.type == .rrsig && Signature(r.rdata)?.typeCovered == type))
+            }
         }
         return out
     }

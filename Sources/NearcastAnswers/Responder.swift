@@ -40,6 +40,9 @@ public struct Responder: Sendable {
     public var counts: AnswerCounts.View?
     /// Who may transfer which zone out, and the zones' recent changes (Responder+Transfer).
     public var transfers = ZoneTransfers()
+    /// The signatures of the answers made for each query, in the zones signed here (nil: such
+    /// answers go unsigned).
+    public var onlineSignatures: OnlineSignatures?
 
     public init(
         authority: Authority, maxUDPPayload: UInt16 = 1232, geo: GeoTable? = nil, keys: TSIGKeyring = TSIGKeyring(),
@@ -275,6 +278,7 @@ public struct Responder: Sendable {
         var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: edns)
         reply.header.aa = true
         reply.rcode = .noError
+        let dnssec = edns?.dnssecOK == true
         if answer.outcome == .nodata {
             reply.authority = [zone.negativeSOA]
         } else if name.config.type == .srv {
@@ -288,12 +292,15 @@ public struct Responder: Sendable {
                         rdata: .srv(priority: UInt16(rank), weight: 0, port: name.config.port, target: target)))
                 reply.additional += Self.addresses(of: node, at: target, ttl: answer.ttl, .any)
             }
+            reply.answers = signedOnline(reply.answers, originalTTL: name.config.ttl, dnssec: dnssec)
+            reply.additional = signedOnline(reply.additional, originalTTL: name.config.ttl, dnssec: dnssec)
         } else {
             reply.answers = answer.addresses.compactMap { a in
                 (try? RData(type: name.config.type, bytes: a)).map {
                     ResourceRecord(name: question.name, type: name.config.type, ttl: answer.ttl, rdata: $0)
                 }
             }
+            reply.answers = signedOnline(reply.answers, originalTTL: name.config.ttl, dnssec: dnssec)
         }
         return fit(reply, limit: limit, glueRequired: false)
     }
@@ -332,7 +339,9 @@ public struct Responder: Sendable {
         var reply = DNSMessage(header: replyHeader(header), questions: [question], edns: edns)
         reply.header.aa = true
         reply.rcode = .noError
-        reply.answers = Self.addresses(of: node, at: question.name, ttl: ttl, question.type)
+        reply.answers = signedOnline(
+            Self.addresses(of: node, at: question.name, ttl: ttl, question.type), originalTTL: ttl,
+            dnssec: edns?.dnssecOK == true)
         if reply.answers.isEmpty { reply.authority = [zone.negativeSOA] }
         return fit(reply, limit: limit, glueRequired: false)
     }

@@ -325,7 +325,6 @@ package actor ServedConfig {
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         stampZoneFiles()
         refreshRequested = true
-        ZoneSigning.warn(about: signing.geoNamesInSignedZones(next.geo), logger)
         switch geo {
         case .none: break
         case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)
@@ -401,23 +400,29 @@ package actor ServedConfig {
         var signing = self.signing
         signing.validity = .seconds(config.signatureValidity)
         let signed: ZoneSigning.Served
-        do { signed = try signing.serve(zones, keys: keys, changes: zoneChanges, resign: resign) } catch {
+        var geo = live.current?.table
+        if case .to(let compiled) = change { geo = compiled?.table }
+        do { signed = try signing.serve(zones, keys: keys, changes: zoneChanges, resign: resign, geo: geo) } catch {
             throw .invalid(
                 DiagnosticsError([
                     Diagnostic(file: running.stateDirectory ?? "dnssec", line: 0, message: "zones not signed: \(error)")
                 ]))
         }
+        for (origin, changeset) in signed.changesets where changeset == nil {
+            // New keys, or a change that could not be signed where it reaches: worth knowing at
+            // a million names, where it takes minutes.
+            logger.notice("zone signed whole", metadata: ["zone": "\(origin)"])
+        }
         let histories = signing.histories(histories ?? self.histories, before: self.histories, after: signed)
         let oneChange = oneChange && (zoneChanges == nil || signed.changes != nil)
-        var geo = live.current?.table
-        if case .to(let compiled) = change { geo = compiled?.table }
         // A record change keeps the zones and nodes: their counters too (made anew, they would cost
         // each change a lookup per zone).
         let sameSet = oneChange && { if case .none = change { true } else { false } }()
         if !sameSet || counted == nil { counted = metrics?.answers.view(zones, geo) }
-        let responder = Responder(
+        var responder = Responder(
             serving: config, zones: signed.zones, geo: geo, cookies: cookies?.cookies, counts: counted,
             histories: histories, unavailable: unavailable)
+        responder.onlineSignatures = signing.onlineSignatures
         var written: FastPath.TableWrite?
         if let writer {
             do {
@@ -435,6 +440,10 @@ package actor ServedConfig {
         case .none: break
         case .to(let compiled): retired = live.switchTo(compiled)
         case .checks(let config): live.keepCompile(for: config)
+        }
+        let variantsStarted = ContinuousClock.now
+        if let (variants, made) = signing.useOnlineSigners(signed, geo: geo) {
+            ZoneSigning.logVariants(variants, made, since: variantsStarted, logger)
         }
         let oldResponder = responders.replace(with: responder)
         if oneChange && retired == nil {

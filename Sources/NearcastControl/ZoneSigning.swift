@@ -32,8 +32,15 @@ package struct ZoneSigning: Sendable {
         var signers: [UInt16]
         var source: Zone
         var signed: Zone
+        /// The names answered online (geo names) that the signed copy's chain holds, by type.
+        var online: [DNSName: Set<RRType>] = [:]
     }
     private(set) var copies: [DNSName: Copy] = [:]
+    /// The signatures of the answers geo names make, one per daemon (a cache every responder
+    /// shares; its signers are set as a change is served: `useOnlineSigners`).
+    package let onlineSignatures = OnlineSignatures()
+    /// The geo compile and signers whose variants were last signed ahead (`signVariants`).
+    private var variantsSigned: (geo: UInt64, signers: [DNSName: [UInt16]])?
     /// The tags of the keys each zone's signed copy still has signatures of (the refresh's last
     /// walk over it): such a key stays published, whatever its timing says, until none is left.
     var inUse: [DNSName: Set<UInt16>] = [:]
@@ -146,19 +153,14 @@ package struct ZoneSigning: Sendable {
         return Set(now) != Set(published.map(\.dnskeyRData))
     }
 
-    /// The geo names of `geo` in zones signed here. Their answers are not signed yet, and the
-    /// zone's NSEC records cover their names: a validator rejects their answers, and one that uses
-    /// NSEC records aggressively (RFC 8198) may take them for names that do not exist.
-    package func geoNamesInSignedZones(_ geo: GeoConfig) -> [DNSName] {
-        geo.names.map(\.name).filter { n in copies.keys.contains { n.isSubdomain(of: $0) } }
-    }
-
-    /// Says that `names` (`geoNamesInSignedZones`) are not signed.
-    package static func warn(about names: [DNSName], _ logger: Logger) {
-        guard !names.isEmpty else { return }
-        logger.warning(
-            "geo names in signed zones are answered unsigned: validators reject them; keep them out of signed zones",
-            metadata: ["names": "\(names.map(\.description).joined(separator: " "))"])
+    /// Says how many variants the geo names' answers are, and how many were signed now.
+    package static func logVariants(_ variants: Int, _ signed: Int, since: ContinuousClock.Instant, _ logger: Logger) {
+        logger.info(
+            "geo answers signed",
+            metadata: [
+                "variants": "\(variants)", "signed-now": "\(signed)",
+                "seconds": "\((ContinuousClock.now - since).seconds)",
+            ])
     }
 
     /// Whether zone `origin` is signed here.
@@ -173,6 +175,41 @@ package struct ZoneSigning: Sendable {
         package var changesets: [DNSName: ZoneChangeset?] = [:]
         /// Zones signed until now and served unsigned from now on (their keys gone).
         package var unsigned: Set<DNSName> = []
+        /// What signs each signed zone's geo answers.
+        package var onlineSigners: [DNSName: OnlineSignatures.Signer] = [:]
+    }
+
+    /// The signer of the answers geo names make in zone `origin`, with the keys that sign its
+    /// data now; each signature valid as the zone's are, from the time it is made.
+    func onlineSigner(_ origin: DNSName, _ signer: ZoneSigner) -> OnlineSignatures.Signer {
+        let (keys, validity, offset) = (signer.keys, validity.seconds, inceptionOffset.seconds)
+        return OnlineSignatures.Signer(
+            keyTags: keys.map(\.keyTag), renewBefore: UInt32(validity / 2),
+            sign: { set in
+                let t = Date().timeIntervalSince1970
+                let now = ZoneSigner(keys: keys, inception: UInt32(t - offset), expiration: UInt32(t + validity))
+                return try now.signatures(set, origin: origin)
+            })
+    }
+
+    /// From now on the geo answers of the zones `served` signs are signed, and each variant the
+    /// geo names of `geo` answer with now is signed ahead if it is not yet (when the compile or
+    /// the signers changed since the last time). Blocking: a signature per new variant. Returns
+    /// how many variants there are and how many were signed now (nil: nothing to do).
+    package mutating func useOnlineSigners(_ served: Served, geo: GeoTable?) -> (variants: Int, signed: Int)? {
+        onlineSignatures.use(served.onlineSigners)
+        guard let geo, !served.onlineSigners.isEmpty else {
+            variantsSigned = nil
+            return nil
+        }
+        let tags = served.onlineSigners.mapValues(\.keyTags)
+        if let last = variantsSigned, last.geo == geo.serial, last.signers == tags { return nil }
+        variantsSigned = (geo.serial, tags)
+        let sets = geo.answerVariants().compactMap { v -> RRSet? in
+            let rdatas = v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) }
+            return rdatas.isEmpty ? nil : RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: rdatas)
+        }
+        return onlineSignatures.sign(sets, now: UInt32(Date().timeIntervalSince1970))
     }
 
     /// The zones to serve for the sources `zones`, signed with `keys` (nil: the keys as they
@@ -181,16 +218,20 @@ package struct ZoneSigning: Sendable {
     /// signatures near their end). Blocking: a zone signed whole costs a signature per RRset.
     package mutating func serve(
         _ zones: [Zone], keys: [DNSName: [DNSSECKey]]? = nil, changes: [AnswerImage.Change]?,
-        resign: [DNSName: Set<DNSName>] = [:], now: Date = Date()
+        resign: [DNSName: Set<DNSName>] = [:], geo: GeoTable? = nil, now: Date = Date()
     ) throws -> Served {
         let keys = keys ?? copies.mapValues(\.keys)
+        var changes = changes
         var served = Served(zones: [], changes: changes)
+        let allOnline = geo?.onlineTypes ?? [:]
         var next: [DNSName: Copy] = [:]
         let t = now.timeIntervalSince1970
         let (inception, expiration) = (UInt32(t - inceptionOffset.seconds), UInt32(t + validity.seconds))
         for zone in zones {
             let k = keys[zone.origin] ?? []
-            let signer = Self.signer(k, at: now, inUse: inUse[zone.origin] ?? [], inception, expiration)
+            var signer = Self.signer(k, at: now, inUse: inUse[zone.origin] ?? [], inception, expiration)
+            let online = allOnline.filter { $0.key.isSubdomain(of: zone.origin) }
+            signer.online = online
             guard !signer.keys.isEmpty else {
                 // Signed until now: what the fast path holds of it is of the signed copy.
                 if copies[zone.origin] != nil {
@@ -208,10 +249,21 @@ package struct ZoneSigning: Sendable {
                 copy.map { c in
                     c.signers.contains { tag in signer.published.contains { $0.keyTag == tag } }
                 } ?? false
-            let again = resign[zone.origin] ?? []
-            let changed = changes?.firstIndex { $0.after.origin == zone.origin }
+            var again = resign[zone.origin] ?? []
+            var changed = changes?.firstIndex { $0.after.origin == zone.origin }
+            if let copy, copy.online != online {
+                // Geo names come or go (or answer other types): their places in the chain.
+                for (name, types) in online where copy.online[name] != types { again.insert(name) }
+                for name in copy.online.keys where online[name] == nil { again.insert(name) }
+                if changed == nil, changes != nil {
+                    changes!.append(AnswerImage.Change(before: zone, after: zone, owners: []))
+                    served.changes?.append(changes!.last!)
+                    changed = changes!.count - 1
+                }
+            }
             if let copy, sameKeys, zone.isUnchanged(from: copy.source), again.isEmpty {
-                next[zone.origin] = Copy(keys: k, signers: copy.signers, source: copy.source, signed: copy.signed)
+                next[zone.origin] = Copy(
+                    keys: k, signers: copy.signers, source: copy.source, signed: copy.signed, online: online)
                 served.zones.append(copy.signed)
                 // Names whose answers changed otherwise (geo names): as the signed copy has them.
                 if let i = changed {
@@ -223,18 +275,23 @@ package struct ZoneSigning: Sendable {
             {
                 let owners = changes![i].owners.union(again)
                 let made = try signer.signChange(copy.signed, to: zone, owners: owners)
-                next[zone.origin] = Copy(keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: made.zone)
+                next[zone.origin] = Copy(
+                    keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: made.zone, online: online)
                 served.zones.append(made.zone)
                 served.changes![i] = AnswerImage.Change(before: copy.signed, after: made.zone, owners: made.owners)
                 served.changesets[zone.origin] = .some(
                     ZoneChangeset.between(copy.signed, made.zone, owners: made.owners))
             } else {
                 let signed = try signer.signWhole(zone)
-                next[zone.origin] = Copy(keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: signed)
+                next[zone.origin] = Copy(
+                    keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: signed, online: online)
                 served.zones.append(signed)
                 served.changes = nil  // a zone signed whole: the image is made whole
                 served.changesets[zone.origin] = .some(nil)
             }
+        }
+        for (origin, copy) in next {
+            served.onlineSigners[origin] = onlineSigner(origin, Self.signer(copy.keys, at: now, inUse: [], 0, 0))
         }
         copies = next
         return served

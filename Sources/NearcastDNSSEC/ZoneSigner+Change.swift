@@ -52,12 +52,14 @@ extension ZoneSigner {
         var linked: [DNSName] = []  // names that come into or go out of the chain
         var authoritative: [DNSName] = []
         for name in names {
-            let wanted = zone.node(at: name).map { node in
-                !node.isRedirected && !node.isHashedOwner
-                    && (name == origin || node.sets.contains { !Self.replaces($0.type, at: name, origin: origin) })
-            }
+            let held =
+                zone.node(at: name).map { node in
+                    !node.isRedirected && !node.isHashedOwner
+                        && (name == origin || node.sets.contains { !Self.replaces($0.type, at: name, origin: origin) })
+                } ?? false
+            let wanted = held || (online[name] != nil && Self.answersOnline(name, in: zone))
             let present = zone.rrset(name, .nsec) != nil
-            if wanted == true {
+            if wanted {
                 authoritative.append(name)
                 if !present {
                     links.append((name, .nsec, RRSet(name: name, type: .nsec, ttl: 0, rdatas: [.unknown(name.wire)])))
@@ -89,7 +91,7 @@ extension ZoneSigner {
                         continue
                     }
                     let sets = node.sets.filter { $0.type != .rrsig && $0.type != .nsec }
-                    let types = Set(sets.map(\.type)).union([.nsec, .rrsig])
+                    let types = signer.nsecTypes(name, sets)
                     let nsec = RRSet(
                         name: name, type: .nsec, ttl: nsecTTL, rdatas: [.unknown(next.wire + Self.typeBitmap(types))])
                     out.append((name, .nsec, nsec))

@@ -24,9 +24,17 @@ public struct ZoneSigner: Sendable {
     /// Signatures valid from `inception` to `expiration`, seconds since 1970 (RFC 4034 §3.1.5).
     public let inception: UInt32
     public let expiration: UInt32
+    /// Names whose answers are made for each query rather than held (geo names, their discovery
+    /// targets), with the types they answer: each is in the NSEC chain with those types, as if
+    /// the zone held them, so the chain never denies a name that answers (docs/ARCHITECTURE.md
+    /// §18, "Geo names"). Those outside the zone or below a delegation are left out.
+    public var online: [DNSName: Set<RRType>]
 
-    public init(keys: [DNSSECKey], published: [DNSSECKey]? = nil, inception: UInt32, expiration: UInt32) {
-        (self.keys, self.inception, self.expiration) = (keys, inception, expiration)
+    public init(
+        keys: [DNSSECKey], published: [DNSSECKey]? = nil, inception: UInt32, expiration: UInt32,
+        online: [DNSName: Set<RRType>] = [:]
+    ) {
+        (self.keys, self.inception, self.expiration, self.online) = (keys, inception, expiration, online)
         var all = published ?? keys
         for k in keys where !all.contains(where: { $0.dnskeyRData == k.dnskeyRData }) { all.append(k) }
         self.published = all
@@ -61,6 +69,10 @@ public struct ZoneSigner: Sendable {
             guard !sets.isEmpty || name == origin else { return }
             owners.append((name, sets, node.isDelegation))
         }
+        let held = Set(owners.map(\.0))
+        for name in online.keys.sorted() where !held.contains(name) && Self.answersOnline(name, in: zone) {
+            owners.append((name, [], false))
+        }
         let order = CanonicalNames(owners.map(\.0))
         let dnskey = dnskeySet(zone)
         let nsecTTL = zone.negativeSOA.ttl  // RFC 9077: min(SOA TTL, MINIMUM)
@@ -85,7 +97,7 @@ public struct ZoneSigner: Sendable {
             Result {
                 var records: [ResourceRecord] = []
                 for (name, sets, delegation, next) in slice {
-                    let types = Set(sets.map(\.type)).union([.nsec, .rrsig])
+                    let types = signer.nsecTypes(name, sets)
                     let nsec = RRSet(
                         name: name, type: .nsec, ttl: nsecTTL, rdatas: [.unknown(next.wire + Self.typeBitmap(types))])
                     for s in sets { records += s.records() }
@@ -124,6 +136,25 @@ public struct ZoneSigner: Sendable {
             out.append(ResourceRecord(name: set.name, type: .rrsig, ttl: set.ttl, rdata: .unknown(rdata)))
         }
         return out
+    }
+
+    /// The types of the NSEC at `name`, which holds `sets` (none of the signer's own): theirs, the
+    /// NSEC's and its signatures', and what the name answers online.
+    func nsecTypes(_ name: DNSName, _ sets: [RRSet]) -> Set<RRType> {
+        Set(sets.map(\.type)).union([.nsec, .rrsig]).union(online[name] ?? [])
+    }
+
+    /// Whether `name` of `zone` may answer online, and so be in its chain: in the zone, neither
+    /// at nor below a delegation, nor below a DNAME, nor a hashed owner.
+    static func answersOnline(_ name: DNSName, in zone: Zone) -> Bool {
+        guard name.isSubdomain(of: zone.origin) else { return false }
+        if let node = zone.node(at: name) { return !node.isRedirected && !node.isDelegation && !node.isHashedOwner }
+        var n = name.parent
+        while n != zone.origin && n.isSubdomain(of: zone.origin) {
+            if zone.rrset(n, .ns) != nil || zone.rrset(n, .dname) != nil { return false }
+            n = n.parent
+        }
+        return true
     }
 
     /// The NSEC type bitmap of `types` (RFC 4034 §4.1.2): a window per 256 types that has any.

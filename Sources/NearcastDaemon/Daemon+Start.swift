@@ -7,6 +7,7 @@ import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
 import NearcastControl
+import NearcastDNSSEC
 import NearcastDataPath
 import NearcastFleet
 import NearcastGeo
@@ -31,7 +32,9 @@ extension Daemon {
         var histories: [DNSName: ZoneHistory] = [:]
         /// Secondary zones not served at the start: never transferred, or expired (SERVFAIL).
         var unavailable: [ZoneSource] = []
-        /// The zones signed here, and what is served of `zones`: the signed copies of those.
+        /// The keys of the zones signed here (`signZones`), the signing, and what is served of
+        /// `zones`: the signed copies of those.
+        var keys: [DNSName: [DNSSECKey]] = [:]
         var signing = ZoneSigning()
         var served: [Zone] = []
     }
@@ -56,31 +59,15 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
-        // The zones with keys signed whole: the journal's changesets are of their sources, so
-        // their histories begin with the signed copies.
-        do {
-            let signingStarted = ContinuousClock.now
-            let keys = try ZoneSigning.keys(cfg)
-            data.signing.validity = .seconds(cfg.signatureValidity)
-            data.served = try data.signing.serve(data.zones, keys: keys, changes: nil).zones
-            for origin in keys.keys {
-                logger.info(
-                    "zone signed",
-                    metadata: [
-                        "zone": "\(origin)", "keys": "\(keys[origin]!.map(\.keyTag))",
-                        "seconds": "\((ContinuousClock.now - signingStarted).seconds)",
-                    ])
-            }
-        } catch {
+        do { data.keys = try ZoneSigning.keys(cfg) } catch {
             await follower?.stop()
             throw Self.refuse(error)
         }
-        ZoneSigning.warn(about: data.signing.geoNamesInSignedZones(cfg.geo), logger)
         for (source, z) in zip(cfg.zones, data.zones) {
             logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"])
             // The journal read again, for its changesets: a start replayed it onto the file.
             let journal = ZoneJournal.path(forZoneFile: source.path)
-            if !data.signing.signs(z.origin), let changesets = try? ZoneJournal.read(journal, origin: z.origin),
+            if data.keys[z.origin] == nil, let changesets = try? ZoneJournal.read(journal, origin: z.origin),
                 !changesets.isEmpty
             {
                 data.histories[z.origin] = ZoneHistory.journaled(changesets, servedSerial: z.serial)
@@ -115,6 +102,38 @@ extension Daemon {
             throw Self.refuse(error)
         }
         return follower
+    }
+
+    /// The zones with keys signed whole, with the names of `geo` in their chains and their geo
+    /// answers' variants signed: the journal's changesets are of their sources, so their
+    /// histories begin with the signed copies.
+    func signZones(_ data: inout Inputs, geo: GeoTable?, _ started: StartedServices) async throws {
+        guard !data.keys.isEmpty else {
+            data.served = data.zones
+            return
+        }
+        let signingStarted = ContinuousClock.now
+        do {
+            data.signing.validity = .seconds(data.config.signatureValidity)
+            let served = try data.signing.serve(data.zones, keys: data.keys, changes: nil, geo: geo)
+            data.served = served.zones
+            for origin in data.keys.keys {
+                logger.info(
+                    "zone signed",
+                    metadata: [
+                        "zone": "\(origin)", "keys": "\(data.keys[origin]!.map(\.keyTag))",
+                        "seconds": "\((ContinuousClock.now - signingStarted).seconds)",
+                    ])
+            }
+            let variantsStarted = ContinuousClock.now
+            if let (variants, signed) = data.signing.useOnlineSigners(served, geo: geo) {
+                ZoneSigning.logVariants(variants, signed, since: variantsStarted, logger)
+            }
+        } catch {
+            await started.stopAll(logger: logger)
+            await data.follower?.stop()
+            throw Self.refuse(error)
+        }
     }
 
     /// Geo names: the MaxMind database compiled for them (a reload may add or remove them later).

@@ -72,13 +72,14 @@ public struct Daemon: Sendable {
         let cfg = data.config
         let live = try await compileGeo(cfg, started)
         let geo = live.current?.table
+        try await signZones(&data, geo: geo, started)
         let cookies = CookieRotation.cookies(cfg.cookies)
         let metrics = NearcastMetrics()
-        let responders = ResponderSource(
-            Responder(
-                serving: cfg, zones: data.served, geo: geo, cookies: cookies,
-                counts: metrics.answers.view(data.zones, geo), histories: data.histories, unavailable: data.unavailable)
-        )
+        var first = Responder(
+            serving: cfg, zones: data.served, geo: geo, cookies: cookies,
+            counts: metrics.answers.view(data.zones, geo), histories: data.histories, unavailable: data.unavailable)
+        first.onlineSignatures = data.signing.onlineSignatures
+        let responders = ResponderSource(first)
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
         let fastPath = try await startFastPath(
             cfg, responders: responders, geo: geo, cookies: cookies, listeners: listeners, started)

@@ -169,6 +169,20 @@ public struct GeoTable: Sendable {
     /// Every discovery target name.
     public var targetNames: [DNSName] { Array(targets.keys) }
 
+    /// The names answered here rather than by a zone's data, with the types they answer: each
+    /// geo name's owner its types, each discovery target the types of its node's addresses (a
+    /// signed zone's chain holds them: ZoneSigner.online).
+    public var onlineTypes: [DNSName: Set<RRType>] {
+        var out: [DNSName: Set<RRType>] = [:]
+        for key in names.keys { out[key.name, default: []].insert(RRType(rawValue: key.type)) }
+        for (name, t) in targets {
+            guard let node = nodes[t.node] else { continue }
+            if node.ipv4 != nil { out[name, default: []].insert(.a) }
+            if node.ipv6 != nil { out[name, default: []].insert(.aaaa) }
+        }
+        return out
+    }
+
     /// Whether `qname` has a geo name of some type (so other types there are NODATA, not NXDOMAIN).
     public func isOwner(_ qname: DNSName) -> Bool { owners.contains(qname) }
 
@@ -242,6 +256,54 @@ public struct GeoTable: Sendable {
             outcome: outcome, addresses: chosen.compactMap(addressOf),
             ttl: min(name.config.ttl, health.ttlCap(pools[name.pool].id)), locationClass: c, prefixLength: match.length,
             candidates: candidates, chosen: chosen)
+    }
+
+    /// The distinct RRsets the A and AAAA geo names answer with `health` (default: the board
+    /// now), whatever the client: for each location class, the top nodes that are up, and when
+    /// the top candidate is down each spill-over pick (every prefix's seed gives one of them).
+    /// Each at the name's own TTL: the variants a signed zone signs ahead (OnlineSignatures).
+    public func answerVariants(health: Health? = nil) -> [(name: DNSName, type: RRType, ttl: UInt32, rdatas: [[UInt8]])]
+    {
+        let health = health ?? self.health
+        // The node lists answered, per ranking, count of answers and type: names share them.
+        struct Shape: Hashable {
+            var ranking: Int
+            var answers: Int
+            var type: UInt16
+            var failOpen: Bool
+        }
+        var lists: [Shape: Set<[String]>] = [:]
+        var out: [(name: DNSName, type: RRType, ttl: UInt32, rdatas: [[UInt8]])] = []
+        for n in names.values where n.config.type == .a || n.config.type == .aaaa {
+            let v6 = n.config.type == .aaaa
+            func address(_ id: String) -> [UInt8]? { v6 ? nodes[id]?.ipv6 : nodes[id]?.ipv4 }
+            let shape = Shape(
+                ranking: n.ranking, answers: n.config.answers, type: n.config.type.rawValue,
+                failOpen: n.config.allDown == .failOpen)
+            if lists[shape] == nil {
+                var found: Set<[String]> = []
+                for c in image.classes.indices {
+                    let candidates = image.classes[c][n.ranking]
+                    let healthy = candidates.filter(health.isServing)
+                    var orders: [[String]] = [healthy]
+                    if let top = candidates.first, !health.isServing(top), !healthy.isEmpty {
+                        orders = healthy.prefix(3).map { pick in [pick] + healthy.filter { $0 != pick } }
+                    }
+                    for order in orders {
+                        var chosen = order.prefix(n.config.answers).filter { address($0) != nil }
+                        if chosen.isEmpty && shape.failOpen {
+                            chosen = candidates.prefix(n.config.answers).filter { address($0) != nil }
+                        }
+                        if !chosen.isEmpty { found.insert(chosen) }
+                    }
+                }
+                lists[shape] = found
+            }
+            for chosen in lists[shape] ?? [] {
+                out.append((n.config.name, n.config.type, n.config.ttl, chosen.compactMap(address)))
+            }
+        }
+        return out
     }
 
     /// The healthy candidates in answer order (NC_SPILL in nearcast_abi.h): in rank order when the

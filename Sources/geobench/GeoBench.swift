@@ -1,9 +1,11 @@
 import ArgumentParser
+import DNSWire
 import Foundation
 import MaxMindDB
 import NearcastAnswers
 import NearcastBasics
 import NearcastConfiguration
+import NearcastDNSSEC
 import NearcastDataPath
 import NearcastGeo
 import NearcastZones
@@ -34,6 +36,9 @@ struct GeoBench: ParsableCommand {
 
     @Option(help: "nearcast's XDP object: also write the geo maps and report their kernel memory (root).")
     var maps: String?
+
+    @Option(help: "Also sign the answers of this many geo names (half on each pool) in a signed zone.")
+    var signedNames = 0
 
     func run() throws {
         // The config a user would write: the 24 nodes, pool "web" with all, pool "api" with every
@@ -71,6 +76,7 @@ struct GeoBench: ParsableCommand {
 
         print("")
         print(Self.ipv4Shape(table.image.ipv4))
+        if signedNames > 0 { try signVariants(yaml: yaml, db: db) }
 
         guard let maps else { return }
         let fast = try FastPath(objectPath: maps, geoCapacity: .sized(for: table))
@@ -113,6 +119,68 @@ struct GeoBench: ParsableCommand {
                 format:
                     "a node moved, reloaded: compiled in %.1f s, its geo maps written beside the live ones and switched in %.1f s; a reload of the same compile (a record change) %.0f ms",
                 recompile, switchTime, same * 1000))
+    }
+
+    /// The variants of `signedNames` geo names' answers (half on each pool) signed ahead, as
+    /// nearcastd signs them in a zone it signs (docs/ARCHITECTURE.md §18, "Geo names"): how many
+    /// each pool's names answer, the time and memory to sign them all, and how many more one
+    /// node down makes.
+    func signVariants(yaml: String, db: MaxMindDatabase) throws {
+        var text = yaml.components(separatedBy: "  names:\n")[0] + "  names:\n"
+        for i in 0..<signedNames {
+            text +=
+                i % 2 == 0
+                ? "    - { name: w\(i).bench.test, type: A, pool: web, answers: 2 }\n"
+                : "    - { name: a\(i).bench.test, type: A, pool: api, depth: 2 }\n"
+        }
+        let config = try NearcastConfig.parse(yaml: text, fileName: "geobench", baseDirectory: "")
+        let table = try GeoTable.build(config.geo, database: db)
+        let origin = try DNSName("bench.test.")
+        let key = DNSSECKey.generate(zone: origin)
+        let online = OnlineSignatures()
+        online.use([
+            origin: OnlineSignatures.Signer(
+                keyTags: [key.keyTag], renewBefore: 7 * 86400,
+                sign: { set in
+                    let t = UInt32(Date().timeIntervalSince1970)
+                    return try ZoneSigner(keys: [key], inception: t - 3600, expiration: t + 14 * 86400)
+                        .signatures(set, origin: origin)
+                })
+        ])
+        func sets(_ health: GeoTable.Health? = nil) -> [RRSet] {
+            table.answerVariants(health: health).map { v in
+                RRSet(
+                    name: v.name, type: v.type, ttl: v.ttl,
+                    rdatas: v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) })
+            }
+        }
+        let before = Self.peakMiB()
+        let start = ContinuousClock.now
+        let all = sets()
+        let (variants, signed) = online.sign(all, now: UInt32(Date().timeIntervalSince1970))
+        let elapsed = (ContinuousClock.now - start).seconds
+        let perName = Dictionary(grouping: all, by: \.name).mapValues(\.count)
+        let web = perName.filter { $0.key.description.hasPrefix("w") }.values.max() ?? 0
+        let api = perName.filter { $0.key.description.hasPrefix("a") }.values.max() ?? 0
+        var down = table
+        down.unhealthy = [Self.cities[0].0]
+        let more = online.sign(sets(down.health), now: UInt32(Date().timeIntervalSince1970)).signed
+        print("")
+        print(
+            "| signed geo names | variants a name (web, 2 answers / api, 1) | variants | signed in (s) | per second | peak memory (MiB, before / after) | more with \(Self.cities[0].0) down |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print(
+            String(
+                format: "| %d | %d / %d | %d | %.2f | %.0f | %d / %d | %d |", signedNames, web, api, variants, elapsed,
+                Double(signed) / max(elapsed, 1e-9), before, Self.peakMiB(), more))
+    }
+
+    /// The process's peak resident memory, MiB.
+    static func peakMiB() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss / 1024
     }
 
     /// The shape of the compiled IPv4 prefixes and what the XDP program's prefix array (a span per

@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import MaxMindDB
 import NearcastBasics
+import NearcastDNSSEC
 import NearcastTestSupport
 import NearcastTransfer
 import Testing
@@ -255,5 +256,71 @@ import Testing
             #expect(records.filter { $0.name == geo && $0.type == type } == unlocated, "\(type)")
         }
         #expect(records.contains { $0.name == geo && $0.type == .txt })
+    }
+
+    /// In a zone signed here, a geo answer asked with DO carries the signature of its node set,
+    /// made once per distinct set (a variant) and kept: the variants are signed ahead from the
+    /// compile, two clients with the same nodes in another order get the same signature, a set
+    /// that health makes is signed when first asked for, and other keys sign anew.
+    @Test func aGeoAnswerInASignedZoneCarriesItsVariantsSignature() throws {
+        let now = UInt32(Date().timeIntervalSince1970)
+        let key = DNSSECKey.generate(zone: Self.origin)
+        let signer = ZoneSigner(
+            keys: [key], inception: now - 3600, expiration: now + 86400, online: Self.table.onlineTypes)
+        let signed = try signer.signWhole(Self.zone)
+        let online = OnlineSignatures()
+        func use(_ s: ZoneSigner) {
+            online.use([
+                Self.origin: OnlineSignatures.Signer(
+                    keyTags: s.keys.map(\.keyTag), renewBefore: 3600,
+                    sign: { try s.signatures($0, origin: Self.origin) })
+            ])
+        }
+        use(signer)
+        let variants = Self.table.answerVariants().map {
+            RRSet(
+                name: $0.name, type: $0.type, ttl: $0.ttl,
+                rdatas: $0.rdatas.map { try! RData(type: $0.count == 4 ? .a : .aaaa, bytes: $0) })
+        }
+        let ahead = online.sign(variants, now: now)
+        #expect(ahead.variants >= 4 && ahead.signed == ahead.variants && online.count == ahead.variants, "\(ahead)")
+        #expect(online.sign(variants, now: now).signed == 0, "kept")
+
+        func responder(unhealthy: Set<String> = []) -> Responder {
+            var t = Self.table
+            t.unhealthy = unhealthy
+            var r = Responder(authority: Authority(zones: [signed]), geo: t)
+            r.onlineSignatures = online
+            return r
+        }
+        func askDO(_ r: Responder, client: [UInt8]) -> DNSMessage {
+            let q = try! DNSMessage(
+                questions: [DNSQuestion(name: try! DNSName("geo.example.test."), type: .a)],
+                edns: EDNS(dnssecOK: true)
+            ).serialize()
+            return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
+        }
+        func signature(_ m: DNSMessage) -> RData? { m.answers.first { $0.type == .rrsig }?.rdata }
+        let r = responder()
+        func addresses(_ m: DNSMessage) -> [String] { self.addresses(m).filter { $0.hasPrefix("192.") } }
+        let paris = askDO(r, client: [198, 51, 100, 9])
+        #expect(addresses(paris) == ["192.0.2.20", "192.0.2.10"])
+        let sig = try #require(signature(paris).flatMap(Signature.init))
+        #expect(sig.typeCovered == .a && sig.originalTTL == 20 && sig.keyTag == key.keyTag)
+        #expect(paris.answers.last?.type == .rrsig && paris.answers.allSatisfy { $0.ttl == 20 })
+        // Berlin: the same nodes, the other way round; the same signature.
+        let berlin = askDO(r, client: [192, 0, 2, 200])
+        #expect(addresses(berlin) == ["192.0.2.10", "192.0.2.20"] && signature(berlin) == signature(paris))
+        #expect(online.count == ahead.variants, "nothing signed on the way")
+        // Without DO, no signature.
+        #expect(ask(r, client: [198, 51, 100, 9]).answers.allSatisfy { $0.type == .a })
+        // par1 and nyc1 down: Paris gets a set the compile's health did not give, signed as asked.
+        let down = askDO(responder(unhealthy: ["par1", "nyc1"]), client: [198, 51, 100, 9])
+        #expect(addresses(down) == ["192.0.2.10"] && signature(down) != nil)
+        #expect(online.count == ahead.variants + 1)
+        // Other keys: signed anew by them.
+        let other = DNSSECKey.generate(zone: Self.origin)
+        use(ZoneSigner(keys: [other], inception: now - 3600, expiration: now + 86400))
+        #expect(signature(askDO(r, client: [198, 51, 100, 9])).flatMap(Signature.init)?.keyTag == other.keyTag)
     }
 }

@@ -255,4 +255,91 @@ import Testing
             try Self.expectVerified(daemon, in: dir)
         }
     }
+
+    /// Geo names in a zone signed here (issue 34): each client's nodes come signed, and delv
+    /// validates them from clients in Paris, New York and Tokyo (its source address located by
+    /// the database); the geo name is in the NSEC chain with its types, so NODATA at it and
+    /// NXDOMAIN beside it validate too, and the zone as transferred passes ldns-verify-zone.
+    @Test func geoAnswersAreSignedForEachClient() async throws {
+        try await TestSupport.blocking {
+            let dir = try TemporaryDirectory("nearcast-signed-geo")
+            let (state, anchors) = try Self.keyed(in: dir)
+            let database = dir.file("city.mmdb")
+            try Fixtures.writeCityDatabase(
+                [("127.0.1.0/24", "paris"), ("127.0.2.0/24", "new-york"), ("127.0.3.0/24", "tokyo")], to: database)
+            let zoneFile = try dir.write(
+                try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("example.test.zone"), encoding: .utf8),
+                to: "example.test.zone")
+            let daemon = try Self.start(
+                zoneFile, state: state, in: dir,
+                settings: """
+                    geo:
+                      database: \(database)
+                    \(Fixtures.fourNodes(indent: 2))
+                      names:
+                        - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
+                        - { name: geo.example.test, type: AAAA, pool: web }
+                    """)
+            defer { daemon.stop() }
+            #expect(daemon.log.contains("geo answers signed"), "\(daemon.log)")
+            func delv(from source: String, _ name: String, _ type: String) throws -> String {
+                let out = try TestSupport.run(
+                    try TestSupport.tool("delv"),
+                    [
+                        "@127.0.0.1", "-p", "\(daemon.dnsPort)", "-b", source, "-a", anchors, "+root=example.test",
+                        name, type,
+                    ])
+                return out.stdout + out.stderr
+            }
+            // Each client its nearest two, validated: Paris, New York, Tokyo.
+            var answers: Set<String> = []
+            for (source, nearest) in [
+                ("127.0.1.1", "192.0.2.20"), ("127.0.2.1", "192.0.2.30"), ("127.0.3.1", "192.0.2.40"),
+            ] {
+                let out = try delv(from: source, "geo.example.test", "A")
+                #expect(out.contains("fully validated") && out.contains(nearest), "\(source):\n\(out)")
+                answers.insert(out.split(separator: "\n").filter { $0.contains("\tA\t") }.sorted().joined())
+            }
+            #expect(answers.count == 3, "\(answers)")
+            #expect(try delv(from: "127.0.1.1", "geo.example.test", "AAAA").contains("fully validated"))
+            try Self.expectValidated(
+                daemon, anchors,
+                [
+                    ("geo.example.test", "MX", "nxrrset"), ("geo2.example.test", "A", "nxdomain"),
+                    ("gen.example.test", "A", "nxdomain"),
+                ])
+            // The chain holds the geo name with its types.
+            let nodata = try daemon.dig(["+norec", "+dnssec", "geo.example.test", "MX"]).stdout
+            #expect(
+                nodata.split(separator: "\n").contains {
+                    $0.hasPrefix("geo.example.test.") && $0.contains("NSEC") && $0.contains(" A AAAA RRSIG NSEC")
+                }, "\(nodata)")
+            // Asked by a resolver for its client (ECS), the answer comes with its signature.
+            let ecs = try daemon.dig(["+norec", "+dnssec", "+subnet=127.0.3.0/24", "geo.example.test", "A"]).stdout
+            #expect(ecs.contains("RRSIG\tA 13 3 20 ") && ecs.contains("192.0.2.40"), "\(ecs)")
+            try Self.expectVerified(daemon, in: dir)
+
+            // A geo name added by a reload comes into the chain (a change of the zone, not the
+            // zone signed whole), and validates at once; the one removed leaves it.
+            let config = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("config-") })
+            let text = try String(contentsOfFile: dir.file(config), encoding: .utf8)
+            try text.replacingOccurrences(
+                of: "name: geo.example.test, type: AAAA", with: "name: geo2.example.test, type: AAAA"
+            )
+            .write(toFile: dir.file(config), atomically: true, encoding: .utf8)
+            let reload = try daemon.cli(["reload"], token: Self.token)
+            #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
+            #expect(try delv(from: "127.0.2.1", "geo2.example.test", "AAAA").contains("2001:db8::30"))
+            try Self.expectValidated(
+                daemon, anchors,
+                [
+                    ("geo2.example.test", "AAAA", "fully validated"), ("geo2.example.test", "A", "nxrrset"),
+                    ("geo.example.test", "AAAA", "nxrrset"), ("geo.example.test", "A", "192.0.2."),
+                ])
+            #expect(!daemon.log.contains("zone signed whole"), "\(daemon.log)")
+            try Self.expectVerified(daemon, in: dir)
+        }
+    }
 }
