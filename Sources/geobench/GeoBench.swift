@@ -154,7 +154,7 @@ struct GeoBench: ParsableCommand {
                     rdatas: v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) })
             }
         }
-        let before = Self.peakMiB()
+        let before = Self.residentMiB()
         let start = ContinuousClock.now
         let all = sets()
         let (variants, signed) = online.sign(all, now: UInt32(Date().timeIntervalSince1970))
@@ -167,20 +167,20 @@ struct GeoBench: ParsableCommand {
         let more = online.sign(sets(down.health), now: UInt32(Date().timeIntervalSince1970)).signed
         print("")
         print(
-            "| signed geo names | variants a name (web, 2 answers / api, 1) | variants | signed in (s) | per second | peak memory (MiB, before / after) | more with \(Self.cities[0].0) down |"
+            "| signed geo names | variants a name (web, 2 answers / api, 1) | variants | signed in (s) | per second | resident memory (MiB, before / after) | more with \(Self.cities[0].0) down |"
         )
         print("|---:|---:|---:|---:|---:|---:|---:|")
         print(
             String(
                 format: "| %d | %d / %d | %d | %.2f | %.0f | %d / %d | %d |", signedNames, web, api, variants, elapsed,
-                Double(signed) / max(elapsed, 1e-9), before, Self.peakMiB(), more))
+                Double(signed) / max(elapsed, 1e-9), before, Self.residentMiB(), more))
     }
 
-    /// The process's peak resident memory, MiB.
-    static func peakMiB() -> Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_maxrss / 1024
+    /// The process's resident memory now, MiB (/proc/self/statm).
+    static func residentMiB() -> Int {
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
     }
 
     /// The shape of the compiled IPv4 prefixes and what the XDP program's prefix array (a span per
