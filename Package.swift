@@ -312,6 +312,7 @@ let package = Package(
             dependencies: [
                 "NearcastDataPath", "BPFKit", "CNearcastABI", "NearcastZones", "NearcastGeo", "NearcastAnswers",
                 "NearcastConfiguration", "NearcastTSIG", "DNSWire", "MaxMindDB", "NearcastTestSupport", "XDPFuzz",
+                "NearcastDNSSEC",
             ]
         ),
         .testTarget(

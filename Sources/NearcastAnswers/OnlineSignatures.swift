@@ -134,6 +134,21 @@ public final class OnlineSignatures: Sendable {
     /// How many variants are kept.
     public var count: Int { state.withLock { $0.variants.count } }
 
+    /// The variants kept whose signatures are good at `now` and by their zone's keys of now: what
+    /// the fast path may answer with (each set's owner lower-cased, its TTL the signed one).
+    public func current(now: UInt32) -> [(set: RRSet, signatures: [ResourceRecord])] {
+        state.withLock { s in
+            s.variants.compactMap { v, kept in
+                guard let (_, signer) = signer(of: v.owner, in: s), kept.keyTags == signer.keyTags,
+                    kept.expiration > now &+ signer.renewBefore
+                else { return nil }
+                return (
+                    RRSet(name: v.owner, type: RRType(rawValue: v.type), ttl: v.ttl, rdatas: v.rdatas), kept.records
+                )
+            }
+        }
+    }
+
     private func keep(_ made: [(Variant, [ResourceRecord])], by keyTags: [UInt16]) {
         state.withLock { s in
             if s.variants.count + made.count > Self.limit { s.variants = [:] }

@@ -1,8 +1,11 @@
 import DNSWire
 import Foundation
 import Logging
+import NearcastAnswers
 import NearcastBasics
 import NearcastDNSSEC
+import NearcastDataPath
+import NearcastGeo
 import NearcastZones
 import ServiceLifecycle
 
@@ -119,6 +122,49 @@ extension ServedConfig {
         }
     }
 
+    /// The fast path made to hold the signatures of the geo answers' variants kept now (none
+    /// without `geo`), so XDP answers DO queries about geo names with them.
+    package func writeGeoVariants(_ geo: GeoTable?) {
+        guard let fastPath = writer?.fastPath else { return }
+        let variants =
+            geo.map {
+                FastPath.geoSignatures(signing.onlineSignatures, geo: $0, now: UInt32(Date().timeIntervalSince1970))
+            } ?? []
+        do { try fastPath.writeGeoSignatures(variants) } catch {
+            logger.error("signed geo answers not written to the fast path", metadata: ["why": "\(error)"])
+        }
+    }
+
+    /// The variants the geo names answer with now signed ahead where they are not, or their
+    /// signatures near their end, and the fast path given them: after a health change (whose new
+    /// node sets the slow path signs as they are asked for meanwhile) and each refresh round.
+    package func refreshGeoVariants() async {
+        guard let geo = live.current?.table, !signing.copies.isEmpty else { return }
+        let online = signing.onlineSignatures
+        let made = try? await onOwnThread(name: "nc-signing", background: true) {
+            online.sign(
+                geo.answerVariants().compactMap { v -> RRSet? in
+                    let rdatas = v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) }
+                    return rdatas.isEmpty ? nil : RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: rdatas)
+                }, now: UInt32(Date().timeIntervalSince1970))
+        }
+        guard let made, made.signed > 0 else { return }
+        logger.info("geo answers signed", metadata: ["variants": "\(made.variants)", "signed-now": "\(made.signed)"])
+        writeGeoVariants(geo)
+    }
+
+    /// Whether a health change asked for the geo variants to be looked at (and the request taken).
+    nonisolated func takeVariantsRequest() -> Bool {
+        variantsRequested.withLock { r in
+            defer { r = false }
+            return r
+        }
+    }
+
+    /// Asks for the geo variants to be looked at (`refreshGeoVariants`) by the refresh's next
+    /// second: a health change may make node sets no variant was signed for.
+    package nonisolated func requestVariants() { variantsRequested.withLock { $0 = true } }
+
     /// How long the refresh waits between rounds: a twentieth of the validity, at most an hour.
     var refreshInterval: Duration { .seconds(min(running.signatureValidity / 20, 3600)) }
 
@@ -141,11 +187,14 @@ package struct SignatureRefresh: Service {
     package func run() async {
         while true {
             let until = ContinuousClock.now + (await served.refreshSignatures())
-            // A second at a time, so that a reload's request for a round is taken at once.
+            await served.refreshGeoVariants()
+            // A second at a time, so that a reload's request for a round, or a health change's
+            // for the geo variants, is taken at once.
             while ContinuousClock.now < until {
                 guard (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: .seconds(1)) })) != nil
                 else { return }
                 if await served.takeRefreshRequest() { break }
+                if served.takeVariantsRequest() { await served.refreshGeoVariants() }
             }
         }
     }

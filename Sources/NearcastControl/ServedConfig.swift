@@ -14,6 +14,7 @@ import NearcastServer
 import NearcastStore
 import NearcastTransfer
 import NearcastZones
+import Synchronization
 
 /// The config and zones served now, and the one place they change: reloads of the config and zone
 /// files (SIGHUP, `POST /v1/reload`) and record changes through the API (`edit`), each audited.
@@ -101,6 +102,8 @@ package actor ServedConfig {
     var signing: ZoneSigning
     /// A reload asks the signatures' refresh for a round now (keys may have come or changed).
     var refreshRequested = false
+    /// A health change asked for the geo answers' variants to be looked at (`requestVariants`).
+    let variantsRequested = Mutex(false)
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -444,6 +447,7 @@ package actor ServedConfig {
         let variantsStarted = ContinuousClock.now
         if let (variants, made) = signing.useOnlineSigners(signed, geo: geo) {
             ZoneSigning.logVariants(variants, made, since: variantsStarted, logger)
+            writeGeoVariants(geo)
         }
         let oldResponder = responders.replace(with: responder)
         if oneChange && retired == nil {

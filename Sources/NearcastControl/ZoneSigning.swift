@@ -155,6 +155,7 @@ package struct ZoneSigning: Sendable {
 
     /// Says how many variants the geo names' answers are, and how many were signed now.
     package static func logVariants(_ variants: Int, _ signed: Int, since: ContinuousClock.Instant, _ logger: Logger) {
+        guard variants > 0 else { return }
         logger.info(
             "geo answers signed",
             metadata: [
@@ -195,12 +196,13 @@ package struct ZoneSigning: Sendable {
     /// From now on the geo answers of the zones `served` signs are signed, and each variant the
     /// geo names of `geo` answer with now is signed ahead if it is not yet (when the compile or
     /// the signers changed since the last time). Blocking: a signature per new variant. Returns
-    /// how many variants there are and how many were signed now (nil: nothing to do).
+    /// how many variants there are and how many were signed now (none, when there are no signed
+    /// geo names any more); nil when nothing changed.
     package mutating func useOnlineSigners(_ served: Served, geo: GeoTable?) -> (variants: Int, signed: Int)? {
         onlineSignatures.use(served.onlineSigners)
         guard let geo, !served.onlineSigners.isEmpty else {
-            variantsSigned = nil
-            return nil
+            defer { variantsSigned = nil }
+            return variantsSigned == nil ? nil : (0, 0)
         }
         let tags = served.onlineSigners.mapValues(\.keyTags)
         if let last = variantsSigned, last.geo == geo.serial, last.signers == tags { return nil }

@@ -104,6 +104,10 @@ public struct Daemon: Sendable {
             notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
             signing: data.signing, logger: logger)
         await started.add("signature refresh", SignatureRefresh(served: served))
+        // Signed geo answers: XDP appends the signatures of their variants signed so far; a health
+        // change may make new ones, signed by the refresh's next second.
+        await served.writeGeoVariants(geo)
+        health.writes.onChange { served.requestVariants() }
         data.zones = []
         data.served = []
         data.signing = ZoneSigning()

@@ -253,7 +253,7 @@ extension FastPath {
         init(_ n: AnswerImage.Name, geo: [NamesTable.Answer], negative: UInt16, nxdomain: Bool) {
             name = n.name
             self.negative = negative
-            answers = RecordAnswers(own: n.answers, geo: geo, signed: n.signedAnswers)
+            answers = RecordAnswers(own: n.answers, geo: geo, signed: n.signedAnswers, signsGeo: n.signed)
             let (length, kept, leading) = NamesTable.encodeRecord(
                 name: name, flags: 0, negative: negative, answers: answers, into: nil)
             // The signed answers come last, so a record without room for them keeps the rest
@@ -274,20 +274,29 @@ extension FastPath {
         }
     }
 
-    /// A name's answers as its record's: the image's, then the geo ones, then the image's signed
-    /// ones (NC_AT_SIGNED), seen as one collection without an array of them made (a million
+    /// A name's answers as its record's: the image's, then the geo ones, in a signed zone the geo
+    /// ones again for DO (NC_AT_SIGNED: XDP appends their variant's signatures, nc_geo_sigs), then
+    /// the image's signed ones, seen as one collection without an array of them made (a million
     /// names' records made one each).
     struct RecordAnswers: RandomAccessCollection {
         let own: [AnswerImage.Answer]
         let geo: [NamesTable.Answer]
         let signed: [AnswerImage.Answer]
+        /// The geo answers are in a signed zone: each has its entry for DO too.
+        var signsGeo = false
         var startIndex: Int { 0 }
-        var endIndex: Int { own.count + geo.count + signed.count }
+        var endIndex: Int { own.count + geoEntries + signed.count }
+        var geoEntries: Int { signsGeo ? 2 * geo.count : geo.count }
 
         subscript(i: Int) -> NamesTable.Answer {
             if i < own.count { return Self.entry(own[i], signed: false) }
             if i < own.count + geo.count { return geo[i - own.count] }
-            return Self.entry(signed[i - own.count - geo.count], signed: true)
+            if i < own.count + geoEntries {
+                var a = geo[i - own.count - geo.count]
+                a.signed = true
+                return a
+            }
+            return Self.entry(signed[i - own.count - geoEntries], signed: true)
         }
 
         static func entry(_ a: AnswerImage.Answer, signed: Bool) -> NamesTable.Answer {

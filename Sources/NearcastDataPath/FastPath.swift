@@ -63,6 +63,8 @@ public final class FastPath: Sendable {
     let cookie: BPFMap
     /// The addresses the program answers queries to (nc_local).
     let local: BPFMap
+    /// The signatures of signed geo answers' variants (nc_geo_sigs, FastPath+GeoSignatures.swift).
+    let geoSignatures: BPFMap
     let table: NamesTable
     /// What the answers went to (nc_stats' by type, nc_by_zone, nc_by_node).
     let tally: AnswerTally
@@ -107,6 +109,8 @@ public final class FastPath: Sendable {
         var replacedSinceGracePeriod = false
         /// The live generation's geo maps (nil: no geo names).
         var geo: GeoMaps?
+        /// The keys of nc_geo_sigs written (`writeGeoSignatures`).
+        var geoSignatureKeys: Set<[UInt8]> = []
         /// The geo nodes: index within a half of the nodes map and the value written there.
         var nodes: [String: (index: UInt32, value: nc_node)] = [:]
         /// The pools: index within a half of the pools map and the TTL cap written there.
@@ -196,6 +200,8 @@ public final class FastPath: Sendable {
             NC_MAP_RRL_EXEMPT, keySize: MemoryLayout<nc_rrl_exempt_key>.size, valueSize: 4)
         cookie = try object.map(NC_MAP_COOKIE, keySize: 4, valueSize: MemoryLayout<nc_cookie_config>.size)
         local = try object.map(NC_MAP_LOCAL, keySize: MemoryLayout<nc_local_key>.size, valueSize: 1)
+        geoSignatures = try object.map(
+            NC_MAP_GEO_SIGS, keySize: MemoryLayout<nc_geo_sig_key>.size, valueSize: MemoryLayout<nc_geo_sig>.size)
         tally = try AnswerTally(object: object)
         self.table = table
         self.geoCapacity = geoSize

@@ -57,11 +57,28 @@ struct XDPBench: ParsableCommand {
                     - { id: nyc1, ipv4: 192.0.2.30, latitude: 40.71, longitude: -74.01 }
                     - { id: tyo1, ipv4: 192.0.2.40, latitude: 35.68, longitude: 139.65 }
                   pools: [{ id: web, members: [fra1, par1, nyc1, tyo1] }]
-                  names: [{ name: geo.\(origin), type: A, pool: web, answers: 2 }]
+                  names:
+                    - { name: geo.\(origin), type: A, pool: web, answers: 2 }
+                    - { name: geo.signed.\(origin), type: A, pool: web, answers: 2 }
                 """, fileName: "xdpbench", baseDirectory: "")
         let geo = try GeoTable.build(geoConfig.geo, database: try MaxMindDatabase(path: geoDatabase))
-        let signed = try Self.signedCopy(of: zone, origin: o)
-        let responder = Responder(authority: Authority(zones: [z, signed]), geo: geo)
+        let (signed, signer) = try Self.signedCopy(of: zone, origin: o, online: geo.onlineTypes)
+        // The signed copy's geo name: its variants signed ahead, as nearcastd signs them.
+        let online = OnlineSignatures()
+        online.use([
+            signed.origin: OnlineSignatures.Signer(
+                keyTags: signer.keys.map(\.keyTag), renewBefore: 3600,
+                sign: { try signer.signatures($0, origin: signed.origin) })
+        ])
+        let now = UInt32(Date().timeIntervalSince1970)
+        online.sign(
+            geo.answerVariants().map { v in
+                RRSet(
+                    name: v.name, type: v.type, ttl: v.ttl,
+                    rdatas: v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) })
+            }, now: now)
+        var responder = Responder(authority: Authority(zones: [z, signed]), geo: geo)
+        responder.onlineSignatures = online
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)
         // Each object twice: as it is, and with the defences on: a rate limit no row reaches (so
         // every run pays for its bucket), and DNS cookies.
@@ -74,6 +91,7 @@ struct XDPBench: ParsableCommand {
                 try fast.configureCookies(.init(current: Array(0..<16)))
             }
             try fast.write(image, geo: geo)
+            try fast.writeGeoSignatures(FastPath.geoSignatures(online, geo: geo, now: now))
             return fast
         }
         let fast = try load(object, defended: false)
@@ -135,6 +153,12 @@ struct XDPBench: ParsableCommand {
             (
                 "miss (a wildcard's: passed), IPv4",
                 Frame.make(ipv6: false, try query("x.wild.\(origin)", .a, edns: nil))
+            ),
+            (
+                "signed geo A, IPv4, DO, by source",
+                Frame.make(
+                    ipv6: false, try query("geo.\(signed.origin)", .a, edns: EDNS(dnssecOK: true)),
+                    source: [198, 51, 100, 7])
             ),
             (
                 "geo A, IPv4, by source",
@@ -265,7 +289,9 @@ struct XDPBench: ParsableCommand {
 
     /// The zone file `path` of origin `origin` under another origin (`signed.` before it), signed
     /// whole by a new ECDSA P-256 key (NSEC): the signed rows' zone, the same names as the others'.
-    static func signedCopy(of path: String, origin: DNSName) throws -> Zone {
+    static func signedCopy(of path: String, origin: DNSName, online: [DNSName: Set<RRType>]) throws -> (
+        Zone, ZoneSigner
+    ) {
         let other = try origin.prepending(Array("signed".utf8))
         let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
             of: origin.description, with: other.description)
@@ -274,8 +300,9 @@ struct XDPBench: ParsableCommand {
             sourceName: path)
         let now = UInt32(Date().timeIntervalSince1970)
         let signer = ZoneSigner(
-            keys: [DNSSECKey.generate(zone: other)], inception: now - 3600, expiration: now + 14 * 86400)
-        return try signer.signWhole(unsigned)
+            keys: [DNSSECKey.generate(zone: other)], inception: now - 3600, expiration: now + 14 * 86400,
+            online: online)
+        return (try signer.signWhole(unsigned), signer)
     }
 
     /// A /24 in the middle of the /16 that holds the most prefixes of the compile: the deepest

@@ -4,6 +4,7 @@ import Foundation
 import MaxMindDB
 import NearcastAnswers
 import NearcastConfiguration
+import NearcastDNSSEC
 import NearcastGeo
 import NearcastTestSupport
 import NearcastZones
@@ -763,5 +764,77 @@ import XDPFuzz
         #expect(last.unhealthy == ["fra1"])
         let r = Self.responder(last)
         try expectEveryClientAnswered(fp, r)
+    }
+
+    /// In a zone signed here, a geo name's answer asked with DO is answered by XDP with its
+    /// variant's signatures (nc_geo_sigs), the slow path's bytes, for clients of either family, by
+    /// packet source and by ECS; a variant the map lacks passes (pass_dnssec), and the slow path
+    /// signs it.
+    @Test func signedGeoAnswersAreAnsweredInXDPWithTheirVariantsSignatures() throws {
+        let now = UInt32(Date().timeIntervalSince1970)
+        let signer = ZoneSigner(
+            keys: [DNSSECKey.generate(zone: Self.origin)], inception: now - 3600, expiration: now + 86400,
+            online: Self.table.onlineTypes)
+        let online = OnlineSignatures()
+        online.use([
+            Self.origin: OnlineSignatures.Signer(
+                keyTags: signer.keys.map(\.keyTag), renewBefore: 3600,
+                sign: { try signer.signatures($0, origin: Self.origin) })
+        ])
+        let variants = Self.table.answerVariants().map { v in
+            RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: v.rdatas.map { try! RData(type: v.type, bytes: $0) })
+        }
+        online.sign(variants, now: now)
+        var r = Responder(authority: Authority(zones: [try signer.signWhole(Self.zone)]), geo: Self.table)
+        r.onlineSignatures = online
+        let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
+        try fp.configure(dnsPort: 53, udpPayload: 1232)
+        try fp.answer(queriesTo: Packet.servers)
+        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: Self.table)
+        let held = try fp.writeGeoSignatures(FastPath.geoSignatures(online, geo: Self.table, now: now))
+        #expect(held == online.count, "every variant signed ahead is held")
+
+        func signedQuery(_ name: String, _ type: RRType, ecs: ClientSubnet? = nil) -> [UInt8] {
+            var h = DNSHeader()
+            h.id = 0x4321
+            return try! DNSMessage(
+                header: h, questions: [DNSQuestion(name: try! DNSName(name), type: type)],
+                edns: EDNS(dnssecOK: true, options: ecs.map { [$0.option] } ?? [])
+            ).serialize()
+        }
+        let before = try fp.statistics()
+        var signedReplies = 0
+        for c in Self.clients4 + Self.clients6 {
+            for type in [RRType.a, .aaaa] {
+                let q = signedQuery("Geo.Example.test.", type)
+                #expect(try run(fp, r, q, client: c) == XDPProgramTests.XDP_TX, "\(c) \(type)")
+                let slow = try DNSMessage(wire: #require(r.respond(to: q, transport: .udp, client: c)))
+                if slow.answers.contains(where: { $0.type == .rrsig }) { signedReplies += 1 }
+            }
+        }
+        #expect(signedReplies == 2 * (Self.clients4.count + Self.clients6.count), "every answer signed")
+        for (family, address, bits): (UInt16, [UInt8], UInt8) in [
+            (1, [198, 51, 100], 24), (1, [203, 0, 113, 128], 25), (2, [0x20, 0x01, 0x0d, 0xb8, 0, 4], 48),
+        ] {
+            let ecs = ClientSubnet(family: family, sourcePrefixLength: bits, scopePrefixLength: 0, address: address)
+            #expect(
+                try run(fp, r, signedQuery("geo.example.test.", .a, ecs: ecs), client: [192, 0, 2, 99])
+                    == XDPProgramTests.XDP_TX)
+        }
+        // strict.example.test answers 1 node: its variants too.
+        #expect(
+            try run(fp, r, signedQuery("strict.example.test.", .a), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX
+        )
+        let answered = try fp.statistics()
+        #expect(answered.passDNSSEC == before.passDNSSEC)
+
+        // The variants gone from the map: DO queries about geo names pass, the rest still answered.
+        try fp.writeGeoSignatures([])
+        #expect(
+            try run(fp, r, signedQuery("geo.example.test.", .a), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_PASS)
+        #expect(try fp.statistics().passDNSSEC == answered.passDNSSEC + 1)
+        #expect(
+            try run(fp, r, query("geo.example.test.", .a, ecs: nil), client: [198, 51, 100, 7])
+                == XDPProgramTests.XDP_TX)
     }
 }

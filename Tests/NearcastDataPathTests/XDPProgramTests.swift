@@ -95,6 +95,7 @@ import XDPFuzz
         #expect(MemoryLayout<nc_name_key>.offset(of: \nc_name_key.name) == 8)
         #expect(MemoryLayout<nc_node>.size == 24 && MemoryLayout<nc_geo_name>.size == 16)
         #expect(MemoryLayout<nc_local_key>.size == 20)
+        #expect(MemoryLayout<nc_geo_sig_key>.size == 48 && MemoryLayout<nc_geo_sig>.size == 16 + Int(NC_GEO_SIG_MAX))
         #expect(XDPTallies.otherTypes == 511)
         #expect(MemoryLayout<nc_pool>.size == 4 && MemoryLayout<nc_geo_name>.offset(of: \nc_geo_name.pool) == 6)
         #expect(MemoryLayout<nc_geo_alias>.size == 40 && Int(NC_GEO_ALIASES) >= GeoImage.maxAliases)

@@ -1031,4 +1031,62 @@ import Glibc
         #expect(try Self.dig(["www.example.test", "A", "+short"]).contains("192.0.2.1"))
         #expect(try Self.counters(t)["answered", default: 0] > after["answered", default: 0])
     }
+
+    /// Signed geo answers through XDP (issue 34): nearcastd signs the zone with its key, and
+    /// Unbound, validating with the key's DS and passing its clients' subnets on (subnetcache),
+    /// resolves the geo name securely for clients in Paris, New York and Tokyo, each its nearest
+    /// nodes, answered by XDP with their variant's signatures; NODATA at the geo name and
+    /// NXDOMAIN beside it are secure too.
+    @Test func aValidatingResolverTrustsSignedGeoAnswersThroughXDP() throws {
+        let t = try Topology()
+        let (state, anchors) = try DaemonSigningTests.keyed(in: t.files)
+        let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let daemon = try Self.startDaemon(
+            t,
+            config: """
+                state-dir: \(state)
+                geo:
+                  database: \(database)
+                \(Fixtures.fourNodes(indent: 2))
+                  names: [{ name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }]
+                """)
+        defer { daemon.stop(signal: SIGKILL) }
+        #expect(daemon.log.contains("geo answers signed"), "\(daemon.log)")
+        // The anchor as Unbound's trust-anchor wants it: the DS record.
+        let ds = try String(contentsOfFile: anchors, encoding: .utf8)
+            .replacingOccurrences(of: "trust-anchors { ", with: "").replacingOccurrences(of: "static-ds ", with: "DS ")
+            .replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "; };", with: "")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let config = try t.files.write(
+            ValidatingResolver.config(
+                listen: "127.0.0.1@53", directory: t.files.path, anchor: ds, zone: "example.test",
+                server: "\(Self.server)@53", clientSubnet: true), to: "unbound.conf")
+        let unbound = try ServerProcess(
+            try TestSupport.tool("ip"),
+            ["netns", "exec", Self.cli, try TestSupport.tool("unbound"), "-d", "-c", config])
+        defer { unbound.stop() }
+        func resolve(_ args: [String]) throws -> String { try Self.dig(["+dnssec"] + args, at: "127.0.0.1") }
+        try unbound.waitUntilReady { (try? resolve(["example.test", "SOA"]).contains(" ad")) == true }
+
+        let before = try Self.counters(t)
+        // (Unbound turns the RRset's order round: the nodes are compared as a set.)
+        for (subnet, nearest) in [
+            ("198.51.100.0/24", ["192.0.2.10", "192.0.2.20"]), ("203.0.113.0/24", ["192.0.2.20", "192.0.2.30"]),
+            ("198.18.1.0/24", ["192.0.2.10", "192.0.2.40"]),
+        ] {
+            let out = try resolve(["+subnet=\(subnet)", "geo.example.test", "A"])
+            #expect(out.contains(" ad;") || out.contains(" ad "), "\(subnet) secure: \(out)")
+            let nodes = out.split(separator: "\n").filter { $0.hasPrefix("geo.example.test.") && $0.contains("\tA\t") }
+                .compactMap { $0.split(separator: "\t").last.map(String.init) }
+            #expect(Set(nodes) == Set(nearest), "\(subnet): \(out)")
+        }
+        for (name, type, expected) in [("geo.example.test", "MX", "ANSWER: 0"), ("geo2.example.test", "A", "NXDOMAIN")]
+        {
+            let out = try resolve([name, type])
+            #expect((out.contains(" ad;") || out.contains(" ad ")) && out.contains(expected), "\(name) \(type): \(out)")
+        }
+        let after = try Self.counters(t)
+        #expect(
+            after["answered_geo", default: 0] - before["answered_geo", default: 0] >= 3, "signed, from XDP: \(after)")
+    }
 }

@@ -11,6 +11,7 @@
 
 #include "dns.h"
 #include "scratch.h"
+#include "names.h"
 
 #define NC_SPILL_MASK 3 /* NC_SPILL (3) rounded up to a power of two, less one: bounds for the verifier */
 
@@ -83,6 +84,15 @@ struct {
 	__type(key, __u32);
 	__array(values, struct nc_nodes_inner);
 } nc_nodes SEC(".maps");
+
+/* The signatures of signed geo answers, by variant (nearcast_abi.h, struct nc_geo_sig). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NC_GEO_SIGS_MAX);
+	__type(key, struct nc_geo_sig_key);
+	__type(value, struct nc_geo_sig);
+} nc_geo_sigs SEC(".maps");
 
 /* Pools: one half per generation, pool i of generation g at g * NC_POOLS_MAX + i. */
 struct {
@@ -342,6 +352,93 @@ static __always_inline __u64 nc_geo_rr(__u8 *rr, const struct nc_geo_name *g, __
 	return sum;
 }
 
+/* A node's address as a signed answer's variant holds it (struct nc_geo_sig_key). */
+static __always_inline __u32 nc_geo_addr_key(const struct nc_geo_name *g, const struct nc_node *node)
+{
+	const nc_u32a *a = (const nc_u32a *)node->v6;
+
+	return g->qtype == 28 ? a[0] ^ a[1] ^ a[2] ^ a[3] : *(const nc_u32a *)node->v4;
+}
+
+/* One comparator of the sorting network below. */
+#define NC_SORT2(a, b)                \
+	do {                          \
+		if ((a) > (b)) {      \
+			__u32 t_ = (a); \
+			(a) = (b);      \
+			(b) = t_;       \
+		}                     \
+	} while (0)
+
+/*
+ * Appends the signatures of the signed geo answer in s->answer (its `n` address records of
+ * `rrsize` bytes) from nc_geo_sigs: its variant's key (s->sig_key, the addresses as answered)
+ * completed and sorted (the 19 comparators of an optimal network for 8), looked up, and the
+ * records copied after the addresses, their sum and count into s->geo_sig_csum and
+ * s->geo_sig_count. Returns the bytes appended; 0 when the variant has no entry.
+ *
+ * A global function: the verifier checks the network's branches once, apart from the paths
+ * that reach it.
+ */
+__attribute__((noinline)) int nc_geo_signatures(__u32 n, __u32 rrsize)
+{
+	__u32 zero = 0;
+	struct nc_scratch *s = bpf_map_lookup_elem(&nc_scratch, &zero);
+
+	if (!s || n == 0 || n > NC_GEO_ANSWERS_MAX || (rrsize != 16 && rrsize != 28))
+		return 0;
+	struct nc_geo_sig_key *k = &s->sig_key;
+
+	for (__u32 i = 0; i < NC_GEO_ANSWERS_MAX; i++) /* bound: the addresses of an answer */
+		if (i >= n)
+			k->addr[i] = 0xffffffff;
+	__u32 a0 = k->addr[0], a1 = k->addr[1], a2 = k->addr[2], a3 = k->addr[3];
+	__u32 a4 = k->addr[4], a5 = k->addr[5], a6 = k->addr[6], a7 = k->addr[7];
+
+	NC_SORT2(a0, a2); NC_SORT2(a1, a3); NC_SORT2(a4, a6); NC_SORT2(a5, a7);
+	NC_SORT2(a0, a4); NC_SORT2(a1, a5); NC_SORT2(a2, a6); NC_SORT2(a3, a7);
+	NC_SORT2(a0, a1); NC_SORT2(a2, a3); NC_SORT2(a4, a5); NC_SORT2(a6, a7);
+	NC_SORT2(a2, a4); NC_SORT2(a3, a5);
+	NC_SORT2(a1, a4); NC_SORT2(a3, a6);
+	NC_SORT2(a1, a2); NC_SORT2(a3, a4); NC_SORT2(a5, a6);
+	k->addr[0] = a0;
+	k->addr[1] = a1;
+	k->addr[2] = a2;
+	k->addr[3] = a3;
+	k->addr[4] = a4;
+	k->addr[5] = a5;
+	k->addr[6] = a6;
+	k->addr[7] = a7;
+	k->count = n;
+	k->pad = 0;
+
+	const struct nc_geo_sig *sig = bpf_map_lookup_elem(&nc_geo_sigs, k);
+
+	if (!sig)
+		return 0;
+	__u32 len = sig->len;
+
+	if (len == 0 || len > NC_GEO_SIG_MAX)
+		return 0;
+	/* After the records: at most 8 of 28 bytes, then NC_GEO_SIG_MAX within the sections. */
+	__u64 at = (__u64)(n & 0xf) * (rrsize & 0x1f); /* 64 bits: the bound below is checked on the register used */
+
+	nc_barrier_var(at);
+	if (at > NC_GEO_ANSWERS_MAX * 28)
+		return 0;
+	nc_u64a *dst = (nc_u64a *)(s->answer.sections + at);
+	const nc_u64a *src = (const nc_u64a *)sig->data;
+
+	for (__u32 j = 0; j < NC_GEO_SIG_MAX / 8; j++) { /* bound: the most signatures, a word a step */
+		if (j * 8 >= len)
+			break;
+		dst[j] = src[j];
+	}
+	s->geo_sig_csum = sig->csum;
+	s->geo_sig_count = sig->count;
+	return len;
+}
+
 /*
  * Builds the answer of the geo name in s->answer (its names-table entry) for this client, in its
  * place. Returns NC_ANSWERED, or NC_PASS_GEO to leave the query to the slow path.
@@ -389,6 +486,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 			native += nc_geo_rr(out->sections, g, ttl, node);
 			out->ancount = 1;
 			s->geo_node = index;
+			s->sig_key.addr[0] = nc_geo_addr_key(g, node);
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) { /* bound: two passes */
@@ -410,6 +508,7 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 				continue;
 			/* n < geo_want <= NC_GEO_ANSWERS_MAX (8): the mask only tells the verifier. */
 			native += nc_geo_rr(out->sections + (n & 7) * rrsize, g, ttl, node);
+			s->sig_key.addr[n & 7] = nc_geo_addr_key(g, node);
 			out->ancount = n + 1;
 			if (n == 0)
 				s->geo_node = c->node[i];
@@ -423,6 +522,20 @@ static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, 
 	out->arcount = 0;
 	out->kind = NC_KIND_STATIC;
 	out->len = n * rrsize;
+	if (s->signed_answer) {
+		/* DO in a zone the control plane signs: the variant's signatures, made for the name's TTL. */
+		if (ttl != g->ttl)
+			return NC_PASS_DNSSEC;
+		s->sig_key.name = nc_hash_finish(s->q.name_hash, 0);
+		s->sig_key.qtype = g->qtype;
+		int added = nc_geo_signatures(n, rrsize);
+
+		if (added <= 0 || added > NC_GEO_SIG_MAX)
+			return NC_PASS_DNSSEC;
+		out->len = n * rrsize + added;
+		out->ancount = n + s->geo_sig_count;
+		native += s->geo_sig_csum;
+	}
 	out->csum = nc_csum_native_to_net(native);
 	return NC_ANSWERED;
 }

@@ -50,6 +50,10 @@ struct nc_scratch {
 	__u32 geo_first;    /* the candidate spill-over puts first, and the answers wanted: read back at */
 	__u32 geo_want;	    /* each candidate, so the verifier checks a step once (nc_geo_answer) */
 	__u32 geo_node;	    /* the index of the node the geo answer puts first; NC_TALLY_NO_NODE: none (tally.h) */
+	struct nc_geo_sig_key sig_key; /* a signed geo answer's variant: its nodes' addresses as answered, then sorted */
+	__u64 geo_sig_csum;	       /* the variant's signatures appended: their sum, and how many records */
+	__u32 geo_sig_count;
+	__u32 pad5;
 	/* The names table's record (lookup.h) and negative answers (negative.h). */
 	__u8 rec_flags;	  /* the flags of the record nc_find_answer found last */
 	__u8 signed_answer; /* the answer is a signed one (NC_AT_SIGNED): the query's DO is served */

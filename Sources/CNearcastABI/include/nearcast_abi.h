@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 28
+#define NC_ABI_VERSION 29
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -35,6 +35,7 @@
 #define NC_MAP_LOCAL "nc_local"
 #define NC_MAP_BY_ZONE "nc_by_zone"
 #define NC_MAP_BY_NODE "nc_by_node"
+#define NC_MAP_GEO_SIGS "nc_geo_sigs"
 
 /* A domain name in uncompressed wire form, root label included, is at most 255 octets. */
 #define NC_NAME_MAX 256
@@ -284,6 +285,38 @@ struct nc_geo_name {
 	__u32 ttl;
 	__u16 rankings; /* rankings in the compile: the stride of the candidates map */
 	__u16 pad;
+};
+
+/*
+ * Signed geo answers (HASH nc_geo_sigs, not preallocated): a geo name of a zone the control plane
+ * signs answers one of a few RRsets, its *variants* (the node sets its classes rank first, as
+ * health leaves them); each one's signatures, keyed by the name (the names table's hash of it,
+ * nc_hash_finish with type 0), the type, and the answered nodes' addresses as a set: `count` of
+ * `addr`, in ascending order, the rest 0xffffffff. An IPv4 address is its 4 bytes as a native
+ * word; an IPv6 address its 4 words XORed (the control plane writes no variant whose nodes' IPv6
+ * addresses fold alike while different). The value is the answer section's RRSIG records as the
+ * slow path writes them after the addresses (owner 0xc00c, TTL the name's own), `len` bytes,
+ * `count` records, and their sum in native order as 32-bit words zero padded (placed 4-aligned).
+ * A query with DO about such a name (its record's signed geo entry) answered with the name's own
+ * TTL appends them; a set with no entry, or a TTL lowered by its pool, passes (NC_PASS_DNSSEC).
+ */
+#define NC_GEO_SIGS_MAX (1 << 20)
+#define NC_GEO_SIG_MAX 512
+
+struct nc_geo_sig_key {
+	__u64 name;
+	__u16 qtype;
+	__u16 count;
+	__u32 addr[NC_GEO_ANSWERS_MAX];
+	__u32 pad;
+};
+
+struct nc_geo_sig {
+	__u16 len;
+	__u16 count;
+	__u32 pad;
+	__u64 csum;
+	__u8 data[NC_GEO_SIG_MAX];
 };
 
 /*
