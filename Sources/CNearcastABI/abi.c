@@ -49,6 +49,7 @@ _Static_assert(NC_TYPE_TALLY > 257 && (NC_TYPE_TALLY & (NC_TYPE_TALLY - 1)) == 0
 _Static_assert(NC_TALLY_NO_NODE >= NC_NODES_MAX, "no node is no node's index");
 _Static_assert(sizeof(struct nc_local_key) == 20, "nc_local_key layout: the family, then the address");
 _Static_assert(sizeof(struct nc_geo_sig_key) == 48 && sizeof(struct nc_geo_sig) == 16 + NC_GEO_SIG_MAX, "signed geo answer layouts");
+_Static_assert((NC_GEO_SIG_MAX & (NC_GEO_SIG_MAX - 1)) == 0, "a record's TTL offset is masked into the data");
 _Static_assert(sizeof(NC_MAP_GEO_SIGS) <= 16, "map names fit the kernel's 15 characters");
 
 /* The ABI version, for Swift code that cannot see macros with values computed at compile time. */

@@ -39,7 +39,7 @@ package struct ZoneSigning: Sendable {
     /// The signatures of the answers geo names make, one per daemon (a cache every responder
     /// shares; its signers are set as a change is served: `useOnlineSigners`).
     package let onlineSignatures = OnlineSignatures()
-    /// The geo compile and signers whose variants were last signed ahead (`signVariants`).
+    /// The geo compile and signers whose variants were last signed ahead (`useOnlineSigners`).
     private var variantsSigned: (geo: UInt64, signers: [DNSName: [UInt16]])?
     /// The tags of the keys each zone's signed copy still has signatures of (the refresh's last
     /// walk over it): such a key stays published, whatever its timing says, until none is left.
@@ -269,7 +269,7 @@ package struct ZoneSigning: Sendable {
                 served.zones.append(copy.signed)
                 // Names whose answers changed otherwise (geo names): as the signed copy has them.
                 if let i = changed {
-                    served.changes![i] = AnswerImage.Change(
+                    served.changes?[i] = AnswerImage.Change(
                         before: copy.signed, after: copy.signed, owners: changes![i].owners)
                 }
             } else if let copy, sameKeys, let i = changed,
@@ -280,7 +280,7 @@ package struct ZoneSigning: Sendable {
                 next[zone.origin] = Copy(
                     keys: k, signers: signer.keys.map(\.keyTag), source: zone, signed: made.zone, online: online)
                 served.zones.append(made.zone)
-                served.changes![i] = AnswerImage.Change(before: copy.signed, after: made.zone, owners: made.owners)
+                served.changes?[i] = AnswerImage.Change(before: copy.signed, after: made.zone, owners: made.owners)
                 served.changesets[zone.origin] = .some(
                     ZoneChangeset.between(copy.signed, made.zone, owners: made.owners))
             } else {

@@ -3,6 +3,7 @@ import CNearcastABI
 import DNSWire
 import NearcastAnswers
 import NearcastGeo
+import Synchronization
 
 /// Signed geo answers from XDP (nearcast_abi.h, struct nc_geo_sig; docs/ARCHITECTURE.md §18,
 /// "Geo names"): each variant of a geo name's answer in a signed zone, its signatures as the
@@ -68,8 +69,11 @@ extension FastPath {
         let sorted = v.addresses.map(addressKey).sorted() + [UInt32](repeating: 0xFFFF_FFFF, count: 8)
         key.addr = (sorted[0], sorted[1], sorted[2], sorted[3], sorted[4], sorted[5], sorted[6], sorted[7])
         // The RRSIG records as the slow path writes them: the owner the question (0xc00c).
+        guard v.signatures.count <= Int(NC_GEO_SIG_RECORDS) else { return nil }
         var data: [UInt8] = []
+        var ttlAt: [UInt16] = []
         for r in v.signatures {
+            ttlAt.append(UInt16(data.count + 6))
             guard case .unknown(let rdata) = r.rdata else { return nil }
             data += [0xC0, 0x0C, 0, UInt8(RRType.rrsig.rawValue), 0, 1]
             data += [UInt8(v.ttl >> 24), UInt8(v.ttl >> 16 & 0xFF), UInt8(v.ttl >> 8 & 0xFF), UInt8(v.ttl & 0xFF)]
@@ -79,15 +83,8 @@ extension FastPath {
         var value = nc_geo_sig()
         value.len = UInt16(data.count)
         value.count = UInt16(v.signatures.count)
-        // Their sum as native words, zero padded: placed 4-aligned after the address records.
-        var sum: UInt64 = 0
-        let padded = data + [UInt8](repeating: 0, count: (4 - data.count % 4) % 4)
-        for i in stride(from: 0, to: padded.count, by: 4) {
-            sum += UInt64(
-                UInt32(padded[i]) | UInt32(padded[i + 1]) << 8 | UInt32(padded[i + 2]) << 16
-                    | UInt32(padded[i + 3]) << 24)
-        }
-        value.csum = sum
+        ttlAt += [UInt16](repeating: 0, count: Int(NC_GEO_SIG_RECORDS) - ttlAt.count)
+        value.ttl_at = (ttlAt[0], ttlAt[1], ttlAt[2], ttlAt[3])
         var valueBytes = bytes(of: value)
         let dataAt = MemoryLayout<nc_geo_sig>.offset(of: \nc_geo_sig.data)!
         valueBytes.replaceSubrange(dataAt..<dataAt + data.count, with: data)
@@ -95,7 +92,8 @@ extension FastPath {
     }
 
     /// Makes nc_geo_sigs hold `variants` (those it can: `geoSignatureEntry`), and none written
-    /// before that is not among them. A variant whose addresses' keys another variant's different
+    /// before that is not among them: those new or changed written in a batch, those gone
+    /// deleted. A variant whose addresses' keys another variant's different
     /// IPv6 address shares is left out (XDP passes its queries): a key says one set. Returns how
     /// many it holds.
     @discardableResult
@@ -114,14 +112,13 @@ extension FastPath {
             if v.type == .aaaa, v.addresses.contains(where: { clashing.contains(Self.addressKey($0)) }) { continue }
             if let (key, value) = Self.geoSignatureEntry(v) { entries[key] = value }
         }
-        return try state.withLock { (s: inout State) throws(BPFError) -> Int in
-            let keys = Array(entries.keys)
-            try geoSignatures.updateBatch(keys: keys, values: keys.map { entries[$0]! })
-            for gone in s.geoSignatureKeys.subtracting(entries.keys) {
-                try? geoSignatures.delete(key: gone)
-            }
-            s.geoSignatureKeys = Set(keys)
-            return keys.count
+        return try geoSignaturesWritten.withLock { (written: inout [[UInt8]: Int]) throws(BPFError) -> Int in
+            // Only what changed: a refresh round or a health change rewrites a few of thousands.
+            let changed = entries.keys.filter { written[$0] != entries[$0]!.hashValue }
+            try geoSignatures.updateBatch(keys: changed, values: changed.map { entries[$0]! })
+            for gone in written.keys where entries[gone] == nil { try? geoSignatures.delete(key: gone) }
+            written = entries.mapValues(\.hashValue)
+            return entries.count
         }
     }
 }

@@ -63,8 +63,11 @@ public final class FastPath: Sendable {
     let cookie: BPFMap
     /// The addresses the program answers queries to (nc_local).
     let local: BPFMap
-    /// The signatures of signed geo answers' variants (nc_geo_sigs, FastPath+GeoSignatures.swift).
+    /// The signatures of signed geo answers' variants (nc_geo_sigs, FastPath+GeoSignatures.swift),
+    /// and what was written there, by key (its value's hash): a lock of its own, so that a write
+    /// of thousands never holds up a health change's.
     let geoSignatures: BPFMap
+    let geoSignaturesWritten = Mutex<[[UInt8]: Int]>([:])
     let table: NamesTable
     /// What the answers went to (nc_stats' by type, nc_by_zone, nc_by_node).
     let tally: AnswerTally
@@ -109,8 +112,6 @@ public final class FastPath: Sendable {
         var replacedSinceGracePeriod = false
         /// The live generation's geo maps (nil: no geo names).
         var geo: GeoMaps?
-        /// The keys of nc_geo_sigs written (`writeGeoSignatures`).
-        var geoSignatureKeys: Set<[UInt8]> = []
         /// The geo nodes: index within a half of the nodes map and the value written there.
         var nodes: [String: (index: UInt32, value: nc_node)] = [:]
         /// The pools: index within a half of the pools map and the TTL cap written there.

@@ -768,30 +768,32 @@ import XDPFuzz
 
     /// In a zone signed here, a geo name's answer asked with DO is answered by XDP with its
     /// variant's signatures (nc_geo_sigs), the slow path's bytes, for clients of either family, by
-    /// packet source and by ECS; a variant the map lacks passes (pass_dnssec), and the slow path
-    /// signs it.
+    /// packet source and by ECS, and with the lower TTL of an unsettled pool; a variant the map
+    /// lacks passes (pass_dnssec), and the slow path signs it.
     @Test func signedGeoAnswersAreAnsweredInXDPWithTheirVariantsSignatures() throws {
+        var table = Self.table
+        table.unhealthy = []  // a board of its own
         let now = UInt32(Date().timeIntervalSince1970)
         let signer = ZoneSigner(
             keys: [DNSSECKey.generate(zone: Self.origin)], inception: now - 3600, expiration: now + 86400,
-            online: Self.table.onlineTypes)
+            online: table.onlineTypes)
         let online = OnlineSignatures()
         online.use([
             Self.origin: OnlineSignatures.Signer(
                 keyTags: signer.keys.map(\.keyTag), renewBefore: 3600,
                 sign: { try signer.signatures($0, origin: Self.origin) })
         ])
-        let variants = Self.table.answerVariants().map { v in
+        let variants = table.answerVariants().map { v in
             RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: v.rdatas.map { try! RData(type: v.type, bytes: $0) })
         }
         online.sign(variants, now: now)
-        var r = Responder(authority: Authority(zones: [try signer.signWhole(Self.zone)]), geo: Self.table)
+        var r = Responder(authority: Authority(zones: [try signer.signWhole(Self.zone)]), geo: table)
         r.onlineSignatures = online
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
         try fp.configure(dnsPort: 53, udpPayload: 1232)
         try fp.answer(queriesTo: Packet.servers)
-        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: Self.table)
-        let held = try fp.writeGeoSignatures(FastPath.geoSignatures(online, geo: Self.table, now: now))
+        try fp.write(AnswerImage.build(responder: r, maxSections: FastPath.sectionsCapacity), geo: table)
+        let held = try fp.writeGeoSignatures(FastPath.geoSignatures(online, geo: table, now: now))
         #expect(held == online.count, "every variant signed ahead is held")
 
         func signedQuery(_ name: String, _ type: RRType, ecs: ClientSubnet? = nil) -> [UInt8] {
@@ -825,6 +827,17 @@ import XDPFuzz
         #expect(
             try run(fp, r, signedQuery("strict.example.test.", .a), client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX
         )
+        // The pool unsettled: every record, the signature's too, with its lower TTL (the
+        // signature's Original TTL the name's own).
+        table.board.setTTLCap("web", 7)
+        #expect(try fp.writePoolTTLCap("web"))
+        let capped = signedQuery("geo.example.test.", .a)
+        #expect(try run(fp, r, capped, client: [198, 51, 100, 7]) == XDPProgramTests.XDP_TX)
+        let slow = try DNSMessage(wire: #require(r.respond(to: capped, transport: .udp, client: [198, 51, 100, 7])))
+        #expect(slow.answers.count == 3 && slow.answers.allSatisfy { $0.ttl == 7 })
+        #expect(slow.answers.last.flatMap { Signature($0.rdata) }?.originalTTL == 20)
+        table.board.setTTLCap("web", nil)
+        #expect(try fp.writePoolTTLCap("web"))
         let answered = try fp.statistics()
         #expect(answered.passDNSSEC == before.passDNSSEC)
 

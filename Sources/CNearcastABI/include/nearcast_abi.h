@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 /* Bump on any change to a struct or a map below; the loader refuses a mismatched object. */
-#define NC_ABI_VERSION 29
+#define NC_ABI_VERSION 30
 
 /* Map names (at most 15 characters: the kernel truncates longer ones). */
 #define NC_MAP_NAMES "nc_names"
@@ -295,13 +295,16 @@ struct nc_geo_name {
  * `addr`, in ascending order, the rest 0xffffffff. An IPv4 address is its 4 bytes as a native
  * word; an IPv6 address its 4 words XORed (the control plane writes no variant whose nodes' IPv6
  * addresses fold alike while different). The value is the answer section's RRSIG records as the
- * slow path writes them after the addresses (owner 0xc00c, TTL the name's own), `len` bytes,
- * `count` records, and their sum in native order as 32-bit words zero padded (placed 4-aligned).
- * A query with DO about such a name (its record's signed geo entry) answered with the name's own
- * TTL appends them; a set with no entry, or a TTL lowered by its pool, passes (NC_PASS_DNSSEC).
+ * slow path writes them after the addresses (owner 0xc00c), `len` bytes (zero padded), `count`
+ * records.
+ * `ttl_at` says where each record's TTL is in `data` (the program writes the answer's there: its
+ * pool may lower it; the signatures hold the name's own as their Original TTL), at most
+ * NC_GEO_SIG_RECORDS records. A query with DO about such a name (its record's signed geo entry)
+ * appends them; a set with no entry passes (NC_PASS_DNSSEC).
  */
 #define NC_GEO_SIGS_MAX (1 << 20)
 #define NC_GEO_SIG_MAX 512
+#define NC_GEO_SIG_RECORDS 4
 
 struct nc_geo_sig_key {
 	__u64 name;
@@ -314,8 +317,8 @@ struct nc_geo_sig_key {
 struct nc_geo_sig {
 	__u16 len;
 	__u16 count;
+	__u16 ttl_at[NC_GEO_SIG_RECORDS];
 	__u32 pad;
-	__u64 csum;
 	__u8 data[NC_GEO_SIG_MAX];
 };
 
