@@ -148,8 +148,11 @@ extension ServedConfig {
                     return rdatas.isEmpty ? nil : RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: rdatas)
                 }, now: UInt32(Date().timeIntervalSince1970))
         }
-        guard let made, made.signed > 0 else { return }
-        logger.info("geo answers signed", metadata: ["variants": "\(made.variants)", "signed-now": "\(made.signed)"])
+        if let made, made.signed > 0 {
+            logger.info(
+                "geo answers signed", metadata: ["variants": "\(made.variants)", "signed-now": "\(made.signed)"])
+        }
+        // Those the slow path signed as they were asked too (the map is written where it changed).
         writeGeoVariants(geo)
     }
 

@@ -1041,10 +1041,12 @@ import Glibc
         let t = try Topology()
         let (state, anchors) = try DaemonSigningTests.keyed(in: t.files)
         let database = Self.root.appendingPathComponent(".build/geo/test-city.mmdb").path
+        let tokens = try t.files.write("write \(ManagementAPITests.readToken)\n", to: "tokens")
         let daemon = try Self.startDaemon(
             t,
             config: """
                 state-dir: \(state)
+                api: { listen: "127.0.0.1:8053", tokens: \(tokens) }
                 geo:
                   database: \(database)
                 \(Fixtures.fourNodes(indent: 2))
@@ -1088,5 +1090,23 @@ import Glibc
         let after = try Self.counters(t)
         #expect(
             after["answered_geo", default: 0] - before["answered_geo", default: 0] >= 3, "signed, from XDP: \(after)")
+
+        // Three nodes drained: every client gets tyo1 alone, a node set no compile gave. The slow
+        // path signs it as it is asked; within seconds XDP holds it too, and Unbound trusts it.
+        for node in ["fra1", "par1", "nyc1"] {
+            let drained = try TestSupport.run(
+                try TestSupport.tool("ip"),
+                ["netns", "exec", Self.srv, try TestSupport.product("nearcast"), "node", "drain", node]
+                    + ["--api", "127.0.0.1:8053", "--token-file", tokens])
+            #expect(drained.status == 0, "\(drained.stdout)\(drained.stderr)")
+        }
+        try poll("XDP answers the new node set signed", timeout: 15, interval: 0.3) {
+            let was = try Self.counters(t)["answered_geo", default: 0]
+            let out = try Self.dig(["+dnssec", "+norec", "geo.example.test", "A"])
+            let now = try Self.counters(t)["answered_geo", default: 0]
+            return out.contains("RRSIG") && out.contains("192.0.2.40") && !out.contains("192.0.2.10") && now > was
+        }
+        let tokyo = try resolve(["+subnet=198.18.0.0/24", "geo.example.test", "A"])
+        #expect((tokyo.contains(" ad;") || tokyo.contains(" ad ")) && tokyo.contains("192.0.2.40"), "\(tokyo)")
     }
 }
