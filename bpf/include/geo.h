@@ -3,7 +3,8 @@
  * Geo names on the fast path (layouts in nearcast_abi.h): the client's location class from the
  * prefix map of its address family, the candidates of (ranking, class), the first nodes that are up,
  * written as an answer into the scratch map for the reply writer with the TTL its pool's health
- * allows (nc_pools), and the ECS scope put into the echo. What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
+ * allows (nc_pools), and the ECS scope put into the echo; with DO in a signed zone, the signatures of
+ * the answer's node set (nc_geo_sigs). What XDP does not decide (every candidate down, without fail-open) goes to the slow path,
  * which answers from the same table.
  */
 #ifndef NC_GEO_H
@@ -472,7 +473,9 @@ __attribute__((noinline)) int nc_geo_signatures(__u32 n, __u32 rrsize, __u32 ttl
 
 /*
  * Builds the answer of the geo name in s->answer (its names-table entry) for this client, in its
- * place. Returns NC_ANSWERED, or NC_PASS_GEO to leave the query to the slow path.
+ * place; for its signed entry (DO in a signed zone), with its variant's signatures. Returns
+ * NC_ANSWERED, or NC_PASS_GEO (or NC_PASS_DNSSEC: no signatures for the variant) to leave the
+ * query to the slow path.
  */
 static __always_inline enum nc_reason nc_geo_answer(void *data, void *data_end, const struct nc_packet *pkt,
 						     struct nc_query *q, struct nc_scratch *s)
