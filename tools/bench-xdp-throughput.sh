@@ -59,7 +59,7 @@ xdp_answered() {
 		python3 -c 'import json,sys; print(sum(v["value"]["answered"] + v["value"]["answered_geo"] for e in json.load(sys.stdin) for v in e.get("formatted", e)["values"]))'
 }
 kx_answers() { # rate -> "sent answers"
-	if [ "$TARGET" = nearcast ] || [ "$TARGET" = geo ] || [ "$TARGET" = signed ]; then
+	if [ "$TARGET" = nearcast ] || [ "$TARGET" = geo ] || [ "$TARGET" = signed ] || [ "$TARGET" = signed-geo ]; then
 		local a0 a1 sent replies
 		a0=$(xdp_answered)
 		read -r sent replies <<<"$(kx "$1")"
@@ -85,6 +85,13 @@ measure() { # name
 	TARGET=$name
 	for r in $KX_RATES; do
 		read -r sent replies <<<"$(kx_answers "$r")"
+		if [ "$sent" -eq 0 ]; then
+			# kxdpgun now and then sends nothing (the last one's XDP socket not yet gone): once
+			# more after a pause, rather than a ceiling cut short.
+			echo "$name: kxdpgun sent nothing at $r q/s, again: $(tr '\n' ' ' <"$work/kx.out")" >&2
+			sleep 2
+			read -r sent replies <<<"$(kx_answers "$r")"
+		fi
 		[ "$sent" -gt 0 ] || { echo "$name: kxdpgun sent nothing" >&2; break; }
 		echo "$name: offered $r q/s, answered $((replies * 100 / sent)) %"
 		if [ $((replies * 100 / sent)) -ge 95 ]; then best=$r; else break; fi
@@ -134,15 +141,21 @@ kill "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
 
-# 2c. nearcast answering a signed A with DO from XDP (issue 34): the same zone, signed by
-# nearcastd with a key in its state directory; the queries ask with the DO bit (kxdpgun's D).
+# 2c. nearcast answering a signed A, then the signed geo name, with DO from XDP (issue 34): the
+# same zone and geo section, the zone signed by nearcastd with a key in its state directory (the
+# geo name's variants signed ahead); the queries ask with the DO bit (kxdpgun's D).
 .build/release/nearcast dnssec keygen example.test. --state-dir "$work/signed-state" >/dev/null
-echo "state-dir: $work/signed-state" >"$work/signed.yaml"
+{
+	echo "state-dir: $work/signed-state"
+	bench_geo_yaml
+} >"$work/signed.yaml"
 echo "www.example.test A D" >"$work/queries-signed"
+echo "geo.example.test A D" >"$work/queries-signed-geo"
 start_nearcastd "$work/nearcastd-signed.log" --config "$work/signed.yaml"
 wait_xdp
 pin_napi "$SRV" "$SIF" "$SERVER_CPU"
 QUERIES="$work/queries-signed" measure signed
+QUERIES="$work/queries-signed-geo" measure signed-geo
 kill "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
@@ -199,13 +212,14 @@ Geo names (issue 4; target >= 0.8x the ceiling), nearcast answering a geo name f
 | highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[geo]} | $(ratio "${BEST[geo]}" "${BEST[reflect]}") |
 | server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[geo]} | $(ratio "${CPU[geo]}" "${CPU[reflect]}") |
 
-Signed answers (issue 34; target >= 0.8x the ceiling), nearcast answering \`www.example.test A\` with DO from XDP,
-the zone signed by nearcastd (ECDSA P-256): the A and its RRSIG.
+Signed answers (issue 34; target >= 0.8x the ceiling), nearcast answering \`www.example.test A\` and the geo
+name \`geo.example.test A\` with DO from XDP, the zone signed by nearcastd (ECDSA P-256): the addresses and
+their RRSIG (the geo name's, its variant's).
 
-| | reflect (ceiling) | nearcast, signed A with DO | signed / reflect |
-|---|---:|---:|---:|
-| highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[signed]} | $(ratio "${BEST[signed]}" "${BEST[reflect]}") |
-| server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[signed]} | $(ratio "${CPU[signed]}" "${CPU[reflect]}") |
+| | reflect (ceiling) | nearcast, signed A with DO | signed / reflect | nearcast, signed geo A with DO | signed geo / reflect |
+|---|---:|---:|---:|---:|---:|
+| highest offered rate answered at >= 95 % (q/s) | ${BEST[reflect]} | ${BEST[signed]} | $(ratio "${BEST[signed]}" "${BEST[reflect]}") | ${BEST[signed-geo]} | $(ratio "${BEST[signed-geo]}" "${BEST[reflect]}") |
+| server CPU per reply at $CPU_RATE q/s, median of 3 (us) | ${CPU[reflect]} | ${CPU[signed]} | $(ratio "${CPU[signed]}" "${CPU[reflect]}") | ${CPU[signed-geo]} | $(ratio "${CPU[signed-geo]}" "${CPU[reflect]}") |
 <!-- bench-xdp-throughput:end -->
 T
 )

@@ -67,9 +67,7 @@ extension Daemon {
             logger.info("zone loaded", metadata: ["zone": "\(z.origin)", "records": "\(z.recordCount)"])
             // The journal read again, for its changesets: a start replayed it onto the file.
             let journal = ZoneJournal.path(forZoneFile: source.path)
-            if data.keys[z.origin] == nil, let changesets = try? ZoneJournal.read(journal, origin: z.origin),
-                !changesets.isEmpty
-            {
+            if let changesets = try? ZoneJournal.read(journal, origin: z.origin), !changesets.isEmpty {
                 data.histories[z.origin] = ZoneHistory.journaled(changesets, servedSerial: z.serial)
             }
         }
@@ -117,6 +115,8 @@ extension Daemon {
             data.signing.validity = .seconds(data.config.signatureValidity)
             let served = try data.signing.serve(data.zones, keys: data.keys, changes: nil, geo: geo)
             data.served = served.zones
+            // A signed zone's history begins with its signed copy (the journal's are of its source).
+            for origin in data.keys.keys where data.signing.signs(origin) { data.histories[origin] = nil }
             for origin in data.keys.keys {
                 logger.info(
                     "zone signed",
