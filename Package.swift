@@ -81,7 +81,8 @@ let package = Package(
         .target(
             name: "NearcastStore",
             dependencies: [
-                "DNSWire", "EtcdClient", "NearcastBasics", "NearcastConfiguration", "NearcastGeo", "NearcastZones",
+                "DNSWire", "EtcdClient", "NearcastBasics", "NearcastConfiguration", "NearcastDNSSEC", "NearcastGeo",
+                "NearcastZones",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -91,8 +92,8 @@ let package = Package(
         .target(
             name: "NearcastFleet",
             dependencies: [
-                "DNSWire", "EtcdClient", "NearcastAPIModel", "NearcastBasics", "NearcastConfiguration", "NearcastGeo",
-                "NearcastHealth", "NearcastServer", "NearcastStore", "NearcastZones",
+                "DNSWire", "EtcdClient", "NearcastAPIModel", "NearcastBasics", "NearcastConfiguration",
+                "NearcastDNSSEC", "NearcastGeo", "NearcastHealth", "NearcastServer", "NearcastStore", "NearcastZones",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

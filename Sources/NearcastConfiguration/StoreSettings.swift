@@ -14,12 +14,16 @@ import Yams
 ///     password-file: etcd.password
 ///     tls: { ca: ca.pem, certificate: client.pem, key: client-key.pem }   # optional
 ///   server: ns1                     # this server's name in the fleet (default: the host name)
+///   key-secret: fleet.secret        # optional: DNSSEC keys kept in the store, sealed with it
 /// ```
 public struct StoreSettings: Hashable, Sendable {
     public var etcd: EtcdSettings?
     /// This server's name among the fleet's servers: in audit lines, as a health observer and
     /// under `P servers/` (nil: the host name).
     public var server: String?
+    /// The file of the secret that seals the fleet's DNSSEC keys in the store (nil: each server
+    /// signs with the keys of its own state directory, and drives its own rollovers).
+    public var keySecretFile: String?
 
     public init(etcd: EtcdSettings? = nil, server: String? = nil) {
         self.etcd = etcd
@@ -68,9 +72,20 @@ public struct EtcdSettings: Hashable, Sendable {
             return StoreSettings()
         }
         var server: String?
+        var keySecret: String?
         for (k, value) in m where k.string != "etcd" {
+            if k.string == "key-secret" {
+                guard let s = value.string, !s.isEmpty else {
+                    fail(
+                        value,
+                        "store key-secret must be the path of the fleet's key secret (nearcast store secret FILE)")
+                    continue
+                }
+                keySecret = resolvedPath(s, relativeTo: baseDirectory)
+                continue
+            }
             guard k.string == "server" else {
-                fail(k, "unknown store key '\(k.string ?? "?")' (known: etcd, server)")
+                fail(k, "unknown store key '\(k.string ?? "?")' (known: etcd, server, key-secret)")
                 continue
             }
             guard let s = value.string, (1...63).contains(s.count),
@@ -152,6 +167,8 @@ public struct EtcdSettings: Hashable, Sendable {
         if settings.username == nil, settings.passwordFile != nil {
             fail(etcdNode, "store etcd password-file needs a username")
         }
-        return StoreSettings(etcd: settings, server: server)
+        var out = StoreSettings(etcd: settings, server: server)
+        out.keySecretFile = keySecret
+        return out
     }
 }

@@ -88,7 +88,7 @@ package actor SecondaryZones {
     /// The zones configured (`follow`), refreshed while `held`.
     var configured: [ZoneSource] = []
     /// Whether this server transfers the secondary zones: always a single server; in a fleet, the
-    /// one holding `P transferrer` (`TransferDuty`), the others serving what the store brings.
+    /// one holding `P transferrer` (`FleetDuty`), the others serving what the store brings.
     var held: Bool
     let fleet: Bool
     /// In a fleet, the server that transfers the zones, as last known (nil: not known).

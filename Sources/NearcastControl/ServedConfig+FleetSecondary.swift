@@ -6,7 +6,7 @@ import NearcastTransfer
 import NearcastZones
 
 /// Secondary zones of a fleet (ARCHITECTURE §17): declared in the store, transferred by the one
-/// server that holds `P transferrer` (`TransferDuty`), and carried to every server, that one
+/// server that holds `P transferrer` (`FleetDuty`), and carried to every server, that one
 /// too, by the store. What a transfer brings is checked here as a single server's is, then
 /// written into the store: an IXFR as the RRsets it changed (`SharedZones.writeTransferredChange`),
 /// an AXFR as an import (`writeTransferred`); it is served when the store's watch brings it back,

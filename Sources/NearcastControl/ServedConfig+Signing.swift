@@ -5,6 +5,7 @@ import NearcastAnswers
 import NearcastBasics
 import NearcastDNSSEC
 import NearcastDataPath
+import NearcastFleet
 import NearcastGeo
 import NearcastZones
 import ServiceLifecycle
@@ -58,9 +59,14 @@ extension ServedConfig {
                 propagation: TimeInterval(running.propagationDelay), dnskeyTTL: TimeInterval(signed.soa.ttl),
                 largestTTL: TimeInterval(due.largestTTL),
                 resign: Double(signed.nameCount) / Double(Self.refreshBatch) * 3 + 10)
-            let (scheduled, changed) = KeyRollover.schedule(keys, at: now, intervals)
+            // Scheduled by one server: alone, this one; in a fleet that keeps its keys, the one
+            // that holds the signing duty, which writes the times to the store, whence every
+            // server (this one too) takes them. The others sign with the times they are given.
+            let (scheduled, changed) =
+                drivesRollovers ? KeyRollover.schedule(keys, at: now, intervals) : (keys, [])
             for key in changed {
                 do {
+                    if let sharedKeys { try await sharedKeys.put(key) }
                     try store?.update(key)
                     logger.notice(
                         "key rollover scheduled",
@@ -72,7 +78,7 @@ extension ServedConfig {
                         ])
                 } catch {
                     logger.error(
-                        "a key's file cannot be written", metadata: ["key": "\(key.keyTag)", "why": "\(error)"])
+                        "a key's new times cannot be kept", metadata: ["key": "\(key.keyTag)", "why": "\(error)"])
                 }
             }
             keys = scheduled
@@ -120,6 +126,27 @@ extension ServedConfig {
         } catch {
             logger.error("signatures not refreshed", metadata: ["zone": "\(origin)", "why": "\(error)"])
         }
+    }
+
+    /// From now on the fleet's keys are kept in its store (`keys`), and this server drives
+    /// rollovers only once it holds the signing duty (`driveRollovers`).
+    package func shareKeys(_ keys: any SharedKeys) {
+        sharedKeys = keys
+        drivesRollovers = false
+    }
+
+    /// Whether this server drives the fleet's key rollovers (it holds `P signer`), and which
+    /// server does (nil: not known). Taking the duty asks for a round at once: a rollover
+    /// begun meanwhile is scheduled without waiting for the next.
+    package func driveRollovers(_ held: Bool, holder: String?) {
+        if held && !drivesRollovers {
+            logger.notice("now drives the fleet's key rollovers")
+            refreshRequested = true
+        } else if !held && drivesRollovers {
+            logger.notice(
+                "the fleet's key rollovers are driven by another server", metadata: ["holder": "\(holder ?? "-")"])
+        }
+        drivesRollovers = held
     }
 
     /// The fast path made to hold the signatures of the geo answers' variants kept now (none

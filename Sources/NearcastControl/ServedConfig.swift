@@ -102,6 +102,11 @@ package actor ServedConfig {
     var signing: ZoneSigning
     /// A reload asks the signatures' refresh for a round now (keys may have come or changed).
     var refreshRequested = false
+    /// Where the fleet's keys are kept (nil: each server keeps its own, and drives its own
+    /// rollovers), and whether this server drives the rollovers of the zones it signs: alone
+    /// always, in a fleet that keeps its keys while it holds `P signer` (`driveRollovers`).
+    var sharedKeys: (any SharedKeys)?
+    var drivesRollovers = true
     /// A health change asked for the geo answers' variants to be looked at (`requestVariants`).
     let variantsRequested = Mutex(false)
     /// Turns: whether a change is under way, and the changes waiting for theirs.
@@ -875,6 +880,14 @@ extension AnswerCounts {
 extension ServedConfig: ServedFromStore {
     package func reloadFromStore(by: String, zonesUnchanged: Bool) async throws {
         _ = try await reload(by: by, zonesUnchanged: zonesUnchanged)
+    }
+
+    /// The keys the store brought read as a reload reads them (a zone's first keys sign it;
+    /// other keys are a rollover's step, taken by the refresh's round the reload asks for).
+    package func keysFromStore(_ zones: Set<DNSName>) async {
+        do { _ = try await reload(by: "store keys", zonesUnchanged: true) } catch {
+            logger.error("the keys from the store are not served", metadata: ["why": "\(error)"])
+        }
     }
 }
 

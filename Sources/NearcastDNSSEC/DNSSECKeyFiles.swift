@@ -74,6 +74,20 @@ public enum DNSSECKeyFile {
         guard let text = try? String(contentsOfFile: privateFile, encoding: .utf8) else {
             throw fail(privateFile, 0, "cannot read the file")
         }
+        let publicFile = privateFile.hasSuffix(".private") ? String(privateFile.dropLast(8)) + ".key" : ""
+        let publicText = try? String(contentsOfFile: publicFile, encoding: .utf8)
+        return try parse(
+            privateText: text, file: privateFile, publicText: publicText, publicFile: publicFile, zone: zone)
+    }
+
+    /// The key in a `.private` file's text (and its flags from the `.key` file's text, when there
+    /// is one; a combined key's otherwise), for `zone`; problems name `file` and the line.
+    public static func parse(
+        privateText text: String, file privateFile: String, publicText: String?, publicFile: String, zone: DNSName
+    ) throws(DiagnosticsError) -> DNSSECKey {
+        func fail(_ file: String, _ line: Int, _ m: String) -> DiagnosticsError {
+            DiagnosticsError([Diagnostic(file: file, line: line, message: m)])
+        }
         var algorithm: DNSSECKey.Algorithm?
         var secret: (bytes: [UInt8], line: Int)?
         var timing = KeyTiming()
@@ -112,10 +126,7 @@ public enum DNSSECKeyFile {
         guard let algorithm else { throw fail(privateFile, 0, "no Algorithm: line") }
         guard let secret else { throw fail(privateFile, 0, "no PrivateKey: line") }
         var flags = DNSSECKey.csk
-        let publicFile = privateFile.hasSuffix(".private") ? String(privateFile.dropLast(8)) + ".key" : ""
-        if let pub = try? String(contentsOfFile: publicFile, encoding: .utf8) {
-            flags = try publicFlags(pub, file: publicFile, zone: zone)
-        }
+        if let publicText { flags = try publicFlags(publicText, file: publicFile, zone: zone) }
         do {
             var key = try DNSSECKey(zone: zone, algorithm: algorithm, flags: flags, privateBytes: secret.bytes)
             key.timing = timing

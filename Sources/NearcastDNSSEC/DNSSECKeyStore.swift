@@ -37,11 +37,23 @@ public struct DNSSECKeyStore: Sendable {
         try DurableFile.replace(base + ".private", with: Array(DNSSECKeyFile.privateText(key, created: created).utf8))
     }
 
-    /// Keeps `key` with the zone's keys; the paths of its private and public files. A key of the
-    /// same algorithm and tag already there is an error (a tag names a key in RRSIGs and DS).
-    @discardableResult
-    public func add(_ key: DNSSECKey, created: Date = Date()) throws -> (privateFile: String, publicFile: String) {
-        let dir = directory(of: key.zone)
+    /// Makes the zone's files of `key` hold these texts (a fleet's store brought them): written
+    /// where they differ, whole or not at all; whether anything was written.
+    public func put(_ key: DNSSECKey, privateText: String, publicText: String) throws -> Bool {
+        try makeDirectory(of: key.zone)
+        let base = directory(of: key.zone) + "/" + key.fileBase
+        var wrote = false
+        for (path, text) in [(base + ".key", publicText), (base + ".private", privateText)]
+        where FileManager.default.contents(atPath: path) != Data(text.utf8) {
+            try DurableFile.replace(path, with: Array(text.utf8))
+            wrote = true
+        }
+        return wrote
+    }
+
+    /// The zone's directory (and the state directory's `dnssec/`) made where missing, 0700.
+    func makeDirectory(of zone: DNSName) throws {
+        let dir = directory(of: zone)
         for path in [stateDirectory, stateDirectory + "/dnssec", dir]
         where !FileManager.default.fileExists(atPath: path) {
             guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
@@ -49,7 +61,14 @@ public struct DNSSECKeyStore: Sendable {
             }
         }
         chmod(dir, 0o700)
-        let base = dir + "/" + key.fileBase
+    }
+
+    /// Keeps `key` with the zone's keys; the paths of its private and public files. A key of the
+    /// same algorithm and tag already there is an error (a tag names a key in RRSIGs and DS).
+    @discardableResult
+    public func add(_ key: DNSSECKey, created: Date = Date()) throws -> (privateFile: String, publicFile: String) {
+        try makeDirectory(of: key.zone)
+        let base = directory(of: key.zone) + "/" + key.fileBase
         if FileManager.default.fileExists(atPath: base + ".private") {
             throw DiagnosticsError([
                 Diagnostic(

@@ -28,6 +28,8 @@ extension Daemon {
         var zones: [Zone]
         var tokens: APITokens
         var follower: StoreFollower?
+        /// The fleet's DNSSEC keys, when its store keeps them (`store: key-secret:`).
+        var fleetKeys: FleetKeys?
         /// Each zone's history from its journal (IXFR across a restart).
         var histories: [DNSName: ZoneHistory] = [:]
         /// Secondary zones not served at the start: never transferred, or expired (SERVFAIL).
@@ -59,6 +61,7 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
+        if let follower { data.fleetKeys = await fleetKeys(cfg, follower) }
         do { data.keys = try ZoneSigning.keys(cfg) } catch {
             await follower?.stop()
             throw Self.refuse(error)
@@ -100,6 +103,26 @@ extension Daemon {
             throw Self.refuse(error)
         }
         return follower
+    }
+
+    /// The fleet's keys brought into the state directory, where the start reads them; nil when
+    /// the config names no key secret. With etcd out of reach the server signs with the keys
+    /// the state directory kept.
+    func fleetKeys(_ cfg: NearcastConfig, _ follower: StoreFollower) async -> FleetKeys? {
+        guard let file = cfg.store.keySecretFile, let stateDirectory = cfg.stateDirectory else { return nil }
+        let secret: FleetKeySecret
+        do { secret = try FleetKeySecret.load(path: file) } catch {
+            logger.error("the fleet's keys are not used", metadata: ["why": "\(error)"])
+            return nil
+        }
+        let keys = FleetKeys(
+            connection: follower.connection, secret: secret, stateDirectory: stateDirectory, logger: logger)
+        do { try await keys.readAll() } catch {
+            logger.warning(
+                "the fleet's keys cannot be read: signing with those the state directory kept",
+                metadata: ["error": "\(error)"])
+        }
+        return keys
     }
 
     /// The zones with keys signed whole, with the names of `geo` in their chains and their geo
@@ -348,14 +371,26 @@ extension Daemon {
     /// duty (the views and the duty stop before the follower, which closes the connection).
     func follow(
         _ follower: StoreFollower, served: ServedConfig, health: Health, tokens: LiveTokens,
-        secondaries: SecondaryZones, _ started: StartedServices
+        secondaries: SecondaryZones, fleetKeys: FleetKeys?, _ started: StartedServices
     ) async {
-        await follower.start(served, changes: health.changes, tokens: tokens)
+        await follower.start(served, changes: health.changes, tokens: tokens, keys: fleetKeys)
         await started.add("store follower", follower)
+        if let fleetKeys {
+            await fleetKeys.follow(into: served)
+            await served.shareKeys(fleetKeys)
+            let signer = FleetDuty(
+                connection: follower.connection, key: follower.connection.layout.signer,
+                duty: "the fleet's signing duty", name: follower.serverName, logger: logger
+            ) { held, holder in await served.driveRollovers(held, holder: holder) }
+            await started.add("fleet signing duty", signer)
+        }
         let views = FleetHealth(
             connection: follower.connection, monitor: health.monitor, name: follower.serverName, logger: logger)
         await started.add("fleet health views", views)
-        let duty = TransferDuty(connection: follower.connection, name: follower.serverName, logger: logger) {
+        let duty = FleetDuty(
+            connection: follower.connection, key: follower.connection.layout.transferrer,
+            duty: "the fleet's transfer duty", name: follower.serverName, logger: logger
+        ) {
             held, holder in await secondaries.hold(held, holder: holder)
         }
         await started.add("fleet transfer duty", duty)

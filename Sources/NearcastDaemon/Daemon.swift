@@ -117,7 +117,9 @@ public struct Daemon: Sendable {
         let tokens = LiveTokens(data.tokens)
         let reloads = Reloads(served: served, tokens: tokens, api: cfg.api, logger: logger)
         if let follower = data.follower {
-            await follow(follower, served: served, health: health, tokens: tokens, secondaries: secondaries, started)
+            await follow(
+                follower, served: served, health: health, tokens: tokens, secondaries: secondaries,
+                fleetKeys: data.fleetKeys, started)
         }
         let parts = DaemonParts(
             startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,

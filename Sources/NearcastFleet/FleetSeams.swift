@@ -1,5 +1,6 @@
 import DNSWire
 import NearcastBasics
+import NearcastDNSSEC
 import NearcastServer
 import NearcastStore
 import NearcastZones
@@ -64,11 +65,20 @@ package protocol ServedFromStore: Sendable {
     /// The snapshot's directory was renamed from `from` to `to`: zone files served from there are
     /// now read from here.
     func zoneFilesMoved(from: String, to: String) async
+    /// The keys of `zones` changed in the state directory (the store brought them): read again.
+    func keysFromStore(_ zones: Set<DNSName>) async
     /// Applies RRsets of zone `origin` changed in the store (each whole; nil: none left), with
     /// the zone's serial as the store derives it; throws when the change is refused.
     func applyFromStore(
         _ origin: DNSName, _ sets: [(name: DNSName, type: RRType, set: RRSet?)], serial: UInt32, revision: Int64
     ) async throws
+}
+
+/// Where a fleet's DNSSEC keys are kept (the store, through `FleetKeys`): what the server that
+/// drives the fleet's rollovers writes a rollover's steps to.
+package protocol SharedKeys: Sendable {
+    /// Keeps `key` (its timing changed) for every server of the fleet.
+    func put(_ key: DNSSECKey) async throws
 }
 
 /// Where the store's overrides are applied (OperatorChanges in a server).

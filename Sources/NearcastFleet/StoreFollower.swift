@@ -67,6 +67,8 @@ package actor StoreFollower {
     /// Where the store's API tokens go, and the tokens last read (or kept in the snapshot).
     var tokens: LiveTokens?
     var storeTokens: [String: String] = [:]
+    /// Where the store's DNSSEC keys go (nil: the fleet keeps none; each server its own).
+    var keys: FleetKeys?
     /// Where the serial of each zone served as the store holds it counts from (as last read
     /// whole): the zones whose RRsets' changes are applied as changes. Empty after a read whose
     /// state was refused (and the two below nil): every change is then a read of the whole store
@@ -127,9 +129,12 @@ package actor StoreFollower {
 
     /// Follows the store until `stop`, reloading `served` after each change of what is served and
     /// handing overrides to `changes` and the API's tokens to `tokens`.
-    package func start(_ served: any ServedFromStore, changes: (any OverridesFromStore)?, tokens: LiveTokens?) {
+    package func start(
+        _ served: any ServedFromStore, changes: (any OverridesFromStore)?, tokens: LiveTokens?, keys: FleetKeys? = nil
+    ) {
         self.changes = changes
         self.tokens = tokens
+        self.keys = keys
         useTokens(storeTokens)
         task = Task { await self.follow(served) }
     }
@@ -184,6 +189,8 @@ package actor StoreFollower {
                     for e in events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
                         await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
                     }
+                    let keyEvents = events.filter { $0.kv.keyString.hasPrefix(connection.layout.dnssec) }
+                    if let keys, !keyEvents.isEmpty { await keys.take(keyEvents) }
                     if events.contains(where: { $0.kv.keyString.hasPrefix(connection.layout.audit) }) {
                         auditRevision = latest
                     }
@@ -221,6 +228,7 @@ package actor StoreFollower {
     func apply(_ served: any ServedFromStore) async throws {
         let (rev, files) = try await read()
         useTokens(files.tokens)  // not part of what a reload checks: they apply as read
+        try await keys?.readAll()  // into the state directory, where the reload reads them
         let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
         try await onOwnThread { [files, rev] in try candidate.writeInPlace(files, revision: rev) }
         let registered = files.registered.values.sorted { $0.id < $1.id }

@@ -16,6 +16,8 @@ import DNSWire
 /// | `P servers/SERVER` | a live server (under its lease) |
 /// | `P health/SERVER/NODE` | SERVER's view of NODE (under SERVER's lease) |
 /// | `P transferrer` | the server that transfers the fleet's secondary zones (under its lease) |
+/// | `P dnssec/ORIGIN/ALG+TAG` | a zone's DNSSEC key, its private part sealed (`SealedKey`) |
+/// | `P signer` | the server that drives the fleet's key rollovers (under its lease) |
 public struct StoreLayout: Hashable, Sendable {
     /// The layout this build writes and reads.
     public static let version = "2"
@@ -34,4 +36,14 @@ public struct StoreLayout: Hashable, Sendable {
     public var servers: String { prefix + "servers/" }
     public var health: String { prefix + "health/" }
     public var transferrer: String { prefix + "transferrer" }
+    public var dnssec: String { prefix + "dnssec/" }
+    public var signer: String { prefix + "signer" }
+
+    /// Where `zone`'s key of `algorithm` and `tag` is kept.
+    public func dnssecKey(_ zone: DNSName, algorithm: UInt8, tag: UInt16) -> String {
+        dnssecKeys(zone) + String(format: "%03d+%05d", algorithm, tag)
+    }
+
+    /// Where `zone`'s keys are kept (a prefix).
+    public func dnssecKeys(_ zone: DNSName) -> String { dnssec + zone.lowercased().description + "/" }
 }

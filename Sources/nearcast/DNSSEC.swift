@@ -4,31 +4,91 @@ import Foundation
 import NearcastBasics
 import NearcastConfiguration
 import NearcastDNSSEC
+import NearcastStore
 import NearcastZones
 
 /// `nearcast dnssec ...`: a zone's signing keys, kept in the server's state directory.
-struct DNSSEC: ParsableCommand {
+struct DNSSEC: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dnssec", abstract: "DNSSEC keys (RFC 4034), kept in the state directory.",
         subcommands: [KeyGen.self, DS.self, Import.self, Sign.self, Roll.self])
 
-    /// Where the keys are: the config's state directory, or one given.
+    /// Where the keys are: the config's state directory, or one given; or, when the config's
+    /// store has a `key-secret`, the fleet's store.
     struct Place: ParsableArguments {
-        @Option(name: .long, help: "The server's config file: its state-dir holds the keys.")
+        @Option(
+            name: .long, help: "The server's config file: its state-dir holds the keys (its store, with key-secret).")
         var config: String?
 
         @Option(name: .long, help: "The state directory (instead of --config).")
         var stateDir: String?
 
-        func store() throws -> DNSSECKeyStore {
-            if let stateDir { return DNSSECKeyStore(stateDirectory: stateDir) }
+        func keys() throws -> KeyPlace {
+            if let stateDir { return .local(DNSSECKeyStore(stateDirectory: stateDir)) }
             guard let config else { throw ValidationError("say where the keys are: --config FILE or --state-dir DIR") }
             let cfg: NearcastConfig
             do { cfg = try NearcastConfig.load(path: config) } catch { throw ValidationError("\(error)") }
+            if let etcd = cfg.store.etcd, let file = cfg.store.keySecretFile {
+                do { return .fleet(etcd, try FleetKeySecret.load(path: file)) } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
             guard let dir = cfg.stateDirectory else {
                 throw ValidationError("\(config) has no state-dir: the keys are kept there")
             }
-            return DNSSECKeyStore(stateDirectory: dir)
+            return .local(DNSSECKeyStore(stateDirectory: dir))
+        }
+    }
+
+    /// Where a zone's keys are kept: a state directory, or a fleet's store (sealed with its secret).
+    enum KeyPlace {
+        case local(DNSSECKeyStore)
+        case fleet(EtcdSettings, FleetKeySecret)
+
+        /// The keys of `zone`, in the order of their tags.
+        func keys(of zone: DNSName) async throws -> [DNSSECKey] {
+            switch self {
+            case .local(let store): return try store.keys(of: zone)
+            case .fleet(let settings, let secret):
+                let read = try await Self.connected(settings) { try await $0.storedKeys(of: zone) }
+                if let bad = read.unreadable.first { throw ValidationError("\(bad) is not a key nearcast kept") }
+                return try read.keys.map { try $0.sealed.open(with: secret, at: $0.at, zone: zone) }
+                    .sorted { $0.keyTag < $1.keyTag }
+            }
+        }
+
+        /// Keeps `key` beside the zone's others; says where.
+        func add(_ key: DNSSECKey) async throws -> String {
+            switch self {
+            case .local(let store): return try store.add(key).privateFile
+            case .fleet(let settings, let secret):
+                let (written, at) = try await Self.connected(settings) { store in
+                    let put = try await store.putKey(key, secret: secret, new: true)
+                    return (
+                        put.written,
+                        store.layout.dnssecKey(key.zone, algorithm: key.algorithm.rawValue, tag: key.keyTag)
+                    )
+                }
+                guard written else {
+                    throw ValidationError("the store keeps a key with tag \(key.keyTag) of \(key.zone) already")
+                }
+                return at + " (sealed; every server of the fleet takes it)"
+            }
+        }
+
+        /// `body` with a connection to the store, closed whatever happens.
+        static func connected<T>(_ settings: EtcdSettings, _ body: (FleetStoreConnection) async throws -> T)
+            async throws -> T
+        {
+            let store = try FleetStoreConnection(settings)
+            do {
+                let out = try await body(store)
+                await store.close()
+                return out
+            } catch {
+                await store.close()
+                throw error
+            }
         }
     }
 
@@ -39,7 +99,7 @@ struct DNSSEC: ParsableCommand {
     }
 
     /// `nearcast dnssec keygen ZONE`: a new key, kept, and its DS printed.
-    struct KeyGen: ParsableCommand {
+    struct KeyGen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
             abstract: "Make a signing key for a zone, keep it in the state directory and print its DS.",
@@ -59,20 +119,20 @@ struct DNSSEC: ParsableCommand {
 
         @OptionGroup var place: Place
 
-        func run() throws {
+        func run() async throws {
             guard let alg = DNSSECKey.Algorithm(name: algorithm) else {
                 throw ValidationError("algorithm '\(algorithm)' is not supported (ecdsap256sha256, ed25519)")
             }
             let key = DNSSECKey.generate(
                 zone: try DNSSEC.zone(zone), algorithm: alg, flags: zsk ? DNSSECKey.zsk : DNSSECKey.csk)
-            let (privateFile, _) = try place.store().add(key)
+            let privateFile = try await place.keys().add(key)
             print("; key \(key.keyTag), \(key.algorithm), flags \(key.flags): \(privateFile)")
             if !zsk { print(key.dsText) }
         }
     }
 
     /// `nearcast dnssec roll ZONE`: a ZSK rollover by pre-publication, begun.
-    struct Roll: ParsableCommand {
+    struct Roll: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "roll",
             abstract: "Begin a rollover of a zone's zone-signing key (RFC 7583 pre-publication).",
@@ -90,14 +150,14 @@ struct DNSSEC: ParsableCommand {
 
         @OptionGroup var place: Place
 
-        func run() throws {
-            let store = try place.store()
+        func run() async throws {
+            let place = try place.keys()
             let origin = try DNSSEC.zone(zone)
-            let keys = try store.keys(of: origin)
+            let keys = try await place.keys(of: origin)
             switch KeyRollover.successor(in: keys, at: Date()) {
             case .failure(let refusal): throw ValidationError("\(origin): \(refusal)")
             case .success(let key):
-                let (privateFile, _) = try store.add(key)
+                let privateFile = try await place.add(key)
                 print("; key \(key.keyTag), \(key.algorithm), a ZSK published from now: \(privateFile)")
                 print("; reload nearcastd to begin at once (`nearcast reload`), or it begins at its next round")
             }
@@ -105,7 +165,7 @@ struct DNSSEC: ParsableCommand {
     }
 
     /// `nearcast dnssec ds ZONE`: the DS records of the zone's key-signing keys.
-    struct DS: ParsableCommand {
+    struct DS: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "ds", abstract: "Print the DS records (SHA-256) of a zone's key-signing keys, for its parent.")
 
@@ -114,9 +174,9 @@ struct DNSSEC: ParsableCommand {
 
         @OptionGroup var place: Place
 
-        func run() throws {
+        func run() async throws {
             let name = try DNSSEC.zone(zone)
-            let keys = try place.store().keys(of: name).filter { $0.flags & 1 == 1 }
+            let keys = try await place.keys().keys(of: name).filter { $0.flags & 1 == 1 }
             guard !keys.isEmpty else {
                 throw ValidationError("\(name) has no key-signing key (nearcast dnssec keygen)")
             }
@@ -125,7 +185,7 @@ struct DNSSEC: ParsableCommand {
     }
 
     /// `nearcast dnssec import ZONE FILE.private`: a key made elsewhere (BIND, ldns), kept.
-    struct Import: ParsableCommand {
+    struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
             abstract: "Keep a key from BIND's or ldns's key files (K...private, with its .key beside it).")
@@ -138,21 +198,22 @@ struct DNSSEC: ParsableCommand {
 
         @OptionGroup var place: Place
 
-        func run() throws {
+        func run() async throws {
             let key = try DNSSECKeyFile.read(privateFile: file, zone: try DNSSEC.zone(zone))
-            let (privateFile, _) = try place.store().add(key)
+            let privateFile = try await place.keys().add(key)
             print("; key \(key.keyTag), \(key.algorithm), flags \(key.flags): \(privateFile)")
             if key.flags & 1 == 1 { print(key.dsText) }
         }
     }
 
     /// `nearcast dnssec sign ZONE FILE`: the zone file signed with the zone's keys.
-    struct Sign: ParsableCommand {
+    struct Sign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "sign",
             abstract: "Sign a zone file with the zone's keys (DNSKEY, NSEC chain, RRSIGs) and write the signed zone.",
             discussion: """
-                Signatures are valid from an hour ago for --days days. Any DNSSEC records the file holds                 (signatures, NSEC, NSEC3, the apex's DNSKEY and NSEC3PARAM) are replaced.
+                Signatures are valid from an hour ago for --days days. Any DNSSEC records the file holds \
+                (signatures, NSEC, NSEC3, the apex's DNSKEY and NSEC3PARAM) are replaced.
                 """)
 
         @Argument(help: "The zone.")
@@ -169,9 +230,9 @@ struct DNSSEC: ParsableCommand {
 
         @OptionGroup var place: Place
 
-        func run() throws {
+        func run() async throws {
             let origin = try DNSSEC.zone(zone)
-            let keys = try place.store().keys(of: origin)
+            let keys = try await place.keys().keys(of: origin)
             guard !keys.isEmpty else { throw ValidationError("\(origin) has no keys (nearcast dnssec keygen)") }
             guard (1...365).contains(days) else { throw ValidationError("--days must be 1 to 365") }
             let loaded = try Zone.load(path: file, origin: origin)

@@ -2,13 +2,18 @@ import ArgumentParser
 import Foundation
 import NearcastBasics
 import NearcastConfiguration
+import NearcastDNSSEC
 import NearcastStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `nearcast store ...`: a fleet's shared state in etcd (the config's `store` section).
 struct Store: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A fleet's shared store in etcd: seed it from files, or write it back as files.",
-        subcommands: [Import.self, Export.self, Migrate.self])
+        subcommands: [Import.self, Export.self, Migrate.self, Secret.self])
 
     /// The etcd settings of the config at `path`, or a clear refusal.
     static func settings(_ path: String) throws -> EtcdSettings {
@@ -107,6 +112,42 @@ struct Store: AsyncParsableCommand {
                 try files.write(to: directory)
                 print("exported \(Store.contents(files)) to \(directory)")
             }
+        }
+    }
+
+    /// `nearcast store secret FILE`: a new secret to seal a fleet's DNSSEC keys with.
+    struct Secret: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Make the secret a fleet's DNSSEC keys are sealed with in the store (store: { key-secret: FILE }).",
+            discussion: """
+                Writes 32 random bytes in base64 to FILE, mode 0600, and never over a file that is there. \
+                Copy it to every server of the fleet (as their etcd credentials are): a server \
+                without it cannot open the keys, and etcd, its backups and whoever reads them never \
+                see a private key in the clear.
+                """)
+
+        @Argument(help: "The file to write.")
+        var file: String
+
+        func run() throws {
+            let text = Array((FleetKeySecret.generate().text + "\n").utf8)
+            // Made 0600 from the first byte, and never over a file that is there.
+            let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard fd >= 0 else {
+                throw ValidationError(
+                    errno == EEXIST
+                        ? "\(file) is there already: a fleet's secret is made once"
+                        : "\(file) cannot be made: \(String(cString: strerror(errno)))")
+            }
+            let wrote = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let synced = fsync(fd) == 0
+            close(fd)
+            guard wrote == text.count, synced else {
+                unlink(file)
+                throw ValidationError("\(file) cannot be written")
+            }
+            print("; the fleet's key secret: \(file) (0600); name it as store: { key-secret: \(file) } on every server")
         }
     }
 }

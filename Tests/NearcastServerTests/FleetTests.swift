@@ -64,14 +64,16 @@ import Testing
             #expect(imported.status == 0, "\(imported.stderr)")
         }
 
-        /// Server `i`, following the store; `extra`: more of its config (top-level YAML).
-        func startServer(_ i: Int, extra: String = "") throws -> Daemon {
+        /// Server `i`, following the store; `extra`: more of its config (top-level YAML);
+        /// `storeExtra`: more of its store section (lines indented by two).
+        func startServer(_ i: Int, extra: String = "", storeExtra: String = "") throws -> Daemon {
             let config = dir.appendingPathComponent("server\(i).yaml")
             try """
             listen: ["127.0.0.1:0"]
             state-dir: \(dir.path)/state\(i)
             api: { listen: "127.0.0.1:0", tokens: tokens }
             \(store)  server: s\(i)
+            \(storeExtra)
             \(extra)
             """.write(to: config, atomically: true, encoding: .utf8)
             return try Daemon(["--config", config.path])

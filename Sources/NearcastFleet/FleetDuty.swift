@@ -4,18 +4,21 @@ import Logging
 import NearcastStore
 import ServiceLifecycle
 
-/// Which server of a fleet transfers its secondary zones (ARCHITECTURE §17): the one that holds
-/// `P transferrer`, put there under a lease of its own by a transaction on the key's absence (as
-/// `servers/NAME` is claimed). The others watch the key and try again when it goes: when its
-/// holder stops (the lease revoked) or dies (the lease expires, within `leaseTTL`). One server
-/// transfers, so the primaries see one secondary's load, and the store holds one copy; every
-/// server serves what the store brings. A holder cut off from the store gives the duty up as
-/// soon as a renewal fails, before its lease can have ended (renewed every third of it), so two
-/// servers do not transfer into the store at once; were they to, each import is conditioned on
-/// the zone's meta as it read it, and one of them stops.
-package actor TransferDuty: Service {
+/// A duty one server of a fleet holds at a time (ARCHITECTURE §13, §17, §18): the one that holds
+/// its key (`P transferrer`: the fleet's secondary zones are transferred by it; `P signer`: the
+/// fleet's key rollovers are driven by it), put there under a lease of its own by a transaction
+/// on the key's absence (as `servers/NAME` is claimed). The others watch the key and try again
+/// when it goes: when its holder stops (the lease revoked) or dies (the lease expires, within
+/// `leaseTTL`). A holder cut off from the store gives the duty up as soon as a renewal fails,
+/// before its lease can have ended (renewed every third of it), so two servers do not hold it
+/// at once; were they to, what each writes is conditioned on what it read, and one of them stops.
+package actor FleetDuty: Service {
     let connection: FleetStoreConnection
     let name: String
+    /// The duty's store key.
+    nonisolated let key: [UInt8]
+    /// What the duty is, as the log says it ("the fleet's transfer duty").
+    let duty: String
     let leaseTTL: Int
     let logger: Logger
     /// Told whether this server holds the duty, and which server does (nil: not known), when it
@@ -26,17 +29,17 @@ package actor TransferDuty: Service {
     var logged: String?
 
     package init(
-        connection: FleetStoreConnection, name: String, leaseTTL: Int = 10, logger: Logger,
+        connection: FleetStoreConnection, key: String, duty: String, name: String, leaseTTL: Int = 10, logger: Logger,
         onChange: @escaping @Sendable (_ held: Bool, _ holder: String?) async -> Void
     ) {
         self.connection = connection
+        self.key = Array(key.utf8)
+        self.duty = duty
         self.name = name
         self.leaseTTL = leaseTTL
         self.logger = logger
         self.onChange = onChange
     }
-
-    nonisolated var key: [UInt8] { Array(connection.layout.transferrer.utf8) }
 
     /// Takes the duty whenever it is free, until the group shuts down; then gives it up at once
     /// (the lease revoked), so another server takes it without waiting for the lease to end.
@@ -60,7 +63,7 @@ package actor TransferDuty: Service {
                 if let given = lease { try? await connection.etcd.revoke(given) }
                 lease = nil
                 if logged != "\(error)" {
-                    logger.warning("the fleet's transfer duty: store out of reach", metadata: ["error": "\(error)"])
+                    logger.warning("\(duty): store out of reach", metadata: ["error": "\(error)"])
                     logged = "\(error)"
                 }
                 try? await Task.sleep(for: pause)
@@ -89,7 +92,7 @@ package actor TransferDuty: Service {
         while !Task.isCancelled {
             try await Task.sleep(for: .seconds(Double(leaseTTL) / 3))
             guard try await connection.etcd.keepAlive(lease) > 0 else {
-                throw TransferDutyError(description: "the lease expired")
+                throw FleetDutyError(description: "the lease expired")
             }
         }
     }
@@ -99,10 +102,10 @@ package actor TransferDuty: Service {
         for try await batch in connection.etcd.watch(prefix: key, from: revision) {
             if batch.events.contains(where: { $0.kv.key == key && $0.kind != .put }) { return }
         }
-        throw TransferDutyError(description: "the watch of \(connection.layout.transferrer) ended")
+        throw FleetDutyError(description: "the watch of \(String(decoding: key, as: UTF8.self)) ended")
     }
 }
 
-struct TransferDutyError: Error, CustomStringConvertible {
+struct FleetDutyError: Error, CustomStringConvertible {
     var description: String
 }
