@@ -2,6 +2,7 @@ import DNSWire
 import EtcdClient
 import Foundation
 import Logging
+import NearcastBasics
 import NearcastDNSSEC
 import NearcastStore
 
@@ -37,33 +38,29 @@ package actor FleetKeys: SharedKeys {
     @discardableResult
     package func readAll() async throws -> Set<DNSName> {
         let read = try await connection.storedKeys()
-        for at in read.unreadable where refused.insert(at).inserted {
-            logger.error("a key in the store is not one nearcast kept", metadata: ["key": "\(at)"])
-        }
-        var zones = Set<DNSName>()
-        for key in read.keys where write(key) { zones.insert(key.zone) }
-        return zones
+        for at in read.unreadable { refuse(at, "a key in the store is not one nearcast kept") }
+        return await write(read.keys)
     }
 
     /// The watch's `events` of keys (`P dnssec/`) written into the state directory, and the
     /// zones they changed told.
     package func take(_ events: [WatchEvent]) async {
-        var zones = Set<DNSName>()
-        for e in events where e.kind == .put {
-            guard let key = connection.storedKey(e.kv.key, e.kv.value, e.kv.modRevision) else {
-                let at = String(decoding: e.kv.key, as: UTF8.self)
-                if refused.insert(at).inserted {
-                    logger.error("a key in the store is not one nearcast kept", metadata: ["key": "\(at)"])
-                }
+        var keys: [FleetStoreConnection.StoredKey] = []
+        for e in events {
+            let at = String(decoding: e.kv.key, as: UTF8.self)
+            guard e.kind == .put else {
+                logger.notice(
+                    "a key taken out of the store stays in the state directory (its timing says whether it signs)",
+                    metadata: ["key": "\(at)"])
                 continue
             }
-            if write(key) { zones.insert(key.zone) }
+            guard let key = connection.storedKey(e.kv.key, e.kv.value, e.kv.modRevision) else {
+                refuse(at, "a key in the store is not one nearcast kept")
+                continue
+            }
+            keys.append(key)
         }
-        for e in events where e.kind == .delete {
-            logger.notice(
-                "a key taken out of the store stays in the state directory (its timing says whether it signs)",
-                metadata: ["key": "\(String(decoding: e.kv.key, as: UTF8.self))"])
-        }
+        let zones = await write(keys)
         if !zones.isEmpty { await tell(zones) }
     }
 
@@ -74,25 +71,44 @@ package actor FleetKeys: SharedKeys {
         await served.keysFromStore(zones)
     }
 
-    /// `key` opened and written into the state directory; whether its files changed.
-    func write(_ key: FleetStoreConnection.StoredKey) -> Bool {
-        guard let text = key.sealed.privateText(with: secret, at: key.at) else {
-            if refused.insert(key.at).inserted {
-                logger.error(
-                    "a key in the store does not open with this server's key secret (another fleet's secret, or altered)",
-                    metadata: ["key": "\(key.at)"])
+    /// `keys` opened and written into the state directory (on a thread of their own: each file
+    /// is synced); the zones whose keys' files changed.
+    func write(_ keys: [FleetStoreConnection.StoredKey]) async -> Set<DNSName> {
+        var opened: [(key: DNSSECKey, at: String, text: String, public: String)] = []
+        for key in keys {
+            guard let text = key.sealed.privateText(with: secret, at: key.at) else {
+                refuse(
+                    key.at,
+                    "a key in the store does not open with this server's key secret (another fleet's secret, or altered)"
+                )
+                continue
             }
-            return false
+            do {
+                let k = try DNSSECKeyFile.parse(
+                    privateText: text, file: key.at, publicText: key.sealed.public, publicFile: key.at, zone: key.zone)
+                opened.append((k, key.at, text, key.sealed.public))
+                refused.remove(key.at)
+            } catch {
+                refuse(key.at, "a key in the store does not read: \(error)")
+            }
         }
-        do {
-            let opened = try DNSSECKeyFile.parse(
-                privateText: text, file: key.at, publicText: key.sealed.public, publicFile: key.at, zone: key.zone)
-            refused.remove(key.at)
-            return try store.put(opened, privateText: text, publicText: key.sealed.public)
-        } catch {
-            logger.error("a key from the store cannot be kept", metadata: ["key": "\(key.at)", "why": "\(error)"])
-            return false
+        guard !opened.isEmpty else { return [] }
+        let (store, logger) = (store, logger)
+        let written = try? await onOwnThread { [opened] in
+            opened.compactMap { o -> DNSName? in
+                do { return try store.put(o.key, privateText: o.text, publicText: o.public) ? o.key.zone : nil } catch {
+                    logger.error(
+                        "a key from the store cannot be kept", metadata: ["key": "\(o.at)", "why": "\(error)"])
+                    return nil
+                }
+            }
         }
+        return Set(written ?? [])
+    }
+
+    /// Says once that the key at `at` is left out, and why.
+    func refuse(_ at: String, _ why: String) {
+        if refused.insert(at).inserted { logger.error("\(why)", metadata: ["key": "\(at)"]) }
     }
 
     /// Keeps `key` (its timing changed: a rollover's step this server drives) in the store,
