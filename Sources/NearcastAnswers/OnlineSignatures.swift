@@ -33,12 +33,13 @@ public final class OnlineSignatures: Sendable {
         var owner: DNSName
         var type: UInt16
         var ttl: UInt32
-        var rdatas: [RData]
+        /// A set: the same records in any order are one variant.
+        var rdatas: Set<RData>
 
         init(_ set: RRSet) {
             owner = set.name.lowercased()
             (type, ttl) = (set.type.rawValue, set.ttl)
-            rdatas = set.rdatas.sorted { "\($0)" < "\($1)" }
+            rdatas = Set(set.rdatas)
         }
     }
 
@@ -117,7 +118,7 @@ public final class OnlineSignatures: Sendable {
         let parts = ParallelWork.map(wanted, parts: ProcessInfo.processInfo.activeProcessorCount, smallest: 64) {
             slice in
             slice.compactMap { v, signer -> (Variant, [ResourceRecord], [UInt16])? in
-                let set = RRSet(name: v.owner, type: RRType(rawValue: v.type), ttl: v.ttl, rdatas: v.rdatas)
+                let set = RRSet(name: v.owner, type: RRType(rawValue: v.type), ttl: v.ttl, rdatas: Array(v.rdatas))
                 return (try? signer.sign(set)).map { (v, $0, signer.keyTags) }
             }
         }
@@ -143,7 +144,8 @@ public final class OnlineSignatures: Sendable {
                     kept.expiration > now &+ signer.renewBefore
                 else { return nil }
                 return (
-                    RRSet(name: v.owner, type: RRType(rawValue: v.type), ttl: v.ttl, rdatas: v.rdatas), kept.records
+                    RRSet(name: v.owner, type: RRType(rawValue: v.type), ttl: v.ttl, rdatas: Array(v.rdatas)),
+                    kept.records
                 )
             }
         }
@@ -153,11 +155,7 @@ public final class OnlineSignatures: Sendable {
         state.withLock { s in
             if s.variants.count + made.count > Self.limit { s.variants = [:] }
             for (v, records) in made {
-                let end =
-                    records.compactMap { r -> UInt32? in
-                        guard case .unknown(let b) = r.rdata, b.count >= 12 else { return nil }
-                        return UInt32(b[8]) << 24 | UInt32(b[9]) << 16 | UInt32(b[10]) << 8 | UInt32(b[11])
-                    }.min() ?? 0
+                let end = records.compactMap { Signature($0.rdata)?.expiration }.min() ?? 0
                 s.variants[v] = Signed(records: records, keyTags: keyTags, expiration: end)
             }
         }

@@ -169,11 +169,7 @@ extension ServedConfig {
         guard let geo = live.current?.table, !signing.copies.isEmpty else { return }
         let online = signing.onlineSignatures
         let made = try? await onOwnThread(name: "nc-signing", background: true) {
-            online.sign(
-                geo.answerVariants().compactMap { v -> RRSet? in
-                    let rdatas = v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) }
-                    return rdatas.isEmpty ? nil : RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: rdatas)
-                }, now: UInt32(Date().timeIntervalSince1970))
+            online.sign(geo.answerVariants(), now: UInt32(Date().timeIntervalSince1970))
         }
         if let made, made.signed > 0 {
             logger.info(

@@ -207,11 +207,7 @@ package struct ZoneSigning: Sendable {
         let tags = served.onlineSigners.mapValues(\.keyTags)
         if let last = variantsSigned, last.geo == geo.serial, last.signers == tags { return nil }
         variantsSigned = (geo.serial, tags)
-        let sets = geo.answerVariants().compactMap { v -> RRSet? in
-            let rdatas = v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) }
-            return rdatas.isEmpty ? nil : RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: rdatas)
-        }
-        return onlineSignatures.sign(sets, now: UInt32(Date().timeIntervalSince1970))
+        return onlineSignatures.sign(geo.answerVariants(), now: UInt32(Date().timeIntervalSince1970))
     }
 
     /// The zones to serve for the sources `zones`, signed with `keys` (nil: the keys as they

@@ -1,5 +1,6 @@
 import DNSWire
 import MaxMindDB
+import NearcastZones
 import Synchronization
 
 /// Everything a geo name is answered from (ARCHITECTURE §2): the compiled image (classes and prefixes),
@@ -262,8 +263,7 @@ public struct GeoTable: Sendable {
     /// now), whatever the client: for each location class, the top nodes that are up, and when
     /// the top candidate is down each spill-over pick (every prefix's seed gives one of them).
     /// Each at the name's own TTL: the variants a signed zone signs ahead (OnlineSignatures).
-    public func answerVariants(health: Health? = nil) -> [(name: DNSName, type: RRType, ttl: UInt32, rdatas: [[UInt8]])]
-    {
+    public func answerVariants(health: Health? = nil) -> [RRSet] {
         let health = health ?? self.health
         // The node lists answered, per ranking, count of answers and type: names share them.
         struct Shape: Hashable {
@@ -273,7 +273,7 @@ public struct GeoTable: Sendable {
             var failOpen: Bool
         }
         var lists: [Shape: Set<[String]>] = [:]
-        var out: [(name: DNSName, type: RRType, ttl: UInt32, rdatas: [[UInt8]])] = []
+        var out: [RRSet] = []
         for n in names.values where n.config.type == .a || n.config.type == .aaaa {
             let v6 = n.config.type == .aaaa
             func address(_ id: String) -> [UInt8]? { v6 ? nodes[id]?.ipv6 : nodes[id]?.ipv4 }
@@ -300,7 +300,8 @@ public struct GeoTable: Sendable {
                 lists[shape] = found
             }
             for chosen in lists[shape] ?? [] {
-                out.append((n.config.name, n.config.type, n.config.ttl, chosen.compactMap(address)))
+                let rdatas = chosen.compactMap(address).compactMap { try? RData(type: n.config.type, bytes: $0) }
+                out.append(RRSet(name: n.config.name, type: n.config.type, ttl: n.config.ttl, rdatas: rdatas))
             }
         }
         return out

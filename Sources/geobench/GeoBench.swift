@@ -147,13 +147,7 @@ struct GeoBench: ParsableCommand {
                         .signatures(set, origin: origin)
                 })
         ])
-        func sets(_ health: GeoTable.Health? = nil) -> [RRSet] {
-            table.answerVariants(health: health).map { v in
-                RRSet(
-                    name: v.name, type: v.type, ttl: v.ttl,
-                    rdatas: v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) })
-            }
-        }
+        func sets(_ health: GeoTable.Health? = nil) -> [RRSet] { table.answerVariants(health: health) }
         let before = Self.residentMiB()
         let start = ContinuousClock.now
         let all = sets()

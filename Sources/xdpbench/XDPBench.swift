@@ -71,12 +71,7 @@ struct XDPBench: ParsableCommand {
                 sign: { try signer.signatures($0, origin: signed.origin) })
         ])
         let now = UInt32(Date().timeIntervalSince1970)
-        online.sign(
-            geo.answerVariants().map { v in
-                RRSet(
-                    name: v.name, type: v.type, ttl: v.ttl,
-                    rdatas: v.rdatas.compactMap { try? RData(type: v.type, bytes: $0) })
-            }, now: now)
+        online.sign(geo.answerVariants(), now: now)
         var responder = Responder(authority: Authority(zones: [z, signed]), geo: geo)
         responder.onlineSignatures = online
         let image = AnswerImage.build(responder: responder, maxSections: FastPath.sectionsCapacity)

@@ -783,10 +783,7 @@ import XDPFuzz
                 keyTags: signer.keys.map(\.keyTag), renewBefore: 3600,
                 sign: { try signer.signatures($0, origin: Self.origin) })
         ])
-        let variants = table.answerVariants().map { v in
-            RRSet(name: v.name, type: v.type, ttl: v.ttl, rdatas: v.rdatas.map { try! RData(type: v.type, bytes: $0) })
-        }
-        online.sign(variants, now: now)
+        online.sign(table.answerVariants(), now: now)
         var r = Responder(authority: Authority(zones: [try signer.signWhole(Self.zone)]), geo: table)
         r.onlineSignatures = online
         let fp = try FastPath(objectPath: XDPProgramTests.objectPath)
