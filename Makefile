@@ -16,7 +16,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-dnssec bench-image fuzz-xdp fuzz-parsers verifier-stats verifier-profile dnstap-proto deb install uninstall clean
+.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-fleet-keys bench-dnssec bench-image fuzz-xdp fuzz-parsers verifier-stats verifier-profile dnstap-proto deb install uninstall clean
 
 all: build
 
@@ -100,7 +100,7 @@ format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Every benchmark; each writes its section of BENCHMARKS.md (root: namespaces, XDP).
-bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-dnssec
+bench: bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-fleet-keys bench-dnssec
 
 bench-xdp: test-deps build $(GEO_DB)
 	tools/bench-xdp.sh
@@ -147,6 +147,9 @@ bench-dnssec: test-deps build
 
 bench-fleet-secondary: test-deps build
 	tools/bench-fleet-secondary.py
+
+bench-fleet-keys: test-deps build
+	tools/bench-fleet-keys.py
 
 # The CPU of a fast path's start, quieter than whole starts (issue 29): a zone file's load, then its
 # answer image made ROUNDS times in one process. ZONE defaults to 1M names from tools/scale-zone.py.

@@ -82,6 +82,12 @@ public struct EtcdSettings: Hashable, Sendable {
                     continue
                 }
                 keySecret = resolvedPath(s, relativeTo: baseDirectory)
+                if !FileManager.default.isReadableFile(atPath: keySecret!) {
+                    fail(
+                        value,
+                        "store key-secret \(keySecret!) does not exist or cannot be read (nearcast store secret FILE makes one)"
+                    )
+                }
                 continue
             }
             guard k.string == "server" else {

@@ -61,7 +61,12 @@ extension Daemon {
             await follower?.stop()
             throw Self.refuse(error)
         }
-        if let follower { data.fleetKeys = await fleetKeys(cfg, follower) }
+        if let follower {
+            do { data.fleetKeys = try await fleetKeys(cfg, follower) } catch {
+                await follower.stop()
+                throw Self.refuse(error)
+            }
+        }
         do { data.keys = try ZoneSigning.keys(cfg) } catch {
             await follower?.stop()
             throw Self.refuse(error)
@@ -106,15 +111,12 @@ extension Daemon {
     }
 
     /// The fleet's keys brought into the state directory, where the start reads them; nil when
-    /// the config names no key secret. With etcd out of reach the server signs with the keys
-    /// the state directory kept.
-    func fleetKeys(_ cfg: NearcastConfig, _ follower: StoreFollower) async -> FleetKeys? {
+    /// the config names no key secret. Throws when the secret cannot be used (the server would
+    /// otherwise sign with other keys than the fleet's). With etcd out of reach the server signs
+    /// with the keys the state directory kept.
+    func fleetKeys(_ cfg: NearcastConfig, _ follower: StoreFollower) async throws(DiagnosticsError) -> FleetKeys? {
         guard let file = cfg.store.keySecretFile, let stateDirectory = cfg.stateDirectory else { return nil }
-        let secret: FleetKeySecret
-        do { secret = try FleetKeySecret.load(path: file) } catch {
-            logger.error("the fleet's keys are not used", metadata: ["why": "\(error)"])
-            return nil
-        }
+        let secret = try FleetKeySecret.load(path: file)
         let keys = FleetKeys(
             connection: follower.connection, secret: secret, stateDirectory: stateDirectory, logger: logger)
         do { try await keys.readAll() } catch {

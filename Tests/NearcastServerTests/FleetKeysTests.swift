@@ -86,6 +86,14 @@ import Testing
         }
         #expect(try Self.keys(stranger).dnskey.isEmpty)
         stranger.stop()
+        // A secret others may read is refused: the server does not start.
+        let readable = dir + "/readable.secret"
+        try FileManager.default.copyItem(atPath: secret, toPath: readable)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: readable)
+        let refused = try TestSupport.run(
+            try TestSupport.product("nearcastd"),
+            ["--config", try fleet.serverConfig(4, extra: settings, storeExtra: "  key-secret: \(readable)")])
+        #expect(refused.status != 0 && refused.stderr.contains("chmod 600"), "\(refused.stderr)")
 
         // Unbound validates server 0's answers with the CSK's DS as its anchor.
         let port = try TestSupport.unusedPort()

@@ -67,6 +67,11 @@ import Testing
         /// Server `i`, following the store; `extra`: more of its config (top-level YAML);
         /// `storeExtra`: more of its store section (lines indented by two).
         func startServer(_ i: Int, extra: String = "", storeExtra: String = "") throws -> Daemon {
+            try Daemon(["--config", try serverConfig(i, extra: extra, storeExtra: storeExtra)])
+        }
+
+        /// Server `i`'s config file (as `startServer` writes it).
+        func serverConfig(_ i: Int, extra: String = "", storeExtra: String = "") throws -> String {
             let config = dir.appendingPathComponent("server\(i).yaml")
             try """
             listen: ["127.0.0.1:0"]
@@ -76,7 +81,7 @@ import Testing
             \(storeExtra)
             \(extra)
             """.write(to: config, atomically: true, encoding: .utf8)
-            return try Daemon(["--config", config.path])
+            return config.path
         }
 
         /// Imports the test zone alone.
