@@ -321,7 +321,7 @@ let package = Package(
             dependencies: [
                 "NearcastControl", "NearcastConfiguration", "NearcastZones", "NearcastAnswers", "NearcastGeo",
                 "NearcastServer", "NearcastFleet", "NearcastStore", "NearcastHealth", "NearcastAPIModel", "DNSWire",
-                "EtcdClient", "NearcastTransfer",
+                "EtcdClient", "NearcastTransfer", "NearcastDNSSEC",
                 "NearcastTestSupport",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -43,16 +43,22 @@ extension FleetStoreConnection {
     }
 
     /// Keeps `key`, sealed with `secret`: a new one only if the store has no key of its zone,
-    /// algorithm and tag (false when it has), else replacing it (its timing changed). The
-    /// revision after the write.
-    public func putKey(_ key: DNSSECKey, secret: FleetKeySecret, new: Bool, created: Date = Date()) async throws -> (
-        written: Bool, revision: Int64
-    ) {
+    /// algorithm and tag, and, given `keysReadAt`, none of the zone's keys changed since they
+    /// were read at that revision (false when either is not so: a rollover begun from keys
+    /// another began one from meanwhile); else replacing it (its timing changed). The revision
+    /// after the write.
+    public func putKey(
+        _ key: DNSSECKey, secret: FleetKeySecret, new: Bool, keysReadAt: Int64? = nil, created: Date = Date()
+    ) async throws -> (written: Bool, revision: Int64) {
         let at = layout.dnssecKey(key.zone, algorithm: key.algorithm.rawValue, tag: key.keyTag)
         let value = try SealedKey.seal(key, with: secret, at: at, created: created).value
         let k = Array(at.utf8)
         guard new else { return (true, try await etcd.put(k, value)) }
-        let r = try await etcd.txn([.modRevision(k, equals: 0)], success: [.put(k, value)])
+        var conditions: [EtcdCompare] = [.modRevision(k, equals: 0)]
+        if let keysReadAt {
+            conditions.append(.unchangedSince(prefix: Array(layout.dnssecKeys(key.zone).utf8), before: keysReadAt + 1))
+        }
+        let r = try await etcd.txn(conditions, success: [.put(k, value)])
         return (r.succeeded, r.revision)
     }
 }

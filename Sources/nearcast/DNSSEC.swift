@@ -46,31 +46,40 @@ struct DNSSEC: AsyncParsableCommand {
         case fleet(EtcdSettings, FleetKeySecret)
 
         /// The keys of `zone`, in the order of their tags.
-        func keys(of zone: DNSName) async throws -> [DNSSECKey] {
+        func keys(of zone: DNSName) async throws -> [DNSSECKey] { try await keysRead(of: zone).keys }
+
+        /// The keys of `zone`, in the order of their tags, and the store's revision they were read
+        /// at (nil: a state directory).
+        func keysRead(of zone: DNSName) async throws -> (keys: [DNSSECKey], revision: Int64?) {
             switch self {
-            case .local(let store): return try store.keys(of: zone)
+            case .local(let store): return (try store.keys(of: zone), nil)
             case .fleet(let settings, let secret):
                 let read = try await Self.connected(settings) { try await $0.storedKeys(of: zone) }
                 if let bad = read.unreadable.first { throw ValidationError("\(bad) is not a key nearcast kept") }
-                return try read.keys.map { try $0.sealed.open(with: secret, at: $0.at, zone: zone) }
-                    .sorted { $0.keyTag < $1.keyTag }
+                let keys = try read.keys.map { try $0.sealed.open(with: secret, at: $0.at, zone: zone) }
+                return (keys.sorted { $0.keyTag < $1.keyTag }, read.revision)
             }
         }
 
-        /// Keeps `key` beside the zone's others; says where.
-        func add(_ key: DNSSECKey) async throws -> String {
+        /// Keeps `key` beside the zone's others; says where. `keysReadAt`: in a store, only if
+        /// none of the zone's keys changed since that revision.
+        func add(_ key: DNSSECKey, keysReadAt: Int64? = nil) async throws -> String {
             switch self {
             case .local(let store): return try store.add(key).privateFile
             case .fleet(let settings, let secret):
                 let (written, at) = try await Self.connected(settings) { store in
-                    let put = try await store.putKey(key, secret: secret, new: true)
+                    let put = try await store.putKey(key, secret: secret, new: true, keysReadAt: keysReadAt)
                     return (
                         put.written,
                         store.layout.dnssecKey(key.zone, algorithm: key.algorithm.rawValue, tag: key.keyTag)
                     )
                 }
                 guard written else {
-                    throw ValidationError("the store keeps a key with tag \(key.keyTag) of \(key.zone) already")
+                    throw ValidationError(
+                        keysReadAt == nil
+                            ? "the store keeps a key with tag \(key.keyTag) of \(key.zone) already"
+                            : "\(key.zone)'s keys changed in the store meanwhile (another rollover?): nothing written; run it again"
+                    )
                 }
                 return at + " (sealed; every server of the fleet takes it)"
             }
@@ -153,11 +162,12 @@ struct DNSSEC: AsyncParsableCommand {
         func run() async throws {
             let place = try place.keys()
             let origin = try DNSSEC.zone(zone)
-            let keys = try await place.keys(of: origin)
+            let (keys, revision) = try await place.keysRead(of: origin)
             switch KeyRollover.successor(in: keys, at: Date()) {
             case .failure(let refusal): throw ValidationError("\(origin): \(refusal)")
             case .success(let key):
-                let privateFile = try await place.add(key)
+                // In a store, only if no other rollover began from the same keys meanwhile.
+                let privateFile = try await place.add(key, keysReadAt: revision)
                 print("; key \(key.keyTag), \(key.algorithm), a ZSK published from now: \(privateFile)")
                 print("; reload nearcastd to begin at once (`nearcast reload`), or it begins at its next round")
             }
