@@ -115,7 +115,15 @@ extension Daemon {
     /// otherwise sign with other keys than the fleet's). With etcd out of reach the server signs
     /// with the keys the state directory kept.
     func fleetKeys(_ cfg: NearcastConfig, _ follower: StoreFollower) async throws(DiagnosticsError) -> FleetKeys? {
-        guard let file = cfg.store.keySecretFile, let stateDirectory = cfg.stateDirectory else { return nil }
+        guard let file = cfg.store.keySecretFile, let stateDirectory = cfg.stateDirectory else {
+            // The fleet's other servers may sign with keys this one cannot open: said at once.
+            if let kept = try? await follower.connection.storedKeys(), !kept.keys.isEmpty {
+                logger.warning(
+                    "the store keeps DNSSEC keys, and this server has no key-secret: it signs those zones with its own keys or not at all",
+                    metadata: ["zones": "\(Set(kept.keys.map(\.zone.description)).sorted())"])
+            }
+            return nil
+        }
         let secret = try FleetKeySecret.load(path: file)
         let keys = FleetKeys(
             connection: follower.connection, secret: secret, stateDirectory: stateDirectory, logger: logger)

@@ -94,6 +94,11 @@ import Testing
             try TestSupport.product("nearcastd"),
             ["--config", try fleet.serverConfig(4, extra: settings, storeExtra: "  key-secret: \(readable)")])
         #expect(refused.status != 0 && refused.stderr.contains("chmod 600"), "\(refused.stderr)")
+        // A server given no secret says the store keeps keys it cannot sign with.
+        let unkeyed = try fleet.startServer(5, extra: settings)
+        defer { unkeyed.stop() }
+        try unkeyed.waitUntilReady(timeout: 30) { unkeyed.log.contains("this server has no key-secret") }
+        unkeyed.stop()
 
         // Unbound validates server 0's answers with the CSK's DS as its anchor.
         let port = try TestSupport.unusedPort()
