@@ -29,4 +29,16 @@ extension Responder {
         }
         return out
     }
+
+    /// The proof of a NODATA at a geo name whose nodes are all down (its policy NODATA) in a zone
+    /// signed here: the negative SOA with its signatures, and the name's NSEC without `qtype`,
+    /// signed as the answers are (the zone's own NSEC lists the type, which the name answers
+    /// while a node is up). Nil where the zone is not signed here or its chain is NSEC3.
+    func signedNoData(_ name: DNSName, _ qtype: RRType, _ zone: Zone) -> [ResourceRecord]? {
+        guard let online = onlineSignatures, let (soa, nsec) = zone.onlineNoData(name, qtype),
+            let sigs = online.signatures(nsec, now: UInt32(truncatingIfNeeded: clock()))
+        else { return nil }
+        return soa + nsec.records()
+            + sigs.map { ResourceRecord(name: nsec.name, type: .rrsig, ttl: nsec.ttl, rdata: $0.rdata) }
+    }
 }

@@ -281,6 +281,9 @@ public struct Responder: Sendable {
         let dnssec = edns?.dnssecOK == true
         if answer.outcome == .nodata {
             reply.authority = [zone.negativeSOA]
+            if dnssec, question.type == name.config.type, let proof = signedNoData(question.name, question.type, zone) {
+                reply.authority = proof
+            }
         } else if name.config.type == .srv {
             // A discovery name: the nodes nearest first, each at its target, whose addresses go
             // along as additional data.

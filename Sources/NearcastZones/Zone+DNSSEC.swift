@@ -403,3 +403,43 @@ extension Zone {
         }
     }
 }
+
+/// An NSEC's type bitmap (RFC 4034 §4.1.2): windows of 256 types, each its number, its length,
+/// and a bit per type, trailing zero octets and empty windows left out.
+public enum NSECBitmap {
+    /// `bitmap` with `type` taken out, in its canonical form; nil when it does not read.
+    public static func removing(_ type: RRType, from bitmap: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        var at = 0
+        while at < bitmap.count {
+            guard at + 2 <= bitmap.count else { return nil }
+            let (window, length) = (bitmap[at], Int(bitmap[at + 1]))
+            guard (1...32).contains(length), at + 2 + length <= bitmap.count else { return nil }
+            var bits = Array(bitmap[at + 2..<at + 2 + length])
+            if UInt8(type.rawValue >> 8) == window, Int(type.rawValue & 0xFF) / 8 < length {
+                bits[Int(type.rawValue & 0xFF) / 8] &= ~(0x80 >> UInt8(type.rawValue & 7))
+            }
+            while bits.last == 0 { bits.removeLast() }
+            if !bits.isEmpty { out += [window, UInt8(bits.count)] + bits }
+            at += 2 + length
+        }
+        return out
+    }
+}
+
+extension Zone {
+    /// A NODATA for `qtype` at `name` that the zone's records do not make: a geo name whose
+    /// nodes are all down and whose policy is NODATA, which the zone's chain lists with the
+    /// types it answers. The negative SOA with its signatures, and the NSEC `name` owns with
+    /// `qtype` taken out of its types, for the caller to sign as it answers (what it says holds
+    /// while the nodes are down). Nil when the zone is not signed, `name` owns no NSEC (an
+    /// NSEC3 zone), or its NSEC does not read.
+    public func onlineNoData(_ name: DNSName, _ qtype: RRType) -> (soa: [ResourceRecord], nsec: RRSet)? {
+        guard let proofs = Proofs(self), let set = rrset(name, .nsec), case .unknown(let rdata)? = set.rdatas.first,
+            let (_, used) = DNSName.uncompressed(rdata),
+            let bitmap = NSECBitmap.removing(qtype, from: Array(rdata[used...]))
+        else { return nil }
+        let nsec = RRSet(name: set.name, type: .nsec, ttl: set.ttl, rdatas: [.unknown(Array(rdata[..<used]) + bitmap)])
+        return (proofs.negativeSOA, nsec)
+    }
+}

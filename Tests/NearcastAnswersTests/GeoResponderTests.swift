@@ -314,6 +314,38 @@ import Testing
         let down = askDO(responder(unhealthy: ["par1", "nyc1"]), client: [198, 51, 100, 9])
         #expect(addresses(down) == ["192.0.2.10"] && signature(down) != nil)
         #expect(online.count == ahead.variants + 1)
+        // Every node down, and the AAAA name's policy NODATA: the proof is the name's NSEC
+        // without AAAA (the chain lists it, as the name answers it while a node is up), signed
+        // as the answers are, after the SOA and its signature.
+        let q = try DNSMessage(
+            questions: [DNSQuestion(name: try DNSName("geo.example.test."), type: .aaaa)], edns: EDNS(dnssecOK: true)
+        ).serialize()
+        let allDown = try DNSMessage(
+            wire: try #require(
+                responder(unhealthy: ["fra1", "par1", "nyc1"]).respond(
+                    to: q, transport: .udp, client: [198, 51, 100, 9])))
+        #expect(allDown.rcode == .noError && allDown.answers.isEmpty)
+        #expect(allDown.authority.map(\.type) == [.soa, .rrsig, .nsec, .rrsig], "\(allDown.authority)")
+        let nsec = try #require(allDown.authority.first { $0.type == .nsec })
+        let staticNSEC = try #require(signed.rrset(try DNSName("geo.example.test."), .nsec))
+        guard case .unknown(let made) = nsec.rdata, case .unknown(let kept)? = staticNSEC.rdatas.first else {
+            Issue.record("NSEC rdata")
+            return
+        }
+        let (_, used) = try #require(DNSName.uncompressed(kept))
+        #expect(Array(made[..<used]) == Array(kept[..<used]), "the same next name")
+        #expect(
+            made[used...] != kept[used...]
+                && NSECBitmap.removing(.aaaa, from: Array(kept[used...])) == Array(made[used...]))
+        let nsecSig = try #require(allDown.authority.last.flatMap { Signature($0.rdata) })
+        #expect(nsecSig.typeCovered == .nsec && nsecSig.keyTag == key.keyTag)
+        // Without DO, the SOA alone, as before.
+        let plain = try DNSMessage(
+            wire: try #require(
+                responder(unhealthy: ["fra1", "par1", "nyc1"]).respond(
+                    to: try DNSMessage(questions: [DNSQuestion(name: try DNSName("geo.example.test."), type: .aaaa)])
+                        .serialize(), transport: .udp, client: [198, 51, 100, 9])))
+        #expect(plain.authority.map(\.type) == [.soa])
         // Other keys: signed anew by them.
         let other = DNSSECKey.generate(zone: Self.origin)
         use(ZoneSigner(keys: [other], inception: now - 3600, expiration: now + 86400))

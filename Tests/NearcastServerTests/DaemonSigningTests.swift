@@ -279,7 +279,7 @@ import Testing
                     \(Fixtures.fourNodes(indent: 2))
                       names:
                         - { name: geo.example.test, type: A, pool: web, answers: 2, ttl: 20 }
-                        - { name: geo.example.test, type: AAAA, pool: web }
+                        - { name: geo.example.test, type: AAAA, pool: web, all-down: nodata }
                     """)
             defer { daemon.stop() }
             #expect(daemon.log.contains("geo answers signed"), "\(daemon.log)")
@@ -340,6 +340,17 @@ import Testing
                 ])
             #expect(!daemon.log.contains("zone signed whole"), "\(daemon.log)")
             try Self.expectVerified(daemon, in: dir)
+
+            // Every node drained, and the AAAA name's policy NODATA: its NODATA validates (the
+            // name's NSEC without AAAA, signed as the answers are).
+            for node in ["fra1", "par1", "nyc1", "tyo1"] {
+                let drained = try daemon.cli(["node", "drain", node, "--for", "10m"], token: Self.token)
+                #expect(drained.status == 0, "\(drained.stdout)\(drained.stderr)")
+            }
+            try poll("geo2's AAAA a NODATA", timeout: 10) {
+                try daemon.dig(["+norec", "+short", "geo2.example.test", "AAAA"]).stdout.isEmpty
+            }
+            try Self.expectValidated(daemon, anchors, [("geo2.example.test", "AAAA", "nxrrset")])
         }
     }
 }

@@ -55,4 +55,18 @@ import Testing
         // The copy taken first is untouched.
         #expect(original.count == 700 && original.contains(Self.name(3)) && !original.contains(Self.name(4)))
     }
+
+    /// A type taken out of an NSEC's bitmap leaves it canonical: no trailing zero octet, no
+    /// empty window, the other types as they were.
+    @Test func aTypeTakenOutOfAnNSECBitmapLeavesItCanonical() throws {
+        // A (1), AAAA (28), RRSIG (46), NSEC (47) in window 0; CAA (257) in window 1.
+        let bitmap: [UInt8] = [0, 6, 0x40, 0, 0, 0x08, 0, 0x03, 1, 1, 0x40]
+        #expect(NSECBitmap.removing(.a, from: bitmap) == [0, 6, 0, 0, 0, 0x08, 0, 0x03, 1, 1, 0x40])
+        #expect(NSECBitmap.removing(.caa, from: bitmap) == [0, 6, 0x40, 0, 0, 0x08, 0, 0x03])
+        let noSigs = try #require(NSECBitmap.removing(RRType(rawValue: 47), from: [0, 6, 0x40, 0, 0, 0, 0, 0x01]))
+        #expect(noSigs == [0, 1, 0x40])
+        #expect(NSECBitmap.removing(.a, from: [0, 1, 0x40]) == [])
+        #expect(NSECBitmap.removing(.mx, from: bitmap) == bitmap, "a type not there")
+        #expect(NSECBitmap.removing(.a, from: [0, 9, 0x40]) == nil, "a window longer than its bytes")
+    }
 }
