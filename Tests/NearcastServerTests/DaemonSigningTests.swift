@@ -166,6 +166,20 @@ import Testing
     }
 
     /// A zone with a 2-second TTL everywhere, and a combined key (its DS the anchor) and a ZSK.
+    /// The tags of the keys in the DNSKEY RRset `daemon` serves, and the tag that signs www's A.
+    static func keys(_ daemon: Daemon) throws -> (dnskey: Set<Int>, signer: Int?) {
+        let tags = try daemon.dig(["+norec", "+multiline", "example.test.", "DNSKEY"]).stdout
+            .components(separatedBy: "key id = ").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
+        let sig = try daemon.dig(["+norec", "+dnssec", "+short", "www.example.test.", "A"]).stdout
+            .split(separator: "\n").first { $0.hasPrefix("A ") }?.split(separator: " ")
+        return (Set(tags), sig.flatMap { $0.count > 6 ? Int($0[6]) : nil })
+    }
+
+    /// The tag `nearcast dnssec keygen` says it made ("; key TAG, ...").
+    static func tag(_ out: TestSupport.Output) -> Int? {
+        out.stdout.split(separator: " ").dropFirst(2).first.flatMap { Int($0.trimmingCharacters(in: [","])) }
+    }
+
     static let shortLived = """
         $ORIGIN example.test.
         $TTL 2
@@ -187,41 +201,17 @@ import Testing
             let (state, anchors) = try Self.keyed(in: dir)
             let cli = try TestSupport.product("nearcast")
             let zsk = try TestSupport.run(cli, ["dnssec", "keygen", "example.test", "--zsk", "--state-dir", state])
-            let oldTag = try #require(
-                zsk.stdout.split(separator: " ").dropFirst(2).first.flatMap { Int($0.trimmingCharacters(in: [","])) },
-                "\(zsk.stdout)\(zsk.stderr)")
+            let oldTag = try #require(Self.tag(zsk), "\(zsk.stdout)\(zsk.stderr)")
             let zoneFile = try dir.write(Self.shortLived, to: "example.test.zone")
             let daemon = try Self.start(
                 zoneFile, state: state, in: dir, settings: "signature-validity: 3600\npropagation-delay: 1")
             defer { daemon.stop() }
-            let anchor = try String(contentsOfFile: anchors, encoding: .utf8)
-                .replacingOccurrences(of: "trust-anchors { ", with: "").replacingOccurrences(
-                    of: "static-ds ", with: "DS "
-                )
-                .replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "; };", with: "")
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            let port = try TestSupport.unusedPort()
-            let config = try dir.write(
-                ValidatingResolver.config(
-                    listen: "127.0.0.1@\(port)", directory: dir.path, anchor: anchor, zone: "example.test",
-                    server: "127.0.0.1@\(daemon.dnsPort)"), to: "unbound.conf")
-            let unbound = try ServerProcess(try TestSupport.tool("unbound"), ["-d", "-c", config])
+            let unbound = try ValidatingResolver.Local(
+                anchor: try ValidatingResolver.anchor(fromDelvAnchors: anchors), server: "127.0.0.1@\(daemon.dnsPort)",
+                directory: dir.path)
             defer { unbound.stop() }
-            func resolve(_ name: String, _ type: String) throws -> String {
-                try TestSupport.run(
-                    try TestSupport.tool("dig"),
-                    ["@127.0.0.1", "-p", "\(port)", "+dnssec", "+tries=1", "+time=2", name, type]
-                ).stdout
-            }
-            try unbound.waitUntilReady { (try? resolve("www.example.test", "A").contains(" ad")) == true }
-            /// The tags of the keys in the DNSKEY RRset, and the tag that signs www's A.
-            func keys() throws -> (dnskey: Set<Int>, signer: Int?) {
-                let tags = try daemon.dig(["+norec", "+multiline", "example.test.", "DNSKEY"]).stdout
-                    .components(separatedBy: "key id = ").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
-                let sig = try daemon.dig(["+norec", "+dnssec", "+short", "www.example.test.", "A"]).stdout
-                    .split(separator: "\n").first { $0.hasPrefix("A ") }?.split(separator: " ")
-                return (Set(tags), sig.flatMap { $0.count > 6 ? Int($0[6]) : nil })
-            }
+            let resolve = unbound.resolve
+            func keys() throws -> (dnskey: Set<Int>, signer: Int?) { try Self.keys(daemon) }
             let before = try keys()
             #expect(before.dnskey.count == 2 && before.signer == oldTag, "\(before)")
 

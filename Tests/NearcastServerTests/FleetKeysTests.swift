@@ -8,19 +8,11 @@ import Testing
 /// where it signs with them. `nearcast dnssec keygen` and `roll` with the fleet's config write to
 /// the store; one server, the holder of the signing duty, drives a rollover for every server.
 @Suite(.timeLimit(.minutes(3))) struct FleetKeysTests {
-    /// The tags of the keys in the DNSKEY RRset `daemon` serves, and the tag that signs www's A.
     static func keys(_ daemon: Daemon) throws -> (dnskey: Set<Int>, signer: Int?) {
-        let tags = try daemon.dig(["+norec", "+multiline", "example.test.", "DNSKEY"]).stdout
-            .components(separatedBy: "key id = ").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
-        let sig = try daemon.dig(["+norec", "+dnssec", "+short", "www.example.test.", "A"]).stdout
-            .split(separator: "\n").first { $0.hasPrefix("A ") }?.split(separator: " ")
-        return (Set(tags), sig.flatMap { $0.count > 6 ? Int($0[6]) : nil })
+        try DaemonSigningTests.keys(daemon)
     }
 
-    /// The tag `nearcast dnssec keygen` says it made ("; key TAG, ...").
-    static func tag(_ out: TestSupport.Output) -> Int? {
-        out.stdout.split(separator: " ").dropFirst(2).first.flatMap { Int($0.trimmingCharacters(in: [","])) }
-    }
+    static func tag(_ out: TestSupport.Output) -> Int? { DaemonSigningTests.tag(out) }
 
     @Test func keysKeptSealedInTheStoreSignEveryServerAndOneDrivesTheRollover() async throws {
         try await TestSupport.blocking { try Self.fleetKeysBody() }
@@ -101,21 +93,10 @@ import Testing
         unkeyed.stop()
 
         // Unbound validates server 0's answers with the CSK's DS as its anchor.
-        let port = try TestSupport.unusedPort()
-        let unboundConfig = dir + "/unbound.conf"
-        try ValidatingResolver.config(
-            listen: "127.0.0.1@\(port)", directory: dir, anchor: String(ds), zone: "example.test",
-            server: "127.0.0.1@\(servers[0].dnsPort)"
-        ).write(toFile: unboundConfig, atomically: true, encoding: .utf8)
-        let unbound = try ServerProcess(try TestSupport.tool("unbound"), ["-d", "-c", unboundConfig])
+        let unbound = try ValidatingResolver.Local(
+            anchor: String(ds), server: "127.0.0.1@\(servers[0].dnsPort)", directory: dir)
         defer { unbound.stop() }
-        func resolve(_ name: String, _ type: String) throws -> String {
-            try TestSupport.run(
-                try TestSupport.tool("dig"),
-                ["@127.0.0.1", "-p", "\(port)", "+dnssec", "+tries=1", "+time=2", name, type]
-            ).stdout
-        }
-        try unbound.waitUntilReady { (try? resolve("www.example.test", "A").contains(" ad")) == true }
+        let resolve = unbound.resolve
 
         // The rollover, begun in the store: one server schedules it, every one carries it out.
         let roll = try TestSupport.run(cli, ["dnssec", "roll", "example.test", "--config", keysConfig])

@@ -1055,10 +1055,7 @@ import Glibc
         defer { daemon.stop(signal: SIGKILL) }
         #expect(daemon.log.contains("geo answers signed"), "\(daemon.log)")
         // The anchor as Unbound's trust-anchor wants it: the DS record.
-        let ds = try String(contentsOfFile: anchors, encoding: .utf8)
-            .replacingOccurrences(of: "trust-anchors { ", with: "").replacingOccurrences(of: "static-ds ", with: "DS ")
-            .replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "; };", with: "")
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let ds = try ValidatingResolver.anchor(fromDelvAnchors: anchors)
         let config = try t.files.write(
             ValidatingResolver.config(
                 listen: "127.0.0.1@53", directory: t.files.path, anchor: ds, zone: "example.test",

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Unbound (Debian's `unbound`) as the validating resolver of a test: its configuration, one
 /// trust anchor (a DS record in presentation format) and one stub zone, everything it writes
 /// kept in `directory`, nothing asked of the root.
@@ -42,5 +44,53 @@ public enum ValidatingResolver {
               name: "\(zone)"
               stub-addr: \(server)
             """
+    }
+}
+
+extension ValidatingResolver {
+    /// A delv anchors file's DS (`trust-anchors { ZONE static-ds TAG ALG DIGEST-TYPE "HEX"; };`) as
+    /// Unbound's `trust-anchor` takes it: `ZONE DS TAG ALG DIGEST-TYPE HEX`.
+    public static func anchor(fromDelvAnchors path: String) throws -> String {
+        try String(contentsOfFile: path, encoding: .utf8)
+            .replacingOccurrences(of: "trust-anchors { ", with: "").replacingOccurrences(of: "static-ds ", with: "DS ")
+            .replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "; };", with: "")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Unbound on 127.0.0.1, at a port of its own, validating example.test's answers with `anchor`,
+    /// asked of `server` (`ADDRESS@PORT`); ready once it answers www.example.test's A as secure.
+    public final class Local: Sendable {
+        public let process: ServerProcess
+        public let port: Int
+
+        public init(anchor: String, server: String, directory: String) throws {
+            port = try TestSupport.unusedPort()
+            let config = directory + "/unbound-\(port).conf"
+            try ValidatingResolver.config(
+                listen: "127.0.0.1@\(port)", directory: directory, anchor: anchor, zone: "example.test",
+                server: server
+            ).write(toFile: config, atomically: true, encoding: .utf8)
+            process = try ServerProcess(try TestSupport.tool("unbound"), ["-d", "-c", config])
+            do {
+                try process.waitUntilReady { [port] in
+                    (try? Self.resolve(port, "www.example.test", "A").contains(" ad")) == true
+                }
+            } catch {
+                _ = process.stop()
+                throw error
+            }
+        }
+
+        /// dig's answer to `name` `type` through the resolver, with DO.
+        public func resolve(_ name: String, _ type: String) throws -> String { try Self.resolve(port, name, type) }
+
+        static func resolve(_ port: Int, _ name: String, _ type: String) throws -> String {
+            try TestSupport.run(
+                try TestSupport.tool("dig"),
+                ["@127.0.0.1", "-p", "\(port)", "+dnssec", "+tries=1", "+time=2", name, type]
+            ).stdout
+        }
+
+        public func stop() { _ = process.stop() }
     }
 }
