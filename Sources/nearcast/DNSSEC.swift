@@ -10,7 +10,7 @@ import NearcastZones
 /// `nearcast dnssec ...`: a zone's signing keys, kept in the server's state directory.
 struct DNSSEC: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "dnssec", abstract: "DNSSEC keys (RFC 4034), kept in the state directory.",
+        commandName: "dnssec", abstract: "DNSSEC keys (RFC 4034), kept in the state directory or a fleet's store.",
         subcommands: [KeyGen.self, DS.self, Import.self, Sign.self, Roll.self])
 
     /// Where the keys are: the config's state directory, or one given; or, when the config's
@@ -111,7 +111,7 @@ struct DNSSEC: AsyncParsableCommand {
     struct KeyGen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
-            abstract: "Make a signing key for a zone, keep it in the state directory and print its DS.",
+            abstract: "Make a signing key for a zone, keep it (state directory or fleet's store) and print its DS.",
             discussion: """
                 A combined signing key (flags 257) unless --zsk. The private key is written to \
                 STATE-DIR/dnssec/ZONE/ as BIND's K<zone>+<alg>+<tag>.private (mode 0600) beside its .key file.
@@ -151,7 +151,10 @@ struct DNSSEC: AsyncParsableCommand {
                 signatures, or at once after a reload): it activates the new key once it has been \
                 published for the DNSKEY TTL and the propagation delay, re-signs the zone with it, and \
                 removes the old key once its signatures have expired from caches. The steps' times are \
-                written into the keys' files, so a restart carries on.
+                written into the keys' files, so a restart carries on. With a config whose store has a \
+                key-secret, the new key goes into the fleet's store (only if no other rollover began \
+                meanwhile); every server takes it, and the one holding the fleet's signing duty sets \
+                the steps' times for all.
                 """)
 
         @Argument(help: "The zone.")
@@ -169,7 +172,11 @@ struct DNSSEC: AsyncParsableCommand {
                 // In a store, only if no other rollover began from the same keys meanwhile.
                 let privateFile = try await place.add(key, keysReadAt: revision)
                 print("; key \(key.keyTag), \(key.algorithm), a ZSK published from now: \(privateFile)")
-                print("; reload nearcastd to begin at once (`nearcast reload`), or it begins at its next round")
+                if case .local = place {
+                    print("; reload nearcastd to begin at once (`nearcast reload`), or it begins at its next round")
+                } else {
+                    print("; every server takes it from the store; the one that drives the fleet's rollovers begins it")
+                }
             }
         }
     }
