@@ -102,6 +102,16 @@ public struct SealedKey: Codable, Equatable, Sendable {
         return String(decoding: plain, as: UTF8.self)
     }
 
+    /// The same key sealed under `new` instead of `old`, kept at store key `at`; nil when it
+    /// does not open with `old`.
+    public func resealed(from old: FleetKeySecret, to new: FleetKeySecret, at: String) throws -> SealedKey? {
+        guard let text = privateText(with: old, at: at) else { return nil }
+        let box = try AES.GCM.seal(Data(text.utf8), using: new.key, authenticating: Data(at.utf8))
+        var out = self
+        out.sealed = box.combined!.base64EncodedString()
+        return out
+    }
+
     /// The key, opened with `secret`, of `zone`, kept at store key `at`; each problem names `at`.
     public func open(with secret: FleetKeySecret, at: String, zone: DNSName) throws(DiagnosticsError) -> DNSSECKey {
         guard let text = privateText(with: secret, at: at) else {

@@ -61,4 +61,29 @@ extension FleetStoreConnection {
         let r = try await etcd.txn(conditions, success: [.put(k, value)])
         return (r.succeeded, r.revision)
     }
+
+    /// Every key the store keeps sealed under `new` instead of `old` (a new fleet secret), each
+    /// in a transaction conditioned on the key as read; those that open with `new` already are
+    /// left (so a rotation cut short is run again). How many were sealed anew and left; the keys
+    /// that open with neither, or changed meanwhile, are named.
+    public func reseal(from old: FleetKeySecret, to new: FleetKeySecret) async throws -> (
+        resealed: Int, already: Int, failed: [String]
+    ) {
+        let read = try await storedKeys()
+        var (resealed, already, failed) = (0, 0, read.unreadable)
+        for key in read.keys {
+            if key.sealed.privateText(with: new, at: key.at) != nil {
+                already += 1
+                continue
+            }
+            guard let sealed = try key.sealed.resealed(from: old, to: new, at: key.at) else {
+                failed.append(key.at)
+                continue
+            }
+            let k = Array(key.at.utf8)
+            let r = try await etcd.txn([.modRevision(k, equals: key.modRevision)], success: [.put(k, sealed.value)])
+            if r.succeeded { resealed += 1 } else { failed.append(key.at) }
+        }
+        return (resealed, already, failed)
+    }
 }

@@ -13,7 +13,7 @@ import Glibc
 struct Store: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A fleet's shared store in etcd: seed it from files, or write it back as files.",
-        subcommands: [Import.self, Export.self, Migrate.self, Secret.self])
+        subcommands: [Import.self, Export.self, Migrate.self, Secret.self, Rekey.self])
 
     /// The etcd settings of the config at `path`, or a clear refusal.
     static func settings(_ path: String) throws -> EtcdSettings {
@@ -149,5 +149,52 @@ struct Store: AsyncParsableCommand {
             }
             print("; the fleet's key secret: \(file) (0600); name it as store: { key-secret: \(file) } on every server")
         }
+    }
+
+    /// `nearcast store rekey NEW-SECRET --config CONFIG`: the fleet's keys sealed under a new secret.
+    struct Rekey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Seal the fleet's DNSSEC keys in the store under a new secret (the config names the old one).",
+            discussion: """
+                Make the new secret with `nearcast store secret`, run this, then give each server the \
+                new file as its key-secret and restart it. Meanwhile every server goes on signing \
+                with the keys its state directory keeps: one still on the old secret cannot open \
+                what changes in the store, and says so. Run again after an interruption: keys \
+                sealed under the new secret already are left.
+                """)
+
+        @Argument(help: "The new secret's file.")
+        var secret: String
+
+        @Option(name: .long, help: "The config whose store section names etcd and the current key-secret.")
+        var config: String
+
+        func run() async throws {
+            let settings = try Store.settings(config)
+            let cfg: NearcastConfig
+            do { cfg = try FleetFiles.config(at: config) } catch { throw ValidationError("\(error)") }
+            guard let oldFile = cfg.store.keySecretFile else {
+                throw ValidationError("\(config) names no store key-secret: the keys' current secret")
+            }
+            let (old, new): (FleetKeySecret, FleetKeySecret)
+            do { (old, new) = (try FleetKeySecret.load(path: oldFile), try FleetKeySecret.load(path: secret)) } catch {
+                throw ValidationError("\(error)")
+            }
+            try await Store.connected(settings, "rekey") { store in
+                let done = try await store.reseal(from: old, to: new)
+                print("sealed \(counted(done.resealed, "key")) anew (\(done.already) under the new secret already)")
+                guard done.failed.isEmpty else {
+                    throw RekeyFailure(
+                        description:
+                            "not sealed anew (open with neither secret, or changed meanwhile: run it again): \(done.failed.joined(separator: ", "))"
+                    )
+                }
+                print("; give every server \(secret) as its store key-secret and restart it")
+            }
+        }
+    }
+
+    struct RekeyFailure: Error, CustomStringConvertible {
+        var description: String
     }
 }

@@ -43,4 +43,42 @@ import Testing
         }
         await store.close()
     }
+
+    /// A new fleet secret: every key sealed under it instead, none changed otherwise; run again,
+    /// nothing more is sealed; a key that opens with neither secret is named, not written.
+    @Test func aNewSecretSealsEveryKeyAnewOnce() async throws {
+        let etcd = try EtcdServer()
+        defer { etcd.stop() }
+        let store = try FleetStoreConnection(EtcdSettings(endpoints: [etcd.endpoint]))
+        let (old, new, stranger) = (FleetKeySecret.generate(), FleetKeySecret.generate(), FleetKeySecret.generate())
+        do {
+            let keys = [
+                DNSSECKey.generate(zone: Self.zone, algorithm: .ecdsaP256SHA256, flags: DNSSECKey.csk),
+                DNSSECKey.generate(zone: try DNSName("other.test."), algorithm: .ed25519, flags: DNSSECKey.zsk),
+            ]
+            for k in keys { #expect(try await store.putKey(k, secret: old, new: true).written) }
+            let first = try await store.reseal(from: old, to: new)
+            #expect(first.resealed == 2 && first.already == 0 && first.failed.isEmpty, "\(first)")
+            let read = try await store.storedKeys()
+            for k in read.keys {
+                #expect(k.sealed.privateText(with: old, at: k.at) == nil)
+                let opened = try k.sealed.open(with: new, at: k.at, zone: k.zone)
+                #expect(keys.contains { $0.dnskeyRData == opened.dnskeyRData })
+            }
+            let again = try await store.reseal(from: old, to: new)
+            #expect(again.resealed == 0 && again.already == 2 && again.failed.isEmpty, "\(again)")
+            // A key of another secret altogether: named, and left as it is.
+            let foreign = DNSSECKey.generate(
+                zone: try DNSName("third.test."), algorithm: .ecdsaP256SHA256, flags: DNSSECKey.csk)
+            #expect(try await store.putKey(foreign, secret: stranger, new: true).written)
+            let third = try await store.reseal(from: old, to: new)
+            #expect(third.failed.count == 1 && third.failed[0].contains("third.test."), "\(third)")
+            let kept = try await store.storedKeys(of: try DNSName("third.test."))
+            #expect(kept.keys.first?.sealed.privateText(with: stranger, at: kept.keys[0].at) != nil)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
 }

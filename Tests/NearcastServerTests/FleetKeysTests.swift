@@ -129,6 +129,21 @@ import Testing
         #expect(texts[0].contains("Inactive: ") && texts[0].contains("Delete: "), "\(texts[0])")
         #expect(Set(texts.map { $0.split(separator: "\n").filter { !$0.hasPrefix("Created") } }).count == 1, "\(texts)")
 
+        // The fleet's secret rotated: every key sealed anew under the new one, which a server
+        // started with it opens (the others sign on with the keys their state directories keep).
+        let newSecret = dir + "/new.secret"
+        #expect(try TestSupport.run(cli, ["store", "secret", newSecret]).status == 0)
+        let rekeyed = try TestSupport.run(cli, ["store", "rekey", newSecret, "--config", keysConfig])
+        #expect(
+            rekeyed.status == 0 && rekeyed.stdout.contains("sealed 3 keys anew"), "\(rekeyed.stdout)\(rekeyed.stderr)")
+        let renewed = try fleet.startServer(6, extra: settings, storeExtra: "  key-secret: \(newSecret)")
+        defer { renewed.stop() }
+        try poll("the rotated keys sign at a server given the new secret\n\(renewed.log)", timeout: 30) {
+            try Self.keys(renewed).signer == newTag
+        }
+        #expect(!renewed.log.contains("does not open"), "\(renewed.log)")
+        renewed.stop()
+
         // The driver stops: another server takes the duty.
         guard let driver = drivers.first else { return }
         #expect(servers[driver].log.contains("now drives the fleet's key rollovers"))
