@@ -1,4 +1,5 @@
-# nearcast — `make` builds release binaries; `make run` starts the demo; `make test` runs every test.
+# nearcast — `make` builds release binaries; `make run` starts the demo; `make test` runs every test but
+# the Debian package's (`make test-package`); `make unit` the suites that need neither root nor a network.
 SWIFT ?= swift
 BIN := .build/release
 CLANG ?= clang
@@ -16,7 +17,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Ibpf/include -ISources/CNearcastABI/include -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
-.PHONY: all build bpf deps test-deps run test test-build lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-fleet-keys bench-dnssec bench-image fuzz-xdp fuzz-parsers verifier-stats verifier-profile dnstap-proto deb install uninstall clean
+.PHONY: all build bpf deps demo-deps test-deps run test test-build test-package unit lint format bench bench-xdp bench-slowpath bench-geo bench-health bench-fleet bench-fleet-wide bench-defence bench-ui bench-scale bench-transfer bench-catalog bench-fleet-secondary bench-fleet-keys bench-dnssec bench-image fuzz-xdp fuzz-parsers verifier-stats verifier-profile dnstap-proto deb install uninstall clean
 
 all: build
 
@@ -25,6 +26,10 @@ all: build
 # test, demo and benchmark tools (`test-deps`).
 deps:
 	@tools/install-deps.sh build --check >/dev/null 2>&1 || tools/install-deps.sh build
+
+# What `make run` needs: those and MaxMind's writer for the demo's geo database (no etcd, no browser).
+demo-deps:
+	@tools/install-deps.sh demo --check >/dev/null 2>&1 || tools/install-deps.sh demo
 
 test-deps:
 	@tools/install-deps.sh all --check >/dev/null 2>&1 || tools/install-deps.sh all
@@ -53,7 +58,7 @@ $(HEAD_OBJ): $(BPF_SRC)
 
 $(REFLECT_GROW_OBJ): tools/bpf/reflect.bpf.c
 
-$(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl | test-deps
+$(GEO_DB): tools/geo/test-city.json tools/make-test-mmdb.pl | demo-deps
 	@mkdir -p $(dir $@)
 	perl tools/make-test-mmdb.pl $< $@
 
@@ -71,7 +76,7 @@ dnstap-proto:
 	@command -v protoc-c >/dev/null || { echo "protoc-c is missing: apt-get install protobuf-c-compiler" >&2; exit 1; }
 	cd Sources/CDnstap && protoc-c --c_out=. dnstap.proto
 
-run: test-deps build $(GEO_DB)
+run: demo-deps build $(GEO_DB)
 	@echo "nearcastd is starting on the demo config (examples/demo/nearcast.yaml). In another shell:"
 	@echo "    dig @127.0.0.1 -p 5300 www.demo.nearcast.test A"
 	@echo "    dig @127.0.0.1 -p 5300 edge.demo.nearcast.test A +subnet=198.51.100.0/24   # a client in Paris"
@@ -81,16 +86,34 @@ run: test-deps build $(GEO_DB)
 	@echo "Stop it with Ctrl-C."
 	@exec $(BIN)/nearcastd --config examples/demo/nearcast.yaml
 
-# The integration tests start the debug nearcastd binary and real dig/kdig/nsd, so build all first.
-# --verbose: each test's start is printed too, so a run stopped by tools/test-watchdog.sh says
-# which tests were still running.
-# The tests as two processes, so that suites that compute never stall the others (tools/run-tests.sh).
-# The Debian package too: its test installs it (the release build, as shipped) into a Debian of its own.
-test: test-build deb
-	tools/run-tests.sh "$$($(SWIFT) build --show-bin-path)/nearcastPackageTests.xctest"
+# The test binary of the debug build, which holds every suite.
+TEST_BIN = "$$($(SWIFT) build --show-bin-path)/nearcastPackageTests.xctest"
+# The Debian package's test: it needs the release build and the .deb, and a Debian from the mirror.
+PACKAGE_TESTS := \.DebianPackageTests/
+
+# Every test but the package's, on the one debug build (with tests). The integration tests start
+# its nearcastd and real dig/kdig/nsd. tools/run-tests.sh runs the suites as a few processes, so
+# that those that compute never stall the others; --verbose there prints each test's start, so a
+# run stopped by tools/test-watchdog.sh says which tests were still running.
+test: test-build
+	tools/run-tests.sh $(TEST_BIN) --skip '$(PACKAGE_TESTS)'
 
 test-build: test-deps bpf $(GEO_DB)
 	$(SWIFT) build --build-tests
+
+# The package as shipped: the release build, the .deb and lintian (`make deb`), then the test that
+# installs it into a Debian of its own (debootstrap), starts, upgrades, removes and purges it.
+test-package: test-build deb
+	$(TEST_BIN) --testing-library swift-testing --verbose --filter '$(PACKAGE_TESTS)'
+
+# The suites that need neither root nor a network (no BPF, no namespaces, no reference servers, no
+# package installed by it): the wire codec, zones, DNSSEC, geo policy and config, answers, health.
+# The demo's packages must be there (`make demo-deps`, as root, once): the build's, and MaxMind's
+# writer for the test City database that the geo and answer suites read.
+UNIT_SUITES := ^(DNSWireTests|NearcastZonesTests|NearcastDNSSECTests|NearcastGeoTests|NearcastConfigurationTests|NearcastAnswersTests|NearcastHealthTests|MaxMindDBTests|NearcastTestSupportTests)\.
+unit: demo-deps $(GEO_DB)
+	$(SWIFT) build --build-tests
+	$(TEST_BIN) --testing-library swift-testing --filter '$(UNIT_SUITES)'
 
 # The Swift code as .swift-format says (swift-format comes with the toolchain); CI runs `lint`.
 lint:
@@ -174,17 +197,30 @@ fuzz-parsers: bpf
 	.build/release/xdpfuzz wire --frames $(FRAMES) --seed $(SEED) --object $(BPF_OBJ)
 	.build/release/xdpfuzz zone --frames $$(( $(FRAMES) / 100 )) --seed $(SEED) --object $(BPF_OBJ)
 
-# The Debian package, into .build/deb (debian/rules: the release build, manual pages from the
-# binaries' --help and the sample config), then checked by lintian. The Swift toolchain is not a
-# Debian package, so this runs debian/rules itself rather than dpkg-buildpackage, which would ask for
-# it among the Build-Depends.
+# The Debian package, .build/deb/nearcast_VERSION_ARCH.deb (debian/rules: the release build, manual
+# pages from the binaries' --help and the sample config), then checked by lintian. Made again only
+# when what goes into it is newer, so that `make deb` then `make test-package` builds it once. The
+# Swift toolchain is not a Debian package, so this runs debian/rules itself rather than
+# dpkg-buildpackage, which would ask for it among the Build-Depends.
+DEB_VERSION = $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB = .build/deb/nearcast_$(DEB_VERSION)_$(DEB_ARCH).deb
 deb: deps build
 	@command -v dh >/dev/null && command -v lintian >/dev/null || tools/install-deps.sh package
+	@$(MAKE) --no-print-directory $(DEB)
+
+# What goes into it: the binaries, the program, the packaging (not what debian/rules itself writes
+# there) and the files it ships.
+DEB_INPUTS = $(BIN)/nearcastd $(BIN)/nearcast $(BPF_OBJ) tools/config-manpage.py \
+	$(wildcard debian/changelog debian/control debian/copyright debian/rules debian/source/format \
+		debian/nearcast.lintian-overrides debian/nearcast.postinst debian/nearcast.postrm) \
+	$(wildcard dist/* dist/zones/*)
+$(DEB): $(DEB_INPUTS)
 	rm -rf .build/deb debian/nearcast debian/.debhelper debian/files debian/*.substvars debian/*.debhelper debian/debhelper-build-stamp
 	mkdir -p .build/deb
 	debian/rules build
 	debian/rules binary
-	lintian --fail-on error,warning .build/deb/nearcast_*.deb
+	lintian --fail-on error,warning $@
 	@ls .build/deb/*.deb
 
 # Installs the binaries, the XDP program, the systemd unit and, where there are none yet, a

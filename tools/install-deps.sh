@@ -6,8 +6,9 @@
 # Runs `apt-get update` only when a package is missing and apt cannot find it in its current lists.
 # Installs nothing else, and stops nothing it did not start: a server a package's install started
 # is stopped, one that ran before is left alone.
-# `package`: those and what `make deb` needs (debhelper, lintian).
-# Usage: tools/install-deps.sh [build|package|all] [--check]   (--check: exit 1 if something is missing, install nothing)
+# `demo`: those and what `make run` needs (the demo's geo database is written with MaxMind's writer;
+# the commands it prints use dig). `package`: `build`'s and what `make deb` needs (debhelper, lintian).
+# Usage: tools/install-deps.sh [build|demo|package|all] [--check]   (--check: exit 1 if something is missing, install nothing)
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -20,6 +21,10 @@ BUILD_PACKAGES=(
 	# the capabilities the daemon drops once started
 	libcap-dev
 )
+DEMO_PACKAGES=(
+	# the demo's (and the tests') geo database, written with MaxMind's own writer; dig
+	libmaxmind-db-writer-perl dnsutils
+)
 PACKAGING_PACKAGES=(
 	# `make deb`: debhelper builds the Debian package, lintian checks it
 	debhelper lintian
@@ -27,10 +32,10 @@ PACKAGING_PACKAGES=(
 TEST_PACKAGES=(
 	# the package's test installs it into a Debian of its own (debootstrap)
 	debootstrap
-	# test geo databases (the demo's too), written with MaxMind's own writer
-	mmdb-bin libmaxmind-db-writer-perl
+	# mmdblookup, to read the test geo databases back
+	mmdb-bin
 	# test and benchmark tools: real DNS clients, load generators, network namespaces
-	dnsutils knot-dnsutils dnsperf iproute2 ethtool curl
+	knot-dnsutils dnsperf iproute2 ethtool curl
 	# a dnstap collector on a Unix socket (fstrm_capture); dnstap-read comes with dnsutils
 	fstrm-bin
 	# certificates for the HTTPS health-check tests
@@ -50,17 +55,20 @@ TEST_PACKAGES=(
 set_=all check=0
 for arg in "$@"; do
 	case "$arg" in
-	build | package | all) set_=$arg ;;
+	build | demo | package | all) set_=$arg ;;
 	--check) check=1 ;;
 	*)
-		echo "usage: $0 [build|package|all] [--check]" >&2
+		echo "usage: $0 [build|demo|package|all] [--check]" >&2
 		exit 2
 		;;
 	esac
 done
 PACKAGES=("${BUILD_PACKAGES[@]}")
-[ "$set_" != build ] && PACKAGES+=("${PACKAGING_PACKAGES[@]}")
-[ "$set_" = all ] && PACKAGES+=("${TEST_PACKAGES[@]}")
+case "$set_" in
+demo) PACKAGES+=("${DEMO_PACKAGES[@]}") ;;
+package) PACKAGES+=("${PACKAGING_PACKAGES[@]}") ;;
+all) PACKAGES+=("${DEMO_PACKAGES[@]}" "${PACKAGING_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

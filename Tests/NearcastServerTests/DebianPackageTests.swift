@@ -35,10 +35,10 @@ import Glibc
     }
 
     @Test func installStartUpgradeRemoveAndPurgeOnDebian12() throws {
-        // `make test` makes it first (`make deb`: the release build, as shipped).
+        // `make test-package` makes it first (`make deb`: the release build, as shipped).
         let built = (try? FileManager.default.contentsOfDirectory(atPath: Repository.path(".build/deb"))) ?? []
         guard let deb = built.first(where: { $0.hasPrefix("nearcast_") && $0.hasSuffix(".deb") }) else {
-            throw TestFailure("no package in .build/deb: run `make deb` (make test does)")
+            throw TestFailure("no package in .build/deb: run `make deb` (make test-package does)")
         }
         let lintian = try TestSupport.run(
             try TestSupport.tool("lintian"), ["--fail-on", "error,warning", Repository.path(".build/deb/\(deb)")],
