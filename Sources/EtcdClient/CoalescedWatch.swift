@@ -32,6 +32,9 @@ public final class CoalescedWatch: Sendable {
         reader.withLock { $0 = task }
     }
 
+    /// Whether the consumer is waiting in `next()` for a batch or the end now.
+    public var consumerWaits: Bool { state.withLock { $0.waiter != nil } }
+
     /// Stops reading the watch.
     public func cancel() {
         reader.withLock { $0?.cancel() }

@@ -53,6 +53,9 @@ public actor HealthMonitor {
     /// Changes per node since start, and the last one's time and reason (counted and reported).
     var counts: [String: Int] = [:]
     var last: [String: (at: ContinuousClock.Instant, reason: String)] = [:]
+    /// Results of each node's active checks since start (or since it joined): what a caller waits on
+    /// to know that checks have run, rather than for a time. A node that leaves is forgotten here.
+    var checksRun: [String: Int] = [:]
     /// Report checks: when each node's next report is due before it counts as a failure.
     var reportDue: [String: ContinuousClock.Instant] = [:]
     /// A fleet's other servers' views of each node, and how they are weighed with this server's
@@ -135,6 +138,7 @@ public actor HealthMonitor {
             plan[id] = nil
             counts[id] = nil
             last[id] = nil
+            checksRun[id] = nil
         }
         for (id, n) in nodes {
             let policies = Dictionary(n.checks.map { ($0.name, $0.policy) }, uniquingKeysWith: { a, _ in a })
@@ -207,6 +211,10 @@ public actor HealthMonitor {
         settleTimer?.cancel()
         settleTimer = nil
     }
+
+    /// How many results `node`'s active checks have given since it was first followed (0 for one
+    /// unknown): a check that is still running when the node leaves may count once more.
+    public func checksRun(of node: String) -> Int { checksRun[node, default: 0] }
 
     /// A node's state now.
     public func state(of node: String) -> HealthState? { health[node].map { judged(node, $0, at: .now) } }
@@ -345,6 +353,7 @@ public actor HealthMonitor {
             try? await Task.sleep(for: wait)
             if Task.isCancelled { return }
             let r = await checker.run(c.check, timeout: .nanoseconds(Self.nanos(c.timeout)))
+            checksRun[node, default: 0] += 1
             record(node, c.name, r.passed, "\(c.name) (\(c.check)): \(r.reason)")
             let spread = Self.nanos(c.interval) / 10
             wait = .nanoseconds(Self.nanos(c.interval) + Int64.random(in: -spread...max(-spread, spread)))

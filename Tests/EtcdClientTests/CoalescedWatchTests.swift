@@ -1,3 +1,4 @@
+import NearcastTestSupport
 import Testing
 
 @testable import EtcdClient
@@ -50,7 +51,7 @@ import Testing
         let watch = CoalescedWatch(stream)
         defer { watch.cancel() }
         let waiting = Task { try await watch.next()?.map(\.revision) }
-        try await Task.sleep(for: .milliseconds(50))  // let it wait (either order is correct)
+        try await eventually("the consumer waits") { watch.consumerWaits }
         feed.yield(Self.batch(1))
         #expect(try await waiting.value == [1])
         let cancelled = Task { try await watch.next() }

@@ -195,7 +195,7 @@ import Testing
                     started.order.withLock { $0.append(i) }
                 })
             // One after another, so that each is waiting before the next comes.
-            try await Self.until("waiter \(i) queued") { queue.load.waiting == i + 1 }
+            try await eventually("waiter \(i) queued", timeout: 30) { queue.load.waiting == i + 1 }
         }
         #expect(started.order.withLock { $0 }.isEmpty)
         queue.release()
@@ -211,14 +211,6 @@ import Testing
         #expect(queue.load == (0, 0))
     }
 
-    /// Waits, without holding a thread, until `condition` holds; fails after 30 s.
-    static func until(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestFailure("not within 30 s: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
 }
 
 /// The order in which waiting transfers started.

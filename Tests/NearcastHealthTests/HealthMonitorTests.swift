@@ -48,7 +48,12 @@ import Testing
         try await eventually("a goes down once its listener is gone", timeout: Self.patience) {
             await monitor.state(of: "a") == .down
         }
-        try await Task.sleep(for: .milliseconds(400))
+        // Three more results each, all failures: still one change each.
+        let (ranA, ranB) = (await monitor.checksRun(of: "a"), await monitor.checksRun(of: "b"))
+        try await eventually("a and b checked three times more", timeout: Self.patience) {
+            let (a, b) = (await monitor.checksRun(of: "a"), await monitor.checksRun(of: "b"))
+            return a >= ranA + 3 && b >= ranB + 3
+        }
         let seen = changes.all
         #expect(
             seen.map(\.node).sorted() == ["a", "b"],
@@ -128,7 +133,6 @@ import Testing
         await monitor.setOverride("d", HealthOverride(.forceDown))
         #expect(caps.withLock { $0 } == [PoolTTL.Change(pool: "web", cap: 4, settled: false)])
         await monitor.setOverride("d", nil)
-        try await Task.sleep(for: .milliseconds(100))
         #expect(caps.withLock { $0.count } == 1, "back up, but not yet settled")
         try await eventually("the pool settles", timeout: Self.patience) { caps.withLock { $0.count } == 2 }
         #expect(caps.withLock { $0.last } == PoolTTL.Change(pool: "web", cap: 60, settled: true))
@@ -148,10 +152,10 @@ import Testing
         await monitor.start()
         #expect(await monitor.report("g", passed: true, detail: nil) == .notExpected)
         #expect(await monitor.report("nosuch", passed: true, detail: nil) == .unknownNode)
-        // Heartbeats keep it up. (That no stale failure slips in between them cannot be asserted:
-        // a loaded machine has starved this test's task for longer than stale-after.)
+        // Heartbeats keep it up. (That no stale failure slips in between heartbeats spaced in time
+        // cannot be asserted: a loaded machine has starved this test's task for longer than
+        // stale-after. Each is recorded as it comes, whenever it comes.)
         for _ in 0..<4 {
-            try await Task.sleep(for: .milliseconds(100))
             guard case .recorded(let s) = await monitor.report("f", passed: true, detail: nil) else {
                 Issue.record("not recorded")
                 return
@@ -229,8 +233,14 @@ import Testing
         try await eventually("b comes up on its new check", timeout: Self.patience) {
             await monitor.state(of: "b") == .up
         }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" }, "the gone node's checks stopped")
+        // new's check (as often as gone's was) runs three times more; gone's ran at most once, a
+        // check already under way when it left.
+        let ranNew = await monitor.checksRun(of: "new")
+        try await eventually("new checked three times more", timeout: Self.patience) {
+            await monitor.checksRun(of: "new") >= ranNew + 3
+        }
+        #expect(await monitor.checksRun(of: "gone") <= 1, "the gone node's checks stopped")
+        #expect(!changes.all.dropFirst(before).contains { $0.node == "gone" })
 
         // new (down on a failing check) loses its checks: always up now, and the change is reported.
         await monitor.reconfigure(

@@ -108,6 +108,18 @@ import Glibc
         return total
     }
 
+    /// Polls the XDP counters until `reasons` (every verdict when empty) have grown by `atLeast`
+    /// since `before`: what a test waits for between the steps of a load, rather than a pause.
+    static func counted(
+        _ t: Topology, since before: [String: Int], _ what: String, _ reasons: [String] = [], atLeast n: Int
+    ) throws {
+        try poll(what, timeout: 10, interval: 0.02) {
+            let now = try counters(t)
+            let keys = reasons.isEmpty ? Array(now.keys) : reasons
+            return keys.reduce(0) { $0 + now[$1, default: 0] - before[$1, default: 0] } >= n
+        }
+    }
+
     /// What kxdpgun reported, and the XDP counters before and after it ran.
     struct Load {
         var sent: Int
@@ -138,9 +150,10 @@ import Glibc
                 "netns", "exec", cli, try TestSupport.tool("kxdpgun"), "-t", "\(seconds)", "-Q", "\(rate)", "-i",
                 file.path, "-I", clientIf, server,
             ])
-        // Under way once it has its interface ("using interface …, native mode"), then a moment.
+        // Under way once it has its interface ("using interface …, native mode") and its queries
+        // reach the server's XDP.
         try load.waitUntilReady(timeout: 10) { load.log.contains("using interface") }
-        usleep(200_000)
+        try Self.counted(t, since: before, "kxdpgun's queries reach XDP", atLeast: 100)
         try meanwhile()
         load.waitForExit(timeout: Double(seconds) + 10)
         let output = load.log
@@ -610,7 +623,8 @@ import Glibc
                     #expect(add.status == 0, "\(add.stderr)")
                     reloads += 1
                 }
-                usleep(200_000)
+                try Self.counted(
+                    t, since: try Self.counters(t), "answers after reload \(i)", ["answered"], atLeast: 2_000)
             }
         }
         let sent = load.sent
@@ -721,7 +735,8 @@ import Glibc
             for i in 1...6 {
                 let r = try switchTo(i % 2)
                 #expect(r.status == 0 && r.stdout.contains("geo section changed"), "\(r.stdout) \(r.stderr)")
-                usleep(200_000)
+                try Self.counted(
+                    t, since: try Self.counters(t), "answers after switch \(i)", ["answered_geo"], atLeast: 2_000)
             }
         }
         let sent = load.sent
