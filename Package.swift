@@ -256,8 +256,10 @@ let package = Package(
             ]
         ),
         // What every test target shares: repository paths, the child-process launcher with deadlines,
-        // the daemon launcher, polling, a raw DNS client, seeded generators.
-        .target(name: "NearcastTestSupport", dependencies: ["DNSWire"], path: "Tests/NearcastTestSupport"),
+        // the daemon launcher, polling, a raw DNS client, questions to a Responder, seeded generators.
+        .target(
+            name: "NearcastTestSupport", dependencies: ["DNSWire", "NearcastAnswers"], path: "Tests/NearcastTestSupport"
+        ),
         // The XDP program fuzzed: frames generated and mutated, each checked against the slow path
         // (`make fuzz-xdp`, and a shorter run in the tests); the test frames it builds, for the XDP tests.
         .target(

@@ -36,3 +36,4 @@ echo "== tests"
 count "sleeps outside the support" "Tests/*Tests" '(usleep\(|Thread\.sleep\(|Task\.sleep\(for: \.milliseconds)'
 count "ask helpers outside the support" "Tests/*Tests" 'func ask[A-Za-z]*\('
 count "config writers outside it" "Tests/*Tests" 'func ([a-z]+)?[cC]onfig\('
+count "questions built outside the support" "Tests/*Tests" 'DNSQuestion\(name'

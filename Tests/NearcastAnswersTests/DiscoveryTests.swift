@@ -48,13 +48,11 @@ import Testing
         return Responder(authority: Authority(zones: [Self.zone]), geo: t)
     }
 
-    func ask(_ r: Responder, _ name: String, _ type: RRType, client: [UInt8] = [198, 51, 100, 7]) throws -> DNSMessage {
-        let q = try DNSMessage(questions: [DNSQuestion(name: try DNSName(name), type: type)]).serialize()
-        return try DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
-    }
+    /// The client the questions come from: in Paris, by the test City database.
+    static let paris: [UInt8] = [198, 51, 100, 7]
 
     @Test func theDiscoveryNameAnswersTheNearestHealthyNodesAtTheirTargets() throws {
-        let paris = try ask(try responder(), "_join._udp.example.test.", .srv)
+        let paris = try responder().ask("_join._udp.example.test.", .srv, client: Self.paris)
         #expect(paris.header.aa && paris.rcode == .noError)
         #expect(
             paris.answers.map(\.rdata) == [
@@ -67,25 +65,31 @@ import Testing
                 "fra1.nodes.example.test. AAAA 2001:db8::10",
             ], "\(paris.additional)")
         // A node that is down is not offered; its target still answers (it is the node's name).
-        let without = try ask(try responder(unhealthy: ["par1"]), "_join._udp.example.test.", .srv)
+        let without = try responder(unhealthy: ["par1"]).ask("_join._udp.example.test.", .srv, client: Self.paris)
         #expect(
             without.answers.compactMap { if case .srv(_, _, _, let t) = $0.rdata { t.description } else { nil } }
                 == ["fra1.nodes.example.test.", "nyc1.nodes.example.test."])
-        #expect(try ask(try responder(), "_join._udp.example.test.", .a).answers.count == 2, "A there: a geo name too")
+        #expect(
+            try responder().ask("_join._udp.example.test.", .a, client: Self.paris).answers.count == 2,
+            "A there: a geo name too")
     }
 
     @Test func targetsAnswerTheirNodesAddressesForEveryClient() throws {
         let r = try responder()
-        let a = try ask(r, "NYC1.nodes.example.test.", .a)
+        let a = try r.ask("NYC1.nodes.example.test.", .a, client: Self.paris)
         #expect(a.header.aa && a.answers.map { Self.text($0.rdata) } == ["192.0.2.30"] && a.answers[0].ttl == 30)
-        #expect(try ask(r, "nyc1.nodes.example.test.", .aaaa).answers.map { Self.text($0.rdata) } == ["2001:db8::30"])
-        let nodata = try ask(r, "par1.nodes.example.test.", .aaaa)
+        #expect(
+            try r.ask("nyc1.nodes.example.test.", .aaaa, client: Self.paris).answers.map { Self.text($0.rdata) } == [
+                "2001:db8::30"
+            ])
+        let nodata = try r.ask("par1.nodes.example.test.", .aaaa, client: Self.paris)
         #expect(nodata.rcode == .noError && nodata.answers.isEmpty && nodata.authority.first?.type == .soa)
-        #expect(try ask(r, "tyo1.nodes.example.test.", .a).rcode == .nxDomain, "not a node of the pool")
+        #expect(
+            try r.ask("tyo1.nodes.example.test.", .a, client: Self.paris).rcode == .nxDomain, "not a node of the pool")
         // The targets' parent and the discovery name's exist (empty non-terminals): NODATA, not an
         // NXDOMAIN that would deny every name below them (RFC 8020).
         for name in ["nodes.example.test.", "_udp.example.test."] {
-            let ent = try ask(r, name, .a)
+            let ent = try r.ask(name, .a, client: Self.paris)
             #expect(ent.rcode == .noError && ent.answers.isEmpty && ent.authority.first?.type == .soa, "\(name)")
         }
         // The same bytes for every client: in the fast path's image, unlike geo names.

@@ -52,6 +52,8 @@ import Testing
         return Responder(authority: Authority(zones: [Self.zone]), geo: t)
     }
 
+    /// The geo name's question (or `name`'s) asked of `r` from `client`, with a client subnet
+    /// option when `ecs` (as text: "198.51.100.0/24") is given.
     func ask(
         _ r: Responder, _ type: RRType = .a, ecs: String? = nil, client: [UInt8] = [127, 0, 0, 1],
         name: String = "geo.example.test."
@@ -72,8 +74,7 @@ import Testing
                 ).option
             ])
         }
-        let q = try! DNSMessage(questions: [DNSQuestion(name: try! DNSName(name), type: type)], edns: edns).serialize()
-        return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
+        return try! r.ask(name, type, edns: edns, client: client)
     }
 
     /// IPv6 addresses the database aliases to its IPv4 space are located as the IPv4 address inside
@@ -290,11 +291,7 @@ import Testing
             return r
         }
         func askDO(_ r: Responder, client: [UInt8]) -> DNSMessage {
-            let q = try! DNSMessage(
-                questions: [DNSQuestion(name: try! DNSName("geo.example.test."), type: .a)],
-                edns: EDNS(dnssecOK: true)
-            ).serialize()
-            return try! DNSMessage(wire: r.respond(to: q, transport: .udp, client: client)!)
+            try! r.ask("geo.example.test.", .a, edns: EDNS(dnssecOK: true), client: client)
         }
         func signature(_ m: DNSMessage) -> RData? { m.answers.first { $0.type == .rrsig }?.rdata }
         let r = responder()
@@ -317,13 +314,8 @@ import Testing
         // Every node down, and the AAAA name's policy NODATA: the proof is the name's NSEC
         // without AAAA (the chain lists it, as the name answers it while a node is up), signed
         // as the answers are, after the SOA and its signature.
-        let q = try DNSMessage(
-            questions: [DNSQuestion(name: try DNSName("geo.example.test."), type: .aaaa)], edns: EDNS(dnssecOK: true)
-        ).serialize()
-        let allDown = try DNSMessage(
-            wire: try #require(
-                responder(unhealthy: ["fra1", "par1", "nyc1"]).respond(
-                    to: q, transport: .udp, client: [198, 51, 100, 9])))
+        let allDown = try responder(unhealthy: ["fra1", "par1", "nyc1"]).ask(
+            "geo.example.test.", .aaaa, edns: EDNS(dnssecOK: true), client: [198, 51, 100, 9])
         #expect(allDown.rcode == .noError && allDown.answers.isEmpty)
         #expect(allDown.authority.map(\.type) == [.soa, .rrsig, .nsec, .rrsig], "\(allDown.authority)")
         let nsec = try #require(allDown.authority.first { $0.type == .nsec })
@@ -340,11 +332,8 @@ import Testing
         let nsecSig = try #require(allDown.authority.last.flatMap { Signature($0.rdata) })
         #expect(nsecSig.typeCovered == .nsec && nsecSig.keyTag == key.keyTag)
         // Without DO, the SOA alone, as before.
-        let plain = try DNSMessage(
-            wire: try #require(
-                responder(unhealthy: ["fra1", "par1", "nyc1"]).respond(
-                    to: try DNSMessage(questions: [DNSQuestion(name: try DNSName("geo.example.test."), type: .aaaa)])
-                        .serialize(), transport: .udp, client: [198, 51, 100, 9])))
+        let plain = try responder(unhealthy: ["fra1", "par1", "nyc1"]).ask(
+            "geo.example.test.", .aaaa, client: [198, 51, 100, 9])
         #expect(plain.authority.map(\.type) == [.soa])
         // Other keys: signed anew by them.
         let other = DNSSECKey.generate(zone: Self.origin)

@@ -14,35 +14,25 @@ import Testing
         return r
     }
 
-    static func ask(
-        _ r: Responder, _ name: String, _ type: RRType, _ qclass: RRClass = .in, edns: EDNS? = nil
-    ) throws -> DNSMessage {
-        var h = DNSHeader()
-        h.id = 0x4242
-        let m = DNSMessage(
-            header: h, questions: [DNSQuestion(name: try DNSName(name), type: type, qclass: qclass)], edns: edns)
-        return try DNSMessage(wire: try #require(r.respond(to: try m.serialize(), transport: .udp)))
-    }
-
     @Test(arguments: ["id.server.", "hostname.bind.", "ID.Server."])
     func theIdentityIsAnsweredInChaos(_ name: String) throws {
-        let reply = try Self.ask(Self.responder(identity: "ns1.fleet.example"), name, .txt, .ch)
+        let reply = try Self.responder(identity: "ns1.fleet.example").ask(name, .txt, .ch)
         #expect(reply.rcode == .noError && reply.header.aa)
         let answer = try #require(reply.answers.first)
         #expect(reply.answers.count == 1 && answer.rrClass == .ch && answer.ttl == 0)
         #expect(answer.rdata == .txt([Array("ns1.fleet.example".utf8)]))
         #expect(answer.name == (try DNSName(name)), "the question's name, as asked")
         // Another type at the name: no data; another name in CHAOS (version.bind): refused.
-        let a = try Self.ask(Self.responder(identity: "ns1.fleet.example"), name, .a, .ch)
+        let a = try Self.responder(identity: "ns1.fleet.example").ask(name, .a, .ch)
         #expect(a.rcode == .noError && a.answers.isEmpty)
-        #expect(try Self.ask(Self.responder(identity: "ns1"), "version.bind.", .txt, .ch).rcode == .refused)
+        #expect(try Self.responder(identity: "ns1").ask("version.bind.", .txt, .ch).rcode == .refused)
     }
 
     @Test func aHiddenIdentityIsRefusedAndNoNSIDIsSent() throws {
         let hidden = Self.responder(identity: nil)
-        #expect(try Self.ask(hidden, "id.server.", .txt, .ch).rcode == .refused)
-        let reply = try Self.ask(
-            hidden, "www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: EDNSOption.nsidCode, data: [])]))
+        #expect(try hidden.ask("id.server.", .txt, .ch).rcode == .refused)
+        let reply = try hidden.ask(
+            "www.example.test.", .a, edns: EDNS(options: [EDNSOption(code: EDNSOption.nsidCode, data: [])]))
         #expect(reply.rcode == .noError && reply.edns?.options.isEmpty == true)
     }
 
@@ -54,12 +44,12 @@ import Testing
         for (name, rcode) in [
             ("www.example.test.", RCode.noError), ("nope.example.test.", .nxDomain), ("other.test.", .refused),
         ] {
-            let reply = try Self.ask(r, name, .a, edns: asking)
+            let reply = try r.ask(name, .a, edns: asking)
             // (A REFUSED carries an Extended DNS Error beside it.)
             #expect(reply.rcode == rcode && reply.edns?.options.first == nsid, "\(name)")
         }
-        #expect(try Self.ask(r, "www.example.test.", .a, edns: EDNS()).edns?.options.isEmpty == true)
-        #expect(try Self.ask(r, "www.example.test.", .a).edns == nil)
+        #expect(try r.ask("www.example.test.", .a, edns: EDNS()).edns?.options.isEmpty == true)
+        #expect(try r.ask("www.example.test.", .a).edns == nil)
     }
 
     /// The reply cache keeps no reply with an NSID for those who did not ask, nor the other way.

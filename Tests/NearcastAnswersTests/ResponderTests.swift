@@ -22,18 +22,6 @@ import Testing
         var description: String { "\(name) \(type)" }
     }
 
-    static func ask(_ q: Q, id: UInt16 = 0x4242, tweak: (inout DNSMessage) -> Void = { _ in }) throws -> DNSMessage {
-        var h = DNSHeader()
-        h.id = id
-        h.rd = true
-        var m = DNSMessage(
-            header: h, questions: [DNSQuestion(name: try DNSName(q.name), type: q.type, qclass: q.qclass)], edns: q.edns
-        )
-        tweak(&m)
-        let reply = try #require(responder.respond(to: try m.serialize(), transport: q.transport))
-        return try DNSMessage(wire: reply)
-    }
-
     static func rrs(_ section: [ResourceRecord]) -> [String] { section.map(\.description).sorted() }
 
     /// name, type → rcode, AA, answer, authority, additional (sorted, presentation format).
@@ -244,7 +232,9 @@ import Testing
     @Test(arguments: table.indices)
     func queryTable(index: Int) throws {
         let (q, rcode, aa, answer, authority, additional) = Self.table[index]
-        let r = try Self.ask(q)
+        let r = try Self.responder.ask(q.name, q.type, q.qclass, edns: q.edns, transport: q.transport) {
+            $0.header.rd = true
+        }
         #expect(r.header.id == 0x4242)
         #expect(r.header.qr)
         #expect(r.header.rd, "RD is copied")
@@ -260,28 +250,28 @@ import Testing
     }
 
     @Test func questionIsEchoedInTheClientsCase() throws {
-        let r = try Self.ask(Q(name: "WwW.ExAmPlE.tEsT.", type: .a))
+        let r = try Self.responder.ask("WwW.ExAmPlE.tEsT.", .a)
         #expect(r.questions[0].name.description == "WwW.ExAmPlE.tEsT.")
         #expect(r.answers.count == 2)
     }
 
     @Test func truncatesWithoutEDNSAndFitsWithIt() throws {
-        let plain = try Self.ask(Q(name: "big.example.test.", type: .txt))
+        let plain = try Self.responder.ask("big.example.test.", .txt)
         #expect(plain.header.tc && plain.answers.isEmpty && plain.header.aa)
-        let edns = try Self.ask(Q(name: "big.example.test.", type: .txt, edns: EDNS(udpPayloadSize: 1232)))
+        let edns = try Self.responder.ask("big.example.test.", .txt, edns: EDNS(udpPayloadSize: 1232))
         #expect(!edns.header.tc && edns.answers.count == 4)
         // The client's size is capped at ours (1232): 30 × 250+ bytes does not fit even at 4096.
-        let huge = try Self.ask(Q(name: "huge.example.test.", type: .txt, edns: EDNS(udpPayloadSize: 4096)))
+        let huge = try Self.responder.ask("huge.example.test.", .txt, edns: EDNS(udpPayloadSize: 4096))
         #expect(huge.header.tc && huge.answers.isEmpty && huge.edns != nil)
-        let tcp = try Self.ask(Q(name: "huge.example.test.", type: .txt, transport: .tcp))
+        let tcp = try Self.responder.ask("huge.example.test.", .txt, transport: .tcp)
         #expect(!tcp.header.tc && tcp.answers.count == 30)
         // A client size below 512 counts as 512 (RFC 6891 §6.2.5).
-        let tiny = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(udpPayloadSize: 100)))
+        let tiny = try Self.responder.ask("www.example.test.", .a, edns: EDNS(udpPayloadSize: 100))
         #expect(!tiny.header.tc && tiny.answers.count == 2)
     }
 
     @Test func ednsIsAnsweredWithOurSizeAndTheDOBit() throws {
-        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true)))
+        let r = try Self.responder.ask("www.example.test.", .a, edns: EDNS(udpPayloadSize: 4096, dnssecOK: true))
         #expect(r.edns?.udpPayloadSize == 1232)
         #expect(r.edns?.dnssecOK == true)
         #expect(r.edns?.version == 0)
@@ -290,14 +280,14 @@ import Testing
 
     @Test func ecsIsEchoedWithScopeZero() throws {
         let ecs = ClientSubnet(family: 1, sourcePrefixLength: 24, scopePrefixLength: 0, address: [198, 51, 100])
-        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(options: [ecs.option])))
+        let r = try Self.responder.ask("www.example.test.", .a, edns: EDNS(options: [ecs.option]))
         #expect(r.edns?.options == [ecs.option])
         #expect(r.answers.count == 2)
     }
 
     @Test func invalidECSIsFormErr() throws {
         let bad = EDNSOption(code: 8, data: [0, 1, 24, 0, 198, 51, 100, 7])
-        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(options: [bad])))
+        let r = try Self.responder.ask("www.example.test.", .a, edns: EDNS(options: [bad]))
         #expect(r.rcode == .formErr && r.answers.isEmpty && r.edns != nil)
     }
 
@@ -314,7 +304,7 @@ import Testing
     /// our OPT; a TSIG record anywhere but last is a FORMERR.
     @Test func aQuerySignedWithAnUnknownKeyIsNotAuthWithBadKey() throws {
         for edns in [nil, EDNS()] {
-            let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: edns)) {
+            let r = try Self.responder.ask("www.example.test.", .a, edns: edns) {
                 $0.additional = [try! Self.tsig(originalID: 0x4242)]
             }
             #expect(r.rcode == .notAuth && r.answers.isEmpty && r.authority.isEmpty)
@@ -343,7 +333,7 @@ import Testing
     }
 
     @Test func ednsVersionAboveZeroIsBadVers() throws {
-        let r = try Self.ask(Q(name: "www.example.test.", type: .a, edns: EDNS(version: 1)))
+        let r = try Self.responder.ask("www.example.test.", .a, edns: EDNS(version: 1))
         #expect(r.rcode == .badVers)
         #expect(r.edns?.version == 0)
         #expect(r.answers.isEmpty)
@@ -352,18 +342,18 @@ import Testing
     /// UPDATE (and any opcode but QUERY and NOTIFY) is NOTIMP; a NOTIFY of a zone that is not a
     /// secondary here is NOTAUTH (NotifyResponderTests).
     @Test func otherOpcodesAreNotImp() throws {
-        let r = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .update }
+        let r = try Self.responder.ask("example.test.", .soa) { $0.header.opcode = .update }
         #expect(r.rcode == .notImp && r.header.opcode == .update)
-        let n = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.header.opcode = .notify }
+        let n = try Self.responder.ask("example.test.", .soa) { $0.header.opcode = .notify }
         #expect(n.rcode == .notAuth && n.header.opcode == .notify)
     }
 
     @Test func malformedQueriesAreFormErr() throws {
-        let noQuestion = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.questions = [] }
+        let noQuestion = try Self.responder.ask("example.test.", .soa) { $0.questions = [] }
         #expect(noQuestion.rcode == .formErr)
-        let two = try Self.ask(Q(name: "example.test.", type: .soa)) { $0.questions += $0.questions }
+        let two = try Self.responder.ask("example.test.", .soa) { $0.questions += $0.questions }
         #expect(two.rcode == .formErr && two.questions.isEmpty)
-        let withAnswer = try Self.ask(Q(name: "example.test.", type: .soa)) {
+        let withAnswer = try Self.responder.ask("example.test.", .soa) {
             $0.answers = [ResourceRecord(name: .root, type: .a, ttl: 0, rdata: .a(IPv4Address(1, 1, 1, 1)))]
         }
         #expect(withAnswer.rcode == .formErr)
@@ -384,11 +374,11 @@ import Testing
     }
 
     @Test func refusalsCarryAnExtendedError() throws {
-        let out = try Self.ask(Q(name: "www.other.test.", type: .a, edns: EDNS()))
+        let out = try Self.responder.ask("www.other.test.", .a, edns: EDNS())
         #expect(out.rcode == .refused && out.edns?.options == [.extendedError(.notAuthoritative)])
-        let ch = try Self.ask(Q(name: "www.example.test.", type: .txt, qclass: .ch, edns: EDNS()))
+        let ch = try Self.responder.ask("www.example.test.", .txt, .ch, edns: EDNS())
         #expect(ch.rcode == .refused && ch.edns?.options == [.extendedError(.notSupported)])
-        let axfr = try Self.ask(Q(name: "example.test.", type: .axfr, edns: EDNS(), transport: .tcp))
+        let axfr = try Self.responder.ask("example.test.", .axfr, edns: EDNS(), transport: .tcp)
         #expect(axfr.rcode == .refused && axfr.edns?.options == [.extendedError(.notSupported)])
     }
 
@@ -407,25 +397,21 @@ import Testing
         let child = try zone(
             "child.example.test.",
             "$TTL 300\n@ SOA ns.other.test. h 1 2 3 4 60\n@ NS ns.other.test.\n@ DNAME example.net.\n")
-        func ask(_ responder: Responder, _ name: String, _ type: RRType) throws -> DNSMessage {
-            let q = try DNSMessage(questions: [DNSQuestion(name: try DNSName(name), type: type)]).serialize()
-            return try DNSMessage(wire: #require(responder.respond(to: q, transport: .udp)))
-        }
         let both = Responder(authority: Authority(zones: [parent, child]))
-        let below = try ask(both, "www.child.example.test.", .a)
+        let below = try both.ask("www.child.example.test.", .a)
         #expect(below.header.aa && below.rcode == .noError)
         let owner = try DNSName("child.example.test.")
         #expect(below.answers.map(\.type) == [.dname, .cname] && below.answers[0].name == owner)
         let target = try DNSName("www.example.net.")
         #expect(below.answers[1].rdata == .cname(target) && below.answers[1].ttl == 300)
-        let apex = try ask(both, "child.example.test.", .ns)
+        let apex = try both.ask("child.example.test.", .ns)
         #expect(apex.header.aa && apex.answers.map(\.type) == [.ns])
-        let parentOnly = try ask(Responder(authority: Authority(zones: [parent])), "www.child.example.test.", .a)
+        let parentOnly = try Responder(authority: Authority(zones: [parent])).ask("www.child.example.test.", .a)
         #expect(!parentOnly.header.aa && parentOnly.answers.isEmpty && parentOnly.authority.map(\.type) == [.ns])
     }
 
     @Test func cdBitIsNotEchoed() throws {
-        let r = try Self.ask(Q(name: "www.example.test.", type: .a)) { $0.header.cd = true }
+        let r = try Self.responder.ask("www.example.test.", .a) { $0.header.cd = true }
         #expect(!r.header.cd && r.answers.count == 2, "CD is not echoed, as NSD and Knot do (docs/CONFORMANCE.md)")
     }
 }

@@ -39,11 +39,14 @@ import Testing
         return r
     }
 
-    static func ask(_ r: Responder, _ options: [EDNSOption], transport: Transport = .udp) throws -> DNSMessage {
-        let q = try DNSMessage(
-            questions: [DNSQuestion(name: try DNSName("www.example.test."), type: .a)], edns: EDNS(options: options)
-        ).serialize()
-        return try DNSMessage(wire: try #require(r.respond(to: q, transport: transport, client: Self.client)))
+    /// www.example.test A from the client, with `options` (the cookies) in its OPT.
+    static func ask(
+        _ r: Responder, _ options: [EDNSOption], transport: Transport = .udp,
+        tweak: (inout DNSMessage) -> Void = { _ in }
+    ) throws -> DNSMessage {
+        try r.ask(
+            "www.example.test.", .a, edns: EDNS(options: options), transport: transport, client: Self.client,
+            tweak: tweak)
     }
 
     static func cookie(_ data: [UInt8]) -> EDNSOption { EDNSOption(code: EDNSOption.cookieCode, data: data) }
@@ -90,8 +93,7 @@ import Testing
     @Test func aQueryWithoutAQuestionLearnsAServerCookie() throws {
         let r = Self.responder(ServerCookies(.init(current: Array(repeating: 4, count: 16))))
         func ask(_ options: [EDNSOption]) throws -> DNSMessage {
-            let q = try DNSMessage(questions: [], edns: EDNS(options: options)).serialize()
-            return try DNSMessage(wire: try #require(r.respond(to: q, transport: .udp, client: Self.client)))
+            try Self.ask(r, options) { $0.questions = [] }
         }
         let learned = try ask([Self.cookie(Self.clientCookie)])
         let c = try #require(Self.replyCookie(learned))

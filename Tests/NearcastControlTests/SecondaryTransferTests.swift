@@ -40,9 +40,7 @@ import Testing
 
     /// The reply's rcode and answer records, as text, to `name` and `type` from `responders`.
     static func ask(_ responders: ResponderSource, _ name: String, _ type: RRType) throws -> (RCode, [String]) {
-        let reply = try #require(
-            responders.current.responder.respond(to: RawClient.query(name, type), transport: .udp))
-        let m = try DNSMessage(wire: reply)
+        let m = try responders.current.responder.ask(name, type)
         return (m.rcode, m.answers.map { ZoneText.line($0) })
     }
 

@@ -470,16 +470,12 @@ import Glibc
         defer { daemon.stop() }
         // The nodes' service: a nearcastd in the client namespace on 198.18.0.2, its management API
         // (par1's HTTP check) and its DNS over TCP and UDP (fra1's TCP and DNS checks).
-        func startService() throws -> ServerProcess {
-            let s = try ServerProcess(
-                try TestSupport.tool("ip"),
+        func startService() throws -> Daemon {
+            try Daemon(
                 [
-                    "netns", "exec", Self.cli, try TestSupport.product("nearcastd"),
                     "--zone", "example.test=\(TestSupport.fixtures.appendingPathComponent("example.test.zone").path)",
                     "--listen", "198.18.0.2:5353", "--api", "198.18.0.2:\(servicePort)",
-                ])
-            try s.waitUntilReady { s.log.contains("management API listening") }
-            return s
+                ], launcher: [try TestSupport.tool("ip"), "netns", "exec", Self.cli])
         }
         var service = try startService()
         defer { service.stop() }
