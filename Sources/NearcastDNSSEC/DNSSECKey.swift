@@ -69,11 +69,16 @@ public struct DNSSECKey: Sendable {
         (self.zone, self.algorithm, self.flags, self.key) = (zone, algorithm, flags, key)
     }
 
-    /// The key from its private bytes (the scalar of P-256, the seed of Ed25519).
+    /// The key from its private bytes (the scalar of P-256, the seed of Ed25519). The scalar is a
+    /// big-endian number, which BIND and ldns write without its leading zero bytes (OpenSSL's
+    /// BN_bn2bin): one key in 256 has 31 bytes, and is the same key as those bytes padded to 32.
     init(zone: DNSName, algorithm: Algorithm, flags: UInt16, privateBytes: [UInt8]) throws {
         switch algorithm {
         case .ecdsaP256SHA256:
-            key = .p256(try P256.Signing.PrivateKey(rawRepresentation: privateBytes))
+            let padded =
+                privateBytes.count < 32
+                ? [UInt8](repeating: 0, count: 32 - privateBytes.count) + privateBytes : privateBytes
+            key = .p256(try P256.Signing.PrivateKey(rawRepresentation: padded))
         case .ed25519:
             key = .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: privateBytes))
         }

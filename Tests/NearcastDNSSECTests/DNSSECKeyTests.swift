@@ -41,6 +41,22 @@ import Testing
         #expect(Array(ds.suffix(4)) == (try Self.ldnsDS(base + ".key")), "\(key.dsText)")
     }
 
+    /// ldns and BIND write a P-256 scalar as a number, without leading zero bytes: a key whose
+    /// scalar begins with one (one in 256 that ldns-keygen makes) has a 31-byte PrivateKey, and
+    /// reads back as the same key, its DNSKEY and tag unchanged.
+    @Test func aP256KeyWrittenWithoutItsLeadingZeroReadsBack() throws {
+        var key = DNSSECKey.generate(zone: Self.zone, algorithm: .ecdsaP256SHA256)
+        while key.privateBytes.first != 0 { key = DNSSECKey.generate(zone: Self.zone, algorithm: .ecdsaP256SHA256) }
+        let full = DNSSECKeyFile.privateText(key)
+        let short = full.replacingOccurrences(
+            of: Data(key.privateBytes).base64EncodedString(),
+            with: Data(key.privateBytes.dropFirst()).base64EncodedString())
+        #expect(short != full)
+        let read = try DNSSECKeyFile.parse(
+            privateText: short, file: "K.private", publicText: nil, publicFile: "K.key", zone: Self.zone)
+        #expect(read.publicKey == key.publicKey && read.keyTag == key.keyTag)
+    }
+
     /// Our own key: its files are what ldns reads (ldns-key2ds gives our DS; ldns-signzone signs
     /// the fixture with it, and ldns-verify-zone checks every signature against our DNSKEY).
     @Test(arguments: DNSSECKey.Algorithm.allCases) func ldnsSignsWithAKeyNearcastMade(_ algorithm: DNSSECKey.Algorithm)
