@@ -130,12 +130,15 @@ import Testing
     }
 
     /// The expiration of the signature over `name`'s `type` RRset as `daemon` serves it (its
-    /// YYYYMMDDHHmmSS), and the zone's serial.
+    /// YYYYMMDDHHmmSS), and the zone's serial. Throws, recording nothing, when dig got no
+    /// signature (a poll asks again: a dig on a loaded machine can time out).
     static func signatureEnd(_ daemon: Daemon, _ name: String, _ type: String) throws -> (String, UInt32) {
-        let sig = try daemon.dig(["+norec", "+dnssec", "+short", name, type]).stdout.split(separator: "\n")
-            .first { $0.hasPrefix("\(type) ") }
+        let out = try daemon.dig(["+norec", "+dnssec", "+short", name, type])
+        guard let sig = out.stdout.split(separator: "\n").first(where: { $0.hasPrefix("\(type) ") }) else {
+            throw TestFailure("no signature over \(name) \(type): \(out.stdout)\(out.stderr)")
+        }
         let soa = try daemon.dig(["+norec", "+short", "example.test.", "SOA"]).stdout.split(separator: " ")
-        return (String(try #require(sig).split(separator: " ")[4]), UInt32(soa.count > 2 ? soa[2] : "") ?? 0)
+        return (String(sig.split(separator: " ")[4]), UInt32(soa.count > 2 ? soa[2] : "") ?? 0)
     }
 
     /// Signatures are made anew before they end: with `signature-validity: 60`, once less than
