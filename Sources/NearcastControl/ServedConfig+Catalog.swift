@@ -60,7 +60,7 @@ extension ServedConfig {
                 metadata: ["catalog": "\(source.origin)", "why": "\(error)"])
             return
         }
-        stampZoneFiles()
+        files.restamp(running.zones.map(\.path))
         await secondaries?.follow(secondarySources)
         await removeFormerMembers(removed)
     }

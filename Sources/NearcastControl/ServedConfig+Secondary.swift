@@ -127,13 +127,12 @@ extension ServedConfig: TransferredZones {
         }
         // The first to wait opens a batch that closes a moment later (as long as the last batch's
         // switch took, at least `firstServeWindow`); those transferred meanwhile join it.
-        if firstServes.isEmpty { firstServeDue = .now + max(Self.firstServeWindow, lastFirstServeSwitch) }
-        firstServes.append((source, zone))
-        if let due = firstServeDue { try? await Task.sleep(until: due) }
+        let due = firstServes.join(source, zone, window: Self.firstServeWindow)
+        try? await Task.sleep(until: due)
         await takeTurn()
         defer { endTurn() }
-        if firstServes.contains(where: { $0.source == source }) { await serveWaitingFirst() }
-        guard let outcome = firstServed.removeValue(forKey: source) else {
+        if firstServes.isWaiting(source) { await serveWaitingFirst() }
+        guard let outcome = firstServes.outcome(of: source) else {
             throw .conflict("zone \(source.origin) was not served")
         }
         try outcome.get()
@@ -143,14 +142,12 @@ extension ServedConfig: TransferredZones {
     static let firstServeWindow: Duration = .milliseconds(20)
 
     /// Serves every zone waiting for its first serve (`firstServes`) that is still configured and
-    /// not served, in one switch; each one's outcome goes to `firstServed`. One that does not
+    /// not served, in one switch; each one's outcome is settled in the batch. One that does not
     /// pass the geo section's check with the others is refused alone.
     func serveWaitingFirst() async {
         let started = ContinuousClock.now
-        defer { lastFirstServeSwitch = min(ContinuousClock.now - started, .seconds(1)) }
-        let waiting = firstServes
-        firstServes = []
-        firstServeDue = nil
+        defer { firstServes.noteSwitch(took: ContinuousClock.now - started) }
+        let waiting = firstServes.take()
         var next = running
         var nextZones = zones
         var served: [ZoneSource] = []
@@ -160,8 +157,8 @@ extension ServedConfig: TransferredZones {
         var candidates: [(source: ZoneSource, zone: Zone)] = []
         for (source, zone) in waiting {
             guard waitingToBeServed[source.origin] == source else {
-                firstServed[source] = .failure(
-                    .conflict("zone \(source.origin) is no longer a secondary waiting to be served"))
+                firstServes.settle(
+                    source, .failure(.conflict("zone \(source.origin) is no longer a secondary waiting to be served")))
                 // Its catalog stopped listing it during the transfer: the file just written goes too.
                 if source.memberOf != nil { dropped.append(source) }
                 continue
@@ -173,7 +170,7 @@ extension ServedConfig: TransferredZones {
         for (source, zone) in candidates {
             if !allPass {
                 do { try next.geo.check(against: nextZones + [zone]) } catch {
-                    firstServed[source] = .failure(.zone(error))
+                    firstServes.settle(source, .failure(.zone(error)))
                     continue
                 }
             }
@@ -181,7 +178,7 @@ extension ServedConfig: TransferredZones {
             nextZones.append(zone)
             served.append(source)
             servedOrigins.insert(source.origin)
-            journalsMadeWhole.remove(ZoneJournal.path(forZoneFile: source.path))
+            files.noteWhole(ZoneJournal.path(forZoneFile: source.path), false)
         }
         if !dropped.isEmpty { await removeFormerMembers(dropped) }
         guard !served.isEmpty else { return }
@@ -189,12 +186,12 @@ extension ServedConfig: TransferredZones {
         unavailable.removeAll { servedOrigins.contains($0.origin) }
         do { _ = try await switchTo(next, nextZones, started: started) } catch {
             unavailable = wasUnavailable
-            for source in served { firstServed[source] = .failure(.failed("\(error)")) }
+            for source in served { firstServes.settle(source, .failure(.failed("\(error)"))) }
             return
         }
         for source in served {
-            fileStamps[source.path] = FileStamp(source.path)
-            firstServed[source] = .success(())
+            files.note(source.path, FileStamp(source.path))
+            firstServes.settle(source, .success(()))
         }
         for (source, zone) in waiting where servedOrigins.contains(source.origin) && source.catalog != nil {
             await followCatalog(source, before: nil, after: zone)

@@ -19,9 +19,7 @@ import NearcastZones
 extension ServedConfig {
     /// Writes the zone file at `path` back after the configured delay, unless that is under way.
     func scheduleWriteBack(_ path: String) {
-        guard !writeBackDue.contains(path) else { return }
-        writeBackDue.insert(path)
-        let delay = max(.seconds(running.zonefileSync), min((writeBackTook[path] ?? .zero) * 9, .seconds(60)))
+        guard let delay = files.schedule(path, sync: .seconds(running.zonefileSync)) else { return }
         Task {
             try? await Task.sleep(for: delay)
             await self.writeBack(path)
@@ -30,21 +28,14 @@ extension ServedConfig {
 
     /// Writes the served zone of the file at `path` to that file, then trims its journal.
     func writeBack(_ path: String) async {
-        writeBackDue.remove(path)
         // A zone of millions of names takes seconds to write: changes made meanwhile are written
         // by the next write-back, after this one.
-        guard writeBackRunning.insert(path).inserted else {
-            writeBackAgain.insert(path)
-            return
-        }
-        defer {
-            writeBackRunning.remove(path)
-            if writeBackAgain.remove(path) != nil { scheduleWriteBack(path) }
-        }
+        guard files.begin(path) else { return }
+        defer { if files.end(path) { scheduleWriteBack(path) } }
         guard let i = running.zones.firstIndex(where: { $0.path == path }) else { return }
         let zone = zones[i]
         let reloadedBefore = zonesReloaded
-        guard fileStamps[path] == nil || FileStamp(path) == fileStamps[path] else {
+        guard files.unchangedOnDisk(path) else {
             logger.warning(
                 "zone file changed on disk since it was read: not written back; its journal keeps the changes made through the API",
                 metadata: ["file": "\(path)"])
@@ -63,7 +54,7 @@ extension ServedConfig {
                 }
                 return (tmp, Self.threadCPUTime() - start)
             }
-            writeBackTook[path] = took
+            files.noteTook(took, for: path)
         } catch {
             logger.error("zone file not written back", metadata: ["file": "\(path)", "why": "\(error)"])
             scheduleWriteBack(path)
@@ -74,7 +65,7 @@ extension ServedConfig {
         // A zone file moved meanwhile (a store's candidate snapshot renamed into place) is not
         // the one to write.
         guard zonesReloaded == reloadedBefore, running.zones.contains(where: { $0.path == path }),
-            fileStamps[path] == nil || FileStamp(path) == fileStamps[path]
+            files.unchangedOnDisk(path)
         else {
             unlink(tmp)
             if zonesReloaded != reloadedBefore, ZoneJournal.hasChanges(ZoneJournal.path(forZoneFile: path)) {
@@ -88,7 +79,7 @@ extension ServedConfig {
             // given back after it (freed after the last give-back, it stayed resident: +5 MiB
             // after 10,000 changes).
             let serial = zone.serial
-            fileStamps[path] = try await onOwnThread(name: "nc-zonefile", background: true) {
+            let written = try await onOwnThread(name: "nc-zonefile", background: true) {
                 // Marked first: a crash between the rename and the trim leaves a journal that
                 // names the file written as one it applies to (ZoneJournal's marks).
                 if let written = ZoneJournal.FileMark(of: tmp, serial: serial) {
@@ -97,6 +88,7 @@ extension ServedConfig {
                 try DurableFile.commit(tmp, onto: path)
                 return FileStamp(path)
             }
+            files.note(path, written)
             try await onOwnThread(name: "nc-zonefile", background: true) {
                 defer { FreedMemory.giveBack() }
                 try ZoneJournal.trim(ZoneJournal.path(forZoneFile: path), upTo: serial)
@@ -112,12 +104,6 @@ extension ServedConfig {
         var t = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
         return .seconds(t.tv_sec) + .nanoseconds(t.tv_nsec)
-    }
-
-    /// Notes each zone file's stamp as it is now: after a load of them.
-    func stampZoneFiles() {
-        fileStamps = Dictionary(
-            running.zones.compactMap { z in FileStamp(z.path).map { (z.path, $0) } }, uniquingKeysWith: { a, _ in a })
     }
 }
 

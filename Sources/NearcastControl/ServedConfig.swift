@@ -62,19 +62,9 @@ package actor ServedConfig {
     /// The digest of the config and zone files as they were when what is served was read from them
     /// (the audit log's "before"; the files on disk may have been edited since).
     var servedDigest: String
-    /// Zone files whose write-back is scheduled, and the stamp of each zone file as it was when
-    /// last read or written here (ServedConfig+WriteBack.swift).
-    var writeBackDue: Set<String> = []
-    /// Zone files being written back now, and those with changes made meanwhile (written again
-    /// once the one under way is done: two write-backs of one file never overlap).
-    var writeBackRunning: Set<String> = []
-    var writeBackAgain: Set<String> = []
-    /// What the last write-back of each zone file took (its text made and written).
-    var writeBackTook: [String: Duration] = [:]
-    var fileStamps: [String: FileStamp] = [:]
-    /// Journals whose tail a crash may have cut short and that have been cut to their last
-    /// whole block (`ZoneJournal.dropCutShortTail`): each once, before this daemon first appends.
-    var journalsMadeWhole: Set<String> = []
+    /// The zone files' stamps, write-backs and journals (ZoneFileBook; the write-back:
+    /// ServedConfig+WriteBack.swift).
+    var files: ZoneFileBook
     /// Reloads served so far that changed a zone (one that changed none, such as a fleet's
     /// registration, serves the zones it served): a write-back that one overtook is not written.
     var zonesReloaded = 0
@@ -90,13 +80,9 @@ package actor ServedConfig {
     var secondaryPlaces: [DNSName: (served: Bool, index: Int)]?
     /// The refresh of the secondary zones, told of them after each reload (`attach`).
     var secondaries: SecondaryZones?
-    /// Secondary zones transferred whole and waiting to be served for the first time, and the
-    /// outcome of those served (ServedConfig+Secondary.swift: `serveFirst`).
-    var firstServes: [(source: ZoneSource, zone: Zone)] = []
-    var firstServed: [ZoneSource: Result<Void, ZoneEditError>] = [:]
-    /// When the batch of first serves waiting closes, and what the last one's switch took.
-    var firstServeDue: ContinuousClock.Instant?
-    var lastFirstServeSwitch: Duration = .zero
+    /// Secondary zones transferred whole and waiting to be served for the first time, served in
+    /// batches (FirstServeBatch; ServedConfig+Secondary.swift: `serveFirst`).
+    var firstServes = FirstServeBatch()
     /// The zones signed here: their keys, and the signed copy of each that is served
     /// (ZoneSigning); `zones` holds their sources.
     var signing: ZoneSigning
@@ -140,8 +126,7 @@ package actor ServedConfig {
         self.audit = audit
         self.logger = logger
         servedDigest = Self.digest(running)
-        fileStamps = Dictionary(
-            running.zones.compactMap { z in FileStamp(z.path).map { (z.path, $0) } }, uniquingKeysWith: { a, _ in a })
+        files = ZoneFileBook(stamping: running.zones.map(\.path))
     }
 
     /// Has `secondaries` refresh the secondary zones configured, now and after each reload.
@@ -331,7 +316,7 @@ package actor ServedConfig {
         await removeFormerMembers(wasMembers)
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
-        stampZoneFiles()
+        files.restamp(running.zones.map(\.path))
         refreshRequested = true
         switch geo {
         case .none: break
@@ -673,15 +658,15 @@ package actor ServedConfig {
         var next = zones
         next[i] = changed
         let journal = ZoneJournal.path(forZoneFile: source.path)
-        if !journalsMadeWhole.contains(journal) {
+        if !files.isWhole(journal) {
             do { try ZoneJournal.dropCutShortTail(journal, origin: source.origin) } catch {
                 throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
             }
-            journalsMadeWhole.insert(journal)
+            files.noteWhole(journal)
         }
         let journalSize = FileStamp(journal)?.size
         // A new journal begins with the file it applies to, as it was read or written here.
-        let base = journalSize == nil ? fileStamps[source.path]?.mark(serial: changeset.serialBefore) : nil
+        let base = journalSize == nil ? files.stamp(of: source.path)?.mark(serial: changeset.serialBefore) : nil
         do { try ZoneJournal.append(changeset, to: journal, after: base) } catch {
             throw .failed("the zone's journal cannot be written (\(error)): nothing was changed")
         }
@@ -739,8 +724,7 @@ package actor ServedConfig {
     package func zoneFilesMoved(from: String, to: String) {
         func moved(_ path: String) -> String { path.hasPrefix(from + "/") ? to + path.dropFirst(from.count) : path }
         for i in running.zones.indices { running.zones[i].path = moved(running.zones[i].path) }
-        fileStamps = Dictionary(fileStamps.map { (moved($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
-        journalsMadeWhole = Set(journalsMadeWhole.map(moved))
+        files.move(moved)
     }
 
     /// A record change in a fleet's store (layout 2, docs/ARCHITECTURE.md §13): the owner's
