@@ -5,7 +5,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Work split over threads of the caller's priority: the bulk of a whole answer image (seconds at
+/// Work split over threads (`OwnThread`, named as the caller's) of the caller's priority: the bulk of a whole answer image (seconds at
 /// 1M names, docs/ARCHITECTURE.md §11) on every core rather than one. The threads take the nice
 /// value of the calling thread (Linux's is per thread), so work that a writer runs yielding to the
 /// daemon's other threads stays so on every core.
@@ -22,16 +22,12 @@ public enum ParallelWork {
         let slices = stride(from: 0, to: items.count, by: size).map { items[$0..<min($0 + size, items.count)] }
         let results = Results<R>(slices.count)
         let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        let done = DispatchSemaphore(value: 0)
-        for (i, slice) in slices.enumerated().dropFirst() {
-            Thread {
-                if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
-                results.set(i, transform(slice))
-                done.signal()
-            }.start()
+        let name = Thread.current.name.map { $0.isEmpty ? "nc-parallel" : $0 } ?? "nc-parallel"
+        let threads = slices.enumerated().dropFirst().map { i, slice in
+            OwnThread(name: name, nice: nice) { results.set(i, transform(slice)) }
         }
         results.set(0, transform(slices[0]))
-        for _ in slices.dropFirst() { done.wait() }
+        for thread in threads { thread.join() }
         return results.all
     }
 

@@ -5,8 +5,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// A thread of its own that runs jobs one at a time, in the order given. It ends once its owner is
-/// gone and the jobs given before have run.
+/// A thread of its own (`OwnThread`) that runs jobs one at a time, in the order given. It ends once
+/// its owner is gone and the jobs given before have run.
 public final class WorkerThread: Sendable {
     private final class Queue: Sendable {
         let jobs = Mutex<[(@Sendable () -> Void)?]>([])
@@ -22,18 +22,13 @@ public final class WorkerThread: Sendable {
     /// `nice`: the thread's nice value (Linux's is per thread), 0 for the daemon's own priority.
     public init(name: String, nice: Int32 = 0) {
         let queue = queue
-        let thread = Thread {
-            // Named and niced from inside: both apply to the calling thread (setpriority(2) with
-            // `who` 0, on Linux), and the name shows in top, perf and /proc.
-            Thread.current.name = name
-            if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
+        OwnThread(name: name, nice: nice) {
             while true {
                 queue.waiting.wait()
                 guard let job = queue.jobs.withLock({ $0.removeFirst() }) else { return }
                 job()
             }
         }
-        thread.start()
     }
 
     deinit { queue.add(nil) }
@@ -90,11 +85,6 @@ public func onOwnThread<T: Sendable>(
     name: String = "nc-blocking", background: Bool = false, _ body: @escaping @Sendable () throws -> T
 ) async throws -> T {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-        Thread.detachNewThread {
-            Thread.current.name = name
-            // Linux's nice is per thread: `who` 0 is this thread alone (setpriority(2), NOTES).
-            if background { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
-            c.resume(with: Result { try body() })
-        }
+        OwnThread(name: name, nice: background ? 10 : 0) { c.resume(with: Result { try body() }) }
     }
 }

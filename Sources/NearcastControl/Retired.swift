@@ -16,10 +16,9 @@ enum Retired {
     static func release(_ values: (any Sendable)?..., thenGiveBackMemory: Bool = false) {
         let held = Held(values.compactMap { $0 })
         guard !held.values.isEmpty else { return }
-        Thread.detachNewThread {
-            // Named: a Linux thread takes the name of the one that starts it (the config's),
-            // and profiles then showed this one's frees as the config's own work.
-            Thread.current.name = "nc-retired"
+        // Named: a Linux thread takes the name of the one that starts it (the config's), and
+        // profiles then showed this one's frees as the config's own work.
+        OwnThread(name: "nc-retired") {
             ThreadPriority.onlyWhenIdle()
             Thread.sleep(forTimeInterval: holdFor.seconds)
             // Let go here, not when the closure ends: the memory is given back only once freed.

@@ -1,4 +1,5 @@
 import Foundation
+import NearcastBasics
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,7 +22,8 @@ public final class HostAddressWatch: Sendable {
     private final class Control: Sendable {
         let started = Atomic<Bool>(false)
         let stopping = Atomic<Bool>(false)
-        let ended = DispatchSemaphore(value: 0)
+        /// The watch's thread, once started.
+        let thread = Mutex<OwnThread?>(nil)
     }
 
     /// Listens for changes, and reads the addresses (`initial`); nothing is given to anyone
@@ -54,11 +56,8 @@ public final class HostAddressWatch: Sendable {
     public func start(name: String = "nc-addresses", changed: @escaping @Sendable (Set<LocalAddress>) -> Void) {
         guard !control.started.exchange(true, ordering: .relaxed) else { return }
         let (fd, control, first) = (fd, control, initial)
-        let thread = Thread {
-            defer {
-                close(fd)
-                control.ended.signal()
-            }
+        let watch = OwnThread(name: name) {
+            defer { close(fd) }
             var last = first
             var buffer = [UInt8](repeating: 0, count: 65536)
             while !control.stopping.load(ordering: .relaxed) {
@@ -75,8 +74,7 @@ public final class HostAddressWatch: Sendable {
                 }
             }
         }
-        thread.name = name
-        thread.start()
+        control.thread.withLock { $0 = watch }
     }
 
     /// Stops the watch and waits for its thread (a fifth of a second at most).
@@ -84,7 +82,7 @@ public final class HostAddressWatch: Sendable {
         guard control.started.load(ordering: .relaxed), !control.stopping.exchange(true, ordering: .relaxed) else {
             return
         }
-        control.ended.wait()
+        control.thread.withLock { $0 }?.join()
     }
 
     public struct WatchError: Error, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import BPFKit
 import Foundation
+import NearcastBasics
 import Synchronization
 
 /// The XDP program, loaded against the maps of an object loaded before it (`BPFObject`'s
@@ -9,7 +10,8 @@ import Synchronization
 final class ProgramLoad: Sendable {
     typealias Loaded = (object: BPFObject, program: BPFProgram)
     private let result = Mutex<Result<Loaded, BPFError>?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+    /// The thread it loads on, with `beside`.
+    private let thread = Mutex<OwnThread?>(nil)
 
     /// Loads the program named `name` in the object at `path` against `maps`' maps; with
     /// `beside`, on a thread of its own (`wait` for it), else before returning (and throws).
@@ -20,12 +22,10 @@ final class ProgramLoad: Sendable {
                 return (object, try object.program(name))
             }
             result.withLock { $0 = r }
-            done.signal()
         }
         if beside {
-            let thread = Thread(block: load)
-            thread.name = "nc-verify"
-            thread.start()
+            let loader = OwnThread(name: "nc-verify", load)
+            thread.withLock { $0 = loader }
         } else {
             load()
             _ = try wait()
@@ -34,9 +34,7 @@ final class ProgramLoad: Sendable {
 
     /// The loaded program and its object, once the load has ended; what it threw.
     func wait() throws(BPFError) -> Loaded {
-        if let r = result.withLock({ $0 }) { return try r.get() }
-        done.wait()
-        done.signal()  // for any later caller that gets here before the result is read
+        thread.withLock { $0 }?.join()
         return try result.withLock { $0! }.get()
     }
 }

@@ -137,8 +137,7 @@ enum ZoneTransferWriter {
     ) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler, context), eventLoop: loop)
-        let thread = Thread {
-            Thread.current.name = "nc-transfer"
+        OwnThread(name: "nc-transfer") {
             defer { slots.release() }  // the slot the responder took for these messages
             let began = ContinuousClock.now
             var messages = messages
@@ -191,6 +190,5 @@ enum ZoneTransferWriter {
                 handler.transferEnded(context: context)
             }
         }
-        thread.start()
     }
 }

@@ -2,6 +2,7 @@ import CDatagrams
 import Foundation
 import NIOCore
 import NearcastAnswers
+import NearcastBasics
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,7 +22,8 @@ final class DNSUDPListener: Sendable {
     /// A pipe whose read end the thread polls beside the socket: `stop()` writes to it.
     private let wake: (read: Int32, write: Int32)
     private let stopping = Atomic<Bool>(false)
-    private let exited = Mutex<(done: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    /// The thread that serves the socket (set once, in `init`).
+    private let thread = Mutex<OwnThread?>(nil)
     /// The query log, and this socket's side of each exchange as it says it.
     private let log: (QueryLog, server: QueryLog.Endpoint)?
 
@@ -37,22 +39,14 @@ final class DNSUDPListener: Sendable {
             throw IOError(errnoCode: e, reason: "pipe2")
         }
         wake = (ends[0], ends[1])
-        let thread = Thread { [self] in
-            // Named from inside: on Linux the name applies to the calling thread (top, perf, /proc).
-            Thread.current.name = name
+        let server = OwnThread(name: name) { [self] in
             var answerer = answerer
             serve(&answerer)
             close(fd)
             close(wake.read)
             close(wake.write)
-            let waiting = exited.withLock { state in
-                state.done = true
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for w in waiting { w.resume() }
         }
-        thread.start()
+        thread.withLock { $0 = server }
     }
 
     /// Stops the thread and closes the socket; returns once the thread has ended.
@@ -60,13 +54,7 @@ final class DNSUDPListener: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let done = exited.withLock { state in
-                if !state.done { state.waiting.append(c) }
-                return state.done
-            }
-            if done { c.resume() }
-        }
+        await thread.withLock { $0 }?.ended()
     }
 
     private static func bind(_ address: SocketAddress) throws -> Int32 {

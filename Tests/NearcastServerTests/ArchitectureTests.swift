@@ -123,6 +123,19 @@ import Testing
         #expect(referred.subtracting(headings).isEmpty, "sections referred to and not there")
     }
 
+    /// §8's rule for threads: `OwnThread` is the one way the daemon makes one.
+    @Test func threadsAreMadeOnlyByOwnThread() throws {
+        // Foundation's Thread made (not onOwnThread's call), or a thread detached or created.
+        let made = try NSRegularExpression(
+            pattern: #"(^|[^A-Za-z])Thread( \{|\(block)|detachNewThread|pthread_create"#, options: .anchorsMatchLines)
+        var makers: [String] = []
+        for path in Self.files where path.hasPrefix("Sources/") && path.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: Repository.path(path), encoding: .utf8)
+            if made.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil { makers.append(path) }
+        }
+        #expect(makers == ["Sources/NearcastBasics/OwnThread.swift"], "threads made outside OwnThread: \(makers)")
+    }
+
     /// The module map (§7) lists every module of Sources.
     @Test func theModuleMapListsEveryModule() throws {
         let start = try #require(Self.doc.range(of: "## 7. "))
