@@ -17,12 +17,12 @@ count "actors" Sources '^[[:space:]]*((public|package|private|fileprivate|intern
 count "Mutex (declared)" Sources 'Mutex<'
 count "Atomic (declared)" Sources 'Atomic<'
 count "DispatchSemaphore" Sources 'DispatchSemaphore\('
-count "Thread made (Foundation, pthread)" Sources '(^|[^A-Za-z])Thread\(block|pthread_create'
+count "places a thread is made" Sources '(^|[^A-Za-z])Thread( \{|\(block)|detachNewThread|pthread_create'
 count "WorkerThread made" Sources 'WorkerThread\(name'
 count "onOwnThread calls" Sources 'onOwnThread\(name'
 count "Task { } and Task.detached" Sources '(^|[^A-Za-z.])Task (\{|\[weak|\(priority)|Task\.detached'
 count "@unchecked Sendable" Sources '@unchecked Sendable'
-count "ways to a thread (types)" Sources '(class|struct|enum|actor) (WorkerThread|ThreadExecutor|Handoff|ParallelWork)\b'
+count "thread helpers (types)" Sources '(class|struct|enum|actor) (OwnThread|WorkerThread|ThreadExecutor|Handoff|ParallelWork)\b'
 
 echo "== sizes"
 printf '%-34s %5d   wc -l docs/ARCHITECTURE.md\n' "ARCHITECTURE.md lines" "$(wc -l <docs/ARCHITECTURE.md)"

@@ -24,7 +24,7 @@ public enum ParallelWork {
         let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
         let name = Thread.current.name.map { $0.isEmpty ? "nc-parallel" : $0 } ?? "nc-parallel"
         let threads = slices.enumerated().dropFirst().map { i, slice in
-            OwnThread(name: name, nice: nice) { results.set(i, transform(slice)) }
+            OwnThread.start(name: name, nice: nice) { results.set(i, transform(slice)) }
         }
         results.set(0, transform(slices[0]))
         for thread in threads { thread.join() }

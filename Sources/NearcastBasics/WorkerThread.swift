@@ -22,7 +22,7 @@ public final class WorkerThread: Sendable {
     /// `nice`: the thread's nice value (Linux's is per thread), 0 for the daemon's own priority.
     public init(name: String, nice: Int32 = 0) {
         let queue = queue
-        OwnThread(name: name, nice: nice) {
+        OwnThread.start(name: name, nice: nice) {
             while true {
                 queue.waiting.wait()
                 guard let job = queue.jobs.withLock({ $0.removeFirst() }) else { return }
@@ -85,6 +85,6 @@ public func onOwnThread<T: Sendable>(
     name: String = "nc-blocking", background: Bool = false, _ body: @escaping @Sendable () throws -> T
 ) async throws -> T {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-        OwnThread(name: name, nice: background ? 10 : 0) { c.resume(with: Result { try body() }) }
+        OwnThread.start(name: name, nice: background ? 10 : 0) { c.resume(with: Result { try body() }) }
     }
 }

@@ -18,7 +18,7 @@ enum Retired {
         guard !held.values.isEmpty else { return }
         // Named: a Linux thread takes the name of the one that starts it (the config's), and
         // profiles then showed this one's frees as the config's own work.
-        OwnThread(name: "nc-retired") {
+        OwnThread.start(name: "nc-retired") {
             ThreadPriority.onlyWhenIdle()
             Thread.sleep(forTimeInterval: holdFor.seconds)
             // Let go here, not when the closure ends: the memory is given back only once freed.

@@ -22,8 +22,8 @@ public final class HostAddressWatch: Sendable {
     private final class Control: Sendable {
         let started = Atomic<Bool>(false)
         let stopping = Atomic<Bool>(false)
-        /// The watch's thread, once started.
-        let thread = Mutex<OwnThread?>(nil)
+        /// The watch's thread.
+        let thread = OwnThread(name: "nc-addresses")
     }
 
     /// Listens for changes, and reads the addresses (`initial`); nothing is given to anyone
@@ -53,10 +53,10 @@ public final class HostAddressWatch: Sendable {
 
     /// Starts the thread: from now on `changed` is given each new set of addresses, one call at a
     /// time, in the order they came.
-    public func start(name: String = "nc-addresses", changed: @escaping @Sendable (Set<LocalAddress>) -> Void) {
+    public func start(changed: @escaping @Sendable (Set<LocalAddress>) -> Void) {
         guard !control.started.exchange(true, ordering: .relaxed) else { return }
         let (fd, control, first) = (fd, control, initial)
-        let watch = OwnThread(name: name) {
+        control.thread.start {
             defer { close(fd) }
             var last = first
             var buffer = [UInt8](repeating: 0, count: 65536)
@@ -74,7 +74,6 @@ public final class HostAddressWatch: Sendable {
                 }
             }
         }
-        control.thread.withLock { $0 = watch }
     }
 
     /// Stops the watch and waits for its thread (a fifth of a second at most).
@@ -82,7 +81,7 @@ public final class HostAddressWatch: Sendable {
         guard control.started.load(ordering: .relaxed), !control.stopping.exchange(true, ordering: .relaxed) else {
             return
         }
-        control.thread.withLock { $0 }?.join()
+        control.thread.join()
     }
 
     public struct WatchError: Error, CustomStringConvertible {

@@ -11,11 +11,12 @@ final class ProgramLoad: Sendable {
     typealias Loaded = (object: BPFObject, program: BPFProgram)
     private let result = Mutex<Result<Loaded, BPFError>?>(nil)
     /// The thread it loads on, with `beside`.
-    private let thread = Mutex<OwnThread?>(nil)
+    private let thread: OwnThread?
 
     /// Loads the program named `name` in the object at `path` against `maps`' maps; with
     /// `beside`, on a thread of its own (`wait` for it), else before returning (and throws).
     init(path: String, program name: String, maps: BPFObject, beside: Bool) throws(BPFError) {
+        thread = beside ? OwnThread(name: "nc-verify") : nil
         let load: @Sendable () -> Void = { [self] in
             let r = Result { () throws(BPFError) -> Loaded in
                 let object = try BPFObject(path: path, reusingMapsOf: maps)
@@ -23,9 +24,8 @@ final class ProgramLoad: Sendable {
             }
             result.withLock { $0 = r }
         }
-        if beside {
-            let loader = OwnThread(name: "nc-verify", load)
-            thread.withLock { $0 = loader }
+        if let thread {
+            thread.start(load)
         } else {
             load()
             _ = try wait()
@@ -34,7 +34,7 @@ final class ProgramLoad: Sendable {
 
     /// The loaded program and its object, once the load has ended; what it threw.
     func wait() throws(BPFError) -> Loaded {
-        thread.withLock { $0 }?.join()
+        thread?.join()
         return try result.withLock { $0! }.get()
     }
 }

@@ -137,7 +137,7 @@ enum ZoneTransferWriter {
     ) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler, context), eventLoop: loop)
-        OwnThread(name: "nc-transfer") {
+        OwnThread.start(name: "nc-transfer") {
             defer { slots.release() }  // the slot the responder took for these messages
             let began = ContinuousClock.now
             var messages = messages

@@ -22,8 +22,8 @@ final class DNSUDPListener: Sendable {
     /// A pipe whose read end the thread polls beside the socket: `stop()` writes to it.
     private let wake: (read: Int32, write: Int32)
     private let stopping = Atomic<Bool>(false)
-    /// The thread that serves the socket (set once, in `init`).
-    private let thread = Mutex<OwnThread?>(nil)
+    /// The thread that serves the socket.
+    private let thread: OwnThread
     /// The query log, and this socket's side of each exchange as it says it.
     private let log: (QueryLog, server: QueryLog.Endpoint)?
 
@@ -39,14 +39,14 @@ final class DNSUDPListener: Sendable {
             throw IOError(errnoCode: e, reason: "pipe2")
         }
         wake = (ends[0], ends[1])
-        let server = OwnThread(name: name) { [self] in
+        thread = OwnThread(name: name)
+        thread.start { [self] in
             var answerer = answerer
             serve(&answerer)
             close(fd)
             close(wake.read)
             close(wake.write)
         }
-        thread.withLock { $0 = server }
     }
 
     /// Stops the thread and closes the socket; returns once the thread has ended.
@@ -54,7 +54,7 @@ final class DNSUDPListener: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
-        await thread.withLock { $0 }?.ended()
+        await thread.ended()
     }
 
     private static func bind(_ address: SocketAddress) throws -> Int32 {

@@ -46,8 +46,8 @@ public final class ZoneNotifier: Sendable {
     /// A pipe whose read end the thread polls beside its sockets: written when a request or the
     /// stop comes.
     private let wake: (read: Int32, write: Int32)
-    /// The thread that sends them (set once, in `init`).
-    private let thread = Mutex<OwnThread?>(nil)
+    /// The thread that sends them.
+    private let thread = OwnThread(name: "nc-notify")
     let logger: Logger
 
     public init(logger: Logger) {
@@ -55,8 +55,7 @@ public final class ZoneNotifier: Sendable {
         var ends: [Int32] = [-1, -1]
         _ = ncd_wake_pipe(&ends)  // without it (no file descriptors left), copies are sent on time alone
         wake = (ends[0], ends[1])
-        let sender = OwnThread(name: "nc-notify") { [self] in run() }
-        thread.withLock { $0 = sender }
+        thread.start { [self] in run() }
     }
 
     /// Sends `request`'s NOTIFYs, and their copies until answered.
@@ -76,7 +75,7 @@ public final class ZoneNotifier: Sendable {
         guard first else { return }
         var one: UInt8 = 1
         _ = write(wake.write, &one, 1)
-        thread.withLock { $0 }?.join()
+        thread.join()
         close(wake.read)
         close(wake.write)
     }
