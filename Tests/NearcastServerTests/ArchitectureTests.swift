@@ -2,12 +2,20 @@ import Foundation
 import NearcastTestSupport
 import Testing
 
-/// docs/ARCHITECTURE.md against the code (issue 68): what it names exists, so that a newcomer who
-/// follows it finds each type, file and section it sends them to, and the module map lists every
-/// module.
+/// docs/ARCHITECTURE.md and the modules' READMEs it sends readers to, against the code (issue 68):
+/// what they name exists, so that a newcomer who follows them finds each type, file and section,
+/// and the module map lists every module.
 @Suite(.timeLimit(.minutes(1))) struct ArchitectureTests {
     static let doc = try! String(
         contentsOf: Repository.root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+
+    /// The map and the details it sends readers to: each module's README.
+    static var documents: [String] {
+        let readmes = modules.compactMap { module in
+            try? String(contentsOfFile: Repository.path("Sources/\(module)/README.md"), encoding: .utf8)
+        }
+        return [doc] + readmes
+    }
 
     /// Names from outside the project the document uses: Swift's and its libraries' types, the
     /// browser's EventSource, HTTP's Authorization header, the timing fields of BIND's key files.
@@ -19,11 +27,11 @@ import Testing
     /// What a source file's name ends with.
     static let sourceSuffixes = [".swift", ".c", ".h", ".sh", ".py", ".pl"]
 
-    /// The document's inline `code` spans (fenced blocks left out).
+    /// The documents' inline `code` spans (fenced blocks left out).
     static var spans: [String] {
         var out: [String] = []
         var fenced = false
-        for line in doc.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in documents.joined(separator: "\n").split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("```") {
                 fenced.toggle()
                 continue
@@ -87,7 +95,7 @@ import Testing
         let unknown = named.filter {
             !Self.declared.contains($0) && !modules.contains($0) && !Self.outside.contains($0)
         }
-        #expect(unknown.isEmpty, "named in ARCHITECTURE.md, declared nowhere: \(unknown.sorted())")
+        #expect(unknown.isEmpty, "named in ARCHITECTURE.md or a README, declared nowhere: \(unknown.sorted())")
     }
 
     @Test func everyFileItNamesExists() {
@@ -104,7 +112,7 @@ import Testing
         let missing = named.filter { path in
             !files.contains(path) && !Self.files.contains { $0.hasSuffix("/" + path) }
         }
-        #expect(missing.isEmpty, "named in ARCHITECTURE.md, not in the repository: \(missing.sorted())")
+        #expect(missing.isEmpty, "named in ARCHITECTURE.md or a README, not in the repository: \(missing.sorted())")
     }
 
     @Test func everySectionItRefersToIsThere() {
@@ -115,9 +123,10 @@ import Testing
             })
         // "§13", not an RFC's "RFC 4035 §3.1".
         let reference = try! NSRegularExpression(pattern: #"(?<!RFC \d{4} )§(\d+)"#)
+        let all = Self.documents.joined(separator: "\n")
         let referred = Set(
-            reference.matches(in: Self.doc, range: NSRange(Self.doc.startIndex..., in: Self.doc)).compactMap { m in
-                Range(m.range(at: 1), in: Self.doc).flatMap { Int(Self.doc[$0]) }
+            reference.matches(in: all, range: NSRange(all.startIndex..., in: all)).compactMap { m in
+                Range(m.range(at: 1), in: all).flatMap { Int(all[$0]) }
             })
         #expect(!referred.isEmpty)
         #expect(referred.subtracting(headings).isEmpty, "sections referred to and not there")
