@@ -9,11 +9,14 @@ import Testing
     static let doc = try! String(
         contentsOf: Repository.root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
 
-    /// The map and the details it sends readers to: each module's README, and the XDP program's.
+    /// The map and the details it sends readers to: each module's README, the XDP program's and the
+    /// test support's.
     static var documents: [String] {
-        let readmes = (modules.map { "Sources/\($0)/README.md" } + ["bpf/README.md"]).compactMap { path in
-            try? String(contentsOfFile: Repository.path(path), encoding: .utf8)
-        }
+        let readmes =
+            (modules.map { "Sources/\($0)/README.md" } + ["bpf/README.md", "Tests/NearcastTestSupport/README.md"])
+            .compactMap { path in
+                try? String(contentsOfFile: Repository.path(path), encoding: .utf8)
+            }
         return [doc] + readmes
     }
 
