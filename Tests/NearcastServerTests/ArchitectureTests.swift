@@ -135,6 +135,12 @@ import Testing
         #expect(referred.subtracting(headings).isEmpty, "sections referred to and not there")
     }
 
+    /// The map is read in one sitting: details go beside their code, in the modules' READMEs.
+    @Test func theMapFitsOneSitting() {
+        let lines = Self.doc.split(separator: "\n", omittingEmptySubsequences: false).count - 1
+        #expect(lines <= 600, "docs/ARCHITECTURE.md has \(lines) lines: move details to a module's README")
+    }
+
     /// §8's rule for threads: `OwnThread` is the one way the daemon makes one.
     @Test func threadsAreMadeOnlyByOwnThread() throws {
         // Foundation's Thread made (not onOwnThread's call), or a thread detached or created.
