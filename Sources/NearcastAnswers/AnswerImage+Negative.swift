@@ -1,7 +1,7 @@
 import DNSWire
 import NearcastZones
 
-/// NODATA and NXDOMAIN on the fast path (docs/ARCHITECTURE.md §3, "Negative answers";
+/// NODATA and NXDOMAIN on the fast path (bpf/README.md, "Negative answers";
 /// `NC_QTYPE_NEGATIVE` in nearcast_abi.h).
 ///
 /// A zone's negative replies differ only in their RCODE and in where their SOA's names point: the

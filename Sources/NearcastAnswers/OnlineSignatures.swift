@@ -5,7 +5,7 @@ import NearcastZones
 import Synchronization
 
 /// The signatures of answers made for each query (a geo name's nodes for a client), in the zones
-/// this server signs (docs/ARCHITECTURE.md §18, "Geo names"). A geo name answers one of a few
+/// this server signs (Sources/NearcastAnswers/README.md, "Geo names"). A geo name answers one of a few
 /// RRsets, whatever the client: each distinct one is signed once, as a variant, and kept. The
 /// variants a geo section gives are signed when it is compiled or its zone's keys change
 /// (`sign(_:)`); a set health makes that none was signed for is signed when first asked for.

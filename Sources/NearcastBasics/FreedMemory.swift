@@ -68,7 +68,7 @@ public enum FreedMemory {
         // the management API's arena, whose next allocations consolidated them. At 1M names with
         // XDP, the record changes of the second after a reload: p99 1.5-5.5 ms against 3.2-7.0
         // over three alternated pairs, and the daemon's own memory after them +3-4 MiB against
-        // +14-20 (docs/ARCHITECTURE.md §15, "Letting a zone go").
+        // +14-20 (Sources/NearcastControl/README.md, "Letting a zone go").
         _ = mallopt(Self.arenaMax, 64)
     }
 

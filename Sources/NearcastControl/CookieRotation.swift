@@ -5,7 +5,7 @@ import NearcastDataPath
 import ServiceLifecycle
 import Synchronization
 
-/// The server secret of DNS cookies over time (ARCHITECTURE §3, "DNS Cookies"): the configured one
+/// The server secret of DNS cookies over time (bpf/README.md, "DNS Cookies"): the configured one
 /// (`cookies: secret`, which a fleet's servers share, rolled by a reload that makes the old one
 /// `previous-secret`), or this server's own, made at its start and anew every `secret-lifetime`,
 /// the one before still accepted. `ServerCookies` holds the secrets (every responder reads them

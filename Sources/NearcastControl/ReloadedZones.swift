@@ -2,7 +2,7 @@ import Foundation
 import NearcastAnswers
 import NearcastZones
 
-/// What a reload changes of the zones served (docs/ARCHITECTURE.md §15, "A reload is a
+/// What a reload changes of the zones served (Sources/NearcastControl/README.md, "A reload is a
 /// difference"): each zone read again is compared with the one served, so that a reload of a
 /// large zone where a few records changed writes the fast path what those records reach, as the
 /// same changes through the API would, instead of a whole image and generation.

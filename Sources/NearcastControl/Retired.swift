@@ -7,7 +7,7 @@ import NearcastBasics
 /// an API call), that time would be theirs. A reader that took the old compile just before the
 /// switch holds it for microseconds: a second later this thread holds the last reference.
 ///
-/// The thread runs only when a core is otherwise idle (docs/ARCHITECTURE.md §15, "Letting a zone
+/// The thread runs only when a core is otherwise idle (Sources/NearcastControl/README.md, "Letting a zone
 /// go"): at the daemon's priority, freeing a zone of a million names made the record changes of
 /// the next second wait for a core.
 enum Retired {

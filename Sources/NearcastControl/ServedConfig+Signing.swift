@@ -10,7 +10,7 @@ import NearcastGeo
 import NearcastZones
 import ServiceLifecycle
 
-/// Signatures made anew before they end (docs/ARCHITECTURE.md §18, "Signatures refreshed"):
+/// Signatures made anew before they end (Sources/NearcastControl/README.md, "Signatures refreshed"):
 /// each signed zone's names whose earliest signature has less than half of `signature-validity`
 /// left are signed again, soonest first, a batch at a time, each batch one change of the zone:
 /// its serial goes up (journaled, as any change is), so secondaries take the new signatures by

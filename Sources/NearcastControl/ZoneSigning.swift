@@ -9,7 +9,7 @@ import NearcastGeo
 import NearcastTransfer
 import NearcastZones
 
-/// The zones this server signs (docs/ARCHITECTURE.md §18, "The daemon signs"): each primary zone
+/// The zones this server signs (Sources/NearcastControl/README.md, "The daemon signs"): each primary zone
 /// whose keys are in the state directory (`STATE-DIR/dnssec/ZONE/`). What the zone files, their
 /// journals, the API and a fleet's store hold is the zone's data, its source; what is served, to
 /// queries, to the fast path and to zone transfers, is its signed copy, kept beside the source

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// The secret a fleet's servers share to keep their DNSSEC keys in the store
-/// (docs/ARCHITECTURE.md §18, "A fleet's keys"): 32 random bytes, base64 on one line of a file
+/// (Sources/NearcastDNSSEC/README.md, "A fleet's keys"): 32 random bytes, base64 on one line of a file
 /// (`store: { key-secret: FILE }`) that no one but its owner may read. The store never holds it.
 public struct FleetKeySecret: Sendable {
     let key: SymmetricKey

@@ -3,7 +3,7 @@ import CNearcastABI
 import NearcastAnswers
 import NearcastGeo
 
-/// Changes written into the live generation (ARCHITECTURE §11, "A change into the live
+/// Changes written into the live generation (Sources/NearcastDataPath/README.md, "A change into the live
 /// generation"): each changed name's record written where no query reads, then its slot pointed at
 /// it with one store, so a query sees the name's old record or its new one, all its answers
 /// together; a removed name's slot keeps its tag and loses its record. What a change costs is what

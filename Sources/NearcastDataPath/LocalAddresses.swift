@@ -40,7 +40,7 @@ public struct LocalAddress: Hashable, Sendable, CustomStringConvertible {
     public var description: String { AddressPrefix.text(octets) }
 }
 
-/// The addresses XDP answers queries to (ARCHITECTURE §3, "Whose query it is"): those the daemon
+/// The addresses XDP answers queries to (bpf/README.md, "Whose query it is"): those the daemon
 /// listens on at the program's port, and for a wildcard listen (`0.0.0.0`, `::`) every address of
 /// that family the host has, followed as they come and go (`HostAddressWatch`). A query to any
 /// other address is another server's, or one the host forwards: the program passes it untouched.

@@ -7,7 +7,7 @@ import NearcastDNSSEC
 import NearcastStore
 
 /// A fleet's DNSSEC keys, kept in its store and brought into this server's state directory
-/// (docs/ARCHITECTURE.md §18, "A fleet's keys"): each key at `P dnssec/ORIGIN/ALG+TAG`, its
+/// (Sources/NearcastDNSSEC/README.md, "A fleet's keys"): each key at `P dnssec/ORIGIN/ALG+TAG`, its
 /// private part sealed under the fleet's secret (`SealedKey`), opened here and written as the
 /// key's two files in `STATE-DIR/dnssec/ZONE/`, where the server signs with them as with keys
 /// made there. So a restart while etcd is out of reach signs with the keys it had, and the

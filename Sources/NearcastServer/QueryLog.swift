@@ -6,7 +6,7 @@ import NearcastConfiguration
 import Glibc
 #endif
 
-/// The slow path's queries and replies in dnstap (docs/ARCHITECTURE.md §4, "The query log"):
+/// The slow path's queries and replies in dnstap (Sources/NearcastServer/README.md, "The query log"):
 /// AUTH_QUERY and AUTH_RESPONSE messages in Frame Streams, written by fstrm's I/O thread to a
 /// file or a collector's Unix socket, as Knot, BIND and NSD write them. Logging never waits: a
 /// message goes to a lock-free queue, and one that finds the queue full is dropped and counted

@@ -3,7 +3,7 @@ import EtcdClient
 import Foundation
 import NearcastDNSSEC
 
-/// A fleet's DNSSEC keys in its store (docs/ARCHITECTURE.md §18, "A fleet's keys"): each at
+/// A fleet's DNSSEC keys in its store (Sources/NearcastDNSSEC/README.md, "A fleet's keys"): each at
 /// `P dnssec/ORIGIN/ALG+TAG`, its private part sealed under the fleet's secret (`SealedKey`).
 extension FleetStoreConnection {
     /// A key as the store keeps it: where, the sealed value, and the revision of its last change.

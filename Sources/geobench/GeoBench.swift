@@ -122,7 +122,7 @@ struct GeoBench: ParsableCommand {
     }
 
     /// The variants of `signedNames` geo names' answers (half on each pool) signed ahead, as
-    /// nearcastd signs them in a zone it signs (docs/ARCHITECTURE.md §18, "Geo names"): how many
+    /// nearcastd signs them in a zone it signs (Sources/NearcastAnswers/README.md, "Geo names"): how many
     /// each pool's names answer, the time and memory to sign them all, and how many more one
     /// node down makes.
     func signVariants(yaml: String, db: MaxMindDatabase) throws {

@@ -2,7 +2,7 @@ import CCapabilities
 import Logging
 
 /// The daemon's Linux capabilities (capabilities(7)), narrowed once it has started
-/// (docs/ARCHITECTURE.md §7, "Privileges"): loading and attaching the XDP program, pinning its maps
+/// (Sources/nearcastd/README.md, "Privileges"): loading and attaching the XDP program, pinning its maps
 /// and binding port 53 need more than serving does.
 enum Capabilities {
     /// What a running fast path still needs: CAP_BPF to make the maps of a new generation (a

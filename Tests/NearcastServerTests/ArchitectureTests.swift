@@ -135,6 +135,36 @@ import Testing
         #expect(referred.subtracting(headings).isEmpty, "sections referred to and not there")
     }
 
+    /// Code that cites a paragraph of a README (`Sources/NearcastControl/README.md, "Letting a zone
+    /// go"`) finds it there: a bold title or a heading that begins so.
+    @Test func everyParagraphTheCodeCitesIsInItsReadme() throws {
+        let citation = try NSRegularExpression(pattern: #"((?:Sources/[A-Za-z]+|bpf)/README\.md)`?, "([^"]+)""#)
+        var cited = 0
+        var missing: [String] = []
+        for path in Self.files where path.hasPrefix("Sources/") || path.hasPrefix("bpf/") {
+            guard [".swift", ".h", ".c", ".md"].contains(where: path.hasSuffix),
+                let raw = try? String(contentsOfFile: Repository.path(path), encoding: .utf8)
+            else { continue }
+            // A title may wrap onto the comment's next line.
+            let text = raw.replacingOccurrences(
+                of: #"\n[ \t]*(///|//|\*)[ \t]*"#, with: " ", options: .regularExpression)
+            for m in citation.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                guard let r1 = Range(m.range(at: 1), in: text), let r2 = Range(m.range(at: 2), in: text) else {
+                    continue
+                }
+                let (readme, title) = (String(text[r1]), String(text[r2]))
+                cited += 1
+                let body = (try? String(contentsOfFile: Repository.path(readme), encoding: .utf8)) ?? ""
+                let flat = body.replacingOccurrences(of: "\n", with: " ")
+                if !flat.contains("**\(title)") && !flat.contains("## \(title)") {
+                    missing.append("\(path): \(readme), \"\(title)\"")
+                }
+            }
+        }
+        #expect(cited > 10, "the code cites the READMEs' paragraphs")
+        #expect(missing.isEmpty, "cited and not there: \(missing)")
+    }
+
     /// The map is read in one sitting: details go beside their code, in the modules' READMEs.
     @Test func theMapFitsOneSitting() {
         let lines = Self.doc.split(separator: "\n", omittingEmptySubsequences: false).count - 1

@@ -96,7 +96,7 @@
 #define NC_HASH_FMIX2 0xc4ceb9fe1a85ec53ULL
 
 /*
- * Negative answers from the fast path (ARCHITECTURE §3, "Negative answers"). A zone's negative
+ * Negative answers from the fast path (bpf/README.md, "Negative answers"). A zone's negative
  * answer (kind NC_KIND_NEGATIVE: the slow path's NXDOMAIN, its SOA in the authority section,
  * struct nc_nx_head before it) is a record of its own in the arena, under type NC_QTYPE_NEGATIVE
  * (0, which no record has), named by the anchor it was taken at (the zone's apex, or a name near
