@@ -9,9 +9,10 @@ import Glibc
 /// top, perf and /proc show it), at a nice value, running a body once. What must know that the
 /// body has returned joins it (blocking: from a thread of the daemon's own) or awaits it (from a
 /// task). Made and started at once (`start(name:nice:_:)`), or made first and started once its
-/// owner is whole (`init`, then `start(_:)`: a body that uses its owner). `WorkerThread` (jobs in order), `onOwnThread` (one blocking call, awaited) and
-/// `ParallelWork` (a slice per core) are made of it; a loop that blocks in poll(2) on its own
-/// sockets (a UDP listener, NOTIFY, the host's addresses) is one itself.
+/// owner is whole (`init`, then `start(_:)`: a body that uses its owner). `WorkerThread` (jobs in
+/// order), `onOwnThread` (one blocking call, awaited) and `ParallelWork` (a slice per core) are
+/// made of it; a loop that blocks in poll(2) on its own sockets (a UDP listener, NOTIFY, the
+/// host's addresses) is one itself.
 public final class OwnThread: Sendable {
     /// Whether the body has returned, and who waits for that.
     private final class End: Sendable {

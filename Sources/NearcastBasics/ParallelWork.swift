@@ -5,10 +5,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// Work split over threads (`OwnThread`, named as the caller's) of the caller's priority: the bulk of a whole answer image (seconds at
-/// 1M names, docs/ARCHITECTURE.md §11) on every core rather than one. The threads take the nice
-/// value of the calling thread (Linux's is per thread), so work that a writer runs yielding to the
-/// daemon's other threads stays so on every core.
+/// Work split over threads (`OwnThread`, named as the caller's) of the caller's priority: the bulk
+/// of a whole answer image (seconds at 1M names, docs/ARCHITECTURE.md §11) on every core rather
+/// than one. The threads take the nice value of the calling thread (Linux's is per thread), so
+/// work that a writer runs yielding to the daemon's other threads stays so on every core.
 public enum ParallelWork {
     /// `transform` of `items` cut into at most `parts` slices in order (fewer when slices would be
     /// smaller than `smallest` items), each on a thread of its own, the first on the caller's;
