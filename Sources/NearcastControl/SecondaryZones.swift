@@ -2,6 +2,7 @@ import DNSWire
 import Logging
 import NearcastBasics
 import NearcastConfiguration
+import NearcastServer
 import NearcastTSIG
 import NearcastTransfer
 import NearcastZones
@@ -93,16 +94,26 @@ package actor SecondaryZones {
     let fleet: Bool
     /// In a fleet, the server that transfers the zones, as last known (nil: not known).
     var holder: String?
+    /// Reads the NOTIFY the listeners accepted (until `stop`).
+    var inbox: Task<Void, Never>?
 
     /// `fleet`: a fleet's server, which transfers the zones only while it holds the duty (`hold`),
     /// and then refreshes each at once (the last refresh may have been another server's).
-    package init(zones: any TransferredZones, bounds: Bounds = Bounds(), fleet: Bool = false, logger: Logger) {
+    /// `notifies`: the zones the listeners accepted a NOTIFY for, each refreshed at once
+    /// (`notified`), read until `stop`.
+    package init(
+        zones: any TransferredZones, notifies: NotifyInbox? = nil, bounds: Bounds = Bounds(), fleet: Bool = false,
+        logger: Logger
+    ) async {
         self.zones = zones
         self.bounds = bounds
         self.fleet = fleet
         self.held = !fleet
         self.logger = logger
         queue = TransferInQueue(limit: bounds.transfersAtOnce)
+        if let notifies {
+            inbox = Task { for await origin in notifies.zones { await self.notified(origin) } }
+        }
     }
 
     /// Refreshes the secondary zones of `sources` from now on (those that were and are not any
@@ -181,6 +192,7 @@ package actor SecondaryZones {
     /// deadline, and what it brought is not served.
     package func stop() async {
         stopped = true
+        inbox?.cancel()
         let all = Array(refreshes.values)
         refreshes = [:]
         for r in all {

@@ -320,8 +320,7 @@ extension Daemon {
     func startSecondaries(served: ServedConfig, notifies: NotifyInbox, fleet: Bool, _ started: StartedServices) async
         -> SecondaryZones
     {
-        let secondaries = SecondaryZones(zones: served, fleet: fleet, logger: logger)
-        notifies.deliver { origin in Task { await secondaries.notified(origin) } }
+        let secondaries = await SecondaryZones(zones: served, notifies: notifies, fleet: fleet, logger: logger)
         await started.add("secondary zones' refresh", secondaries)
         await served.attach(secondaries)
         return secondaries
@@ -383,10 +382,10 @@ extension Daemon {
         _ follower: StoreFollower, served: ServedConfig, health: Health, tokens: LiveTokens,
         secondaries: SecondaryZones, fleetKeys: FleetKeys?, _ started: StartedServices
     ) async {
-        await follower.start(served, changes: health.changes, tokens: tokens, keys: fleetKeys)
-        await started.add("store follower", follower)
+        let targets = StoreFollower.Targets(
+            served: served, overrides: health.changes, tokens: tokens, keys: fleetKeys)
+        await started.add("store follower", await StoreMirror(follower, into: targets))
         if let fleetKeys {
-            await fleetKeys.follow(into: served)
             await served.shareKeys(fleetKeys)
             let signer = FleetDuty(
                 connection: follower.connection, key: follower.connection.layout.signer,

@@ -69,7 +69,7 @@ extension SecondaryZones: DaemonPart {}
 extension HealthMonitor: DaemonPart {}
 
 /// The fleet store's watch, applying the other servers' changes as they come.
-extension StoreFollower: DaemonPart {}
+extension StoreMirror: DaemonPart {}
 
 /// A part that ended on its own, which it should not while the daemon runs.
 struct DaemonPartEnded: Error, CustomStringConvertible {

@@ -18,8 +18,6 @@ package actor FleetKeys: SharedKeys {
     let secret: FleetKeySecret
     let store: DNSSECKeyStore
     let logger: Logger
-    /// Told of the zones whose keys changed (a reload reads them).
-    var served: (any ServedFromStore)?
     /// The store keys whose value did not open, each said once.
     var refused: Set<String> = []
 
@@ -30,9 +28,6 @@ package actor FleetKeys: SharedKeys {
         self.logger = logger
     }
 
-    /// From now on, the zones whose keys the store changes are told to `served`.
-    package func follow(into served: any ServedFromStore) { self.served = served }
-
     /// Every key the store keeps written into the state directory where it differs; the zones
     /// whose keys changed. Throws when the store cannot be read.
     @discardableResult
@@ -42,9 +37,9 @@ package actor FleetKeys: SharedKeys {
         return await write(read.keys)
     }
 
-    /// The watch's `events` of keys (`P dnssec/`) written into the state directory, and the
-    /// zones they changed told.
-    package func take(_ events: [WatchEvent]) async {
+    /// The watch's `events` of keys (`P dnssec/`) written into the state directory; the zones
+    /// whose keys they changed (the follower has them read again).
+    package func take(_ events: [WatchEvent]) async -> Set<DNSName> {
         var keys: [FleetStoreConnection.StoredKey] = []
         for e in events {
             let at = String(decoding: e.kv.key, as: UTF8.self)
@@ -61,14 +56,10 @@ package actor FleetKeys: SharedKeys {
             keys.append(key)
         }
         let zones = await write(keys)
-        if !zones.isEmpty { await tell(zones) }
-    }
-
-    /// Tells `served` that the keys of `zones` changed.
-    package func tell(_ zones: Set<DNSName>) async {
-        guard let served else { return }
-        logger.info("keys from the store", metadata: ["zones": "\(zones.map(\.description).sorted())"])
-        await served.keysFromStore(zones)
+        if !zones.isEmpty {
+            logger.info("keys from the store", metadata: ["zones": "\(zones.map(\.description).sorted())"])
+        }
+        return zones
     }
 
     /// `keys` opened and written into the state directory (on a thread of their own: each file

@@ -61,14 +61,8 @@ package actor StoreFollower {
     /// The store's revision of the last audit line the watch brought (0: none yet): it moves
     /// whenever a server of the fleet audits a change.
     package private(set) var auditRevision: Int64 = 0
-    var task: Task<Void, Never>?
-    /// Where the store's overrides go.
-    var changes: (any OverridesFromStore)?
-    /// Where the store's API tokens go, and the tokens last read (or kept in the snapshot).
-    var tokens: LiveTokens?
+    /// The store's API tokens last read (or kept in the snapshot).
     var storeTokens: [String: String] = [:]
-    /// Where the store's DNSSEC keys go (nil: the fleet keeps none; each server its own).
-    var keys: FleetKeys?
     /// Where the serial of each zone served as the store holds it counts from (as last read
     /// whole): the zones whose RRsets' changes are applied as changes. Empty after a read whose
     /// state was refused (and the two below nil): every change is then a read of the whole store
@@ -127,25 +121,27 @@ package actor StoreFollower {
             degraded: degraded)
     }
 
-    /// Follows the store until `stop`, reloading `served` after each change of what is served and
-    /// handing overrides to `changes` and the API's tokens to `tokens`.
-    package func start(
-        _ served: any ServedFromStore, changes: (any OverridesFromStore)?, tokens: LiveTokens?, keys: FleetKeys? = nil
-    ) {
-        self.changes = changes
-        self.tokens = tokens
-        self.keys = keys
-        useTokens(storeTokens)
-        task = Task { await self.follow(served) }
+    /// Where what the store brings goes: what is served (reloaded after each change of it), the
+    /// operators' overrides, the API's tokens, and the fleet's DNSSEC keys (nil: the fleet keeps
+    /// none; each server its own).
+    package struct Targets: Sendable {
+        package var served: any ServedFromStore
+        package var overrides: (any OverridesFromStore)?
+        package var tokens: LiveTokens?
+        package var keys: FleetKeys?
+
+        package init(
+            served: any ServedFromStore, overrides: (any OverridesFromStore)?, tokens: LiveTokens?, keys: FleetKeys?
+        ) {
+            self.served = served
+            self.overrides = overrides
+            self.tokens = tokens
+            self.keys = keys
+        }
     }
 
-    /// Stops following and closes the connection to etcd.
-    package func stop() async {
-        task?.cancel()
-        await task?.value
-        task = nil
-        await connection.close()
-    }
+    /// Closes the connection to etcd (a `StoreMirror` that follows the store is stopped first).
+    package func stop() async { await connection.close() }
 
     /// What the store serves now; a zone it does not hold whole (an import under way, or keys
     /// that do not sum to their import's checksum) as the snapshot kept it (none, if it never held it).
@@ -164,16 +160,16 @@ package actor StoreFollower {
     /// Follows the store's watch from the revision served. After an outage it takes the watch up
     /// where it left it (no change is lost: the watch brings every one since); only a revision
     /// etcd has compacted away (or none read yet) is a read of the whole store.
-    func follow(_ served: any ServedFromStore) async {
+    func follow(into to: Targets) async {
         var pause = Duration.milliseconds(200)
         var wholeReadDue = false
         while !Task.isCancelled {
             do {
                 if revision == nil || wholeReadDue {
-                    try await apply(served)
+                    try await apply(to)
                     wholeReadDue = false
                 }
-                if !overridesRead { try await readOverrides() }
+                if !overridesRead { try await readOverrides(to.overrides) }
                 let from = (revision ?? 0) + 1
                 // The batches that came while the last were served, taken together: a change of
                 // the geo section (a node that registers) costs a reload, and a hundred of them
@@ -187,17 +183,20 @@ package actor StoreFollower {
                     let events = batches.flatMap(\.events).filter { $0.kv.modRevision > (revision ?? 0) }
                     guard let latest = events.map(\.kv.modRevision).max() else { continue }
                     for e in events where e.kv.keyString.hasPrefix(connection.layout.overrides) {
-                        await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil)
+                        await override(e.kv.keyString, e.kind == .put ? e.kv.value : nil, to.overrides)
                     }
                     let keyEvents = events.filter { $0.kv.keyString.hasPrefix(connection.layout.dnssec) }
-                    if let keys, !keyEvents.isEmpty { await keys.take(keyEvents) }
+                    if let keys = to.keys, !keyEvents.isEmpty {
+                        let changed = await keys.take(keyEvents)
+                        if !changed.isEmpty { await to.served.keysFromStore(changed) }
+                    }
                     if events.contains(where: { $0.kv.keyString.hasPrefix(connection.layout.audit) }) {
                         auditRevision = latest
                     }
                     // Only what is served is reloaded for: zones, the geo section, registered
                     // nodes, tokens, the layout (not overrides, audit lines or health views).
                     if events.contains(where: { affectsServing($0.kv.keyString) }) {
-                        try await serve(events, at: latest, served)
+                        try await serve(events, at: latest, to)
                     }
                     revision = max(revision ?? 0, latest)
                     pause = .milliseconds(200)
@@ -225,10 +224,11 @@ package actor StoreFollower {
 
     /// Reads the store whole into a candidate beside the snapshot and reloads from it; the
     /// candidate becomes the snapshot when it is served, and is dropped when it is refused.
-    func apply(_ served: any ServedFromStore) async throws {
+    func apply(_ to: Targets) async throws {
+        let served = to.served
         let (rev, files) = try await read()
-        useTokens(files.tokens)  // not part of what a reload checks: they apply as read
-        try await keys?.readAll()  // into the state directory, where the reload reads them
+        useTokens(files.tokens, to.tokens)  // not part of what a reload checks: they apply as read
+        try await to.keys?.readAll()  // into the state directory, where the reload reads them
         let candidate = StoreSnapshot(directory: snapshot.directory + ".candidate")
         try await onOwnThread { [files, rev] in try candidate.writeInPlace(files, revision: rev) }
         let registered = files.registered.values.sorted { $0.id < $1.id }
@@ -263,22 +263,22 @@ package actor StoreFollower {
     /// Serves what a watch's batch changed of what is served: the RRsets of zones as changes,
     /// then, if it changed them, the geo section, nodes and tokens without the zones; anything
     /// else (or a change refused) by reading the whole store again.
-    func serve(_ events: [WatchEvent], at latest: Int64, _ served: any ServedFromStore) async throws {
+    func serve(_ events: [WatchEvent], at latest: Int64, _ to: Targets) async throws {
         // (An import ends by writing the layout's version again: the same, it changes nothing.)
         let serving = events.filter { affectsServing($0.kv.keyString) && !rewritesLayout($0) }
         let shared = serving.filter { isShared($0.kv.keyString) }
         let followed = shared.isEmpty ? followedShared : followedShared.flatMap { self.followed($0, shared) }
         if let (changes, bases, after) = zoneChanges(serving.filter { !isShared($0.kv.keyString) }),
             shared.isEmpty || (snapshotZones != nil && followed != nil),
-            await applyChanges(changes, served, revision: latest, bases: bases)
+            await applyChanges(changes, to.served, revision: latest, bases: bases)
         {
             imports = after
             // (An import writes the geo section and tokens again: as they were, nothing to reload.)
             if !shared.isEmpty, let followed, followed != followedShared {
-                try await applyShared(followed, served, at: latest)
+                try await applyShared(followed, to, at: latest)
             }
         } else {
-            try await apply(served)
+            try await apply(to)
         }
     }
 
@@ -318,15 +318,15 @@ package actor StoreFollower {
     /// `zonesUnchanged` (the zone files are not read again). A node that registers costs what
     /// its registration is, not a read of every node or of a million names. Refused, the
     /// snapshot's files are put back and the last good state goes on being served.
-    func applyShared(_ files: FleetFiles, _ served: any ServedFromStore, at rev: Int64) async throws {
+    func applyShared(_ files: FleetFiles, _ to: Targets, at rev: Int64) async throws {
         followedShared = files
-        useTokens(files.tokens)
+        useTokens(files.tokens, to.tokens)
         let zones = snapshotZones ?? []
         let kept = try await onOwnThread { [snapshot] in try snapshot.replaceShared(files, zones: zones) }
         let keptRegistered = source.registered
         source.use(snapshot, registered: files.registered.values.sorted { $0.id < $1.id })
         do {
-            try await served.reloadFromStore(by: "store@\(rev)", zonesUnchanged: true)
+            try await to.served.reloadFromStore(by: "store@\(rev)", zonesUnchanged: true)
         } catch {
             source.use(snapshot, registered: keptRegistered)
             try? await onOwnThread { [snapshot] in try snapshot.restore(kept) }
@@ -452,18 +452,18 @@ package actor StoreFollower {
         return true
     }
 
-    /// Every override the store holds, handed to `changes` (at start, and after an outage).
-    func readOverrides() async throws {
+    /// Every override the store holds, handed to `overrides` (at start, and after an outage).
+    func readOverrides(_ overrides: (any OverridesFromStore)?) async throws {
         let (_, kvs) = try await connection.etcd.range(prefix: Array(connection.layout.overrides.utf8))
-        for kv in kvs { await override(kv.keyString, kv.value) }
+        for kv in kvs { await override(kv.keyString, kv.value, overrides) }
         overridesRead = true
     }
 
-    /// One override key as the store holds it (nil: deleted), handed to `changes`.
-    func override(_ key: String, _ value: [UInt8]?) async {
+    /// One override key as the store holds it (nil: deleted), handed to `overrides`.
+    func override(_ key: String, _ value: [UInt8]?, _ overrides: (any OverridesFromStore)?) async {
         let node = String(key.dropFirst(connection.layout.overrides.count))
         let kept = value.flatMap { try? JSONDecoder().decode(KeptOverride.self, from: Data($0)) }
-        await changes?.applyShared(node, kept)
+        await overrides?.applyShared(node, kept)
     }
 
     /// Whether `event` puts the layout's version this server reads, as it was.
@@ -478,9 +478,9 @@ package actor StoreFollower {
             || key.hasPrefix(l.tokens)
     }
 
-    /// The store's tokens (SHA-256 -> `ROLE[:NODE] SOURCE`) as the API's; one that cannot be read
-    /// is left out, and said.
-    func useTokens(_ stored: [String: String]) {
+    /// The store's tokens (SHA-256 -> `ROLE[:NODE] SOURCE`) given to the API's `tokens`; one that
+    /// cannot be read is left out, and said.
+    func useTokens(_ stored: [String: String], _ tokens: LiveTokens?) {
         storeTokens = stored
         var hashed: [String: APITokens.Entry] = [:]
         for (digest, value) in stored {
