@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
 // nearcast: an authoritative GeoDNS server with an XDP fast path. docs/ARCHITECTURE.md describes the modules and who may import whom.
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -354,3 +355,11 @@ let package = Package(
         ),
     ]
 )
+
+// A module's README (what it does, beside its code) is documentation, not a source or a resource.
+for target in package.targets where target.type != .system {
+    let folder = target.path ?? (target.type == .test ? "Tests/" : "Sources/") + target.name
+    if FileManager.default.fileExists(atPath: Context.packageDirectory + "/" + folder + "/README.md") {
+        target.exclude.append("README.md")
+    }
+}

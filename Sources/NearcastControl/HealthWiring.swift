@@ -143,6 +143,9 @@ package final class HealthWriteLog: Sendable {
 
     func mapWritten() { state.withLock { $0.mapWrites += 1 } }
 
+    /// The changes of nodes' states and pools' TTL caps so far.
+    package var changes: Int { state.withLock { $0.nodeChanges + $0.poolChanges } }
+
     package var report: HealthWrites {
         let s = state.withLock { $0 }
         let sorted = s.latencies.sorted()

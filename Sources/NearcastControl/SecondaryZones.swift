@@ -112,7 +112,7 @@ package actor SecondaryZones {
         self.logger = logger
         queue = TransferInQueue(limit: bounds.transfersAtOnce)
         if let notifies {
-            inbox = Task { for await origin in notifies.zones { await self.notified(origin) } }
+            inbox = Task { for await origin in notifies.zones { self.notified(origin) } }
         }
     }
 

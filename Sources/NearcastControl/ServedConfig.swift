@@ -86,15 +86,9 @@ package actor ServedConfig {
     /// The zones signed here: their keys, and the signed copy of each that is served
     /// (ZoneSigning); `zones` holds their sources.
     var signing: ZoneSigning
-    /// A reload asks the signatures' refresh for a round now (keys may have come or changed).
-    var refreshRequested = false
-    /// Where the fleet's keys are kept (nil: each server keeps its own, and drives its own
-    /// rollovers), and whether this server drives the rollovers of the zones it signs: alone
-    /// always, in a fleet that keeps its keys while it holds `P signer` (`driveRollovers`).
-    var sharedKeys: (any SharedKeys)?
-    var drivesRollovers = true
-    /// A health change asked for the geo answers' variants to be looked at (`requestVariants`).
-    let variantsRequested = Mutex(false)
+    /// Reloads served so far: the signatures' refresh walks the zones again after one (keys may
+    /// have come or changed).
+    package private(set) var reloadCount = 0
     /// Turns: whether a change is under way, and the changes waiting for theirs.
     var busy = false
     var waiting: [CheckedContinuation<Void, Never>] = []
@@ -317,7 +311,7 @@ package actor ServedConfig {
         report.rrsetsChanged = reloaded.rrsetsChanged
         if reloaded.changes?.isEmpty != true { zonesReloaded += 1 }
         files.restamp(running.zones.map(\.path))
-        refreshRequested = true
+        reloadCount += 1
         switch geo {
         case .none: break
         case .to(let compiled): await followGeo(compiled?.config, compiled: compiled)

@@ -44,19 +44,6 @@ package struct ZoneSigning: Sendable {
     /// The tags of the keys each zone's signed copy still has signatures of (the refresh's last
     /// walk over it): such a key stays published, whatever its timing says, until none is left.
     var inUse: [DNSName: Set<UInt16>] = [:]
-    /// What the refresh's last walk over a zone found due past the batch it signed, soonest
-    /// first: the next rounds take their batches from it rather than walk the zone again (a
-    /// second a walk at a million names, two hundred walks in one renewal). Kept with the signers
-    /// and the largest TTL the walk saw; other signers walk again.
-    var backlogs: [DNSName: Backlog] = [:]
-
-    /// Names due beyond a refresh's batch (`backlogs`).
-    struct Backlog: Sendable {
-        var names: ArraySlice<DNSName>
-        var signers: Set<UInt16>
-        var largestTTL: UInt32
-    }
-
     /// The signer of a zone with `keys` at `now`: the keys active then sign, the keys published
     /// then (and those whose signatures are still in the zone, `inUse`) are its DNSKEY RRset.
     static func signer(
@@ -122,27 +109,6 @@ package struct ZoneSigning: Sendable {
         var names: [DNSName]
         var inUse: Set<UInt16>
         var largestTTL: UInt32
-    }
-
-    /// The next `batch` names of zone `origin` due for signatures, from its backlog when it has
-    /// one for `signers`, and whether more are due after them; nil when the zone must be walked.
-    mutating func fromBacklog(_ origin: DNSName, signers: Set<UInt16>, batch: Int) -> (due: Due, more: Bool)? {
-        guard var backlog = backlogs[origin], backlog.signers == signers else { return nil }
-        let names = Array(backlog.names.prefix(batch))
-        backlog.names = backlog.names.dropFirst(batch)
-        backlogs[origin] = backlog.names.isEmpty ? nil : backlog
-        return (Due(names: names, inUse: inUse[origin] ?? [], largestTTL: backlog.largestTTL), !backlog.names.isEmpty)
-    }
-
-    /// What a walk of zone `origin` found due (`due`), its first `batch` names, the rest kept as
-    /// the zone's backlog; and whether more are due after them.
-    mutating func walked(_ origin: DNSName, _ found: Due, signers: Set<UInt16>, batch: Int) -> (due: Due, more: Bool) {
-        var due = found
-        let rest = due.names.dropFirst(batch)
-        backlogs[origin] = rest.isEmpty ? nil : Backlog(names: rest, signers: signers, largestTTL: due.largestTTL)
-        due.names = Array(due.names.prefix(batch))
-        inUse[origin] = due.inUse
-        return (due, !rest.isEmpty)
     }
 
     /// Whether the apex of `signed` has a DNSKEY RRset other than `published`'s keys.

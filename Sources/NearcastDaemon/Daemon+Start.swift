@@ -380,17 +380,16 @@ extension Daemon {
     /// duty (the views and the duty stop before the follower, which closes the connection).
     func follow(
         _ follower: StoreFollower, served: ServedConfig, health: Health, tokens: LiveTokens,
-        secondaries: SecondaryZones, fleetKeys: FleetKeys?, _ started: StartedServices
+        secondaries: SecondaryZones, fleetKeys: FleetKeys?, signatures: SignatureRefresh, _ started: StartedServices
     ) async {
         let targets = StoreFollower.Targets(
             served: served, overrides: health.changes, tokens: tokens, keys: fleetKeys)
         await started.add("store follower", await StoreMirror(follower, into: targets))
-        if let fleetKeys {
-            await served.shareKeys(fleetKeys)
+        if fleetKeys != nil {
             let signer = FleetDuty(
                 connection: follower.connection, key: follower.connection.layout.signer,
                 duty: "the fleet's signing duty", name: follower.serverName, logger: logger
-            ) { held, holder in await served.driveRollovers(held, holder: holder) }
+            ) { held, holder in await signatures.driveRollovers(held, holder: holder) }
             await started.add("fleet signing duty", signer)
         }
         let views = FleetHealth(

@@ -103,11 +103,12 @@ public struct Daemon: Sendable {
             changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
             notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
             signing: data.signing, logger: logger)
-        await started.add("signature refresh", SignatureRefresh(served: served))
         // Signed geo answers: XDP appends the signatures of their variants signed so far; a health
         // change may make new ones, signed by the refresh's next second.
+        let signatures = SignatureRefresh(
+            served: served, sharedKeys: data.fleetKeys, healthWrites: health.writes, logger: logger)
+        await started.add("signature refresh", signatures)
         await served.writeGeoVariants(geo)
-        health.writes.onChange { served.requestVariants() }
         data.zones = []
         data.served = []
         data.signing = ZoneSigning()
@@ -119,7 +120,7 @@ public struct Daemon: Sendable {
         if let follower = data.follower {
             await follow(
                 follower, served: served, health: health, tokens: tokens, secondaries: secondaries,
-                fleetKeys: data.fleetKeys, started)
+                fleetKeys: data.fleetKeys, signatures: signatures, started)
         }
         let parts = DaemonParts(
             startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,

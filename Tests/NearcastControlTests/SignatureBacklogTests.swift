@@ -10,23 +10,23 @@ import Testing
     @Test func aWalkIsSignedABatchARoundInOrderUntilTheKeysChange() throws {
         let origin = try DNSName("example.test.")
         let names = try (0..<12).map { try DNSName("n\($0).example.test.") }
-        var signing = ZoneSigning()
+        var backlogs = SignatureBacklogs()
         let found = ZoneSigning.Due(names: names, inUse: [7], largestTTL: 300)
 
-        let first = signing.walked(origin, found, signers: [7], batch: 5)
+        let first = backlogs.walked(origin, found, signers: [7], batch: 5)
         #expect(first.due.names == Array(names[0..<5]) && first.more)
-        let secondTaken = signing.fromBacklog(origin, signers: [7], batch: 5)
+        let secondTaken = backlogs.next(origin, signers: [7], batch: 5)
         let second = try #require(secondTaken)
         #expect(second.due.names == Array(names[5..<10]) && second.more)
         #expect(second.due.inUse == [7] && second.due.largestTTL == 300)
-        let thirdTaken = signing.fromBacklog(origin, signers: [7], batch: 5)
+        let thirdTaken = backlogs.next(origin, signers: [7], batch: 5)
         let third = try #require(thirdTaken)
         #expect(third.due.names == Array(names[10..<12]) && !third.more)
-        let fourth = signing.fromBacklog(origin, signers: [7], batch: 5)
+        let fourth = backlogs.next(origin, signers: [7], batch: 5)
         #expect(fourth == nil, "the backlog is gone: walk again")
 
-        _ = signing.walked(origin, found, signers: [7], batch: 5)
-        let other = signing.fromBacklog(origin, signers: [8], batch: 5)
+        _ = backlogs.walked(origin, found, signers: [7], batch: 5)
+        let other = backlogs.next(origin, signers: [8], batch: 5)
         #expect(other == nil, "other signers: walk again")
     }
 }
