@@ -2,7 +2,7 @@ import NearcastConfiguration
 import NearcastZones
 
 /// Secondary zones transferred whole and waiting to be served for the first time, served together
-/// in one switch (ServedConfig+Secondary.swift: `serveFirst`): the first to wait opens the batch,
+/// in one switch (`SecondaryServing.serveFirst`): the first to wait opens the batch,
 /// which closes a moment later (as long as the last batch's switch took, at least a window); those
 /// transferred meanwhile join it, and each learns its own outcome. A catalog's thousands of
 /// members, transferred at once, cost tens of switches of every zone served, not thousands. A

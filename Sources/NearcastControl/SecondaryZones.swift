@@ -12,8 +12,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// What the refresher of secondary zones asks of the zones served (`ServedConfig`).
+/// What the refresher of secondary zones asks of the zones served (`SecondaryServing`).
 package protocol TransferredZones: Sendable {
+    /// The secondary zones configured, served or not.
+    func secondarySources() async -> [ZoneSource]
     /// Secondary zone `origin` as configured, and the zone served (nil: not served: never
     /// transferred, or expired); nil when no secondary zone `origin` is configured.
     func secondary(_ origin: DNSName) async -> (source: ZoneSource, zone: Zone?, keys: TSIGKeyring)?
@@ -33,7 +35,8 @@ package protocol TransferredZones: Sendable {
 /// zone); an AXFR when the zone is not served, or when the IXFR fails. Each refresh is recorded
 /// beside the zone's file (`SecondaryRefreshRecord`), so that a restart keeps the expire.
 ///
-/// The zones configured come from the zones served (`follow`, after each reload). Transfers block:
+/// The zones configured come from the zones served: read when it is made, given after each reload
+/// (`follow`), and read again after a transfer of a catalog (its members). Transfers block:
 /// each runs on a thread of its own (`onOwnThread`), off the cooperative pool.
 package actor SecondaryZones {
     /// One zone's refresh: its task and how to wake it.
@@ -114,7 +117,12 @@ package actor SecondaryZones {
         if let notifies {
             inbox = Task { for await origin in notifies.zones { self.notified(origin) } }
         }
+        follow(await zones.secondarySources())
     }
+
+    /// Follows the secondary zones configured now: after a catalog's transfer, which may have
+    /// changed its members.
+    func followServed() async { follow(await zones.secondarySources()) }
 
     /// Refreshes the secondary zones of `sources` from now on (those that were and are not any
     /// more stop; one whose primaries changed starts anew).
@@ -160,7 +168,8 @@ package actor SecondaryZones {
             r.task.withLock {
                 $0 = Task {
                     await Self.run(
-                        r, wakes: stream, zones: zones, bounds: bounds, queue: queue, fleet: fleet, logger: logger)
+                        r, wakes: stream, zones: zones, bounds: bounds, queue: queue, fleet: fleet, refresher: self,
+                        logger: logger)
                 }
             }
         }
@@ -207,7 +216,7 @@ package actor SecondaryZones {
     /// have no record of the last; its expire runs from when it took it).
     static func run(
         _ r: Refresh, wakes: AsyncStream<Void>, zones: any TransferredZones, bounds: Bounds, queue: TransferInQueue,
-        fleet: Bool = false, logger: Logger
+        fleet: Bool = false, refresher: SecondaryZones, logger: Logger
     ) async {
         let origin = r.source.origin
         var record = fleet ? nil : SecondaryRefreshRecord.read(forZoneFile: r.source.path)
@@ -257,6 +266,8 @@ package actor SecondaryZones {
                         $0.lastError = nil
                         $0.serial = zone.serial
                     }
+                    // A catalog's transfer may have changed its members: followed from now on.
+                    if r.source.catalog == .consume { await refresher.followServed() }
                 case .failure(let why):
                     let retry = state.zone.map { Self.bounded(.seconds(Int64(Self.timers($0).retry)), bounds) }
                     nextRefresh = ContinuousClock.now + (retry ?? bounds.firstRetry)

@@ -37,42 +37,6 @@ extension ServedConfig {
         signing.inUse[origin] = tags
     }
 
-    /// Signs `names` of zone `origin` again, with `keys`, in one change of the zone.
-    package func resign(_ origin: DNSName, _ names: [DNSName], keys: [DNSSECKey], more: Bool) async {
-        await takeTurn()
-        defer { endTurn() }
-        guard let i = zones.firstIndex(where: { $0.origin == origin }), signing.signs(origin) else { return }
-        let started = ContinuousClock.now
-        let allKeys = signing.keys(with: keys, for: origin)
-        do {
-            let source = running.zones[i]
-            if shared == nil && !zones[i].fromSeveralFiles && source.catalog != .produce {
-                // A change of the serial alone, which re-signs the names due.
-                let zone = zones[i]
-                let (changed, changeset) = try zone.replacing(
-                    [], serial: zone.serial &+ 1, source: "signature refresh \(origin)")
-                try await commit(i, changed, changeset, started: started, resign: Set(names), keys: allKeys)
-            } else {
-                // A fleet's serial is the store's, and a zone read from several files, or a
-                // catalog made here, is not written back: the signatures are made anew under
-                // the serial they have.
-                let zone = zones[i]
-                _ = try await switchTo(
-                    running, zones, started: started, oneChange: true,
-                    zoneChanges: [.init(before: zone, after: zone, owners: [])], keys: allKeys,
-                    resign: [origin: Set(names)])
-            }
-            logger.info(
-                "signatures refreshed",
-                metadata: [
-                    "zone": "\(origin)", "names": "\(names.count)", "more-due": "\(more)",
-                    "serial": "\(zones[i].serial)", "ms": "\((ContinuousClock.now - started).seconds * 1000)",
-                ])
-        } catch {
-            logger.error("signatures not refreshed", metadata: ["zone": "\(origin)", "why": "\(error)"])
-        }
-    }
-
     /// The fast path made to hold the signatures of the geo answers' variants kept now (none
     /// without `geo`), so XDP answers DO queries about geo names with them.
     package func writeGeoVariants(_ geo: GeoTable?) {

@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// Signatures made anew before they end, and key rollovers driven (Sources/NearcastControl/README.md,
 /// "Signatures refreshed"): each signed zone's names whose earliest signature has less than half
 /// of `signature-validity` left are signed again, soonest first, a batch at a time, each batch one
-/// change of the zone (`ServedConfig.resign`): its serial goes up (journaled, as any change is), so
+/// change of the zone (`resign`): its serial goes up (journaled, as any change is), so
 /// secondaries take the new signatures by IXFR. A zone signed whole at once has every signature
 /// end together; the batches spread their renewal over minutes, so no change waits behind a zone
 /// re-signed whole.
@@ -24,6 +24,8 @@ package actor SignatureRefresh: Service {
     /// Where the fleet's keys are kept (nil: each server keeps its own, and drives its own
     /// rollovers).
     let sharedKeys: (any SharedKeys)?
+    /// Whether the zones are a fleet's (their serials are the store's).
+    let zonesShared: Bool
     let healthWrites: HealthWriteLog?
     let logger: Logger
     /// Whether this server drives the rollovers of the zones it signs: alone always, in a fleet
@@ -36,9 +38,13 @@ package actor SignatureRefresh: Service {
     /// The most names one refresh signs again in a zone: about a second of signing on two cores.
     static let batch = 5_000
 
-    package init(served: ServedConfig, sharedKeys: (any SharedKeys)?, healthWrites: HealthWriteLog?, logger: Logger) {
+    package init(
+        served: ServedConfig, sharedKeys: (any SharedKeys)?, zonesShared: Bool, healthWrites: HealthWriteLog?,
+        logger: Logger
+    ) {
         self.served = served
         self.sharedKeys = sharedKeys
+        self.zonesShared = zonesShared
         self.healthWrites = healthWrites
         self.logger = logger
         drivesRollovers = sharedKeys == nil
@@ -120,9 +126,45 @@ package actor SignatureRefresh: Service {
             }
             guard !due.names.isEmpty else { continue }
             if more { wait = .seconds(2) }
-            await served.resign(origin, due.names, keys: keys, more: more)
+            await resign(origin, due.names, keys: keys, more: more)
         }
         return wait
+    }
+
+    /// Signs `names` of zone `origin` again, with `keys`, in one change of the zone.
+    func resign(_ origin: DNSName, _ names: [DNSName], keys: [DNSSECKey], more: Bool) async {
+        let (logger, zonesShared) = (self.logger, self.zonesShared)
+        await served.withTurn { s in
+            guard let i = s.zones.firstIndex(where: { $0.origin == origin }), s.signing.signs(origin) else { return }
+            let started = ContinuousClock.now
+            let allKeys = s.signing.keys(with: keys, for: origin)
+            do {
+                let source = s.running.zones[i]
+                let zone = s.zones[i]
+                if !zonesShared && !zone.fromSeveralFiles && source.catalog != .produce {
+                    // A change of the serial alone, which re-signs the names due.
+                    let (changed, changeset) = try zone.replacing(
+                        [], serial: zone.serial &+ 1, source: "signature refresh \(origin)")
+                    try await s.commit(i, changed, changeset, started: started, resign: Set(names), keys: allKeys)
+                } else {
+                    // A fleet's serial is the store's, and a zone read from several files, or a
+                    // catalog made here, is not written back: the signatures are made anew under
+                    // the serial they have.
+                    _ = try await s.switchTo(
+                        s.running, s.zones, started: started, oneChange: true,
+                        zoneChanges: [.init(before: zone, after: zone, owners: [])], keys: allKeys,
+                        resign: [origin: Set(names)])
+                }
+                logger.info(
+                    "signatures refreshed",
+                    metadata: [
+                        "zone": "\(origin)", "names": "\(names.count)", "more-due": "\(more)",
+                        "serial": "\(s.zones[i].serial)", "ms": "\((ContinuousClock.now - started).seconds * 1000)",
+                    ])
+            } catch {
+                logger.error("signatures not refreshed", metadata: ["zone": "\(origin)", "why": "\(error)"])
+            }
+        }
     }
 
     /// A rollover's next step of zone `origin`'s `keys`, in the keys' files; the keys with it.

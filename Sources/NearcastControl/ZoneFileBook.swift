@@ -1,22 +1,13 @@
 import NearcastBasics
+import NearcastZones
 
 /// What the served state knows of the zone files it serves from and writes back: each file's
-/// stamp as it was last read or written here, which write-backs are due, under way or asked for
-/// again, what each file's last write-back took, and which journals have been made whole. A
-/// value `ServedConfig` owns (its turns guard it); the write-back itself is
-/// ServedConfig+WriteBack.swift, which this keeps to its rules: one write-back of a file at a
-/// time, changes made meanwhile written by the next, and no file written over that changed on
-/// disk since it was read.
+/// stamp as it was last read or written here (no file is written over that changed on disk since
+/// it was read: `ZoneWriteBack`), and which journals have been made whole. A value `ServedConfig`
+/// owns (its turns guard it).
 struct ZoneFileBook {
     /// Each zone file's stamp as it was when last read or written here.
     private var stamps: [String: FileStamp] = [:]
-    /// Files whose write-back is scheduled.
-    private var due: Set<String> = []
-    /// Files being written back now, and those with changes made meanwhile.
-    private var writing: Set<String> = []
-    private var again: Set<String> = []
-    /// What the last write-back of each file took (its text made and written: CPU time).
-    private var took: [String: Duration] = [:]
     /// Journals whose tail a crash may have cut short and that have been cut to their last whole
     /// block (`ZoneJournal.dropCutShortTail`): each once, before this daemon first appends.
     private var wholeJournals: Set<String> = []
@@ -45,35 +36,6 @@ struct ZoneFileBook {
         return FileStamp(path) == known
     }
 
-    // MARK: write-backs
-
-    /// Marks `path`'s write-back due and says after how long it runs: at least `sync`, and at
-    /// least nine times what its last took (at most a minute); nil when one is due already.
-    mutating func schedule(_ path: String, sync: Duration) -> Duration? {
-        guard due.insert(path).inserted else { return nil }
-        return max(sync, min((took[path] ?? .zero) * 9, .seconds(60)))
-    }
-
-    /// Begins `path`'s write-back (no longer due): false when one is under way, which then writes
-    /// again once done.
-    mutating func begin(_ path: String) -> Bool {
-        due.remove(path)
-        guard writing.insert(path).inserted else {
-            again.insert(path)
-            return false
-        }
-        return true
-    }
-
-    /// Ends `path`'s write-back: whether changes made meanwhile ask for another.
-    mutating func end(_ path: String) -> Bool {
-        writing.remove(path)
-        return again.remove(path) != nil
-    }
-
-    /// Notes what making and writing `path`'s text took.
-    mutating func noteTook(_ duration: Duration, for path: String) { took[path] = duration }
-
     // MARK: journals
 
     /// Whether `journal` has been made whole since this daemon started (or since its zone was
@@ -89,5 +51,12 @@ struct ZoneFileBook {
     mutating func move(_ moved: (String) -> String) {
         stamps = Dictionary(stamps.map { (moved($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
         wholeJournals = Set(wholeJournals.map(moved))
+    }
+}
+
+extension FileStamp {
+    /// This version of a zone file at `serial`, as its journal marks it.
+    func mark(serial: UInt32) -> ZoneJournal.FileMark {
+        ZoneJournal.FileMark(serial: serial, size: size, modifiedNanos: modified * 1_000_000_000 + Int64(modifiedNanos))
     }
 }

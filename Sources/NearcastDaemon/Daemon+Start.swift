@@ -314,18 +314,6 @@ extension Daemon {
         return notifier
     }
 
-    /// The refresh of the secondary zones (transfers in from their primaries), with the NOTIFY the
-    /// listeners accept handed to it. A fleet's server refreshes them only while it holds the
-    /// fleet's transfer duty (`follow`).
-    func startSecondaries(served: ServedConfig, notifies: NotifyInbox, fleet: Bool, _ started: StartedServices) async
-        -> SecondaryZones
-    {
-        let secondaries = await SecondaryZones(zones: served, notifies: notifies, fleet: fleet, logger: logger)
-        await started.add("secondary zones' refresh", secondaries)
-        await served.attach(secondaries)
-        return secondaries
-    }
-
     /// The state directory, made if need be: operators' overrides and the audit log are kept there.
     func openStateDirectory(_ cfg: NearcastConfig, _ started: StartedServices) async throws -> AuditLog? {
         guard let dir = cfg.stateDirectory else {
@@ -377,19 +365,19 @@ extension Daemon {
 
     /// A fleet's server: the store's changes applied as they come, nodes judged from every
     /// server's vantage point, and the secondary zones transferred while this server holds the
-    /// duty (the views and the duty stop before the follower, which closes the connection).
+    /// duty (the views and the duty stop before the mirror, which closes the connection).
     func follow(
-        _ follower: StoreFollower, served: ServedConfig, health: Health, tokens: LiveTokens,
-        secondaries: SecondaryZones, fleetKeys: FleetKeys?, signatures: SignatureRefresh, _ started: StartedServices
+        _ follower: StoreFollower, zones: ZoneParts, health: Health, tokens: LiveTokens, fleetKeys: FleetKeys?,
+        _ started: StartedServices
     ) async {
         let targets = StoreFollower.Targets(
-            served: served, overrides: health.changes, tokens: tokens, keys: fleetKeys)
+            served: zones.fromStore, overrides: health.changes, tokens: tokens, keys: fleetKeys)
         await started.add("store follower", await StoreMirror(follower, into: targets))
         if fleetKeys != nil {
             let signer = FleetDuty(
                 connection: follower.connection, key: follower.connection.layout.signer,
                 duty: "the fleet's signing duty", name: follower.serverName, logger: logger
-            ) { held, holder in await signatures.driveRollovers(held, holder: holder) }
+            ) { held, holder in await zones.signatures.driveRollovers(held, holder: holder) }
             await started.add("fleet signing duty", signer)
         }
         let views = FleetHealth(
@@ -399,7 +387,7 @@ extension Daemon {
             connection: follower.connection, key: follower.connection.layout.transferrer,
             duty: "the fleet's transfer duty", name: follower.serverName, logger: logger
         ) {
-            held, holder in await secondaries.hold(held, holder: holder)
+            held, holder in await zones.secondaries.hold(held, holder: holder)
         }
         await started.add("fleet transfer duty", duty)
     }

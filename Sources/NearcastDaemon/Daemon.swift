@@ -61,70 +61,40 @@ public struct Daemon: Sendable {
         }
     }
 
-    /// The parts in their order: the data served, the listeners, the fast path, health, the
-    /// store's follower, the API; then the group.
+    /// The parts in their order: the data read, the listeners, the fast path, health, the zones
+    /// served and the owners of their changes, the store's mirror, the API; then the group.
     func startAndServe(_ started: StartedServices) async throws {
         logger.info("starting", metadata: ["version": "\(Self.version)", "pid": "\(getpid())"])
         let startedAt = ContinuousClock.now
-        // Its zones emptied once ServedConfig owns them: a local of this function lives as long as
-        // the daemon, and would keep the first zones' memory after a reload replaced them.
+        // Its zones emptied once ServedConfig owns them (`serveZones`): a local of this function
+        // lives as long as the daemon, and would keep the first zones' memory after a reload
+        // replaced them.
         var data = try await readData(started)
         let cfg = data.config
         let live = try await compileGeo(cfg, started)
-        let geo = live.current?.table
-        try await signZones(&data, geo: geo, started)
-        let cookies = CookieRotation.cookies(cfg.cookies)
+        try await signZones(&data, geo: live.current?.table, started)
         let metrics = NearcastMetrics()
-        var first = Responder(
-            serving: cfg, zones: data.served, geo: geo, cookies: cookies,
-            counts: metrics.answers.view(data.zones, geo), histories: data.histories, unavailable: data.unavailable)
-        first.onlineSignatures = data.signing.onlineSignatures
-        let responders = ResponderSource(first)
+        let cookies = CookieRotation.cookies(cfg.cookies)
+        let responders = ResponderSource(firstResponder(data, geo: live.current?.table, cookies: cookies, metrics))
         let listeners = try await listen(cfg, responders: responders, metrics: metrics, started)
         let fastPath = try await startFastPath(
-            cfg, responders: responders, geo: geo, cookies: cookies, listeners: listeners, started)
+            cfg, responders: responders, geo: live.current?.table, cookies: cookies, listeners: listeners, started)
         let audit = try await openStateDirectory(cfg, started)
         let health = try await startHealth(
             cfg, live: live, fastPath: fastPath, group: listeners.group, audit: audit, follower: data.follower, started)
-        // DNS cookies: this server's own secret made anew as it ages, the fast path's clock kept right.
-        let cookieRotation = cookies.map {
-            CookieRotation(cookies: $0, settings: cfg.cookies, fastPath: fastPath?.fastPath, logger: logger)
-        }
-        if let cookieRotation { await started.add("DNS cookie secrets", cookieRotation) }
-        let storeSource = data.follower?.source
-        let load = self.load
-        let served = ServedConfig(
-            running: cfg, zones: data.zones,
-            load: { () throws(DiagnosticsError) -> NearcastConfig in
-                let local = try load()
-                return try storeSource?.config(over: local) ?? local
-            }, live: live,
-            responders: responders, writer: fastPath.map { GenerationWriter($0.fastPath) }, monitor: health.monitor,
-            changes: health.changes, metrics: metrics, audit: audit, shared: data.follower, cookies: cookieRotation,
-            notifier: await startNotifier(started), histories: data.histories, unavailable: data.unavailable,
-            signing: data.signing, logger: logger)
-        // Signed geo answers: XDP appends the signatures of their variants signed so far; a health
-        // change may make new ones, signed by the refresh's next second.
-        let signatures = SignatureRefresh(
-            served: served, sharedKeys: data.fleetKeys, healthWrites: health.writes, logger: logger)
-        await started.add("signature refresh", signatures)
-        await served.writeGeoVariants(geo)
-        data.zones = []
-        data.served = []
-        data.signing = ZoneSigning()
-        let secondaries = await startSecondaries(
-            served: served, notifies: listeners.notifies, fleet: data.follower != nil, started)
+        let cookieRotation = await rotateCookies(cookies, cfg, fastPath: fastPath, started)
+        let zones = await serveZones(
+            &data, live: live, responders: responders, fastPath: fastPath, metrics: metrics, audit: audit,
+            health: health, cookies: cookieRotation, notifies: listeners.notifies, started)
         // The API's tokens: this server's file, and a fleet's from its store.
         let tokens = LiveTokens(data.tokens)
-        let reloads = Reloads(served: served, tokens: tokens, api: cfg.api, logger: logger)
+        let reloads = Reloads(zones: zones.reloads, tokens: tokens, api: cfg.api, logger: logger)
         if let follower = data.follower {
-            await follow(
-                follower, served: served, health: health, tokens: tokens, secondaries: secondaries,
-                fleetKeys: data.fleetKeys, signatures: signatures, started)
+            await follow(follower, zones: zones, health: health, tokens: tokens, fleetKeys: data.fleetKeys, started)
         }
         let parts = DaemonParts(
             startedAt: startedAt, deployment: fastPath, live: live, stateDirectory: cfg.stateDirectory,
-            monitor: health.monitor, changes: health.changes, healthWrites: health.writes, served: served,
+            monitor: health.monitor, changes: health.changes, healthWrites: health.writes, zones: zones.desk,
             reloads: reloads, metrics: metrics, store: data.follower, audit: audit, logger: logger)
         let api = try await startAPI(cfg, tokens: tokens, parts: parts, hasStore: data.follower != nil, started)
         try await serve(started, api: api, reloads: reloads, keepsFastPath: fastPath != nil)

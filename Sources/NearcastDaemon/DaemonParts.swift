@@ -23,7 +23,8 @@ struct DaemonParts: DaemonDesk {
     var monitor: HealthMonitor
     var changes: OperatorChanges
     var healthWrites: HealthWriteLog
-    var served: ServedConfig
+    /// The zones served and their records, and record changes.
+    var zones: ZonesDesk
     /// Reloads, the tokens file's read again with them.
     var reloads: Reloads
     var metrics: NearcastMetrics
@@ -43,7 +44,7 @@ struct DaemonParts: DaemonDesk {
         }
         return APIDesks(
             daemon: self, health: NodeHealthDesk(monitor: monitor, changes: changes, writes: healthWrites),
-            geo: live, zones: served,
+            geo: live, zones: zones,
             registrations: store.map { NodeRegistry(store: $0, monitor: monitor, logger: logger) }, audit: auditSource)
     }
 
@@ -60,7 +61,7 @@ struct DaemonParts: DaemonDesk {
             xdp: try deployment?.fastPath.statistics().counters,
             nodes: await monitor.statuses(), pools: await monitor.poolStatuses(), health: healthWrites.report,
             maps: deployment?.fastPath.mapSizes(geo: live.current?.table) ?? [], store: await store?.status,
-            zones: await served.zoneList().filter { $0.secondary?.state ?? "served" == "served" }.map {
+            zones: await zones.zoneList().filter { $0.secondary?.state ?? "served" == "served" }.map {
                 $0.origin.lowercased()
             },
             // (Counters that cannot be read leave the rest of the scrape as it is.)
@@ -74,7 +75,7 @@ struct DaemonParts: DaemonDesk {
         let nodes = await monitor.statuses()
         return StatusReport(
             version: Daemon.version, uptime: (ContinuousClock.now - startedAt).seconds,
-            zones: await served.zoneListWithChecksums(), xdpInterfaces: deployment?.interfaceNames ?? [],
+            zones: await zones.zoneListWithChecksums(), xdpInterfaces: deployment?.interfaceNames ?? [],
             fastPathAnswers: deployment?.fastPath.mapSizes(geo: nil).first?.entries,
             geoNames: live.current?.table.allNames.count ?? 0,
             nodes: Dictionary(nodes.map { ($0.state, 1) }, uniquingKeysWith: +),

@@ -5,11 +5,11 @@ import NearcastControl
 import NearcastServer
 
 /// A reload, whoever asks for it (SIGHUP, `systemctl reload`, the API's `POST /v1/reload`): the
-/// API's tokens file read again, then the config and zones (ServedConfig). A tokens file with an
-/// error refuses the whole reload and nothing changes; a reload ServedConfig refuses leaves the
+/// API's tokens file read again, then the config and zones (ZoneReloads). A tokens file with an
+/// error refuses the whole reload and nothing changes; a reload ZoneReloads refuses leaves the
 /// tokens as they were. So a token is revoked by removing its line and reloading.
 struct Reloads: Sendable {
-    let served: ServedConfig
+    let zones: ZoneReloads
     let tokens: LiveTokens
     /// The tokens file's settings (`api` applies at a restart: its path stays that of the start).
     let api: APISettings
@@ -21,7 +21,7 @@ struct Reloads: Sendable {
             logger.error("reload refused", metadata: ["by": "\(by)", "why": "\(ReloadError.invalid(error))"])
             throw .invalid(error)
         }
-        let report = try await served.reload(by: by)
+        let report = try await zones.reload(by: by)
         let before = tokens.current.entries.count
         tokens.replaceEntries(fresh.entries)
         if api.tokensPath != nil {

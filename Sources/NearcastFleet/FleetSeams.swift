@@ -8,7 +8,7 @@ import NearcastZones
 // The seams between a fleet's parts (this module) and what a server serves (NearcastControl):
 // what the server asks of the store, and what the store's follower hands the server.
 
-/// Where a fleet's zones are kept and changed (the store's follower): what `ServedConfig.edit`
+/// Where a fleet's zones are kept and changed (the store's follower): what `ZoneEdits.edit`
 /// writes through instead of a zone file.
 package protocol SharedZones: Sendable {
     /// `owner`'s RRsets in zone `origin` as the store holds them now, with the zone's meta.
@@ -56,7 +56,7 @@ package protocol SharedOverrides: Sendable {
     func putOverride(_ node: String, _ override: KeptOverride?, audit: AuditLog.Entry) async throws
 }
 
-/// What the store's follower serves into (ServedConfig in a server).
+/// What the store's follower serves into (`FleetServing` in a server).
 package protocol ServedFromStore: Sendable {
     /// Reloads what is served from the store's snapshot; `zonesUnchanged`: its zone files are the
     /// ones served (only the geo section, registered nodes or tokens changed). Throws when the

@@ -59,7 +59,7 @@ import Testing
         history.append(ZoneChangeset(serialBefore: 0, serialAfter: 1, removed: [], added: []))
         let read = try Self.zone(100, changing: [3], serial: 2)
         let reloaded = ReloadedZones.compare(served: [served], loaded: [read])
-        let after = ServedConfig.histories([Self.origin: history], after: reloaded)
+        let after = ZoneReloads.histories([Self.origin: history], after: reloaded)
         #expect(after[Self.origin]?.changesets.map(\.serialAfter) == [1, 2])
         let n3 = try DNSName("n3.example.test.")
         #expect(after[Self.origin]?.changesets.last?.added.contains { $0.name == n3 } == true)
@@ -67,6 +67,6 @@ import Testing
         let geoOnly = ReloadedZones(
             zones: [served], changes: [AnswerImage.Change(before: served, after: served, owners: [n3])],
             rrsetsChanged: 0)
-        #expect(ServedConfig.histories([Self.origin: history], after: geoOnly)[Self.origin]?.changesets.count == 1)
+        #expect(ZoneReloads.histories([Self.origin: history], after: geoOnly)[Self.origin]?.changesets.count == 1)
     }
 }

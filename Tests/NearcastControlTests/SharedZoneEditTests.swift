@@ -91,12 +91,13 @@ import Testing
         let zones = try config.loadZones()
         let store = Store(zones[0], raceOnce: true)
         let served = ServedConfig(
-            running: config, zones: zones, load: { config }, live: LiveGeo(board: HealthBoard()),
-            responders: ResponderSource(Responder(authority: Authority(zones: zones))), writer: nil, shared: store,
+            serving: .init(config: config, zones: zones, unavailable: []), live: LiveGeo(board: HealthBoard()),
+            responders: ResponderSource(Responder(authority: Authority(zones: zones))), writer: nil,
             logger: Logger(label: "test"))
+        let edits = ZoneEdits(served: served, audit: nil, shared: store, logger: Logger(label: "test"))
         let add = ZoneEditor.Edit.add(RecordInput(name: "new", type: "A", data: "192.0.2.9"))
         await #expect {
-            _ = try await served.edit("example.test.", add, by: "write tokens:1")
+            _ = try await edits.edit("example.test.", add, by: "write tokens:1")
         } throws: { error in
             guard case .conflict(let why) = error as? ZoneEditError else { return false }
             return why.contains("the A records at new.example.test. changed in the store while this change was made")
@@ -107,7 +108,7 @@ import Testing
         #expect(noAudit && raced == "new.example.test. 60 IN A 192.0.2.200\n", "nothing was written")
 
         // Made again from the RRset as it is now: added to the other server's record.
-        let change = try await served.edit("example.test.", add, by: "write tokens:1")
+        let change = try await edits.edit("example.test.", add, by: "write tokens:1")
         #expect(change.changed == 1)
         #expect(
             change.serial == 100 + (9 - 3),

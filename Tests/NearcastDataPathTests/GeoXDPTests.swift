@@ -565,7 +565,7 @@ import XDPFuzz
         #expect(try Self.slotIDs(fp.geo4) == [nil, nil] && Self.slotIDs(fp.cands) == [nil, nil])
     }
 
-    /// What the daemon does with a new compile whose zones are unchanged (ServedConfig.apply): the
+    /// What the daemon does with a new compile whose zones are unchanged (ZoneReloads.apply): the
     /// names it changes (`GeoTable.namesChanged`) as changes of their zones, their records written
     /// by `apply` beside the new compile's maps (nil: no geo names). Nil when `apply` did not take
     /// them.

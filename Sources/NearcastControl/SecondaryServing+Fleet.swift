@@ -1,4 +1,5 @@
 import DNSWire
+import NearcastBasics
 import NearcastConfiguration
 import NearcastFleet
 import NearcastStore
@@ -11,7 +12,7 @@ import NearcastZones
 /// written into the store: an IXFR as the RRsets it changed (`SharedZones.writeTransferredChange`),
 /// an AXFR as an import (`writeTransferred`); it is served when the store's watch brings it back,
 /// on every server alike.
-extension ServedConfig {
+extension SecondaryServing {
     /// Writes into the store what a transfer of fleet secondary `origin` from `primary` brought,
     /// once it checks; returns the zone as served after it (the store's change waited for).
     func applyTransferToStore(
@@ -86,39 +87,43 @@ extension ServedConfig {
     func transferred(_ origin: DNSName, _ outcome: TransferIn.Outcome, from primary: String)
         async throws(ZoneEditError) -> (ZoneSource, Zone?, Zone)
     {
-        await takeTurn()
-        defer { endTurn() }
-        guard let (source, served, _) = secondary(origin) else {
-            throw .notFound("no secondary zone \(origin) is configured here")
-        }
-        let zone: Zone
-        switch outcome {
-        case .upToDate:
-            guard let served else { throw .conflict("the primary says the zone is up to date, and none is served") }
-            zone = served
-        case .changes(let changesets):
-            guard var z = served else { throw .conflict("changes (IXFR) for a zone not served") }
-            for c in changesets {
-                do { z = try z.applying(c, source: "IXFR from \(primary)") } catch { throw .zone(error) }
+        try await served.withTurn { (s) throws(ZoneEditError) -> (ZoneSource, Zone?, Zone) in
+            guard let (source, served, _) = s.secondary(origin) else {
+                throw .notFound("no secondary zone \(origin) is configured here")
             }
-            zone = z
-        case .zone(let records, _):
-            zone = try Self.build(origin, records, from: primary)
+            let zone: Zone
+            switch outcome {
+            case .upToDate:
+                guard let served else {
+                    throw .conflict("the primary says the zone is up to date, and none is served")
+                }
+                zone = served
+            case .changes(let changesets):
+                guard var z = served else { throw .conflict("changes (IXFR) for a zone not served") }
+                for c in changesets {
+                    do throws(DiagnosticsError) {
+                        z = try z.applying(c, source: "IXFR from \(primary)")
+                    } catch { throw .zone(error) }
+                }
+                zone = z
+            case .zone(let records, _):
+                zone = try Self.build(origin, records, from: primary)
+            }
+            var next = s.zones
+            if let i = s.running.zones.firstIndex(where: { $0.origin == origin }) {
+                next[i] = zone
+            } else {
+                next.append(zone)
+            }
+            do throws(DiagnosticsError) { try s.running.geo.check(against: next) } catch { throw .zone(error) }
+            return (source, served, zone)
         }
-        var next = zones
-        if let i = running.zones.firstIndex(where: { $0.origin == origin }) {
-            next[i] = zone
-        } else {
-            next.append(zone)
-        }
-        do { try running.geo.check(against: next) } catch { throw .zone(error) }
-        return (source, served, zone)
     }
 
     /// Takes fleet secondary `origin`'s records out of the store: its expire passed without a
     /// refresh, and every server answers SERVFAIL until a transfer brings it again.
     func expireInStore(_ shared: any SharedZones, _ origin: DNSName) async {
-        guard let source = secondary(origin)?.source else { return }
+        guard let source = await served.secondary(origin)?.source else { return }
         let primaries = source.primaries.map(\.description)
         do {
             let revision = try await Task { try await shared.clearTransferred(origin, primaries: primaries) }.value
