@@ -1,5 +1,6 @@
 import Foundation
 import NearcastBasics
+import Synchronization
 
 /// Lets go of what a switch replaced (an old compile, an old responder, old zones) on a thread of
 /// its own, a moment later. Freeing a GeoLite2-wide compile takes tens of milliseconds; released
@@ -14,24 +15,25 @@ enum Retired {
     static let holdFor: Duration = .seconds(1)
 
     static func release(_ values: (any Sendable)?..., thenGiveBackMemory: Bool = false) {
-        let held = Held(values.compactMap { $0 })
-        guard !held.values.isEmpty else { return }
+        let values = values.compactMap { $0 }
+        guard !values.isEmpty else { return }
+        let held = Held(values)
         // Named: a Linux thread takes the name of the one that starts it (the config's), and
         // profiles then showed this one's frees as the config's own work.
         OwnThread.start(name: "nc-retired") {
             ThreadPriority.onlyWhenIdle()
             Thread.sleep(forTimeInterval: holdFor.seconds)
             // Let go here, not when the closure ends: the memory is given back only once freed.
-            held.values = []
+            held.values.withLock { $0 = [] }
             // At the daemon's priority: glibc's trim holds each arena's lock while it walks it.
             ThreadPriority.normal()
             if thenGiveBackMemory { FreedMemory.giveBack() }
         }
     }
 
-    /// What `release` holds: set and emptied by one thread after the other, never at once.
-    private final class Held: @unchecked Sendable {
-        var values: [any Sendable]
-        init(_ values: [any Sendable]) { self.values = values }
+    /// What `release` holds until its thread lets it go.
+    private final class Held: Sendable {
+        let values: Mutex<[any Sendable]>
+        init(_ values: [any Sendable]) { self.values = Mutex(values) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -6,12 +7,12 @@ import Glibc
 
 /// A progress bar on standard error, drawn in place, only when standard error is a terminal (logs
 /// and pipes get nothing). For long steps such as the geo compile of a whole City database.
-public final class TerminalProgress: @unchecked Sendable {
-    // @unchecked: called from the one thread doing the work, then finished from it.
+public final class TerminalProgress: Sendable {
     private let label: String
     private let expected: Int
     private let enabled: Bool
-    private var lastPercent = -1
+    /// The percentage last drawn (the work's threads may update it at once).
+    private let lastPercent = Atomic(-1)
 
     /// `expected`: the count that makes 100 % (an estimate is fine: the bar stops at 99 % until
     /// `finish`).
@@ -25,8 +26,7 @@ public final class TerminalProgress: @unchecked Sendable {
     public func update(_ done: Int) {
         guard enabled else { return }
         let percent = min(99, done * 100 / expected)
-        guard percent != lastPercent else { return }
-        lastPercent = percent
+        guard lastPercent.exchange(percent, ordering: .relaxed) != percent else { return }
         draw(percent, done)
     }
 
