@@ -34,7 +34,7 @@ extension SecondaryServing {
         do {
             // Not cancelled with the refresh (the duty given up, the daemon stopping): an import
             // cut short would leave the zone `importing` until the next transfer.
-            revision = try await Task { try await shared.writeTransferred(zone, primaries: primaries) }.value
+            revision = try await uncancellable { try await shared.writeTransferred(zone, primaries: primaries) }
         } catch { throw .unavailable("the store cannot be written (\(error)): the transfer is not served") }
         await waitServed(shared, origin, revision)
         return zone
@@ -60,10 +60,10 @@ extension SecondaryServing {
         }
         do {
             // Not cancelled with the refresh, as `writeTransferred` (below) is not.
-            return try await Task {
+            return try await uncancellable {
                 try await shared.writeTransferredChange(
                     zone.origin, sets, serial: zone.serial, from: before, primaries: primaries)
-            }.value
+            }
         } catch {
             logger.warning(
                 "an IXFR's changes not written to the store as a change: writing the zone",
@@ -126,7 +126,7 @@ extension SecondaryServing {
         guard let source = await served.secondary(origin)?.source else { return }
         let primaries = source.primaries.map(\.description)
         do {
-            let revision = try await Task { try await shared.clearTransferred(origin, primaries: primaries) }.value
+            let revision = try await uncancellable { try await shared.clearTransferred(origin, primaries: primaries) }
             _ = await shared.waitServed(revision, timeout: .seconds(60))
         } catch {
             logger.error("expired zone not taken out of the store", metadata: ["zone": "\(origin)", "why": "\(error)"])

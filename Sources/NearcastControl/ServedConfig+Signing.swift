@@ -32,9 +32,7 @@ extension ServedConfig {
     /// The tags of the keys zone `origin`'s signed copy still has signatures of (a refresh's
     /// walk found them): such a key stays published, whatever its timing says.
     package func keysInUse(_ origin: DNSName, _ tags: Set<UInt16>) async {
-        await takeTurn()
-        defer { endTurn() }
-        signing.inUse[origin] = tags
+        await withTurn { s in s.signing.inUse[origin] = tags }
     }
 
     /// The fast path made to hold the signatures of the geo answers' variants kept now (none

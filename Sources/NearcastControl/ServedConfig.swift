@@ -104,7 +104,7 @@ package actor ServedConfig {
     }
 
     /// Waits until no other change is under way; `endTurn` lets the next one in.
-    func takeTurn() async {
+    private func takeTurn() async {
         guard busy else {
             busy = true
             return
@@ -112,7 +112,7 @@ package actor ServedConfig {
         await withCheckedContinuation { waiting.append($0) }
     }
 
-    func endTurn() {
+    private func endTurn() {
         if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 

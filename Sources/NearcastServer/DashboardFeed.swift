@@ -58,7 +58,7 @@ actor DashboardFeed {
     }
 
     /// A page's stream of events, starting with what it needs to draw at once.
-    func subscribe() -> AsyncStream<ByteBuffer> {
+    func subscribe() async -> AsyncStream<ByteBuffer> {
         // A page that cannot keep up loses old frames, never holds the server's memory.
         let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(256))
         guard !closed else {
@@ -73,7 +73,7 @@ actor DashboardFeed {
         continuation.yield(Self.frame("history", Self.json(history)))
         if first {
             // Nothing was followed while no page was open: read now, sent as they come.
-            Task { await self.followed() }
+            await followed()
         } else {
             if let nodes { continuation.yield(Self.frame("nodes", nodes)) }
             if let pools { continuation.yield(Self.frame("pools", pools)) }
