@@ -76,7 +76,11 @@ extension DNSMessage {
                 }
                 let rrClass = RRClass(try r.u16())
                 let ttl = try r.u32()
-                let rdata = try r.rdata(type: type)
+                // RFC 2136 §2.4, §2.5: a prerequisite or update of class ANY or NONE names an RRset
+                // or a name with no RDATA (any type).
+                let rdata =
+                    (rrClass == .any || rrClass == .none) && r.peekU16() == 0
+                    ? try r.emptyRData() : try r.rdata(type: type)
                 out.append(ResourceRecord(name: name, type: type, rrClass: rrClass, ttl: ttl, rdata: rdata))
             }
             return out

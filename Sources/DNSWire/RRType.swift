@@ -155,7 +155,12 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let refused = RCode(5)
     /// A name that should not exist does: a DNAME substitution too long for a name (RFC 6672 §2.2).
     public static let yxDomain = RCode(6)
+    /// RFC 2136 §2.2: a name that should exist does not hold the RRset asked for, or one that
+    /// should not does; an update's name outside the zone of its zone section.
+    public static let yxRRSet = RCode(7)
+    public static let nxRRSet = RCode(8)
     public static let notAuth = RCode(9)
+    public static let notZone = RCode(10)
     public static let badVers = RCode(16)
     /// A server cookie that is not valid (RFC 7873 §8).
     public static let badCookie = RCode(23)
@@ -169,7 +174,10 @@ public struct RCode: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case 4: return "NOTIMP"
         case 5: return "REFUSED"
         case 6: return "YXDOMAIN"
+        case 7: return "YXRRSET"
+        case 8: return "NXRRSET"
         case 9: return "NOTAUTH"
+        case 10: return "NOTZONE"
         case 16: return "BADVERS"
         case 23: return "BADCOOKIE"
         default: return "RCODE\(rawValue)"
@@ -183,6 +191,7 @@ public struct Opcode: RawRepresentable, Hashable, Sendable {
     public init(rawValue: UInt8) { self.rawValue = rawValue & 0x0F }
     public static let query = Opcode(rawValue: 0)
     public static let notify = Opcode(rawValue: 4)
+    /// A dynamic update (RFC 2136).
     public static let update = Opcode(rawValue: 5)
 }
 

@@ -23,6 +23,18 @@ struct WireReader {
         return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
     }
 
+    /// The next two bytes as a number, not read; nil when fewer are left.
+    func peekU16() -> UInt16? {
+        remaining >= 2 ? UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1]) : nil
+    }
+
+    /// An RDATA of no bytes (its length, 0, read): RFC 2136's RRsets and names of class ANY or
+    /// NONE, which hold no record.
+    mutating func emptyRData() throws(DNSWireError) -> RData {
+        guard try u16() == 0 else { throw .badRData(type: 0, offset: offset - 2, reason: "not empty") }
+        return .unknown([])
+    }
+
     mutating func u32() throws(DNSWireError) -> UInt32 {
         try need(4)
         defer { offset += 4 }
