@@ -168,14 +168,15 @@ enum ZoneTransferWriter {
                     batch.append(m)
                 }
                 ended = messages.isDone || batch.isEmpty
+                let sent = batch  // the loop's copy: this thread makes the next batch meanwhile
                 let written = loop.flatSubmit { () -> EventLoopFuture<Void> in
                     let (_, context) = bound.value
                     func framed(_ m: [UInt8]) -> NIOAny {
                         DNSTCPHandler.wrapOutboundOut(DNSTCPHandler.framed(m, context.channel.allocator))
                     }
-                    for m in batch.dropLast() { context.write(framed(m), promise: nil) }
+                    for m in sent.dropLast() { context.write(framed(m), promise: nil) }
                     // Written in order: once the last has gone, the batch has.
-                    let last = batch.last.map { context.write(framed($0)) } ?? loop.makeSucceededVoidFuture()
+                    let last = sent.last.map { context.write(framed($0)) } ?? loop.makeSucceededVoidFuture()
                     context.flush()
                     return last
                 }
